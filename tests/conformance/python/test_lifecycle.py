@@ -1,0 +1,84 @@
+"""Process lifecycle: graceful shutdown (SPEC 5.3) and durability across restarts (6.4)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+
+from sepp import (
+    DeadLetterCause,
+    EnqueueAck,
+    EnqueueRequest,
+    Payload,
+    RetryDirective,
+    SeppClient,
+)
+
+from helpers import assert_empty, opts, reserve_one, utcnow
+
+
+async def test_sigterm_ends_a_parked_reserve_empty_and_exits_0(start_server, new_queue):
+    srv = start_server()
+    async with await SeppClient.connect(srv.addr) as c:
+        waiter = asyncio.create_task(c.reserve(opts(new_queue(), wait=timedelta(seconds=60))))
+        await asyncio.sleep(0.3)  # let the long poll park (not needed for correctness)
+        assert not waiter.done()
+        started = time.monotonic()
+        rc = await asyncio.to_thread(srv.stop)
+        assert rc == 0
+        assert await asyncio.wait_for(waiter, timeout=10) is None
+        assert time.monotonic() - started < 10
+    assert "shutdown signal received" in srv.output()
+
+
+async def test_jobs_dedup_records_and_dead_letters_survive_a_restart(start_server, new_queue):
+    srv = start_server({"storage": {"dead_letter_retention_ms": 3_600_000}})
+    q, dq = new_queue("jobs"), new_queue("dead")
+    payload = Payload(b"durable", "text/plain")
+    due = utcnow() + timedelta(milliseconds=800)
+    async with await SeppClient.connect(srv.addr) as c:
+        ready = await c.enqueue(
+            EnqueueRequest(q, "t", payload=payload, priority=3, idempotency_key="once")
+        )
+        scheduled = await c.enqueue(EnqueueRequest(q, "later", scheduled_at=due))
+        await c.enqueue(EnqueueRequest(dq, "t"))
+        job = await reserve_one(c, dq)
+        await c.nack(job.ctx, RetryDirective.DEAD_LETTER, "kept")
+
+    srv.restart()
+
+    async with await SeppClient.connect(srv.addr) as c:
+        dup = await c.enqueue(EnqueueRequest(q, "t", idempotency_key="once"))
+        assert dup == EnqueueAck(job_id=ready.job_id, deduplicated=True)
+        first = await reserve_one(c, q)
+        assert first.ctx.id == ready.job_id
+        assert first.payload == payload
+        assert int(first.ctx.priority) == 3
+        assert first.ctx.attempt == 1
+        second = await reserve_one(c, q)  # the scheduled job, once due
+        assert second.ctx.id == scheduled.job_id
+        assert utcnow() >= due - timedelta(milliseconds=5)
+        [record] = await c.drain_dead_letters(queue=dq, max_records=10)
+        assert record.job_id == job.ctx.id
+        assert record.cause == DeadLetterCause.REJECTED
+        assert record.last_reason == "kept"
+
+
+async def test_a_lease_held_across_a_restart_is_redelivered_as_the_next_attempt(
+    start_server, new_queue
+):
+    srv = start_server()
+    q = new_queue()
+    async with await SeppClient.connect(srv.addr) as c:
+        ack = await c.enqueue(EnqueueRequest(q, "t"))
+        await reserve_one(c, q, lease=timedelta(milliseconds=500))
+
+    srv.restart()
+
+    async with await SeppClient.connect(srv.addr) as c:
+        again = await reserve_one(c, q)
+        assert again.ctx.id == ack.job_id
+        assert again.ctx.attempt == 2
+        await c.ack(again.ctx)
+        await assert_empty(c, q)
