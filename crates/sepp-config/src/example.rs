@@ -1,0 +1,320 @@
+//! The commented example configuration printed by `sepp config example`.
+//!
+//! This module owns that text. Every active value in it is the built-in default, and every key
+//! appears (keys with no default are shown commented out), so the output is both documentation
+//! and a valid file that changes nothing. The tests below hold it to that.
+
+const EXAMPLE: &str = r#"# sepp configuration.
+#
+# Every value below is the built-in default, so this file changes nothing until you edit it.
+# Keys without a default are shown commented out. Keys marked "restart" only take effect when
+# the server restarts; the others are applied live when this file is saved.
+#
+# Any key can also be set from the environment as SEPP_<SECTION>__<KEY>, which wins over this
+# file, e.g. SEPP_SERVER__LISTEN_ADDR=0.0.0.0:6000 or SEPP_AUTH__API_KEYS='[{name="w",key="k"}]'.
+
+[server]
+# Where the gRPC queue service listens (restart).
+listen_addr = "0.0.0.0:50051"
+# The data directory (restart).
+db_path = "./sepp-data"
+# PEM certificate and private key for gRPC TLS: set both or neither (restart).
+# tls_cert_path = "/etc/sepp/tls/cert.pem"
+# tls_key_path = "/etc/sepp/tls/key.pem"
+# When true, only the queues declared under [[queues]] below can be used.
+strict_queues = false
+
+[auth]
+# API keys for the queue service. Leave unset to allow every caller; an empty list `[]` rejects
+# every call. Keys are visible ASCII without spaces; names are labels for the UI and audit log.
+# api_keys = [
+#   { name = "billing-worker", key = "replace-with-a-long-random-key" },
+# ]
+
+[limits]
+# The longest lease a worker may ask for.
+max_lease_duration_ms = 300000
+# Attempts a job gets when its producer does not say, and the most it may ask for.
+default_max_attempts = 3
+max_attempts_ceiling = 100
+# Priority of a job whose producer does not say: 0 (lowest) to 9 (highest).
+default_priority = 0
+# Delay before a nacked job is retried, "none" (fixed) or "exponential" growth, and its cap.
+retry_delay_ms = 0
+retry_backoff = "none"
+retry_delay_max_ms = 3600000
+# The most jobs one Reserve call may take, the most queues it may name, and its longest wait.
+max_reserve_batch = 256
+max_reserve_queues = 32
+max_wait_timeout_ms = 300000
+# The most jobs one enqueue call may carry.
+max_enqueue_batch = 256
+# The most jobs a queue may hold; unset means no limit, 0 rejects every new job.
+# max_queue_depth = 100000
+# The largest job payload, and the largest gRPC message (restart).
+max_payload_bytes = 1048576
+max_message_bytes = 16777216
+# Custom metadata on a job: number of entries, their total size, and the longest key.
+max_custom_entries = 64
+max_custom_total_bytes = 16384
+max_custom_key_bytes = 256
+# The longest queue name, job type and idempotency key, in bytes.
+max_queue_name_bytes = 512
+max_job_type_bytes = 256
+max_idempotency_key_bytes = 256
+# How far ahead a job may be scheduled (30 days); also caps nack delays.
+max_schedule_horizon_ms = 2592000000
+# Payload encodings accepted; unset accepts any, an empty list `[]` rejects every payload.
+# allowed_encodings = ["application/json", "application/protobuf"]
+
+[storage]
+# Everything in this section needs a restart.
+# "sync_all" makes every acknowledged write durable; "sync_data" skips metadata syncs;
+# "buffer" leaves flushing to the operating system and can lose recent writes on a crash.
+persist_mode = "sync_all"
+# The longest the committer waits between sweeps, and how much one sweep phase handles.
+sweep_interval_ms = 1000
+sweep_limit = 10000
+# How long an idempotency key is remembered (one day).
+dedup_window_ms = 86400000
+# How long dead-lettered jobs are kept; 0 deletes them instead (no dead-letter queue).
+dead_letter_retention_ms = 0
+# Commands that may wait for the committer before callers are made to wait.
+command_queue_capacity = 4096
+# Tuning keys of the 0.1 storage engine: accepted and checked, not used by this engine.
+# cache_size_bytes = 67108864
+# max_journaling_size_bytes = 536870912
+# max_cached_files = 256
+# worker_threads = 4
+
+[logging]
+# An EnvFilter directive; RUST_LOG, when set, replaces it (restart).
+level = "info,lsm_tree=warn,fjall=warn"
+# "text" or "json" (restart).
+format = "text"
+
+[tracing]
+# OTLP trace export over gRPC (restart).
+enabled = false
+otlp_endpoint = "http://localhost:4317"
+service_name = "sepp"
+# Share of traces kept, from 0 to 1.
+sample_ratio = 1.0
+
+[metrics]
+# OTLP metric push (restart).
+enabled = false
+otlp_endpoint = "http://localhost:4317"
+export_interval_ms = 5000
+# The Prometheus scrape endpoint, GET /metrics (restart).
+prometheus_enabled = false
+prometheus_listen_addr = "0.0.0.0:9464"
+
+[admin]
+# The admin UI and its JSON API (restart).
+enabled = true
+# Without keys the admin listener must stay on a loopback address (restart).
+listen_addr = "127.0.0.1:9465"
+# PEM certificate and private key for the admin listener: both or neither (restart).
+# tls_cert_path = "/etc/sepp/tls/cert.pem"
+# tls_key_path = "/etc/sepp/tls/key.pem"
+# Login keys; role is "viewer", "operator" or "admin" (the default). Unset turns login off.
+# keys = [
+#   { name = "ops", key = "replace-with-a-long-random-key", role = "operator" },
+# ]
+# How long a login lasts (12 hours), and how much live history the dashboard keeps (1 hour).
+session_ttl_ms = 43200000
+stats_history_ms = 3600000
+
+# Declared queues. Each may override the limits above for itself; the rest come from [limits].
+# [[queues]]
+# name = "emails"
+# max_lease_duration_ms = 60000
+# default_max_attempts = 5
+# max_attempts_ceiling = 10
+# default_priority = 5
+# retry_delay_ms = 1000
+# retry_backoff = "exponential"
+# retry_delay_max_ms = 600000
+# max_payload_bytes = 65536
+# allowed_encodings = ["application/json"]
+# allowed_job_types = ["send_welcome", "send_receipt"]
+# max_schedule_horizon_ms = 604800000
+# max_custom_entries = 16
+# max_custom_total_bytes = 4096
+# max_custom_key_bytes = 64
+# dedup_window_ms = 3600000   # restart; pinned when the server starts
+# max_queue_depth = 10000
+"#;
+
+/// A commented configuration file in which every value is the built-in default.
+pub fn example() -> &'static str {
+    EXAMPLE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load_str;
+
+    /// Every key of SPEC 4.2, by section.
+    const EVERY_KEY: &[(&str, &[&str])] = &[
+        (
+            "server",
+            &[
+                "listen_addr",
+                "db_path",
+                "tls_cert_path",
+                "tls_key_path",
+                "strict_queues",
+            ],
+        ),
+        ("auth", &["api_keys"]),
+        (
+            "limits",
+            &[
+                "max_lease_duration_ms",
+                "default_max_attempts",
+                "max_attempts_ceiling",
+                "default_priority",
+                "retry_delay_ms",
+                "retry_backoff",
+                "retry_delay_max_ms",
+                "max_reserve_batch",
+                "max_reserve_queues",
+                "max_wait_timeout_ms",
+                "max_enqueue_batch",
+                "max_queue_depth",
+                "max_payload_bytes",
+                "max_message_bytes",
+                "max_custom_entries",
+                "max_custom_total_bytes",
+                "max_custom_key_bytes",
+                "max_queue_name_bytes",
+                "max_job_type_bytes",
+                "max_idempotency_key_bytes",
+                "max_schedule_horizon_ms",
+                "allowed_encodings",
+            ],
+        ),
+        (
+            "storage",
+            &[
+                "persist_mode",
+                "sweep_interval_ms",
+                "sweep_limit",
+                "dedup_window_ms",
+                "dead_letter_retention_ms",
+                "command_queue_capacity",
+                "cache_size_bytes",
+                "max_journaling_size_bytes",
+                "max_cached_files",
+                "worker_threads",
+            ],
+        ),
+        ("logging", &["level", "format"]),
+        (
+            "tracing",
+            &["enabled", "otlp_endpoint", "service_name", "sample_ratio"],
+        ),
+        (
+            "metrics",
+            &[
+                "enabled",
+                "otlp_endpoint",
+                "export_interval_ms",
+                "prometheus_enabled",
+                "prometheus_listen_addr",
+            ],
+        ),
+        (
+            "admin",
+            &[
+                "enabled",
+                "listen_addr",
+                "tls_cert_path",
+                "tls_key_path",
+                "keys",
+                "session_ttl_ms",
+                "stats_history_ms",
+            ],
+        ),
+        (
+            "[queues]",
+            &[
+                "name",
+                "max_lease_duration_ms",
+                "default_max_attempts",
+                "max_attempts_ceiling",
+                "default_priority",
+                "retry_delay_ms",
+                "retry_backoff",
+                "retry_delay_max_ms",
+                "max_payload_bytes",
+                "allowed_encodings",
+                "allowed_job_types",
+                "max_schedule_horizon_ms",
+                "max_custom_entries",
+                "max_custom_total_bytes",
+                "max_custom_key_bytes",
+                "dedup_window_ms",
+                "max_queue_depth",
+            ],
+        ),
+    ];
+
+    /// The lines of `section` in the example, commented-out ones included.
+    fn section_lines(section: &str) -> Vec<&'static str> {
+        let header = format!("[{section}]");
+        let mut lines = EXAMPLE
+            .lines()
+            .skip_while(|line| line.trim_start_matches("# ") != header);
+        assert!(
+            lines.next().is_some(),
+            "the example has no {header} section"
+        );
+        lines
+            .take_while(|line| !line.trim_start_matches("# ").starts_with('['))
+            .collect()
+    }
+
+    #[test]
+    fn example_loads_to_exactly_the_defaults() {
+        let example = load_str(example(), &[]).expect("the example is a valid config");
+        let defaults = load_str("", &[]).expect("an empty file is a valid config");
+        assert_eq!(example, defaults);
+    }
+
+    #[test]
+    fn example_mentions_every_section_and_key_in_its_section() {
+        for (section, keys) in EVERY_KEY {
+            let lines = section_lines(section);
+            for key in *keys {
+                let found = lines.iter().any(|line| {
+                    let line = line.trim_start_matches("# ").trim_start();
+                    line.starts_with(&format!("{key} ="))
+                });
+                assert!(found, "the example's [{section}] does not show {key}");
+            }
+        }
+    }
+
+    #[test]
+    fn example_with_every_key_uncommented_is_a_valid_config() {
+        // The commented-out lines are meant to be enabled as they stand.
+        let uncommented: String = EXAMPLE
+            .lines()
+            .map(|line| match line.strip_prefix("# ") {
+                Some(rest) if rest.contains(" = ") || rest.starts_with('[') => rest,
+                Some(rest) if rest.starts_with("  {") || rest == "]" => rest,
+                _ => line,
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let config = load_str(&uncommented, &[]).expect("the uncommented example loads");
+        assert_eq!(config.queues.len(), 1);
+        assert_eq!(config.auth.api_keys.as_ref().map(Vec::len), Some(1));
+        assert_eq!(config.admin.keys.as_ref().map(Vec::len), Some(1));
+        assert_eq!(config.storage.worker_threads, Some(4));
+    }
+}

@@ -1,0 +1,430 @@
+//! The typed configuration: one struct per TOML section, with the built-in defaults of SPEC 4.2.
+//!
+//! This module owns the *shape* of the file and its defaults. It does not read files or the
+//! environment (`load`), check values against each other (`validate`) or build the core's
+//! `Policy` (`policy`). Unknown keys are ignored by serde except where SPEC 4.1 says they are
+//! rejected: inside `[admin]` and inside `auth.api_keys[]` / `admin.keys[]` entries.
+//!
+//! Types that hold key material have a hand-written `Debug` that never prints the key.
+
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// The whole configuration after defaults, file and environment have been layered.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub auth: AuthConfig,
+    pub limits: LimitsConfig,
+    pub storage: StorageConfig,
+    pub logging: LoggingConfig,
+    pub tracing: TracingConfig,
+    pub metrics: MetricsConfig,
+    pub admin: AdminConfig,
+    pub queues: Vec<QueueConfig>,
+}
+
+/// `[server]`: the gRPC listener and the data directory.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ServerConfig {
+    pub listen_addr: SocketAddr,
+    pub db_path: PathBuf,
+    pub tls_cert_path: Option<PathBuf>,
+    pub tls_key_path: Option<PathBuf>,
+    pub strict_queues: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen_addr: v4(0, 0, 0, 0, 50051),
+            db_path: PathBuf::from("./sepp-data"),
+            tls_cert_path: None,
+            tls_key_path: None,
+            strict_queues: false,
+        }
+    }
+}
+
+/// `[auth]`: the API keys of the gRPC queue service.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct AuthConfig {
+    /// Tri-state: `None` allows every caller, `Some(vec![])` rejects every call, otherwise a
+    /// caller must present one of these keys.
+    pub api_keys: Option<Vec<ApiKey>>,
+}
+
+/// One `auth.api_keys` entry. The name is a label for the UI and the audit log; only the key is
+/// secret.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKey {
+    pub name: String,
+    pub key: String,
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiKey")
+            .field("name", &self.name)
+            .field("key", &Redacted)
+            .finish()
+    }
+}
+
+/// How a nack's retry delay grows; mapped to `sepp_core::RetryBackoff`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryBackoff {
+    #[default]
+    None,
+    Exponential,
+}
+
+impl From<RetryBackoff> for sepp_core::RetryBackoff {
+    fn from(backoff: RetryBackoff) -> Self {
+        match backoff {
+            RetryBackoff::None => sepp_core::RetryBackoff::None,
+            RetryBackoff::Exponential => sepp_core::RetryBackoff::Exponential,
+        }
+    }
+}
+
+/// `[limits]`: the global limits. Most of them are the defaults of every queue; the rest are
+/// server-wide (SPEC 2.0 says which).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LimitsConfig {
+    pub max_lease_duration_ms: u64,
+    pub default_max_attempts: u32,
+    pub max_attempts_ceiling: u32,
+    pub default_priority: u8,
+    pub retry_delay_ms: u64,
+    pub retry_backoff: RetryBackoff,
+    pub retry_delay_max_ms: u64,
+    pub max_reserve_batch: u32,
+    pub max_reserve_queues: u32,
+    pub max_wait_timeout_ms: u64,
+    pub max_enqueue_batch: u32,
+    /// `None` is unlimited; `Some(0)` rejects every new job.
+    pub max_queue_depth: Option<u64>,
+    pub max_payload_bytes: u64,
+    /// The gRPC decoder limit; restart-only.
+    pub max_message_bytes: u64,
+    pub max_custom_entries: u32,
+    pub max_custom_total_bytes: u64,
+    pub max_custom_key_bytes: u32,
+    pub max_queue_name_bytes: u32,
+    pub max_job_type_bytes: u32,
+    pub max_idempotency_key_bytes: u32,
+    pub max_schedule_horizon_ms: u64,
+    /// `None` accepts any encoding; `Some(vec![])` rejects every payload.
+    pub allowed_encodings: Option<Vec<String>>,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_lease_duration_ms: 300_000,
+            default_max_attempts: 3,
+            max_attempts_ceiling: 100,
+            default_priority: 0,
+            retry_delay_ms: 0,
+            retry_backoff: RetryBackoff::None,
+            retry_delay_max_ms: 3_600_000,
+            max_reserve_batch: 256,
+            max_reserve_queues: 32,
+            max_wait_timeout_ms: 300_000,
+            max_enqueue_batch: 256,
+            max_queue_depth: None,
+            max_payload_bytes: 1_048_576,
+            max_message_bytes: 16_777_216,
+            max_custom_entries: 64,
+            max_custom_total_bytes: 16_384,
+            max_custom_key_bytes: 256,
+            max_queue_name_bytes: 512,
+            max_job_type_bytes: 256,
+            max_idempotency_key_bytes: 256,
+            max_schedule_horizon_ms: 2_592_000_000,
+            allowed_encodings: None,
+        }
+    }
+}
+
+/// How hard the committer pushes each cycle to disk.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PersistMode {
+    #[default]
+    SyncAll,
+    SyncData,
+    Buffer,
+}
+
+/// `[storage]`: all restart-only.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct StorageConfig {
+    pub persist_mode: PersistMode,
+    pub sweep_interval_ms: u64,
+    pub sweep_limit: u64,
+    pub dedup_window_ms: u64,
+    /// 0 disables the dead-letter queue.
+    pub dead_letter_retention_ms: u64,
+    pub command_queue_capacity: usize,
+    /// Engine tuning keys of 0.1: accepted and validated so existing files load, not used by
+    /// this storage engine (SPEC 12.7).
+    pub cache_size_bytes: Option<u64>,
+    pub max_journaling_size_bytes: Option<u64>,
+    pub max_cached_files: Option<u64>,
+    pub worker_threads: Option<u64>,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            persist_mode: PersistMode::SyncAll,
+            sweep_interval_ms: 1_000,
+            sweep_limit: 10_000,
+            dedup_window_ms: 86_400_000,
+            dead_letter_retention_ms: 0,
+            command_queue_capacity: 4_096,
+            cache_size_bytes: None,
+            max_journaling_size_bytes: None,
+            max_cached_files: None,
+            worker_threads: None,
+        }
+    }
+}
+
+/// The log line format.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// `[logging]`: restart-only. `RUST_LOG`, when set, replaces `level` (the server applies it).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LoggingConfig {
+    /// An `EnvFilter` directive.
+    pub level: String,
+    pub format: LogFormat,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        LoggingConfig {
+            level: "info,lsm_tree=warn,fjall=warn".to_owned(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+/// `[tracing]`: OTLP trace export; restart-only.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct TracingConfig {
+    pub enabled: bool,
+    pub otlp_endpoint: String,
+    pub service_name: String,
+    pub sample_ratio: f64,
+}
+
+impl Default for TracingConfig {
+    fn default() -> Self {
+        TracingConfig {
+            enabled: false,
+            otlp_endpoint: "http://localhost:4317".to_owned(),
+            service_name: "sepp".to_owned(),
+            sample_ratio: 1.0,
+        }
+    }
+}
+
+/// `[metrics]`: OTLP metric push and the Prometheus scrape endpoint; restart-only.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MetricsConfig {
+    pub enabled: bool,
+    pub otlp_endpoint: String,
+    pub export_interval_ms: u64,
+    pub prometheus_enabled: bool,
+    pub prometheus_listen_addr: SocketAddr,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            enabled: false,
+            otlp_endpoint: "http://localhost:4317".to_owned(),
+            export_interval_ms: 5_000,
+            prometheus_enabled: false,
+            prometheus_listen_addr: v4(0, 0, 0, 0, 9464),
+        }
+    }
+}
+
+/// `[admin]`: the admin UI and JSON API. Unknown keys here are an error.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    pub enabled: bool,
+    pub listen_addr: SocketAddr,
+    pub tls_cert_path: Option<PathBuf>,
+    pub tls_key_path: Option<PathBuf>,
+    /// `None` turns admin authentication off (only allowed on a loopback bind).
+    pub keys: Option<Vec<AdminKey>>,
+    pub session_ttl_ms: u64,
+    pub stats_history_ms: u64,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            enabled: true,
+            listen_addr: v4(127, 0, 0, 1, 9465),
+            tls_cert_path: None,
+            tls_key_path: None,
+            keys: None,
+            session_ttl_ms: 43_200_000,
+            stats_history_ms: 3_600_000,
+        }
+    }
+}
+
+/// What an admin key may do, from least to most.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum AdminRole {
+    Viewer,
+    Operator,
+    #[default]
+    Admin,
+}
+
+/// One `admin.keys` entry.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AdminKey {
+    pub name: String,
+    pub key: String,
+    #[serde(default)]
+    pub role: AdminRole,
+}
+
+impl fmt::Debug for AdminKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdminKey")
+            .field("name", &self.name)
+            .field("key", &Redacted)
+            .field("role", &self.role)
+            .finish()
+    }
+}
+
+/// One `[[queues]]` entry: a declared queue and its overrides of the global limits.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct QueueConfig {
+    pub name: String,
+    #[serde(default)]
+    pub max_lease_duration_ms: Option<u64>,
+    #[serde(default)]
+    pub default_max_attempts: Option<u32>,
+    #[serde(default)]
+    pub max_attempts_ceiling: Option<u32>,
+    #[serde(default)]
+    pub default_priority: Option<u8>,
+    #[serde(default)]
+    pub retry_delay_ms: Option<u64>,
+    #[serde(default)]
+    pub retry_backoff: Option<RetryBackoff>,
+    #[serde(default)]
+    pub retry_delay_max_ms: Option<u64>,
+    #[serde(default)]
+    pub max_payload_bytes: Option<u64>,
+    /// Replaces the global list when set.
+    #[serde(default)]
+    pub allowed_encodings: Option<Vec<String>>,
+    /// Per-queue only; `None` accepts any job type.
+    #[serde(default)]
+    pub allowed_job_types: Option<Vec<String>>,
+    #[serde(default)]
+    pub max_schedule_horizon_ms: Option<u64>,
+    #[serde(default)]
+    pub max_custom_entries: Option<u32>,
+    #[serde(default)]
+    pub max_custom_total_bytes: Option<u64>,
+    #[serde(default)]
+    pub max_custom_key_bytes: Option<u32>,
+    /// Restart-only, and pinned from the boot configuration.
+    #[serde(default)]
+    pub dedup_window_ms: Option<u64>,
+    /// Replaces the global cap when set; a queue cannot remove a global cap.
+    #[serde(default)]
+    pub max_queue_depth: Option<u64>,
+}
+
+/// Stands in for key material in `Debug` output.
+struct Redacted;
+
+impl fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+fn v4(a: u8, b: u8, c: u8, d: u8, port: u16) -> SocketAddr {
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(a, b, c, d), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_of_api_and_admin_keys_never_prints_the_key() {
+        let config = Config {
+            auth: AuthConfig {
+                api_keys: Some(vec![ApiKey {
+                    name: "worker".into(),
+                    key: "s3cret-api".into(),
+                }]),
+            },
+            admin: AdminConfig {
+                keys: Some(vec![AdminKey {
+                    name: "ops".into(),
+                    key: "s3cret-admin".into(),
+                    role: AdminRole::Operator,
+                }]),
+                ..AdminConfig::default()
+            },
+            ..Config::default()
+        };
+        let printed = format!("{config:?} {config:#?}");
+        assert!(!printed.contains("s3cret"), "{printed}");
+        assert!(printed.contains("worker") && printed.contains("ops"));
+        assert!(printed.contains("<redacted>"));
+    }
+
+    #[test]
+    fn core_retry_backoff_mapping_keeps_the_meaning() {
+        assert_eq!(
+            sepp_core::RetryBackoff::from(RetryBackoff::None),
+            sepp_core::RetryBackoff::None
+        );
+        assert_eq!(
+            sepp_core::RetryBackoff::from(RetryBackoff::Exponential),
+            sepp_core::RetryBackoff::Exponential
+        );
+    }
+}
