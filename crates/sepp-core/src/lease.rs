@@ -1,0 +1,114 @@
+//! Reserving jobs and settling their leases: reserve, ack, nack, extend.
+//!
+//! Every lease operation is fenced by attempt: the caller must present the attempt the job is
+//! currently in flight under (SPEC 2.5).
+
+use crate::errors::LeaseError;
+use crate::record::Record;
+use crate::retry::retry_delay_ms;
+use crate::state::State;
+use crate::types::{DeadLetterCause, Delivery, JobId, JobState, TimeMs};
+use crate::validate::{NackStrategy, ReservePlan};
+
+/// What a nack did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Nacked {
+    pub dead_lettered: bool,
+    /// The delay before the retry (0 = ready now); 0 when dead-lettered.
+    pub retry_delay_ms: u64,
+}
+
+impl State {
+    /// Claims up to `plan.max_jobs` ready jobs, draining the queues in the order listed, each in
+    /// priority then acceptance order.
+    pub fn reserve(&mut self, now_ms: TimeMs, plan: &ReservePlan, out: &mut Vec<Record>) -> Vec<Delivery> {
+        let lease_deadline_ms = now_ms.saturating_add(plan.lease_ms as TimeMs);
+        let mut deliveries = Vec::new();
+        for queue in &plan.queues {
+            while deliveries.len() < plan.max_jobs as usize {
+                let Some(job_id) = self.queues.get(queue.as_str()).and_then(|state| state.ready.values().next().copied())
+                else {
+                    break;
+                };
+                self.record(Record::Leased { job_id, lease_deadline_ms }, out);
+                let live = &self.jobs[&job_id];
+                deliveries.push(Delivery { job: live.job.clone(), attempt: live.state.attempt(), lease_deadline_ms });
+            }
+        }
+        deliveries
+    }
+
+    /// Completes a leased job: it is deleted. Idempotency keys stay.
+    pub fn ack(&mut self, job_id: JobId, attempt: u32, out: &mut Vec<Record>) -> Result<(), LeaseError> {
+        self.leased(&job_id, attempt)?;
+        self.record(Record::Acked { job_id }, out);
+        Ok(())
+    }
+
+    /// Moves a lease deadline to `now + lease_ms`, clamped to the job's queue maximum.
+    pub fn extend(
+        &mut self,
+        now_ms: TimeMs,
+        job_id: JobId,
+        attempt: u32,
+        lease_ms: u64,
+        out: &mut Vec<Record>,
+    ) -> Result<TimeMs, LeaseError> {
+        let live = self.leased(&job_id, attempt)?;
+        let cap_ms = self.policy.queue(&live.job.queue).max_lease_duration_ms;
+        let lease_deadline_ms = now_ms.saturating_add(lease_ms.min(cap_ms).max(1) as TimeMs);
+        self.record(Record::LeaseExtended { job_id, lease_deadline_ms }, out);
+        Ok(lease_deadline_ms)
+    }
+
+    /// Fails a leased job: dead-letters it (by request, or on its final attempt) or schedules the
+    /// next attempt.
+    pub fn nack(
+        &mut self,
+        now_ms: TimeMs,
+        job_id: JobId,
+        attempt: u32,
+        strategy: NackStrategy,
+        reason: Option<String>,
+        out: &mut Vec<Record>,
+    ) -> Result<Nacked, LeaseError> {
+        let live = self.leased(&job_id, attempt)?;
+        let cause = if strategy == NackStrategy::DeadLetter {
+            Some(DeadLetterCause::Rejected)
+        } else if attempt >= live.job.max_attempts {
+            Some(DeadLetterCause::AttemptsExhausted)
+        } else {
+            None
+        };
+        if let Some(cause) = cause {
+            self.dead_letter(now_ms, job_id, cause, reason, out);
+            return Ok(Nacked { dead_lettered: true, retry_delay_ms: 0 });
+        }
+        let limits = self.policy.queue(&live.job.queue);
+        let delay_ms = match strategy {
+            NackStrategy::Delay { delay_ms } => delay_ms.min(limits.max_schedule_horizon_ms),
+            _ => retry_delay_ms(limits, &job_id, attempt),
+        };
+        let due_ms = (delay_ms > 0).then(|| now_ms.saturating_add(delay_ms as TimeMs));
+        self.record(Record::Retried { job_id, attempt: attempt + 1, due_ms }, out);
+        Ok(Nacked { dead_lettered: false, retry_delay_ms: delay_ms })
+    }
+
+    /// Takes a live job out of the queue as dead. With retention on, a dead-letter record keeps it.
+    pub(crate) fn dead_letter(
+        &mut self,
+        now_ms: TimeMs,
+        job_id: JobId,
+        cause: DeadLetterCause,
+        last_reason: Option<String>,
+        out: &mut Vec<Record>,
+    ) {
+        let kept = self.rules.dead_letter_retention_ms > 0;
+        self.record(Record::DeadLettered { job_id, cause, failed_at_ms: now_ms, last_reason, kept }, out);
+    }
+
+    /// The state of a live job, if it is live.
+    pub fn job_state(&self, job_id: &JobId) -> Option<JobState> {
+        self.jobs.get(job_id).map(|live| live.state)
+    }
+}

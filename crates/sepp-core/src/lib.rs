@@ -1,0 +1,36 @@
+//! sepp-core: the job queue as a pure state machine.
+//!
+//! Commands go in with the time they happen at; outcomes and [`Record`]s come out. The core does
+//! no I/O, reads no clock, spawns nothing and knows neither gRPC nor the disk, so the same stream
+//! of commands gives the same state on every machine, which replay and simulation rely on.
+//!
+//! # Layout
+//!
+//! - [`limits`]: the resolved per-queue and server-wide limits ([`Policy`]).
+//! - [`types`]: jobs, payloads, dead letters.
+//! - [`validate`]: request checks that need no state (enqueue stages A to C, reserve clamps).
+//! - [`State`] (in `state`): the indexes and [`State::apply`], the only function that changes them.
+//! - `enqueue`, `lease`, `sweep`: the operations, each deciding and then applying records.
+//! - [`retry`]: the nack retry policy.
+//! - [`record`]: the records an operation produces, which the server writes to its log.
+
+pub mod errors;
+pub mod limits;
+pub mod record;
+pub mod retry;
+pub mod types;
+pub mod validate;
+
+mod enqueue;
+mod lease;
+mod state;
+mod sweep;
+
+pub use enqueue::Enqueued;
+pub use errors::{CallError, LeaseError, Rejection};
+pub use lease::Nacked;
+pub use limits::{Policy, QueueLimits, RetryBackoff, ServerLimits};
+pub use record::Record;
+pub use state::{Depths, State, StorageRules};
+pub use sweep::SweepReport;
+pub use types::*;

@@ -1,0 +1,114 @@
+//! The limits and policies the queue rules obey, already resolved per queue.
+//!
+//! This module owns the *values*; it does not parse configuration files or environment variables
+//! (that is the server's `config` module, which builds a [`Policy`] from them). A `Policy` is
+//! immutable: a hot reload builds a new one and hands it to the state machine.
+
+use std::collections::HashMap;
+
+/// How a nack's retry delay grows with the attempt number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryBackoff {
+    /// Every retry waits `retry_delay_ms`.
+    None,
+    /// Retry n waits `retry_delay_ms * 2^(n-1)`.
+    Exponential,
+}
+
+/// The effective limits of one queue: its `[[queues]]` overrides merged over the globals.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueLimits {
+    pub max_lease_duration_ms: u64,
+    pub default_max_attempts: u32,
+    pub max_attempts_ceiling: u32,
+    pub default_priority: u8,
+    pub retry_delay_ms: u64,
+    pub retry_backoff: RetryBackoff,
+    pub retry_delay_max_ms: u64,
+    pub max_payload_bytes: u64,
+    /// `None` accepts any encoding; `Some(vec![])` rejects every payload.
+    pub allowed_encodings: Option<Vec<String>>,
+    /// Per-queue only; `None` accepts any job type.
+    pub allowed_job_types: Option<Vec<String>>,
+    pub max_schedule_horizon_ms: u64,
+    pub max_custom_entries: u32,
+    pub max_custom_total_bytes: u64,
+    pub max_custom_key_bytes: u32,
+    /// Pinned from the boot-time configuration (SPEC 4.4): reloads never change it.
+    pub dedup_window_ms: u64,
+    /// `None` is unlimited; `Some(0)` rejects every new job.
+    pub max_queue_depth: Option<u64>,
+}
+
+impl Default for QueueLimits {
+    /// The built-in defaults of SPEC 4.2.
+    fn default() -> Self {
+        QueueLimits {
+            max_lease_duration_ms: 300_000,
+            default_max_attempts: 3,
+            max_attempts_ceiling: 100,
+            default_priority: 0,
+            retry_delay_ms: 0,
+            retry_backoff: RetryBackoff::None,
+            retry_delay_max_ms: 3_600_000,
+            max_payload_bytes: 1_048_576,
+            allowed_encodings: None,
+            allowed_job_types: None,
+            max_schedule_horizon_ms: 2_592_000_000,
+            max_custom_entries: 64,
+            max_custom_total_bytes: 16_384,
+            max_custom_key_bytes: 256,
+            dedup_window_ms: 86_400_000,
+            max_queue_depth: None,
+        }
+    }
+}
+
+/// Server-wide limits that no queue overrides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerLimits {
+    pub max_queue_name_bytes: u32,
+    pub max_job_type_bytes: u32,
+    pub max_idempotency_key_bytes: u32,
+    pub max_enqueue_batch: u32,
+    pub max_reserve_batch: u32,
+    pub max_reserve_queues: u32,
+    pub max_wait_timeout_ms: u64,
+    pub strict_queues: bool,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_queue_name_bytes: 512,
+            max_job_type_bytes: 256,
+            max_idempotency_key_bytes: 256,
+            max_enqueue_batch: 256,
+            max_reserve_batch: 256,
+            max_reserve_queues: 32,
+            max_wait_timeout_ms: 300_000,
+            strict_queues: false,
+        }
+    }
+}
+
+/// Everything the rules need to know about configuration, resolved once per (re)load.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Policy {
+    pub server: ServerLimits,
+    /// The limits of every undeclared queue (the global values).
+    pub defaults: QueueLimits,
+    /// Declared queues (`[[queues]]`) with their effective limits.
+    pub declared: HashMap<String, QueueLimits>,
+}
+
+impl Policy {
+    /// The effective limits of `queue`: its declaration, else the globals.
+    pub fn queue(&self, queue: &str) -> &QueueLimits {
+        self.declared.get(queue).unwrap_or(&self.defaults)
+    }
+
+    pub fn is_declared(&self, queue: &str) -> bool {
+        self.declared.contains_key(queue)
+    }
+}

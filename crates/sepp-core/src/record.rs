@@ -1,0 +1,41 @@
+//! Records: the state changes the queue makes, in the order it makes them.
+//!
+//! Every mutation of [`crate::State`] is expressed as a record and applied through
+//! [`crate::State::apply`], live and on replay alike, so replaying the records of a run rebuilds
+//! exactly the state that run had. Records carry results, not requests: a replay with a changed
+//! configuration still reproduces the same state.
+
+use std::sync::Arc;
+
+use crate::types::{DeadLetterCause, Job, JobId, TimeMs};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Record {
+    /// A new job was accepted with attempt 1: ready, or scheduled until `due_ms`.
+    JobAccepted { job: Arc<Job>, due_ms: Option<TimeMs> },
+    /// An idempotency key of a queue now points at `job_id` until `deadline_ms`.
+    DedupBound { queue: Arc<str>, key: String, job_id: JobId, deadline_ms: TimeMs },
+    /// A ready job was leased to a worker until `lease_deadline_ms`.
+    Leased { job_id: JobId, lease_deadline_ms: TimeMs },
+    /// A lease got a new deadline.
+    LeaseExtended { job_id: JobId, lease_deadline_ms: TimeMs },
+    /// A leased job completed and was deleted.
+    Acked { job_id: JobId },
+    /// A leased job goes back for another attempt: ready now, or scheduled until `due_ms`.
+    Retried { job_id: JobId, attempt: u32, due_ms: Option<TimeMs> },
+    /// A scheduled job became ready.
+    Promoted { job_id: JobId },
+    /// A live job died. With `kept` a dead-letter record stays for inspection; without, the job
+    /// is simply deleted (dead-letter retention is off).
+    DeadLettered {
+        job_id: JobId,
+        cause: DeadLetterCause,
+        failed_at_ms: TimeMs,
+        last_reason: Option<String>,
+        kept: bool,
+    },
+    /// A dead-letter record was drained or reached the end of its retention.
+    DeadLetterRemoved { job_id: JobId },
+    /// An idempotency key's window ended.
+    DedupExpired { queue: Arc<str>, key: String },
+}

@@ -1,0 +1,471 @@
+//! The queue state and its indexes, and the one function that changes them: [`State::apply`].
+//!
+//! The operations (enqueue, reserve, lease settlement, sweep, drain) live in their own modules;
+//! each decides what happens and then calls `apply` with the records of its decision. Nothing
+//! here decides anything: `apply` trusts its record, which is what makes replay exact.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::limits::Policy;
+use crate::record::Record;
+use crate::types::{DeadLetter, Job, JobId, JobState, TimeMs};
+
+/// Settings fixed when the state machine is created (restart-only configuration).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorageRules {
+    /// 0 disables dead-letter retention: dead jobs are deleted outright.
+    pub dead_letter_retention_ms: u64,
+    /// Budget of each sweep phase per cycle, and the scan cap of nothing else.
+    pub sweep_limit: usize,
+}
+
+impl Default for StorageRules {
+    fn default() -> Self {
+        StorageRules { dead_letter_retention_ms: 0, sweep_limit: 10_000 }
+    }
+}
+
+/// A live job (ready, scheduled or in flight) with where it is.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LiveJob {
+    pub job: Arc<Job>,
+    pub state: JobState,
+}
+
+/// Ordering key of the ready index: highest priority first, then acceptance order.
+pub(crate) type ReadyKey = (Reverse<u8>, u64);
+
+/// The per-queue indexes and counts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct QueueState {
+    pub ready: BTreeMap<ReadyKey, JobId>,
+    pub scheduled: usize,
+    pub inflight: usize,
+    /// Dead letters of this queue, oldest first.
+    pub dead: BTreeSet<(TimeMs, JobId)>,
+}
+
+impl QueueState {
+    fn is_empty(&self) -> bool {
+        self.ready.is_empty() && self.scheduled == 0 && self.inflight == 0 && self.dead.is_empty()
+    }
+
+    /// Ready + scheduled + in flight: what `max_queue_depth` counts.
+    pub fn live_depth(&self) -> u64 {
+        (self.ready.len() + self.scheduled + self.inflight) as u64
+    }
+}
+
+/// An idempotency key's binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DedupEntry {
+    pub job_id: JobId,
+    pub deadline_ms: TimeMs,
+}
+
+/// Depths of one queue in each state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Depths {
+    pub ready: u64,
+    pub scheduled: u64,
+    pub inflight: u64,
+    pub dead_letter: u64,
+}
+
+/// The whole queue: every live job, every dead letter, every idempotency key, and the indexes
+/// that order them.
+#[derive(Clone, Debug)]
+pub struct State {
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) rules: StorageRules,
+    pub(crate) jobs: HashMap<JobId, LiveJob>,
+    pub(crate) queues: HashMap<Arc<str>, QueueState>,
+    /// Interned queue names and job types, so a million jobs share a handful of strings.
+    names: HashSet<Arc<str>>,
+    /// Scheduled jobs by due time (then acceptance order).
+    pub(crate) scheduled: BTreeSet<(TimeMs, u64, JobId)>,
+    /// Leases by deadline.
+    pub(crate) leases: BTreeSet<(TimeMs, JobId)>,
+    pub(crate) dedup: HashMap<Arc<str>, HashMap<String, DedupEntry>>,
+    pub(crate) dedup_deadlines: BTreeSet<(TimeMs, Arc<str>, String)>,
+    pub(crate) dead_letters: HashMap<JobId, DeadLetter>,
+    /// Every dead letter, oldest first (failed_at, then queue, then job id).
+    pub(crate) dead_index: BTreeSet<(TimeMs, Arc<str>, JobId)>,
+    pub(crate) next_seq: u64,
+    /// Bumped whenever a job becomes ready; waiters compare it to know when to look again.
+    ready_generation: u64,
+}
+
+impl State {
+    pub fn new(policy: Arc<Policy>, rules: StorageRules) -> Self {
+        State {
+            policy,
+            rules,
+            jobs: HashMap::new(),
+            queues: HashMap::new(),
+            names: HashSet::new(),
+            scheduled: BTreeSet::new(),
+            leases: BTreeSet::new(),
+            dedup: HashMap::new(),
+            dedup_deadlines: BTreeSet::new(),
+            dead_letters: HashMap::new(),
+            dead_index: BTreeSet::new(),
+            next_seq: 1,
+            ready_generation: 0,
+        }
+    }
+
+    pub fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
+    /// Installs a reloaded policy; it applies to every decision from now on.
+    pub fn set_policy(&mut self, policy: Arc<Policy>) {
+        self.policy = policy;
+    }
+
+    pub fn rules(&self) -> StorageRules {
+        self.rules
+    }
+
+    /// Changes whenever any job becomes ready.
+    pub fn ready_generation(&self) -> u64 {
+        self.ready_generation
+    }
+
+    /// Whether `queue` has a job ready to reserve.
+    pub fn has_ready(&self, queue: &str) -> bool {
+        self.queues.get(queue).is_some_and(|state| !state.ready.is_empty())
+    }
+
+    pub fn depths(&self, queue: &str) -> Depths {
+        self.queues.get(queue).map_or_else(Depths::default, |state| Depths {
+            ready: state.ready.len() as u64,
+            scheduled: state.scheduled as u64,
+            inflight: state.inflight as u64,
+            dead_letter: state.dead.len() as u64,
+        })
+    }
+
+    /// Depths summed over every queue.
+    pub fn total_depths(&self) -> Depths {
+        Depths {
+            ready: self.queues.values().map(|queue| queue.ready.len() as u64).sum(),
+            scheduled: self.scheduled.len() as u64,
+            inflight: self.leases.len() as u64,
+            dead_letter: self.dead_letters.len() as u64,
+        }
+    }
+
+    /// Names of the queues that hold any job or dead letter.
+    pub fn queue_names(&self) -> Vec<Arc<str>> {
+        self.queues.keys().cloned().collect()
+    }
+
+    /// The next time a sweep has work: a due scheduled job, an expired lease, an ended dedup
+    /// window, or a dead letter past its retention.
+    pub fn next_deadline_ms(&self) -> Option<TimeMs> {
+        let retention = self.dead_index.first().map(|(failed_at_ms, _, _)| {
+            failed_at_ms.saturating_add(self.rules.dead_letter_retention_ms as TimeMs)
+        });
+        [
+            self.scheduled.first().map(|entry| entry.0),
+            self.leases.first().map(|entry| entry.0),
+            self.dedup_deadlines.first().map(|entry| entry.0),
+            retention,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    pub(crate) fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(interned) = self.names.get(name) {
+            return interned.clone();
+        }
+        let interned: Arc<str> = Arc::from(name);
+        self.names.insert(interned.clone());
+        interned
+    }
+
+    pub(crate) fn live_depth(&self, queue: &str) -> u64 {
+        self.queues.get(queue).map_or(0, QueueState::live_depth)
+    }
+
+    pub(crate) fn dedup_lookup(&self, queue: &str, key: &str, now_ms: TimeMs) -> Option<JobId> {
+        let entry = self.dedup.get(queue)?.get(key)?;
+        (entry.deadline_ms > now_ms).then_some(entry.job_id)
+    }
+
+    /// Applies one record. Records are facts: a record that does not fit the state (a job that
+    /// is not where the record says) is a broken invariant and panics.
+    pub fn apply(&mut self, record: &Record) {
+        match record {
+            Record::JobAccepted { job, due_ms } => self.apply_accepted(job, *due_ms),
+            Record::DedupBound { queue, key, job_id, deadline_ms } => {
+                let queue = self.intern(queue);
+                let previous = self
+                    .dedup
+                    .entry(queue.clone())
+                    .or_default()
+                    .insert(key.clone(), DedupEntry { job_id: *job_id, deadline_ms: *deadline_ms });
+                if let Some(previous) = previous {
+                    self.dedup_deadlines.remove(&(previous.deadline_ms, queue.clone(), key.clone()));
+                }
+                self.dedup_deadlines.insert((*deadline_ms, queue, key.clone()));
+            }
+            Record::Leased { job_id, lease_deadline_ms } => {
+                let live = self.take_live(job_id);
+                let attempt = live.state.attempt();
+                self.put_live(live.job, JobState::Inflight { attempt, lease_deadline_ms: *lease_deadline_ms });
+            }
+            Record::LeaseExtended { job_id, lease_deadline_ms } => {
+                let live = self.take_live(job_id);
+                let attempt = live.state.attempt();
+                self.put_live(live.job, JobState::Inflight { attempt, lease_deadline_ms: *lease_deadline_ms });
+            }
+            Record::Acked { job_id } => {
+                let live = self.take_live(job_id);
+                self.prune_queue(&live.job.queue);
+            }
+            Record::Retried { job_id, attempt, due_ms } => {
+                let live = self.take_live(job_id);
+                let state = match due_ms {
+                    Some(due_ms) => JobState::Scheduled { attempt: *attempt, due_ms: *due_ms },
+                    None => JobState::Ready { attempt: *attempt },
+                };
+                self.put_live(live.job, state);
+            }
+            Record::Promoted { job_id } => {
+                let live = self.take_live(job_id);
+                let attempt = live.state.attempt();
+                self.put_live(live.job, JobState::Ready { attempt });
+            }
+            Record::DeadLettered { job_id, cause, failed_at_ms, last_reason, kept } => {
+                let live = self.take_live(job_id);
+                if *kept {
+                    let dead = DeadLetter {
+                        final_attempt: live.state.attempt(),
+                        job: live.job,
+                        cause: *cause,
+                        failed_at_ms: *failed_at_ms,
+                        last_reason: last_reason.clone(),
+                    };
+                    self.put_dead_letter(dead);
+                } else {
+                    self.prune_queue(&live.job.queue);
+                }
+            }
+            Record::DeadLetterRemoved { job_id } => {
+                let dead = self.dead_letters.remove(job_id).expect("removed dead letter exists");
+                self.dead_index.remove(&(dead.failed_at_ms, dead.job.queue.clone(), *job_id));
+                if let Some(queue) = self.queues.get_mut(&dead.job.queue) {
+                    queue.dead.remove(&(dead.failed_at_ms, *job_id));
+                }
+                self.prune_queue(&dead.job.queue);
+            }
+            Record::DedupExpired { queue, key } => {
+                if let Some(keys) = self.dedup.get_mut(queue)
+                    && let Some(entry) = keys.remove(key)
+                {
+                    self.dedup_deadlines.remove(&(entry.deadline_ms, queue.clone(), key.clone()));
+                    if keys.is_empty() {
+                        self.dedup.remove(queue);
+                    }
+                }
+            }
+        }
+    }
+
+    fn apply_accepted(&mut self, job: &Arc<Job>, due_ms: Option<TimeMs>) {
+        let mut job = job.clone();
+        // Replayed jobs arrive with their own strings; share the interned ones.
+        if !self.names.contains(&*job.queue) || !self.names.contains(&*job.job_type) {
+            let queue = self.intern(&job.queue);
+            let job_type = self.intern(&job.job_type);
+            let shared = Arc::make_mut(&mut job);
+            shared.queue = queue;
+            shared.job_type = job_type;
+        }
+        self.next_seq = self.next_seq.max(job.seq + 1);
+        let state = match due_ms {
+            Some(due_ms) => JobState::Scheduled { attempt: 1, due_ms },
+            None => JobState::Ready { attempt: 1 },
+        };
+        self.put_live(job, state);
+    }
+
+    /// Removes a live job from every index; the caller puts it somewhere else or drops it.
+    fn take_live(&mut self, job_id: &JobId) -> LiveJob {
+        let live = self.jobs.remove(job_id).expect("record names a live job");
+        let queue = self.queues.get_mut(&live.job.queue).expect("live job has a queue");
+        match live.state {
+            JobState::Ready { .. } => {
+                queue.ready.remove(&(Reverse(live.job.priority), live.job.seq));
+            }
+            JobState::Scheduled { due_ms, .. } => {
+                queue.scheduled -= 1;
+                self.scheduled.remove(&(due_ms, live.job.seq, *job_id));
+            }
+            JobState::Inflight { lease_deadline_ms, .. } => {
+                queue.inflight -= 1;
+                self.leases.remove(&(lease_deadline_ms, *job_id));
+            }
+        }
+        live
+    }
+
+    fn put_live(&mut self, job: Arc<Job>, state: JobState) {
+        let queue = self.queues.entry(job.queue.clone()).or_default();
+        match state {
+            JobState::Ready { .. } => {
+                queue.ready.insert((Reverse(job.priority), job.seq), job.id);
+                self.ready_generation += 1;
+            }
+            JobState::Scheduled { due_ms, .. } => {
+                queue.scheduled += 1;
+                self.scheduled.insert((due_ms, job.seq, job.id));
+            }
+            JobState::Inflight { lease_deadline_ms, .. } => {
+                queue.inflight += 1;
+                self.leases.insert((lease_deadline_ms, job.id));
+            }
+        }
+        self.jobs.insert(job.id, LiveJob { job, state });
+    }
+
+    fn put_dead_letter(&mut self, dead: DeadLetter) {
+        let queue = dead.job.queue.clone();
+        let job_id = dead.job.id;
+        self.queues.entry(queue.clone()).or_default().dead.insert((dead.failed_at_ms, job_id));
+        self.dead_index.insert((dead.failed_at_ms, queue, job_id));
+        self.dead_letters.insert(job_id, dead);
+    }
+
+    /// A queue exists while it has entries.
+    fn prune_queue(&mut self, queue: &str) {
+        if self.queues.get(queue).is_some_and(QueueState::is_empty) {
+            self.queues.remove(queue);
+        }
+    }
+
+    /// Finds the job a lease operation names, fenced by attempt (SPEC 2.5).
+    pub(crate) fn leased(&self, job_id: &JobId, attempt: u32) -> Result<&LiveJob, crate::LeaseError> {
+        match self.jobs.get(job_id) {
+            Some(live) => match live.state {
+                JobState::Inflight { attempt: current, .. } if current == attempt => Ok(live),
+                JobState::Inflight { .. } => Err(crate::LeaseError::AttemptMismatch),
+                _ => Err(crate::LeaseError::NotFound),
+            },
+            None => Err(crate::LeaseError::NotFound),
+        }
+    }
+
+    /// Applies a record and keeps it for the log.
+    pub(crate) fn record(&mut self, record: Record, out: &mut Vec<Record>) {
+        self.apply(&record);
+        out.push(record);
+    }
+}
+
+impl State {
+    /// Checks every structural invariant: each job is in exactly one state and in exactly the
+    /// index of that state, per-queue counts match the indexes, dead letters are indexed twice,
+    /// and dedup deadlines mirror the dedup map. Returns the first violation found.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut ready = 0;
+        let mut scheduled = 0;
+        let mut inflight = 0;
+        for (job_id, live) in &self.jobs {
+            if live.job.id != *job_id {
+                return Err(format!("job {job_id} is stored under another id"));
+            }
+            let queue = self.queues.get(&live.job.queue).ok_or(format!("job {job_id} has no queue entry"))?;
+            let in_ready = queue.ready.get(&(Reverse(live.job.priority), live.job.seq)) == Some(job_id);
+            let in_scheduled = matches!(live.state, JobState::Scheduled { due_ms, .. }
+                if self.scheduled.contains(&(due_ms, live.job.seq, *job_id)));
+            let in_leases = matches!(live.state, JobState::Inflight { lease_deadline_ms, .. }
+                if self.leases.contains(&(lease_deadline_ms, *job_id)));
+            let indexed = match live.state {
+                JobState::Ready { .. } => {
+                    ready += 1;
+                    in_ready && !in_scheduled && !in_leases
+                }
+                JobState::Scheduled { .. } => {
+                    scheduled += 1;
+                    in_scheduled && !in_ready
+                }
+                JobState::Inflight { .. } => {
+                    inflight += 1;
+                    in_leases && !in_ready
+                }
+            };
+            if !indexed {
+                return Err(format!("job {job_id} in state {:?} is not indexed exactly there", live.state));
+            }
+            if live.state.attempt() == 0 {
+                return Err(format!("job {job_id} has attempt 0"));
+            }
+            if self.dead_letters.contains_key(job_id) {
+                return Err(format!("job {job_id} is both live and dead"));
+            }
+        }
+        let ready_indexed: usize = self.queues.values().map(|queue| queue.ready.len()).sum();
+        let scheduled_counted: usize = self.queues.values().map(|queue| queue.scheduled).sum();
+        let inflight_counted: usize = self.queues.values().map(|queue| queue.inflight).sum();
+        if ready_indexed != ready || scheduled_counted != scheduled || self.scheduled.len() != scheduled {
+            return Err(format!(
+                "ready/scheduled counts disagree: {ready_indexed}/{ready}, {scheduled_counted}/{}/{scheduled}",
+                self.scheduled.len()
+            ));
+        }
+        if inflight_counted != inflight || self.leases.len() != inflight {
+            return Err(format!("in-flight counts disagree: {inflight_counted}/{}/{inflight}", self.leases.len()));
+        }
+        let dead_per_queue: usize = self.queues.values().map(|queue| queue.dead.len()).sum();
+        if dead_per_queue != self.dead_letters.len() || self.dead_index.len() != self.dead_letters.len() {
+            return Err("dead-letter indexes disagree with the records".into());
+        }
+        for (failed_at_ms, queue, job_id) in &self.dead_index {
+            let dead = self.dead_letters.get(job_id).ok_or("dead index names a missing record")?;
+            if dead.failed_at_ms != *failed_at_ms || dead.job.queue != *queue {
+                return Err(format!("dead letter {job_id} is indexed under the wrong key"));
+            }
+        }
+        if self.queues.values().any(QueueState::is_empty) {
+            return Err("an empty queue is still listed".into());
+        }
+        let dedup_entries: usize = self.dedup.values().map(HashMap::len).sum();
+        if dedup_entries != self.dedup_deadlines.len() {
+            return Err("dedup deadlines disagree with the dedup map".into());
+        }
+        for (deadline_ms, queue, key) in &self.dedup_deadlines {
+            let entry = self.dedup.get(queue).and_then(|keys| keys.get(key));
+            if entry.map(|entry| entry.deadline_ms) != Some(*deadline_ms) {
+                return Err(format!("dedup deadline of {queue}/{key} does not match its entry"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A comparable summary of the whole state, for tests that check replay rebuilds it exactly.
+    pub fn fingerprint(&self) -> String {
+        let mut jobs: Vec<String> = self
+            .jobs
+            .values()
+            .map(|live| format!("{:?} {:?}", live.job, live.state))
+            .collect();
+        jobs.sort();
+        let mut dead: Vec<String> = self.dead_letters.values().map(|dead| format!("{dead:?}")).collect();
+        dead.sort();
+        let mut dedup: Vec<String> = self
+            .dedup
+            .iter()
+            .flat_map(|(queue, keys)| keys.iter().map(move |(key, entry)| format!("{queue}/{key} {entry:?}")))
+            .collect();
+        dedup.sort();
+        format!("{jobs:?}\n{dead:?}\n{dedup:?}\nnext_seq={}", self.next_seq)
+    }
+}

@@ -1,0 +1,117 @@
+//! Time-driven transitions (SPEC 2.11) and dead-letter draining (SPEC 2.8).
+//!
+//! The committer calls [`State::sweep`] whenever [`State::next_deadline_ms`] has passed. Each
+//! phase has its own budget (`sweep_limit`) so one backlog cannot starve another; whatever is
+//! left is picked up by the next sweep, which is due at once.
+
+use crate::record::Record;
+use crate::state::State;
+use crate::types::{DeadLetter, DeadLetterCause, JobId, JobState, TimeMs};
+
+/// What one sweep did, for logs and metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Scheduled jobs (first runs and delayed retries) that became ready.
+    pub promoted: Vec<JobId>,
+    /// Expired leases whose job went back to ready for another attempt.
+    pub redelivered: Vec<JobId>,
+    /// Expired leases on a final attempt: dead-lettered with cause `LeaseExpired`.
+    pub lease_dead_lettered: Vec<JobId>,
+    pub dedup_expired: usize,
+    pub dead_letters_expired: usize,
+}
+
+impl SweepReport {
+    pub fn is_empty(&self) -> bool {
+        *self == SweepReport::default()
+    }
+}
+
+impl State {
+    /// Applies every transition due at `now_ms`, each phase up to the sweep limit.
+    pub fn sweep(&mut self, now_ms: TimeMs, out: &mut Vec<Record>) -> SweepReport {
+        let limit = self.rules.sweep_limit.max(1);
+        let mut report = SweepReport::default();
+
+        let due: Vec<JobId> = self
+            .scheduled
+            .iter()
+            .take_while(|(due_ms, _, _)| *due_ms <= now_ms)
+            .take(limit)
+            .map(|(_, _, job_id)| *job_id)
+            .collect();
+        for job_id in due {
+            self.record(Record::Promoted { job_id }, out);
+            report.promoted.push(job_id);
+        }
+
+        let expired: Vec<JobId> = self
+            .leases
+            .iter()
+            .take_while(|(deadline_ms, _)| *deadline_ms <= now_ms)
+            .take(limit)
+            .map(|(_, job_id)| *job_id)
+            .collect();
+        for job_id in expired {
+            let live = &self.jobs[&job_id];
+            let attempt = live.state.attempt();
+            if attempt >= live.job.max_attempts {
+                self.dead_letter(now_ms, job_id, DeadLetterCause::LeaseExpired, None, out);
+                report.lease_dead_lettered.push(job_id);
+            } else {
+                self.record(Record::Retried { job_id, attempt: attempt + 1, due_ms: None }, out);
+                report.redelivered.push(job_id);
+            }
+        }
+
+        let ended: Vec<_> = self
+            .dedup_deadlines
+            .iter()
+            .take_while(|(deadline_ms, _, _)| *deadline_ms <= now_ms)
+            .take(limit)
+            .map(|(_, queue, key)| (queue.clone(), key.clone()))
+            .collect();
+        report.dedup_expired = ended.len();
+        for (queue, key) in ended {
+            self.record(Record::DedupExpired { queue, key }, out);
+        }
+
+        let retention_ms = self.rules.dead_letter_retention_ms as TimeMs;
+        let aged: Vec<JobId> = self
+            .dead_index
+            .iter()
+            .take_while(|(failed_at_ms, _, _)| failed_at_ms.saturating_add(retention_ms) <= now_ms)
+            .take(limit)
+            .map(|(_, _, job_id)| *job_id)
+            .collect();
+        report.dead_letters_expired = aged.len();
+        for job_id in aged {
+            self.record(Record::DeadLetterRemoved { job_id }, out);
+        }
+        report
+    }
+
+    /// Removes and returns up to `max` of the oldest dead letters, of one queue or of all.
+    /// A queue filter walks that queue's own index, so it never under-returns (SPEC 12.2).
+    pub fn drain_dead_letters(&mut self, queue: Option<&str>, max: u32, out: &mut Vec<Record>) -> Vec<DeadLetter> {
+        let taken: Vec<JobId> = match queue {
+            Some(queue) => self.queues.get(queue).map_or_else(Vec::new, |state| {
+                state.dead.iter().take(max as usize).map(|(_, job_id)| *job_id).collect()
+            }),
+            None => self.dead_index.iter().take(max as usize).map(|(_, _, job_id)| *job_id).collect(),
+        };
+        taken
+            .into_iter()
+            .map(|job_id| {
+                let dead = self.dead_letters[&job_id].clone();
+                self.record(Record::DeadLetterRemoved { job_id }, out);
+                dead
+            })
+            .collect()
+    }
+
+    /// Whether `job_id` is scheduled (not yet due).
+    pub fn is_scheduled(&self, job_id: &JobId) -> bool {
+        matches!(self.job_state(job_id), Some(JobState::Scheduled { .. }))
+    }
+}

@@ -1,0 +1,131 @@
+//! The nouns of the queue: jobs, payloads, custom values, dead-letter records.
+//!
+//! These are the core's own types; the gRPC edge converts proto messages into and out of them.
+//! A stored [`Job`] is immutable once accepted: everything that changes over its life (attempt,
+//! lease, due time) lives in its [`JobState`], so a job can be shared as `Arc<Job>` between the
+//! indexes, the records handed to the log, and the replies handed to callers.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Server-assigned job identity: a random UUID v4, rendered lowercase and hyphenated on the wire.
+pub type JobId = uuid::Uuid;
+
+/// Milliseconds since the Unix epoch.
+pub type TimeMs = i64;
+
+/// Opaque job data with its encoding label (for example `application/json`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Payload {
+    pub data: Vec<u8>,
+    pub encoding: String,
+}
+
+/// A custom metadata value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Primitive {
+    String(String),
+    Double(f64),
+    Int(i64),
+    Bool(bool),
+}
+
+impl Primitive {
+    /// The bytes this value counts for in `max_custom_total_bytes`: string length, 8 for numbers,
+    /// 1 for booleans.
+    pub fn size_bytes(&self) -> u64 {
+        match self {
+            Primitive::String(text) => text.len() as u64,
+            Primitive::Double(_) | Primitive::Int(_) => 8,
+            Primitive::Bool(_) => 1,
+        }
+    }
+}
+
+/// W3C trace context stored with a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceContext {
+    pub traceparent: String,
+    pub tracestate: Option<String>,
+}
+
+/// An enqueue request as it arrives, before validation. `custom` keeps key order, and a value of
+/// `None` is an entry whose oneof was not set (which validation rejects).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NewJob {
+    pub queue: String,
+    pub job_type: String,
+    pub payload: Option<Payload>,
+    pub idempotency_key: Option<String>,
+    pub priority: Option<u32>,
+    pub max_attempts: Option<u32>,
+    pub trace_context: Option<TraceContext>,
+    pub custom: BTreeMap<String, Option<Primitive>>,
+    pub scheduled_at_ms: Option<TimeMs>,
+}
+
+/// A job accepted by the queue. Immutable after acceptance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    pub id: JobId,
+    /// Acceptance order across the whole server: FIFO within a priority follows it (SPEC 12.1).
+    pub seq: u64,
+    pub queue: Arc<str>,
+    pub job_type: Arc<str>,
+    pub payload: Option<Payload>,
+    pub priority: u8,
+    pub trace_context: Option<TraceContext>,
+    pub enqueued_at_ms: TimeMs,
+    pub max_attempts: u32,
+    pub custom: BTreeMap<String, Primitive>,
+    pub scheduled_at_ms: Option<TimeMs>,
+}
+
+/// Where a live job is, with the attempt that its next (or current) delivery carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    Ready { attempt: u32 },
+    Scheduled { attempt: u32, due_ms: TimeMs },
+    Inflight { attempt: u32, lease_deadline_ms: TimeMs },
+}
+
+impl JobState {
+    pub fn attempt(&self) -> u32 {
+        match *self {
+            JobState::Ready { attempt }
+            | JobState::Scheduled { attempt, .. }
+            | JobState::Inflight { attempt, .. } => attempt,
+        }
+    }
+}
+
+/// A job handed to a worker under a lease.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delivery {
+    pub job: Arc<Job>,
+    pub attempt: u32,
+    pub lease_deadline_ms: TimeMs,
+}
+
+/// Why a job was dead-lettered (wire values of `DeadLetterCause`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeadLetterCause {
+    /// Nacked on its final attempt.
+    AttemptsExhausted = 1,
+    /// Nacked with the dead-letter strategy.
+    Rejected = 2,
+    /// Its lease ran out on the final attempt.
+    LeaseExpired = 3,
+    /// Dead-lettered by an operator.
+    Admin = 4,
+}
+
+/// A dead job kept for inspection while dead-letter retention is on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeadLetter {
+    pub job: Arc<Job>,
+    pub cause: DeadLetterCause,
+    pub failed_at_ms: TimeMs,
+    pub final_attempt: u32,
+    pub last_reason: Option<String>,
+}

@@ -1,0 +1,317 @@
+//! The committer: the one thread that owns the queue state.
+//!
+//! Callers send [`Command`]s over a bounded channel (they wait when it is full). Each cycle the
+//! committer drains every waiting command, stamps one `now`, applies them to the core, runs the
+//! sweep when something is due, serves parked reserves that can now be served, hands the records
+//! of the whole group to the [`Log`] and persists once, and only then answers every caller.
+//! It owns no gRPC types and makes no queue decisions of its own: the rules are `sepp-core`'s.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use sepp_core::validate::{NackStrategy, ReservePlan};
+use sepp_core::{
+    DeadLetter, Delivery, Enqueued, JobId, LeaseError, Nacked, NewJob, Policy, Record, Rejection, State,
+    SweepReport, TimeMs,
+};
+use tokio::sync::oneshot;
+
+use crate::log::Log;
+
+/// Most commands applied in one cycle; bounds reply latency under a flood.
+const MAX_GROUP: usize = 4096;
+
+pub type Reply<T> = oneshot::Sender<T>;
+
+/// A request to the committer, with the channel its answer goes back on.
+pub enum Command {
+    Enqueue { jobs: Vec<(JobId, NewJob)>, reply: Reply<Vec<Result<Enqueued, Rejection>>> },
+    EnqueueAtomic { jobs: Vec<(JobId, NewJob)>, reply: Reply<Result<Vec<Enqueued>, Vec<(u32, Rejection)>>> },
+    Reserve { plan: ReservePlan, reply: Reply<Vec<Delivery>> },
+    Ack { job_id: JobId, attempt: u32, reply: Reply<Result<(), LeaseError>> },
+    Nack {
+        job_id: JobId,
+        attempt: u32,
+        strategy: NackStrategy,
+        reason: Option<String>,
+        reply: Reply<Result<Nacked, LeaseError>>,
+    },
+    Extend { job_id: JobId, attempt: u32, lease_ms: u64, reply: Reply<Result<TimeMs, LeaseError>> },
+    DrainDeadLetters { queue: Option<String>, max: u32, reply: Reply<Vec<DeadLetter>> },
+    /// A hot reload produced a new policy.
+    SetPolicy(Arc<Policy>),
+    /// Shutdown began: answer parked reserves empty and stop parking new ones.
+    Shutdown,
+}
+
+/// An answer computed in this cycle, sent once the cycle's records are persisted.
+enum Answer {
+    Enqueue(Reply<Vec<Result<Enqueued, Rejection>>>, Vec<Result<Enqueued, Rejection>>),
+    EnqueueAtomic(Reply<Result<Vec<Enqueued>, Vec<(u32, Rejection)>>>, Result<Vec<Enqueued>, Vec<(u32, Rejection)>>),
+    Reserve(Reply<Vec<Delivery>>, Vec<Delivery>),
+    Ack(Reply<Result<(), LeaseError>>, Result<(), LeaseError>),
+    Nack(Reply<Result<Nacked, LeaseError>>, Result<Nacked, LeaseError>),
+    Extend(Reply<Result<TimeMs, LeaseError>>, Result<TimeMs, LeaseError>),
+    Drain(Reply<Vec<DeadLetter>>, Vec<DeadLetter>),
+}
+
+impl Answer {
+    fn send(self) {
+        // A caller that went away (client cancelled) just does not hear the answer.
+        let _ = match self {
+            Answer::Enqueue(reply, value) => reply.send(value).map_err(drop),
+            Answer::EnqueueAtomic(reply, value) => reply.send(value).map_err(drop),
+            Answer::Reserve(reply, value) => reply.send(value).map_err(drop),
+            Answer::Ack(reply, value) => reply.send(value).map_err(drop),
+            Answer::Nack(reply, value) => reply.send(value).map_err(drop),
+            Answer::Extend(reply, value) => reply.send(value).map_err(drop),
+            Answer::Drain(reply, value) => reply.send(value).map_err(drop),
+        };
+    }
+}
+
+/// A Reserve parked until a job becomes ready in one of its queues or its wait ends.
+struct Waiter {
+    plan: ReservePlan,
+    deadline_ms: TimeMs,
+    reply: Reply<Vec<Delivery>>,
+}
+
+/// The sending side, cloned into every request handler.
+#[derive(Clone)]
+pub struct CommitterHandle {
+    sender: flume::Sender<Command>,
+}
+
+impl CommitterHandle {
+    /// Sends a command, waiting while the channel is full. Fails only once the committer stopped.
+    pub async fn send(&self, command: Command) -> Result<(), Stopped> {
+        self.sender.send_async(command).await.map_err(|_| Stopped)
+    }
+
+    /// Commands waiting in the channel.
+    pub fn queued(&self) -> usize {
+        self.sender.len()
+    }
+}
+
+/// The committer is gone: storage accepts no more commands.
+#[derive(Debug, Clone, Copy)]
+pub struct Stopped;
+
+/// Settings of the committer loop.
+pub struct CommitterSettings {
+    pub command_queue_capacity: usize,
+    pub sweep_interval_ms: u64,
+}
+
+/// Starts the committer thread over `state` and `log`. It runs until every handle is dropped.
+pub fn spawn(
+    state: State,
+    log: Box<dyn Log>,
+    settings: CommitterSettings,
+) -> (CommitterHandle, std::thread::JoinHandle<()>) {
+    let (sender, receiver) = flume::bounded(settings.command_queue_capacity.max(1));
+    let committer = Committer {
+        state,
+        log,
+        receiver,
+        sweep_interval: Duration::from_millis(settings.sweep_interval_ms.max(1)),
+        waiters: VecDeque::new(),
+        closing: false,
+        records: Vec::new(),
+        answers: Vec::new(),
+        served_generation: 0,
+    };
+    let thread = std::thread::Builder::new()
+        .name("sepp-committer".into())
+        .spawn(move || committer.run())
+        .expect("spawn the committer thread");
+    (CommitterHandle { sender }, thread)
+}
+
+struct Committer {
+    state: State,
+    log: Box<dyn Log>,
+    receiver: flume::Receiver<Command>,
+    sweep_interval: Duration,
+    waiters: VecDeque<Waiter>,
+    closing: bool,
+    records: Vec<Record>,
+    answers: Vec<Answer>,
+    /// The ready generation up to which the waiters were already offered jobs.
+    served_generation: u64,
+}
+
+/// Wall-clock now in milliseconds: the one clock read of a cycle.
+pub fn now_ms() -> TimeMs {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as TimeMs)
+}
+
+impl Committer {
+    fn run(mut self) {
+        let mut group = Vec::new();
+        loop {
+            match self.receiver.recv_deadline(self.next_wake()) {
+                Ok(command) => group.push(command),
+                Err(flume::RecvTimeoutError::Timeout) => {}
+                Err(flume::RecvTimeoutError::Disconnected) => break,
+            }
+            while group.len() < MAX_GROUP {
+                match self.receiver.try_recv() {
+                    Ok(command) => group.push(command),
+                    Err(_) => break,
+                }
+            }
+            self.cycle(&mut group);
+        }
+        self.answer_waiters_empty();
+        tracing::info!("committer thread stopped; storage is no longer accepting commands");
+    }
+
+    /// When the loop must wake even without commands: the next sweep deadline, the next waiter
+    /// deadline, or the sweep interval, whichever is first.
+    fn next_wake(&self) -> Instant {
+        let now = now_ms();
+        let deadlines = self
+            .state
+            .next_deadline_ms()
+            .into_iter()
+            .chain(self.waiters.iter().map(|waiter| waiter.deadline_ms));
+        let wait = deadlines
+            .min()
+            .map_or(self.sweep_interval, |deadline_ms| {
+                Duration::from_millis(deadline_ms.saturating_sub(now).max(0) as u64)
+            })
+            .min(self.sweep_interval);
+        Instant::now() + wait
+    }
+
+    fn cycle(&mut self, group: &mut Vec<Command>) {
+        let now_ms = now_ms();
+        if self.state.next_deadline_ms().is_some_and(|deadline_ms| deadline_ms <= now_ms) {
+            self.sweep(now_ms);
+        }
+        for command in group.drain(..) {
+            self.apply(now_ms, command);
+        }
+        self.serve_waiters(now_ms);
+        self.persist();
+        for answer in self.answers.drain(..) {
+            answer.send();
+        }
+    }
+
+    fn sweep(&mut self, now_ms: TimeMs) {
+        let started = Instant::now();
+        let report = self.state.sweep(now_ms, &mut self.records);
+        log_sweep(&report);
+        let elapsed = started.elapsed();
+        if elapsed >= Duration::from_millis(100) {
+            tracing::warn!(elapsed_ms = elapsed.as_millis() as u64, "slow sweep");
+        }
+    }
+
+    fn apply(&mut self, now_ms: TimeMs, command: Command) {
+        let records = &mut self.records;
+        let answer = match command {
+            Command::Enqueue { jobs, reply } => Answer::Enqueue(reply, self.state.enqueue(now_ms, jobs, records)),
+            Command::EnqueueAtomic { jobs, reply } => {
+                Answer::EnqueueAtomic(reply, self.state.enqueue_atomic(now_ms, jobs, records))
+            }
+            Command::Reserve { plan, reply } => {
+                let jobs = self.state.reserve(now_ms, &plan, records);
+                if jobs.is_empty() && plan.wait_ms > 0 && !self.closing {
+                    let deadline_ms = now_ms.saturating_add(plan.wait_ms as TimeMs);
+                    self.waiters.push_back(Waiter { plan, deadline_ms, reply });
+                    return;
+                }
+                Answer::Reserve(reply, jobs)
+            }
+            Command::Ack { job_id, attempt, reply } => Answer::Ack(reply, self.state.ack(job_id, attempt, records)),
+            Command::Nack { job_id, attempt, strategy, reason, reply } => {
+                let outcome = self.state.nack(now_ms, job_id, attempt, strategy, reason, records);
+                Answer::Nack(reply, outcome)
+            }
+            Command::Extend { job_id, attempt, lease_ms, reply } => {
+                Answer::Extend(reply, self.state.extend(now_ms, job_id, attempt, lease_ms, records))
+            }
+            Command::DrainDeadLetters { queue, max, reply } => {
+                Answer::Drain(reply, self.state.drain_dead_letters(queue.as_deref(), max, records))
+            }
+            Command::SetPolicy(policy) => {
+                self.state.set_policy(policy);
+                return;
+            }
+            Command::Shutdown => {
+                self.closing = true;
+                self.answer_waiters_empty();
+                return;
+            }
+        };
+        self.answers.push(answer);
+    }
+
+    /// Offers newly ready jobs to parked reserves in arrival order, and answers those whose wait
+    /// ended (or whose caller left) with nothing.
+    fn serve_waiters(&mut self, now_ms: TimeMs) {
+        if self.waiters.is_empty() {
+            return;
+        }
+        let generation = self.state.ready_generation();
+        let offer = generation != self.served_generation;
+        self.served_generation = generation;
+        let mut still_waiting = VecDeque::with_capacity(self.waiters.len());
+        for waiter in self.waiters.drain(..) {
+            if waiter.reply.is_closed() {
+                continue;
+            }
+            if offer && waiter.plan.queues.iter().any(|queue| self.state.has_ready(queue)) {
+                let jobs = self.state.reserve(now_ms, &waiter.plan, &mut self.records);
+                self.answers.push(Answer::Reserve(waiter.reply, jobs));
+            } else if waiter.deadline_ms <= now_ms {
+                self.answers.push(Answer::Reserve(waiter.reply, Vec::new()));
+            } else {
+                still_waiting.push_back(waiter);
+            }
+        }
+        self.waiters = still_waiting;
+    }
+
+    fn answer_waiters_empty(&mut self) {
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.reply.send(Vec::new());
+        }
+    }
+
+    /// Writes and persists the cycle's records. A failure poisons the store: nothing of this
+    /// cycle is acknowledged (the answers are dropped, callers see INTERNAL) and the process
+    /// exits, since a failed persist cannot be retried safely.
+    fn persist(&mut self) {
+        if self.records.is_empty() {
+            return;
+        }
+        if let Err(error) = self.log.append(&self.records).and_then(|()| self.log.persist()) {
+            tracing::error!(%error, "persisting the log failed; storage is poisoned and the server stops");
+            self.answers.clear();
+            std::process::exit(1);
+        }
+        self.records.clear();
+    }
+}
+
+fn log_sweep(report: &SweepReport) {
+    for job_id in &report.lease_dead_lettered {
+        tracing::warn!(%job_id, "job dead-lettered after its lease expired on the final attempt");
+    }
+    if !report.is_empty() {
+        tracing::debug!(
+            promoted = report.promoted.len(),
+            redelivered = report.redelivered.len(),
+            dedup_expired = report.dedup_expired,
+            dead_letters_expired = report.dead_letters_expired,
+            "sweep"
+        );
+    }
+}

@@ -1,0 +1,27 @@
+//! The sepp server: the gRPC edge, the committer and everything that wires them to the
+//! configuration. The queue rules themselves live in `sepp-core`.
+//!
+//! # Layout
+//!
+//! - [`server`]: `run(config, listener, reload, shutdown)`, which assembles everything.
+//! - [`service`]: one handler per `sepp.v1.QueueService` RPC.
+//! - [`convert`]: proto <-> core conversions; [`status`]: outcomes -> gRPC statuses.
+//! - [`committer`]: the thread that owns the state, with group commit and parked reserves.
+//! - [`log`]: the sink the committer persists records to.
+//! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
+
+pub mod auth;
+pub mod committer;
+pub mod convert;
+pub mod live;
+pub mod log;
+pub mod server;
+pub mod service;
+pub mod status;
+
+/// The generated wire types and service stubs of `proto/sepp/v1/queue.proto`.
+pub mod proto {
+    pub mod v1 {
+        tonic::include_proto!("sepp.v1");
+    }
+}

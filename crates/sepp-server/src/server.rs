@@ -1,0 +1,208 @@
+//! Assembles and runs the server: storage and committer, the gRPC listener with health, auth,
+//! TLS and limits, hot reload, and graceful shutdown (SPEC section 5).
+//!
+//! [`run`] takes the configuration, an already-bound listener and a shutdown future, so tests
+//! can run a real server in-process on port 0 and stop it when they like.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sepp_config::Config;
+use sepp_core::{State, StorageRules};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+
+use crate::auth::ApiKeyCheck;
+use crate::committer::{self, Command, CommitterHandle, CommitterSettings};
+use crate::live::{Live, LiveConfig};
+use crate::log::VolatileLog;
+use crate::proto::v1::queue_service_server::QueueServiceServer;
+use crate::service::QueueApi;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("could not bind {addr}: {source}")]
+    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("could not read TLS file {path}: {source}")]
+    TlsFile { path: PathBuf, source: std::io::Error },
+    #[error("invalid TLS certificate or key: {0}")]
+    Tls(tonic::transport::Error),
+    #[error("the gRPC server failed: {0}")]
+    Serve(tonic::transport::Error),
+    #[error(transparent)]
+    Config(#[from] sepp_config::ConfigError),
+}
+
+/// Where the running configuration came from, for hot reload.
+pub struct ReloadSource {
+    pub source: sepp_config::ConfigSource,
+}
+
+/// Binds the configured gRPC address.
+pub async fn bind(config: &Config) -> Result<TcpListener, StartError> {
+    let addr = config.server.listen_addr;
+    TcpListener::bind(addr).await.map_err(|source| StartError::Bind { addr, source })
+}
+
+/// Runs the server until `shutdown` resolves, then stops gracefully: parked reserves return
+/// empty, in-flight calls finish, and the committer stops after its last cycle.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    reload: Option<ReloadSource>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    if !config.queues.is_empty() {
+        let names: Vec<&str> = config.queues.iter().map(|queue| queue.name.as_str()).collect();
+        tracing::info!(queues = ?names, "declared queues from config");
+    }
+    let live = Arc::new(LiveConfig::new(config));
+    let boot = &live.boot;
+    let (committer, committer_thread) = open_storage(boot, &live);
+    let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: boot.server.listen_addr, source })?;
+
+    let tls = boot.server.tls_cert_path.is_some();
+    let auth = boot.auth.api_keys.is_some();
+    if auth && !tls {
+        tracing::warn!("API keys are enforced without TLS: keys travel in plain text");
+    }
+    tracing::info!(
+        %addr,
+        db_path = %boot.server.db_path.display(),
+        tls = enabled(tls),
+        auth = enabled(auth),
+        strict_queues = enabled(boot.server.strict_queues),
+        declared_queues = boot.queues.len(),
+        "queue server listening"
+    );
+    let watcher = reload.and_then(|reload| watch_config(reload, live.clone(), committer.clone()));
+
+    let mut builder = Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+        .tcp_nodelay(true);
+    if let (Some(cert), Some(key)) = (&boot.server.tls_cert_path, &boot.server.tls_key_path) {
+        let identity = Identity::from_pem(read_tls(cert)?, read_tls(key)?);
+        builder = builder.tls_config(ServerTlsConfig::new().identity(identity)).map_err(StartError::Tls)?;
+    }
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    health_reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
+    let api = QueueApi { committer: committer.clone(), live: live.clone() };
+    let queue_service = QueueServiceServer::new(api)
+        .max_decoding_message_size(boot.limits.max_message_bytes as usize)
+        .max_encoding_message_size(usize::MAX);
+    let queue_service = tonic::service::interceptor::InterceptedService::new(queue_service, ApiKeyCheck { live: live.clone() });
+
+    let stopping = {
+        let committer = committer.clone();
+        async move {
+            shutdown.await;
+            tracing::info!("shutdown signal received");
+            // Parked reserves answer empty now, before the transport waits for them.
+            let _ = committer.send(Command::Shutdown).await;
+        }
+    };
+    let served = builder
+        .add_service(health_service)
+        .add_service(queue_service)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopping)
+        .await;
+    tracing::info!("queue server stopped");
+    drop(watcher);
+    drop(committer);
+    drop(live);
+    let _ = tokio::task::spawn_blocking(move || committer_thread.join()).await;
+    served.map_err(StartError::Serve)
+}
+
+fn enabled(on: bool) -> &'static str {
+    if on { "enabled" } else { "disabled" }
+}
+
+fn read_tls(path: &PathBuf) -> Result<Vec<u8>, StartError> {
+    std::fs::read(path).map_err(|source| StartError::TlsFile { path: path.clone(), source })
+}
+
+/// Opens storage and starts the committer over it.
+fn open_storage(boot: &Config, live: &LiveConfig) -> (CommitterHandle, std::thread::JoinHandle<()>) {
+    tracing::info!("opening storage...");
+    let started = Instant::now();
+    let rules = StorageRules {
+        dead_letter_retention_ms: boot.storage.dead_letter_retention_ms,
+        sweep_limit: boot.storage.sweep_limit as usize,
+    };
+    let state = State::new(live.get().policy.clone(), rules);
+    let depths = state.total_depths();
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        ready = depths.ready,
+        scheduled = depths.scheduled,
+        inflight = depths.inflight,
+        dead_letter = depths.dead_letter,
+        "storage ready"
+    );
+    let storage = &boot.storage;
+    tracing::info!(
+        db_path = %boot.server.db_path.display(),
+        persist_mode = ?storage.persist_mode,
+        sweep_interval_ms = storage.sweep_interval_ms,
+        sweep_limit = storage.sweep_limit,
+        dead_letter_retention_ms = storage.dead_letter_retention_ms,
+        command_queue_capacity = storage.command_queue_capacity,
+        "storage opened"
+    );
+    let settings = CommitterSettings {
+        command_queue_capacity: storage.command_queue_capacity,
+        sweep_interval_ms: storage.sweep_interval_ms,
+    };
+    committer::spawn(state, Box::new(VolatileLog::default()), settings)
+}
+
+/// Starts the config watcher when the file exists; each change reloads, validates and, when the
+/// new configuration is valid, publishes it (restart-only fields are reported, not applied).
+fn watch_config(reload: ReloadSource, live: Arc<LiveConfig>, committer: CommitterHandle) -> Option<sepp_config::ConfigWatcher> {
+    let path = reload.source.path.clone();
+    if !path.exists() {
+        tracing::info!("no config file; hot reload is disabled and config changes apply after a restart");
+        return None;
+    }
+    let runtime = tokio::runtime::Handle::current();
+    let source = reload.source;
+    let on_change = move || {
+        let candidate = match sepp_config::load(&source) {
+            Ok(candidate) => candidate,
+            Err(error) => {
+                tracing::error!(%error, "config reload failed; keeping the running configuration");
+                return;
+            }
+        };
+        let current = live.get();
+        if candidate == current.config {
+            return;
+        }
+        let restart_only = current.config.restart_only_changes(&candidate);
+        if !restart_only.is_empty() {
+            tracing::warn!(fields = ?restart_only, "changed restart-only fields are not applied until a restart");
+        }
+        let published = live.replace(Live::new(candidate, &live.boot));
+        let committer = committer.clone();
+        runtime.spawn(async move {
+            let _ = committer.send(Command::SetPolicy(published.policy.clone())).await;
+        });
+        tracing::info!("configuration reloaded");
+    };
+    match sepp_config::watch(&path, on_change) {
+        Ok(watcher) => {
+            tracing::info!(path = %path.display(), "watching config file for hot reload");
+            Some(watcher)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not watch the config file; hot reload is disabled");
+            None
+        }
+    }
+}

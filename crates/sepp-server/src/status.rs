@@ -1,0 +1,59 @@
+//! The one place where outcomes become gRPC statuses.
+
+use sepp_core::{CallError, LeaseError};
+use tonic::Status;
+
+use crate::committer::Stopped;
+
+/// A failed call on its way to becoming a gRPC status.
+#[derive(Debug)]
+pub struct ApiError(pub Status);
+
+impl From<ApiError> for Status {
+    fn from(error: ApiError) -> Status {
+        error.0
+    }
+}
+
+impl From<Status> for ApiError {
+    fn from(status: Status) -> ApiError {
+        ApiError(status)
+    }
+}
+
+impl From<CallError> for ApiError {
+    fn from(error: CallError) -> ApiError {
+        ApiError(match error {
+            CallError::InvalidArgument(message) => Status::invalid_argument(message),
+            CallError::FailedPrecondition(message) => Status::failed_precondition(message),
+        })
+    }
+}
+
+impl From<LeaseError> for ApiError {
+    fn from(error: LeaseError) -> ApiError {
+        ApiError(match error {
+            LeaseError::NotFound => Status::not_found("job not found"),
+            LeaseError::AttemptMismatch => Status::failed_precondition("attempt mismatch"),
+        })
+    }
+}
+
+impl From<Stopped> for ApiError {
+    /// The committer is gone (shutting down or poisoned): nothing was committed.
+    fn from(_: Stopped) -> ApiError {
+        ApiError(Status::internal("storage commit failed"))
+    }
+}
+
+impl From<tokio::sync::oneshot::error::RecvError> for ApiError {
+    /// The committer dropped the answer: its cycle was not persisted.
+    fn from(_: tokio::sync::oneshot::error::RecvError) -> ApiError {
+        ApiError(Status::internal("storage commit failed"))
+    }
+}
+
+/// Whether a status is a server fault (logged as an error) rather than a rejection.
+pub fn is_server_fault(status: &Status) -> bool {
+    matches!(status.code(), tonic::Code::Internal | tonic::Code::Unknown | tonic::Code::DataLoss)
+}
