@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::types::{DeadLetterCause, Job, JobId, TimeMs};
+use crate::types::{DeadLetter, DeadLetterCause, Job, JobId, JobState, TimeMs};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Record {
@@ -38,4 +38,8 @@ pub enum Record {
     DeadLetterRemoved { job_id: JobId },
     /// An idempotency key's window ended.
     DedupExpired { queue: Arc<str>, key: String },
+    /// A live job as a checkpoint saw it (see [`crate::State::snapshot`]).
+    JobRestored { job: Arc<Job>, state: JobState },
+    /// A dead-letter record as a checkpoint saw it.
+    DeadLetterRestored { dead: DeadLetter },
 }

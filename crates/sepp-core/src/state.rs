@@ -96,6 +96,8 @@ pub struct State {
     pub(crate) next_seq: u64,
     /// Bumped whenever a job becomes ready; waiters compare it to know when to look again.
     ready_generation: u64,
+    /// Approximate encoded size of every live job and dead letter.
+    live_bytes: u64,
 }
 
 impl State {
@@ -114,6 +116,7 @@ impl State {
             dead_index: BTreeSet::new(),
             next_seq: 1,
             ready_generation: 0,
+            live_bytes: 0,
         }
     }
 
@@ -128,6 +131,11 @@ impl State {
 
     pub fn rules(&self) -> StorageRules {
         self.rules
+    }
+
+    /// Approximate encoded size of the live state: what a checkpoint of it would take.
+    pub fn live_bytes(&self) -> u64 {
+        self.live_bytes
     }
 
     /// Changes whenever any job becomes ready.
@@ -203,7 +211,19 @@ impl State {
     /// is not where the record says) is a broken invariant and panics.
     pub fn apply(&mut self, record: &Record) {
         match record {
-            Record::JobAccepted { job, due_ms } => self.apply_accepted(job, *due_ms),
+            Record::JobAccepted { job, due_ms } => {
+                let state = match due_ms {
+                    Some(due_ms) => JobState::Scheduled { attempt: 1, due_ms: *due_ms },
+                    None => JobState::Ready { attempt: 1 },
+                };
+                self.restore_job(job, state);
+            }
+            Record::JobRestored { job, state } => self.restore_job(job, *state),
+            Record::DeadLetterRestored { dead } => {
+                let mut dead = dead.clone();
+                dead.job = self.share_names(&dead.job);
+                self.put_dead_letter(dead);
+            }
             Record::DedupBound { queue, key, job_id, deadline_ms } => {
                 let queue = self.intern(queue);
                 let previous = self
@@ -260,6 +280,7 @@ impl State {
             }
             Record::DeadLetterRemoved { job_id } => {
                 let dead = self.dead_letters.remove(job_id).expect("removed dead letter exists");
+                self.live_bytes -= dead.job.approx_bytes();
                 self.dead_index.remove(&(dead.failed_at_ms, dead.job.queue.clone(), *job_id));
                 if let Some(queue) = self.queues.get_mut(&dead.job.queue) {
                     queue.dead.remove(&(dead.failed_at_ms, *job_id));
@@ -279,27 +300,48 @@ impl State {
         }
     }
 
-    fn apply_accepted(&mut self, job: &Arc<Job>, due_ms: Option<TimeMs>) {
-        let mut job = job.clone();
-        // Replayed jobs arrive with their own strings; share the interned ones.
-        if !self.names.contains(&*job.queue) || !self.names.contains(&*job.job_type) {
-            let queue = self.intern(&job.queue);
-            let job_type = self.intern(&job.job_type);
-            let shared = Arc::make_mut(&mut job);
-            shared.queue = queue;
-            shared.job_type = job_type;
-        }
+    fn restore_job(&mut self, job: &Arc<Job>, state: JobState) {
+        let job = self.share_names(job);
         self.next_seq = self.next_seq.max(job.seq + 1);
-        let state = match due_ms {
-            Some(due_ms) => JobState::Scheduled { attempt: 1, due_ms },
-            None => JobState::Ready { attempt: 1 },
-        };
         self.put_live(job, state);
+    }
+
+    /// Replayed jobs arrive with strings of their own; this makes them share the interned ones.
+    fn share_names(&mut self, job: &Arc<Job>) -> Arc<Job> {
+        let queue = self.intern(&job.queue);
+        let job_type = self.intern(&job.job_type);
+        if Arc::ptr_eq(&queue, &job.queue) && Arc::ptr_eq(&job_type, &job.job_type) {
+            return job.clone();
+        }
+        let mut job = job.clone();
+        let shared = Arc::make_mut(&mut job);
+        shared.queue = queue;
+        shared.job_type = job_type;
+        job
+    }
+
+    /// Records that rebuild this exact state from an empty one: what a checkpoint stores.
+    pub fn snapshot(&self) -> Vec<Record> {
+        let mut records = Vec::with_capacity(self.jobs.len() + self.dead_letters.len() + self.dedup_deadlines.len());
+        records.extend(self.jobs.values().map(|live| Record::JobRestored { job: live.job.clone(), state: live.state }));
+        records.extend(self.dead_letters.values().map(|dead| Record::DeadLetterRestored { dead: dead.clone() }));
+        for (queue, keys) in &self.dedup {
+            for (key, entry) in keys {
+                records.push(Record::DedupBound {
+                    queue: queue.clone(),
+                    key: key.clone(),
+                    job_id: entry.job_id,
+                    deadline_ms: entry.deadline_ms,
+                });
+            }
+        }
+        records
     }
 
     /// Removes a live job from every index; the caller puts it somewhere else or drops it.
     fn take_live(&mut self, job_id: &JobId) -> LiveJob {
         let live = self.jobs.remove(job_id).expect("record names a live job");
+        self.live_bytes -= live.job.approx_bytes();
         let queue = self.queues.get_mut(&live.job.queue).expect("live job has a queue");
         match live.state {
             JobState::Ready { .. } => {
@@ -318,6 +360,7 @@ impl State {
     }
 
     fn put_live(&mut self, job: Arc<Job>, state: JobState) {
+        self.live_bytes += job.approx_bytes();
         let queue = self.queues.entry(job.queue.clone()).or_default();
         match state {
             JobState::Ready { .. } => {
@@ -337,6 +380,7 @@ impl State {
     }
 
     fn put_dead_letter(&mut self, dead: DeadLetter) {
+        self.live_bytes += dead.job.approx_bytes();
         let queue = dead.job.queue.clone();
         let job_id = dead.job.id;
         self.queues.entry(queue.clone()).or_default().dead.insert((dead.failed_at_ms, job_id));

@@ -81,6 +81,18 @@ pub struct Job {
     pub scheduled_at_ms: Option<TimeMs>,
 }
 
+impl Job {
+    /// Roughly what this job takes when encoded: enough to compare live data with log history.
+    pub fn approx_bytes(&self) -> u64 {
+        let payload = self.payload.as_ref().map_or(0, |payload| payload.data.len() + payload.encoding.len());
+        let trace = self.trace_context.as_ref().map_or(0, |context| {
+            context.traceparent.len() + context.tracestate.as_ref().map_or(0, String::len)
+        });
+        let custom: u64 = self.custom.iter().map(|(key, value)| key.len() as u64 + value.size_bytes() + 5).sum();
+        (payload + trace + self.queue.len() + self.job_type.len()) as u64 + custom + 80
+    }
+}
+
 /// Where a live job is, with the attempt that its next (or current) delivery carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobState {

@@ -17,7 +17,7 @@ use sepp_core::{
 };
 use tokio::sync::oneshot;
 
-use crate::log::Log;
+use sepp_log::Log;
 
 /// Most commands applied in one cycle; bounds reply latency under a flood.
 const MAX_GROUP: usize = 4096;
@@ -292,7 +292,11 @@ impl Committer {
         if self.records.is_empty() {
             return;
         }
-        if let Err(error) = self.log.append(&self.records).and_then(|()| self.log.persist()) {
+        let mut result = self.log.append(&self.records).and_then(|()| self.log.persist());
+        if result.is_ok() && self.log.wants_checkpoint(self.state.live_bytes()) {
+            result = self.log.checkpoint(self.state.snapshot());
+        }
+        if let Err(error) = result {
             tracing::error!(%error, "persisting the log failed; storage is poisoned and the server stops");
             self.answers.clear();
             std::process::exit(1);

@@ -7,14 +7,13 @@
 //! - [`service`]: one handler per `sepp.v1.QueueService` RPC.
 //! - [`convert`]: proto <-> core conversions; [`status`]: outcomes -> gRPC statuses.
 //! - [`committer`]: the thread that owns the state, with group commit and parked reserves.
-//! - [`log`]: the sink the committer persists records to.
+//! The durable log the committer persists to is the `sepp-log` crate.
 //! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
 
 pub mod auth;
 pub mod committer;
 pub mod convert;
 pub mod live;
-pub mod log;
 pub mod server;
 pub mod service;
 pub mod status;

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sepp_config::Config;
+use sepp_config::{Config, PersistMode};
+use sepp_log::{DurableLog, LogOptions};
 use sepp_core::{State, StorageRules};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
@@ -18,7 +19,6 @@ use tonic::transport::{Identity, Server, ServerTlsConfig};
 use crate::auth::ApiKeyCheck;
 use crate::committer::{self, Command, CommitterHandle, CommitterSettings};
 use crate::live::{Live, LiveConfig};
-use crate::log::VolatileLog;
 use crate::proto::v1::queue_service_server::QueueServiceServer;
 use crate::service::QueueApi;
 
@@ -35,6 +35,8 @@ pub enum StartError {
     Serve(tonic::transport::Error),
     #[error(transparent)]
     Config(#[from] sepp_config::ConfigError),
+    #[error("could not open storage: {0}")]
+    Storage(#[from] sepp_log::OpenError),
 }
 
 /// Where the running configuration came from, for hot reload.
@@ -62,7 +64,7 @@ pub async fn run(
     }
     let live = Arc::new(LiveConfig::new(config));
     let boot = &live.boot;
-    let (committer, committer_thread) = open_storage(boot, &live);
+    let (committer, committer_thread) = open_storage(boot, &live)?;
     let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: boot.server.listen_addr, source })?;
 
     let tls = boot.server.tls_cert_path.is_some();
@@ -127,15 +129,26 @@ fn read_tls(path: &PathBuf) -> Result<Vec<u8>, StartError> {
     std::fs::read(path).map_err(|source| StartError::TlsFile { path: path.clone(), source })
 }
 
-/// Opens storage and starts the committer over it.
-fn open_storage(boot: &Config, live: &LiveConfig) -> (CommitterHandle, std::thread::JoinHandle<()>) {
+/// Opens storage (replaying the log into a fresh state) and starts the committer over it.
+fn open_storage(
+    boot: &Config,
+    live: &LiveConfig,
+) -> Result<(CommitterHandle, std::thread::JoinHandle<()>), StartError> {
     tracing::info!("opening storage...");
     let started = Instant::now();
+    let storage = &boot.storage;
     let rules = StorageRules {
-        dead_letter_retention_ms: boot.storage.dead_letter_retention_ms,
-        sweep_limit: boot.storage.sweep_limit as usize,
+        dead_letter_retention_ms: storage.dead_letter_retention_ms,
+        sweep_limit: storage.sweep_limit as usize,
     };
-    let state = State::new(live.get().policy.clone(), rules);
+    let mut state = State::new(live.get().policy.clone(), rules);
+    let persist_mode = match storage.persist_mode {
+        PersistMode::SyncAll => sepp_log::PersistMode::SyncAll,
+        PersistMode::SyncData => sepp_log::PersistMode::SyncData,
+        PersistMode::Buffer => sepp_log::PersistMode::Buffer,
+    };
+    let (log, recovery) =
+        DurableLog::open(&boot.server.db_path, LogOptions::new(persist_mode), |record| state.apply(record))?;
     let depths = state.total_depths();
     tracing::info!(
         elapsed_ms = started.elapsed().as_millis() as u64,
@@ -143,12 +156,39 @@ fn open_storage(boot: &Config, live: &LiveConfig) -> (CommitterHandle, std::thre
         scheduled = depths.scheduled,
         inflight = depths.inflight,
         dead_letter = depths.dead_letter,
+        records_replayed = recovery.records,
+        segments = recovery.segments,
         "storage ready"
     );
-    let storage = &boot.storage;
+    if storage.persist_mode == PersistMode::Buffer {
+        tracing::warn!("persist_mode is buffer: acknowledged writes survive a crash of sepp but not of the machine");
+    }
+    let unused: Vec<&str> = [
+        ("cache_size_bytes", storage.cache_size_bytes.is_some()),
+        ("max_journaling_size_bytes", storage.max_journaling_size_bytes.is_some()),
+        ("max_cached_files", storage.max_cached_files.is_some()),
+        ("worker_threads", storage.worker_threads.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, set)| set.then_some(key))
+    .collect();
+    if !unused.is_empty() {
+        tracing::info!(keys = ?unused, "these [storage] keys tune the storage engine of sepp 0.1 and are not used by this one");
+    }
+    if boot.server.strict_queues {
+        let undeclared: Vec<String> = state
+            .queue_names()
+            .iter()
+            .filter(|queue| !boot.queues.iter().any(|declared| declared.name == ***queue))
+            .map(|queue| queue.to_string())
+            .collect();
+        if !undeclared.is_empty() {
+            tracing::warn!(queues = ?undeclared, "strict_queues is on but storage holds jobs of undeclared queues");
+        }
+    }
     tracing::info!(
         db_path = %boot.server.db_path.display(),
-        persist_mode = ?storage.persist_mode,
+        persist_mode = persist_mode_name(storage.persist_mode),
         sweep_interval_ms = storage.sweep_interval_ms,
         sweep_limit = storage.sweep_limit,
         dead_letter_retention_ms = storage.dead_letter_retention_ms,
@@ -159,7 +199,15 @@ fn open_storage(boot: &Config, live: &LiveConfig) -> (CommitterHandle, std::thre
         command_queue_capacity: storage.command_queue_capacity,
         sweep_interval_ms: storage.sweep_interval_ms,
     };
-    committer::spawn(state, Box::new(VolatileLog::default()), settings)
+    Ok(committer::spawn(state, Box::new(log), settings))
+}
+
+fn persist_mode_name(mode: PersistMode) -> &'static str {
+    match mode {
+        PersistMode::SyncAll => "sync_all",
+        PersistMode::SyncData => "sync_data",
+        PersistMode::Buffer => "buffer",
+    }
 }
 
 /// Starts the config watcher when the file exists; each change reloads, validates and, when the

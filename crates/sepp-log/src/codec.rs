@@ -1,0 +1,381 @@
+//! The binary encoding of core records: what one record looks like inside a frame.
+//!
+//! Little-endian fixed-width integers, length-prefixed strings and bytes, one tag byte per
+//! record and per optional value. The encoding is internal to the data directory; the format
+//! version (see `dir`) changes whenever it does. Decoding never panics on any input: every
+//! malformed byte sequence is a [`DecodeError`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sepp_core::{
+    DeadLetter, DeadLetterCause, Job, JobId, JobState, Payload, Primitive, Record, TimeMs, TraceContext,
+};
+
+/// Bytes that do not decode as a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed record: {0}")]
+pub struct DecodeError(pub &'static str);
+
+mod tag {
+    pub const JOB_ACCEPTED: u8 = 1;
+    pub const DEDUP_BOUND: u8 = 2;
+    pub const LEASED: u8 = 3;
+    pub const LEASE_EXTENDED: u8 = 4;
+    pub const ACKED: u8 = 5;
+    pub const RETRIED: u8 = 6;
+    pub const PROMOTED: u8 = 7;
+    pub const DEAD_LETTERED: u8 = 8;
+    pub const DEAD_LETTER_REMOVED: u8 = 9;
+    pub const DEDUP_EXPIRED: u8 = 10;
+    pub const JOB_RESTORED: u8 = 11;
+    pub const DEAD_LETTER_RESTORED: u8 = 12;
+}
+
+/// Appends the encoding of `record` to `out`.
+pub fn encode(record: &Record, out: &mut Vec<u8>) {
+    let mut w = Writer(out);
+    match record {
+        Record::JobAccepted { job, due_ms } => {
+            w.u8(tag::JOB_ACCEPTED);
+            w.job(job);
+            w.opt_i64(*due_ms);
+        }
+        Record::DedupBound { queue, key, job_id, deadline_ms } => {
+            w.u8(tag::DEDUP_BOUND);
+            w.str(queue);
+            w.str(key);
+            w.id(job_id);
+            w.i64(*deadline_ms);
+        }
+        Record::Leased { job_id, lease_deadline_ms } => {
+            w.u8(tag::LEASED);
+            w.id(job_id);
+            w.i64(*lease_deadline_ms);
+        }
+        Record::LeaseExtended { job_id, lease_deadline_ms } => {
+            w.u8(tag::LEASE_EXTENDED);
+            w.id(job_id);
+            w.i64(*lease_deadline_ms);
+        }
+        Record::Acked { job_id } => {
+            w.u8(tag::ACKED);
+            w.id(job_id);
+        }
+        Record::Retried { job_id, attempt, due_ms } => {
+            w.u8(tag::RETRIED);
+            w.id(job_id);
+            w.u32(*attempt);
+            w.opt_i64(*due_ms);
+        }
+        Record::Promoted { job_id } => {
+            w.u8(tag::PROMOTED);
+            w.id(job_id);
+        }
+        Record::DeadLettered { job_id, cause, failed_at_ms, last_reason, kept } => {
+            w.u8(tag::DEAD_LETTERED);
+            w.id(job_id);
+            w.u8(*cause as u8);
+            w.i64(*failed_at_ms);
+            w.opt_str(last_reason.as_deref());
+            w.u8(u8::from(*kept));
+        }
+        Record::DeadLetterRemoved { job_id } => {
+            w.u8(tag::DEAD_LETTER_REMOVED);
+            w.id(job_id);
+        }
+        Record::DedupExpired { queue, key } => {
+            w.u8(tag::DEDUP_EXPIRED);
+            w.str(queue);
+            w.str(key);
+        }
+        Record::JobRestored { job, state } => {
+            w.u8(tag::JOB_RESTORED);
+            w.job(job);
+            w.job_state(state);
+        }
+        Record::DeadLetterRestored { dead } => {
+            w.u8(tag::DEAD_LETTER_RESTORED);
+            w.job(&dead.job);
+            w.u8(dead.cause as u8);
+            w.i64(dead.failed_at_ms);
+            w.u32(dead.final_attempt);
+            w.opt_str(dead.last_reason.as_deref());
+        }
+    }
+}
+
+/// Decodes one record from the front of `bytes`, returning it and the bytes it used.
+pub fn decode(bytes: &[u8]) -> Result<(Record, usize), DecodeError> {
+    let mut r = Reader { bytes, at: 0 };
+    let record = match r.u8()? {
+        tag::JOB_ACCEPTED => Record::JobAccepted { job: Arc::new(r.job()?), due_ms: r.opt_i64()? },
+        tag::DEDUP_BOUND => Record::DedupBound {
+            queue: Arc::from(r.str()?),
+            key: r.str()?,
+            job_id: r.id()?,
+            deadline_ms: r.i64()?,
+        },
+        tag::LEASED => Record::Leased { job_id: r.id()?, lease_deadline_ms: r.i64()? },
+        tag::LEASE_EXTENDED => Record::LeaseExtended { job_id: r.id()?, lease_deadline_ms: r.i64()? },
+        tag::ACKED => Record::Acked { job_id: r.id()? },
+        tag::RETRIED => Record::Retried { job_id: r.id()?, attempt: r.u32()?, due_ms: r.opt_i64()? },
+        tag::PROMOTED => Record::Promoted { job_id: r.id()? },
+        tag::DEAD_LETTERED => Record::DeadLettered {
+            job_id: r.id()?,
+            cause: r.cause()?,
+            failed_at_ms: r.i64()?,
+            last_reason: r.opt_str()?,
+            kept: r.bool()?,
+        },
+        tag::DEAD_LETTER_REMOVED => Record::DeadLetterRemoved { job_id: r.id()? },
+        tag::DEDUP_EXPIRED => Record::DedupExpired { queue: Arc::from(r.str()?), key: r.str()? },
+        tag::JOB_RESTORED => Record::JobRestored { job: Arc::new(r.job()?), state: r.job_state()? },
+        tag::DEAD_LETTER_RESTORED => Record::DeadLetterRestored {
+            dead: DeadLetter {
+                job: Arc::new(r.job()?),
+                cause: r.cause()?,
+                failed_at_ms: r.i64()?,
+                final_attempt: r.u32()?,
+                last_reason: r.opt_str()?,
+            },
+        },
+        _ => return Err(DecodeError("unknown record tag")),
+    };
+    Ok((record, r.at))
+}
+
+struct Writer<'a>(&'a mut Vec<u8>);
+
+impl Writer<'_> {
+    fn u8(&mut self, value: u8) {
+        self.0.push(value);
+    }
+    fn u32(&mut self, value: u32) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    fn u64(&mut self, value: u64) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    fn i64(&mut self, value: i64) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    fn f64(&mut self, value: f64) {
+        self.0.extend_from_slice(&value.to_bits().to_le_bytes());
+    }
+    fn bytes(&mut self, value: &[u8]) {
+        self.u32(value.len() as u32);
+        self.0.extend_from_slice(value);
+    }
+    fn str(&mut self, value: &str) {
+        self.bytes(value.as_bytes());
+    }
+    fn id(&mut self, id: &JobId) {
+        self.0.extend_from_slice(id.as_bytes());
+    }
+    fn opt_i64(&mut self, value: Option<i64>) {
+        match value {
+            Some(value) => {
+                self.u8(1);
+                self.i64(value);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn opt_str(&mut self, value: Option<&str>) {
+        match value {
+            Some(value) => {
+                self.u8(1);
+                self.str(value);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn job_state(&mut self, state: &JobState) {
+        match *state {
+            JobState::Ready { attempt } => {
+                self.u8(0);
+                self.u32(attempt);
+            }
+            JobState::Scheduled { attempt, due_ms } => {
+                self.u8(1);
+                self.u32(attempt);
+                self.i64(due_ms);
+            }
+            JobState::Inflight { attempt, lease_deadline_ms } => {
+                self.u8(2);
+                self.u32(attempt);
+                self.i64(lease_deadline_ms);
+            }
+        }
+    }
+    fn job(&mut self, job: &Job) {
+        self.id(&job.id);
+        self.u64(job.seq);
+        self.str(&job.queue);
+        self.str(&job.job_type);
+        match &job.payload {
+            Some(payload) => {
+                self.u8(1);
+                self.bytes(&payload.data);
+                self.str(&payload.encoding);
+            }
+            None => self.u8(0),
+        }
+        self.u8(job.priority);
+        match &job.trace_context {
+            Some(context) => {
+                self.u8(1);
+                self.str(&context.traceparent);
+                self.opt_str(context.tracestate.as_deref());
+            }
+            None => self.u8(0),
+        }
+        self.i64(job.enqueued_at_ms);
+        self.u32(job.max_attempts);
+        self.u32(job.custom.len() as u32);
+        for (key, value) in &job.custom {
+            self.str(key);
+            match value {
+                Primitive::String(text) => {
+                    self.u8(0);
+                    self.str(text);
+                }
+                Primitive::Double(number) => {
+                    self.u8(1);
+                    self.f64(*number);
+                }
+                Primitive::Int(number) => {
+                    self.u8(2);
+                    self.i64(*number);
+                }
+                Primitive::Bool(flag) => {
+                    self.u8(3);
+                    self.u8(u8::from(*flag));
+                }
+            }
+        }
+        self.opt_i64(job.scheduled_at_ms);
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, len: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self.at.checked_add(len).ok_or(DecodeError("length overflow"))?;
+        let slice = self.bytes.get(self.at..end).ok_or(DecodeError("record ends early"))?;
+        self.at = end;
+        Ok(slice)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        Ok(self.take(N)?.try_into().expect("take returns N bytes"))
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    fn bool(&mut self) -> Result<bool, DecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(DecodeError("invalid boolean")),
+        }
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    fn i64(&mut self) -> Result<TimeMs, DecodeError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+    fn f64(&mut self) -> Result<f64, DecodeError> {
+        Ok(f64::from_bits(self.u64()?))
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
+        let len = self.u32()? as usize;
+        Ok(self.take(len)?.to_vec())
+    }
+    fn str(&mut self) -> Result<String, DecodeError> {
+        String::from_utf8(self.bytes()?).map_err(|_| DecodeError("invalid UTF-8"))
+    }
+    fn id(&mut self) -> Result<JobId, DecodeError> {
+        Ok(JobId::from_bytes(self.array()?))
+    }
+    fn flag(&mut self) -> Result<bool, DecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(DecodeError("invalid option tag")),
+        }
+    }
+    fn opt_i64(&mut self) -> Result<Option<i64>, DecodeError> {
+        Ok(if self.flag()? { Some(self.i64()?) } else { None })
+    }
+    fn opt_str(&mut self) -> Result<Option<String>, DecodeError> {
+        Ok(if self.flag()? { Some(self.str()?) } else { None })
+    }
+    fn cause(&mut self) -> Result<DeadLetterCause, DecodeError> {
+        Ok(match self.u8()? {
+            1 => DeadLetterCause::AttemptsExhausted,
+            2 => DeadLetterCause::Rejected,
+            3 => DeadLetterCause::LeaseExpired,
+            4 => DeadLetterCause::Admin,
+            _ => return Err(DecodeError("unknown dead-letter cause")),
+        })
+    }
+    fn job_state(&mut self) -> Result<JobState, DecodeError> {
+        Ok(match self.u8()? {
+            0 => JobState::Ready { attempt: self.u32()? },
+            1 => JobState::Scheduled { attempt: self.u32()?, due_ms: self.i64()? },
+            2 => JobState::Inflight { attempt: self.u32()?, lease_deadline_ms: self.i64()? },
+            _ => return Err(DecodeError("unknown job state")),
+        })
+    }
+    fn job(&mut self) -> Result<Job, DecodeError> {
+        let id = self.id()?;
+        let seq = self.u64()?;
+        let queue = Arc::from(self.str()?);
+        let job_type = Arc::from(self.str()?);
+        let payload = if self.flag()? { Some(Payload { data: self.bytes()?, encoding: self.str()? }) } else { None };
+        let priority = self.u8()?;
+        if priority > 9 {
+            return Err(DecodeError("priority above 9"));
+        }
+        let trace_context =
+            if self.flag()? { Some(TraceContext { traceparent: self.str()?, tracestate: self.opt_str()? }) } else { None };
+        let enqueued_at_ms = self.i64()?;
+        let max_attempts = self.u32()?;
+        let entries = self.u32()?;
+        let mut custom = BTreeMap::new();
+        for _ in 0..entries {
+            let key = self.str()?;
+            let value = match self.u8()? {
+                0 => Primitive::String(self.str()?),
+                1 => Primitive::Double(self.f64()?),
+                2 => Primitive::Int(self.i64()?),
+                3 => Primitive::Bool(self.bool()?),
+                _ => return Err(DecodeError("unknown custom value type")),
+            };
+            custom.insert(key, value);
+        }
+        let scheduled_at_ms = self.opt_i64()?;
+        Ok(Job {
+            id,
+            seq,
+            queue,
+            job_type,
+            payload,
+            priority,
+            trace_context,
+            enqueued_at_ms,
+            max_attempts,
+            custom,
+            scheduled_at_ms,
+        })
+    }
+}

@@ -1,0 +1,501 @@
+//! The durable log: segment files of frames in the data directory, written by the committer
+//! once per cycle, reclaimed by checkpoints, and replayed on open.
+//!
+//! Data directory layout:
+//!
+//! ```text
+//! FORMAT                       "sepp-log 1": refuse to open anything else
+//! LOCK                         held (flock) while a server has the directory open
+//! segment-<index>.log          "SEPPLOG1" then frames; the highest index is appended to
+//! checkpoint-<index>.ckpt      "SEPPCKP1" then frames of the whole state as of the start of
+//!                              segment <index>, then an empty frame as the end mark
+//! ```
+//!
+//! Recovery loads the newest checkpoint, replays the segments from its index on, and truncates
+//! a torn or corrupt tail of the last segment (reporting what it dropped). Damage anywhere else
+//! (an older segment, a checkpoint, a gap in the segment sequence) refuses to open with the
+//! file and offset, rather than silently losing acknowledged work.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use sepp_core::Record;
+
+use crate::frame::{self, Read};
+use crate::Log;
+
+const FORMAT: &str = "sepp-log 1\n";
+const SEGMENT_MAGIC: &[u8; 8] = b"SEPPLOG1";
+const CHECKPOINT_MAGIC: &[u8; 8] = b"SEPPCKP1";
+const CHECKPOINT_FRAME_RECORDS: usize = 4096;
+
+/// How much of a write is made durable before the committer answers (SPEC 6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PersistMode {
+    /// fsync: data and metadata on disk.
+    SyncAll,
+    /// fdatasync: data on disk, metadata may lag.
+    SyncData,
+    /// Handed to the OS only: survives a process crash, not a power loss.
+    Buffer,
+}
+
+/// Tunables of the log.
+#[derive(Clone, Copy, Debug)]
+pub struct LogOptions {
+    pub persist_mode: PersistMode,
+    /// A segment that reaches this size is closed and a new one started.
+    pub segment_bytes: u64,
+    /// Disk use below this never triggers a checkpoint.
+    pub checkpoint_slack_bytes: u64,
+}
+
+impl LogOptions {
+    pub fn new(persist_mode: PersistMode) -> Self {
+        LogOptions { persist_mode, segment_bytes: 64 << 20, checkpoint_slack_bytes: 16 << 20 }
+    }
+}
+
+/// Why the data directory could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("data directory {path} has format {found:?}, which this sepp does not know (it writes {:?}); refusing to open it", FORMAT.trim_end())]
+    UnknownFormat { path: PathBuf, found: String },
+    #[error("{path} is not empty and has no FORMAT file, so it is not a sepp data directory this version can open (sepp 0.1 data directories are not readable by this version)")]
+    NotADataDirectory { path: PathBuf },
+    #[error("data directory {path} is in use by another sepp process")]
+    Locked { path: PathBuf },
+    #[error("{file} is corrupt at byte offset {offset}: {reason}; refusing to open rather than lose acknowledged data")]
+    Corrupt { file: PathBuf, offset: u64, reason: &'static str },
+    #[error("segment {missing} is missing from {path} (found segments after it); refusing to open")]
+    Gap { path: PathBuf, missing: u64 },
+}
+
+/// What recovery found.
+#[derive(Debug, Default)]
+pub struct Recovery {
+    pub records: u64,
+    pub checkpoint: Option<PathBuf>,
+    pub segments: usize,
+    /// A torn or corrupt tail that was cut off the last segment.
+    pub truncated: Option<TruncatedTail>,
+}
+
+#[derive(Debug)]
+pub struct TruncatedTail {
+    pub file: PathBuf,
+    pub offset: u64,
+    pub bytes_dropped: u64,
+    pub reason: &'static str,
+}
+
+/// The durable log of one data directory.
+pub struct DurableLog {
+    dir: PathBuf,
+    options: LogOptions,
+    segment: File,
+    segment_index: u64,
+    segment_len: u64,
+    buffer: Vec<u8>,
+    /// Bytes of every segment from the newest completed checkpoint on.
+    history: BTreeMap<u64, u64>,
+    checkpoint_bytes: u64,
+    checkpointer: Checkpointer,
+    _lock: File,
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> OpenError + '_ {
+    move |source| OpenError::Io { path: path.to_path_buf(), source }
+}
+
+fn segment_path(dir: &Path, index: u64) -> PathBuf {
+    dir.join(format!("segment-{index:020}.log"))
+}
+
+fn checkpoint_path(dir: &Path, index: u64) -> PathBuf {
+    dir.join(format!("checkpoint-{index:020}.ckpt"))
+}
+
+/// Parses `<prefix><index><suffix>` file names.
+fn file_index(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
+    name.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok()
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+impl DurableLog {
+    /// Opens (or creates) the log in `dir`, feeding every recovered record to `apply` in order.
+    pub fn open(
+        dir: &Path,
+        options: LogOptions,
+        mut apply: impl FnMut(&Record),
+    ) -> Result<(DurableLog, Recovery), OpenError> {
+        fs::create_dir_all(dir).map_err(io_error(dir))?;
+        check_format(dir)?;
+        let lock_path = dir.join("LOCK");
+        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io_error(&lock_path))?;
+        lock.try_lock().map_err(|_| OpenError::Locked { path: dir.to_path_buf() })?;
+
+        let (segments, checkpoints) = list(dir)?;
+        let mut recovery = Recovery::default();
+        let base = checkpoints.last().copied();
+        let mut checkpoint_bytes = 0;
+        if let Some(base) = base {
+            let path = checkpoint_path(dir, base);
+            checkpoint_bytes = fs::metadata(&path).map_err(io_error(&path))?.len();
+            recovery.records += read_checkpoint(&path, &mut apply)?;
+            recovery.checkpoint = Some(path);
+        }
+        let live_segments: Vec<u64> = segments.iter().copied().filter(|index| base.is_none_or(|base| *index >= base)).collect();
+        if let Some(first) = live_segments.first() {
+            if let Some(base) = base
+                && *first != base
+            {
+                return Err(OpenError::Gap { path: dir.to_path_buf(), missing: base });
+            }
+            for (expected, index) in (*first..).zip(&live_segments) {
+                if *index != expected {
+                    return Err(OpenError::Gap { path: dir.to_path_buf(), missing: expected });
+                }
+            }
+        }
+        let mut history = BTreeMap::new();
+        for (position, index) in live_segments.iter().enumerate() {
+            let path = segment_path(dir, *index);
+            let last = position + 1 == live_segments.len();
+            let (records, valid_len, tail) = replay_segment(&path, last, &mut apply)?;
+            recovery.records += records;
+            if let Some(tail) = tail {
+                let file = OpenOptions::new().write(true).open(&path).map_err(io_error(&path))?;
+                file.set_len(valid_len).map_err(io_error(&path))?;
+                file.sync_all().map_err(io_error(&path))?;
+                tracing::warn!(
+                    file = %tail.file.display(),
+                    offset = tail.offset,
+                    bytes_dropped = tail.bytes_dropped,
+                    reason = tail.reason,
+                    "dropped a torn or corrupt tail of the log (writes that were never acknowledged)"
+                );
+                recovery.truncated = Some(tail);
+            }
+            history.insert(*index, valid_len);
+        }
+        recovery.segments = live_segments.len();
+        // Leftovers of a reclaim that a crash interrupted.
+        for index in segments.iter().filter(|index| base.is_some_and(|base| **index < base)) {
+            let _ = fs::remove_file(segment_path(dir, *index));
+        }
+        for index in checkpoints.iter().filter(|index| Some(**index) != base) {
+            let _ = fs::remove_file(checkpoint_path(dir, *index));
+        }
+
+        let (segment_index, segment, segment_len) = match live_segments.last() {
+            Some(index) => {
+                let path = segment_path(dir, *index);
+                let mut file = OpenOptions::new().append(true).open(&path).map_err(io_error(&path))?;
+                let mut len = history[index];
+                if len < SEGMENT_MAGIC.len() as u64 {
+                    file.set_len(0).map_err(io_error(&path))?;
+                    file.write_all(SEGMENT_MAGIC).map_err(io_error(&path))?;
+                    file.sync_all().map_err(io_error(&path))?;
+                    len = SEGMENT_MAGIC.len() as u64;
+                    history.insert(*index, len);
+                }
+                (*index, file, len)
+            }
+            None => {
+                let index = base.unwrap_or(1);
+                let file = create_segment(dir, index).map_err(io_error(dir))?;
+                history.insert(index, SEGMENT_MAGIC.len() as u64);
+                (index, file, SEGMENT_MAGIC.len() as u64)
+            }
+        };
+        let log = DurableLog {
+            dir: dir.to_path_buf(),
+            options,
+            segment,
+            segment_index,
+            segment_len,
+            buffer: Vec::with_capacity(1 << 20),
+            history,
+            checkpoint_bytes,
+            checkpointer: Checkpointer::start(dir.to_path_buf()),
+            _lock: lock,
+        };
+        Ok((log, recovery))
+    }
+
+    /// Bytes the log occupies on disk: the newest checkpoint and every segment after it.
+    pub fn disk_bytes(&self) -> u64 {
+        self.checkpoint_bytes + self.history.values().sum::<u64>()
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        if self.options.persist_mode != PersistMode::Buffer {
+            self.segment.sync_all()?;
+        }
+        let index = self.segment_index + 1;
+        self.segment = create_segment(&self.dir, index)?;
+        self.segment_index = index;
+        self.segment_len = SEGMENT_MAGIC.len() as u64;
+        self.history.insert(index, self.segment_len);
+        Ok(())
+    }
+
+    fn collect_checkpoint_results(&mut self) {
+        while let Ok(done) = self.checkpointer.done.try_recv() {
+            self.checkpointer.in_flight = false;
+            if let Some((base, bytes)) = done {
+                self.history.retain(|index, _| *index >= base);
+                self.checkpoint_bytes = bytes;
+            }
+        }
+    }
+}
+
+impl Log for DurableLog {
+    fn append(&mut self, records: &[Record]) -> io::Result<()> {
+        frame::encode(records, &mut self.buffer);
+        Ok(())
+    }
+
+    fn persist(&mut self) -> io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        self.segment.write_all(&self.buffer)?;
+        match self.options.persist_mode {
+            PersistMode::SyncAll => self.segment.sync_all()?,
+            PersistMode::SyncData => self.segment.sync_data()?,
+            PersistMode::Buffer => {}
+        }
+        self.segment_len += self.buffer.len() as u64;
+        *self.history.entry(self.segment_index).or_default() = self.segment_len;
+        self.buffer.clear();
+        if self.buffer.capacity() > 8 << 20 {
+            self.buffer.shrink_to(1 << 20);
+        }
+        if self.segment_len >= self.options.segment_bytes {
+            self.rotate()?;
+        }
+        self.collect_checkpoint_results();
+        Ok(())
+    }
+
+    fn wants_checkpoint(&self, live_bytes: u64) -> bool {
+        let disk = self.disk_bytes();
+        !self.checkpointer.in_flight
+            && disk > self.options.checkpoint_slack_bytes
+            && disk > live_bytes.saturating_mul(2).saturating_add(self.options.checkpoint_slack_bytes)
+    }
+
+    fn checkpoint(&mut self, snapshot: Vec<Record>) -> io::Result<()> {
+        self.rotate()?;
+        self.checkpointer.in_flight = true;
+        let _ = self.checkpointer.jobs.send((self.segment_index, snapshot));
+        Ok(())
+    }
+}
+
+fn check_format(dir: &Path) -> Result<(), OpenError> {
+    let format_path = dir.join("FORMAT");
+    match fs::read_to_string(&format_path) {
+        Ok(found) if found == FORMAT => Ok(()),
+        Ok(found) => Err(OpenError::UnknownFormat { path: dir.to_path_buf(), found: found.trim_end().to_string() }),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            let mut entries = fs::read_dir(dir).map_err(io_error(dir))?;
+            if entries.next().is_some() {
+                return Err(OpenError::NotADataDirectory { path: dir.to_path_buf() });
+            }
+            let tmp = dir.join("FORMAT.tmp");
+            let write = || -> io::Result<()> {
+                let mut file = File::create(&tmp)?;
+                file.write_all(FORMAT.as_bytes())?;
+                file.sync_all()?;
+                fs::rename(&tmp, &format_path)?;
+                sync_dir(dir)
+            };
+            write().map_err(io_error(&format_path))
+        }
+        Err(source) => Err(OpenError::Io { path: format_path, source }),
+    }
+}
+
+/// Segment and checkpoint indexes in the directory, ascending. Removes unfinished temp files.
+fn list(dir: &Path) -> Result<(Vec<u64>, Vec<u64>), OpenError> {
+    let mut segments = Vec::new();
+    let mut checkpoints = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_error(dir))? {
+        let entry = entry.map_err(io_error(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(index) = file_index(&name, "segment-", ".log") {
+            segments.push(index);
+        } else if let Some(index) = file_index(&name, "checkpoint-", ".ckpt") {
+            checkpoints.push(index);
+        } else if name.ends_with(".tmp") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    segments.sort_unstable();
+    checkpoints.sort_unstable();
+    Ok((segments, checkpoints))
+}
+
+fn create_segment(dir: &Path, index: u64) -> io::Result<File> {
+    let path = segment_path(dir, index);
+    let mut file = OpenOptions::new().create_new(true).append(true).open(&path)?;
+    file.write_all(SEGMENT_MAGIC)?;
+    file.sync_all()?;
+    sync_dir(dir)?;
+    Ok(file)
+}
+
+/// Replays one segment. Returns the records applied, the length of its valid prefix, and the
+/// tail that was cut (only ever in the last segment).
+fn replay_segment(
+    path: &Path,
+    last: bool,
+    apply: &mut impl FnMut(&Record),
+) -> Result<(u64, u64, Option<TruncatedTail>), OpenError> {
+    let bytes = fs::read(path).map_err(io_error(path))?;
+    let corrupt = |offset: usize, reason| OpenError::Corrupt { file: path.to_path_buf(), offset: offset as u64, reason };
+    if bytes.len() < SEGMENT_MAGIC.len() {
+        return if last && SEGMENT_MAGIC.starts_with(&bytes) { Ok((0, 0, None)) } else { Err(corrupt(0, "segment header is missing")) };
+    }
+    if &bytes[..SEGMENT_MAGIC.len()] != SEGMENT_MAGIC {
+        return Err(corrupt(0, "not a sepp log segment"));
+    }
+    let mut at = SEGMENT_MAGIC.len();
+    let mut records = 0;
+    loop {
+        let problem = match frame::read(&bytes[at..]) {
+            Read::Frame(frame_records, used) => {
+                for record in &frame_records {
+                    apply(record);
+                }
+                records += frame_records.len() as u64;
+                at += used;
+                continue;
+            }
+            Read::End => return Ok((records, at as u64, None)),
+            Read::Torn => "the last write was cut short",
+            Read::Corrupt(reason) => reason,
+        };
+        if !last {
+            return Err(corrupt(at, problem));
+        }
+        let tail = TruncatedTail {
+            file: path.to_path_buf(),
+            offset: at as u64,
+            bytes_dropped: (bytes.len() - at) as u64,
+            reason: problem,
+        };
+        return Ok((records, at as u64, Some(tail)));
+    }
+}
+
+fn read_checkpoint(path: &Path, apply: &mut impl FnMut(&Record)) -> Result<u64, OpenError> {
+    let bytes = fs::read(path).map_err(io_error(path))?;
+    let corrupt = |offset: usize, reason| OpenError::Corrupt { file: path.to_path_buf(), offset: offset as u64, reason };
+    if !bytes.starts_with(CHECKPOINT_MAGIC) {
+        return Err(corrupt(0, "not a sepp checkpoint"));
+    }
+    let mut at = CHECKPOINT_MAGIC.len();
+    let mut records = 0;
+    loop {
+        match frame::read(&bytes[at..]) {
+            Read::Frame(frame_records, used) => {
+                at += used;
+                if frame_records.is_empty() {
+                    return if at == bytes.len() { Ok(records) } else { Err(corrupt(at, "bytes after the end mark")) };
+                }
+                for record in &frame_records {
+                    apply(record);
+                }
+                records += frame_records.len() as u64;
+            }
+            Read::End | Read::Torn => return Err(corrupt(at, "checkpoint ends before its end mark")),
+            Read::Corrupt(reason) => return Err(corrupt(at, reason)),
+        }
+    }
+}
+
+/// The thread that writes checkpoints off the committer's path and then reclaims the segments
+/// and checkpoints they replace.
+struct Checkpointer {
+    jobs: mpsc::Sender<(u64, Vec<Record>)>,
+    /// `Some((base, bytes))` for a completed checkpoint, `None` for a failed one.
+    done: mpsc::Receiver<Option<(u64, u64)>>,
+    in_flight: bool,
+    _thread: JoinHandle<()>,
+}
+
+impl Checkpointer {
+    fn start(dir: PathBuf) -> Checkpointer {
+        let (jobs, job_receiver) = mpsc::channel::<(u64, Vec<Record>)>();
+        let (done_sender, done) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("sepp-checkpoint".into())
+            .spawn(move || {
+                for (base, snapshot) in job_receiver {
+                    let result = write_checkpoint(&dir, base, &snapshot);
+                    drop(snapshot);
+                    let outcome = match result {
+                        Ok(bytes) => {
+                            reclaim(&dir, base);
+                            tracing::info!(base, bytes, "checkpoint written; older log segments reclaimed");
+                            Some((base, bytes))
+                        }
+                        Err(error) => {
+                            tracing::error!(%error, base, "writing a checkpoint failed; the log keeps its segments");
+                            None
+                        }
+                    };
+                    if done_sender.send(outcome).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("spawn the checkpoint thread");
+        Checkpointer { jobs, done, in_flight: false, _thread: thread }
+    }
+}
+
+/// Writes the snapshot as `checkpoint-<base>.ckpt`, atomically (temp file, fsync, rename).
+pub(crate) fn write_checkpoint(dir: &Path, base: u64, snapshot: &[Record]) -> io::Result<u64> {
+    let tmp = dir.join(format!("checkpoint-{base:020}.tmp"));
+    let mut file = io::BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+    file.write_all(CHECKPOINT_MAGIC)?;
+    let mut bytes = CHECKPOINT_MAGIC.len() as u64;
+    let mut buffer = Vec::with_capacity(1 << 20);
+    for chunk in snapshot.chunks(CHECKPOINT_FRAME_RECORDS).chain(std::iter::once(&[][..])) {
+        buffer.clear();
+        frame::encode(chunk, &mut buffer);
+        file.write_all(&buffer)?;
+        bytes += buffer.len() as u64;
+    }
+    let file = file.into_inner().map_err(|error| error.into_error())?;
+    file.sync_all()?;
+    fs::rename(&tmp, checkpoint_path(dir, base))?;
+    sync_dir(dir)?;
+    Ok(bytes)
+}
+
+/// Deletes the segments before `base` and every checkpoint but `base`'s.
+fn reclaim(dir: &Path, base: u64) {
+    let Ok((segments, checkpoints)) = list(dir) else { return };
+    for index in segments.into_iter().filter(|index| *index < base) {
+        let _ = fs::remove_file(segment_path(dir, index));
+    }
+    for index in checkpoints.into_iter().filter(|index| *index != base) {
+        let _ = fs::remove_file(checkpoint_path(dir, index));
+    }
+}

@@ -1,0 +1,36 @@
+//! sepp-log: the durable log of the queue's records.
+//!
+//! The committer hands each cycle's records to a [`Log`]: [`Log::append`] then one
+//! [`Log::persist`], and only then answers the callers of that cycle. [`DurableLog`] keeps them
+//! in checksummed segment files, writes checkpoints so disk use follows the live data rather than
+//! history, and replays everything on open.
+//!
+//! # Layout
+//!
+//! - `codec`: the binary encoding of one record.
+//! - `frame`: a checksummed group of records (one committer cycle).
+//! - `durable`: segments, checkpoints, recovery and reclaiming.
+
+pub mod codec;
+pub mod frame;
+
+mod durable;
+
+use std::io;
+
+use sepp_core::Record;
+
+pub use durable::{DurableLog, LogOptions, OpenError, PersistMode, Recovery, TruncatedTail};
+
+/// Where the committer persists records.
+pub trait Log: Send {
+    /// Adds the records of one cycle, which become durable together or not at all.
+    fn append(&mut self, records: &[Record]) -> io::Result<()>;
+    /// Makes everything appended so far as durable as the persist mode promises. An error here
+    /// is final: the caller must stop acknowledging writes (fsync failures cannot be retried).
+    fn persist(&mut self) -> io::Result<()>;
+    /// Whether a checkpoint now would reclaim space, given the live state's approximate size.
+    fn wants_checkpoint(&self, live_bytes: u64) -> bool;
+    /// Starts a checkpoint of `snapshot`, the records that rebuild the current state.
+    fn checkpoint(&mut self, snapshot: Vec<Record>) -> io::Result<()>;
+}
