@@ -133,3 +133,41 @@ impl WorkerMetrics {
     pub(crate) fn reserve_completed(&self, _had_jobs: bool) {}
     pub(crate) fn reserve_failed(&self) {}
 }
+
+#[cfg(all(test, feature = "opentelemetry"))]
+mod tests {
+    use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::*;
+
+    #[test]
+    fn the_current_span_is_injected_into_call_metadata() {
+        let provider = SdkTracerProvider::builder().build();
+        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("call");
+            let _entered = span.enter();
+            let expected = span.context().span().span_context().clone();
+            let mut metadata = MetadataMap::new();
+            inject(&mut metadata);
+            let traceparent = format!("00-{}-{}-01", expected.trace_id(), expected.span_id());
+            assert_eq!(metadata.get("traceparent").unwrap(), traceparent.as_str());
+            assert!(
+                metadata.get("tracestate").is_none(),
+                "an empty tracestate is not sent"
+            );
+        });
+    }
+
+    #[test]
+    fn without_a_tracing_layer_nothing_is_injected() {
+        let mut metadata = MetadataMap::new();
+        inject(&mut metadata);
+        assert!(metadata.is_empty());
+        assert_eq!(current_trace_context(), None);
+    }
+}
