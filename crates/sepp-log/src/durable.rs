@@ -107,6 +107,7 @@ pub struct DurableLog {
     history: BTreeMap<u64, u64>,
     checkpoint_bytes: u64,
     checkpointer: Checkpointer,
+    /// Declared last so it is dropped last, after the checkpointer has stopped writing.
     _lock: File,
 }
 
@@ -156,10 +157,11 @@ impl DurableLog {
         }
         let live_segments: Vec<u64> = segments.iter().copied().filter(|index| base.is_none_or(|base| *index >= base)).collect();
         if let Some(first) = live_segments.first() {
-            if let Some(base) = base
-                && *first != base
-            {
-                return Err(OpenError::Gap { path: dir.to_path_buf(), missing: base });
+            // Segments are numbered from 1 and only a checkpoint replaces those before its base,
+            // so the first segment is the checkpoint's base, or segment 1 when there is none.
+            let first_expected = base.unwrap_or(1);
+            if *first != first_expected {
+                return Err(OpenError::Gap { path: dir.to_path_buf(), missing: first_expected });
             }
             for (expected, index) in (*first..).zip(&live_segments) {
                 if *index != expected {
@@ -435,7 +437,19 @@ struct Checkpointer {
     /// `Some((base, bytes))` for a completed checkpoint, `None` for a failed one.
     done: mpsc::Receiver<Option<(u64, u64)>>,
     in_flight: bool,
-    _thread: JoinHandle<()>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Checkpointer {
+    /// Lets a checkpoint in flight finish and waits for the thread, so that the directory lock
+    /// (a later field of [`DurableLog`]) is released only once nothing writes here any more.
+    fn drop(&mut self) {
+        let (closed, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.jobs, closed));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Checkpointer {
@@ -465,7 +479,7 @@ impl Checkpointer {
                 }
             })
             .expect("spawn the checkpoint thread");
-        Checkpointer { jobs, done, in_flight: false, _thread: thread }
+        Checkpointer { jobs, done, in_flight: false, thread: Some(thread) }
     }
 }
 
