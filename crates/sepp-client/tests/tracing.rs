@@ -1,15 +1,16 @@
-//! Trace context round trips with OpenTelemetry on: the producer's `sepp.enqueue` span is
-//! stamped onto the job as a W3C traceparent, comes back on the reserved job, and the Worker's
+//! Tracing and logging, with OpenTelemetry on: the producer's `sepp.enqueue` span is stamped
+//! onto the job as a W3C traceparent, comes back on the reserved job, and the Worker's
 //! `sepp.process` consumer span links to it (a link, not a parent). Spans are collected by an
-//! in-memory exporter behind a `tracing-opentelemetry` layer, as a host application would set up.
+//! in-memory exporter behind a `tracing-opentelemetry` layer, as a host application would set
+//! up; log lines go to an in-memory buffer, so tests can wait for what the client logs.
 #![cfg(feature = "opentelemetry")]
 
 mod common;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{Server, signalled, unique};
+use common::{Server, eventually, signalled, unique};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, TraceContextExt, TraceId, TracerProvider as _,
 };
@@ -31,11 +32,40 @@ fn exporter() -> &'static InMemorySpanExporter {
             .with_simple_exporter(exporter.clone())
             .build();
         let tracer = provider.tracer("sepp-client-tests");
-        let subscriber =
-            tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
+        let logs = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(|| Logs);
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::filter::LevelFilter::INFO)
+            .with(tracing_opentelemetry::layer().with_tracer(tracer))
+            .with(logs);
         tracing::subscriber::set_global_default(subscriber).expect("install the test subscriber");
         exporter
     })
+}
+
+/// Everything logged in this test binary.
+static LOGGED: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// The log writer behind the global subscriber.
+struct Logs;
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        LOGGED.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether a logged line contains every one of `parts`.
+fn logged(parts: &[&str]) -> bool {
+    let logged = LOGGED.lock().unwrap();
+    String::from_utf8_lossy(&logged)
+        .lines()
+        .any(|line| parts.iter().all(|part| line.contains(part)))
 }
 
 fn finished(name: &str, trace_id: TraceId) -> Vec<SpanData> {
@@ -202,7 +232,7 @@ async fn the_worker_span_links_to_the_producer_instead_of_joining_its_trace() {
     };
     let shutdown = worker.shutdown_handle();
     let running = tokio::spawn(worker.run());
-    let mut handled = vec![
+    let mut handled = [
         signalled("a handler", &mut rx).await,
         signalled("a handler", &mut rx).await,
     ];
@@ -260,4 +290,34 @@ fn a_received_context_can_become_the_current_otel_parent() {
         "4bf92f3577b34da6a3ce929d0e0e4736"
     );
     assert_eq!(TraceContext::from_current_otel(), Some(trace));
+}
+
+#[tokio::test]
+async fn a_failing_reserve_is_logged_and_backed_off_and_shutdown_wakes_the_backoff() {
+    exporter();
+    let server = Server::start_with("strict_queues = true", "[[queues]]\nname = \"declared\"\n");
+    let client = server.client().await;
+    let queue = unique("undeclared");
+    let worker_id = unique("backoff-worker");
+    let worker = Worker::new(client, [queue.as_str()], LEASE)
+        .unwrap()
+        .with_worker_id(worker_id.clone())
+        .unwrap()
+        .with_reserve_error_backoff(Duration::from_secs(3600))
+        .handle("t", |_, _| async { Ok(()) })
+        .unwrap();
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    eventually("the reserve error to be logged", || async {
+        logged(&["reserve error", &queue, "backing off for 3600s"]).then_some(())
+    })
+    .await;
+    assert!(logged(&["worker started", &worker_id]));
+    // The worker now sleeps for an hour unless shutdown wakes it.
+    shutdown.shutdown();
+    tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(logged(&["worker stopped", &worker_id]));
 }
