@@ -14,8 +14,11 @@ use common::{Server, eventually, signalled, unique};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, TraceContextExt, TraceId, TracerProvider as _,
 };
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
-use sepp_client::worker::Worker;
+use sepp_client::client::SeppClient;
+use sepp_client::worker::{HandlerError, Worker};
 use sepp_client::{EnqueueRequest, JobCtx, ReserveOptions, TraceContext};
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -23,13 +26,20 @@ use tracing_subscriber::layer::SubscriberExt;
 
 const LEASE: Duration = Duration::from_secs(30);
 
-/// The process-wide exporter behind the global subscriber (installed once per test binary).
-fn exporter() -> &'static InMemorySpanExporter {
-    static EXPORTER: OnceLock<InMemorySpanExporter> = OnceLock::new();
-    EXPORTER.get_or_init(|| {
-        let exporter = InMemorySpanExporter::default();
+/// What the host application installed: span and metric exporters behind the global
+/// subscriber and meter provider (once per test binary).
+struct Telemetry {
+    spans: InMemorySpanExporter,
+    metrics: InMemoryMetricExporter,
+    meters: SdkMeterProvider,
+}
+
+fn telemetry() -> &'static Telemetry {
+    static TELEMETRY: OnceLock<Telemetry> = OnceLock::new();
+    TELEMETRY.get_or_init(|| {
+        let spans = InMemorySpanExporter::default();
         let provider = SdkTracerProvider::builder()
-            .with_simple_exporter(exporter.clone())
+            .with_simple_exporter(spans.clone())
             .build();
         let tracer = provider.tracer("sepp-client-tests");
         let logs = tracing_subscriber::fmt::layer()
@@ -40,7 +50,55 @@ fn exporter() -> &'static InMemorySpanExporter {
             .with(tracing_opentelemetry::layer().with_tracer(tracer))
             .with(logs);
         tracing::subscriber::set_global_default(subscriber).expect("install the test subscriber");
-        exporter
+        let metrics = InMemoryMetricExporter::default();
+        let meters = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(metrics.clone()).build())
+            .build();
+        opentelemetry::global::set_meter_provider(meters.clone());
+        Telemetry {
+            spans,
+            metrics,
+            meters,
+        }
+    })
+}
+
+fn exporter() -> &'static InMemorySpanExporter {
+    &telemetry().spans
+}
+
+/// The latest cumulative value of a counter, summed over the points that carry `attribute`.
+fn counter(name: &str, attribute: Option<(&str, &str)>) -> Option<i128> {
+    let telemetry = telemetry();
+    telemetry.meters.force_flush().expect("flush metrics");
+    let batches = telemetry
+        .metrics
+        .get_finished_metrics()
+        .expect("read metrics");
+    let latest = batches.last()?;
+    let metric = latest
+        .scope_metrics()
+        .flat_map(|scope| scope.metrics())
+        .find(|metric| metric.name() == name)?;
+    let matches = |attributes: Vec<&opentelemetry::KeyValue>| {
+        attribute.is_none_or(|(key, value)| {
+            attributes
+                .iter()
+                .any(|kv| kv.key.as_str() == key && kv.value.as_str() == value)
+        })
+    };
+    Some(match metric.data() {
+        AggregatedMetrics::U64(MetricData::Sum(sum)) => sum
+            .data_points()
+            .filter(|point| matches(point.attributes().collect()))
+            .map(|point| i128::from(point.value()))
+            .sum(),
+        AggregatedMetrics::I64(MetricData::Sum(sum)) => sum
+            .data_points()
+            .filter(|point| matches(point.attributes().collect()))
+            .map(|point| i128::from(point.value()))
+            .sum(),
+        other => panic!("{name} is not a counter: {other:?}"),
     })
 }
 
@@ -320,4 +378,63 @@ async fn a_failing_reserve_is_logged_and_backed_off_and_shutdown_wakes_the_backo
         .unwrap()
         .unwrap();
     assert!(logged(&["worker stopped", &worker_id]));
+}
+
+#[tokio::test]
+async fn an_api_key_without_tls_is_warned_about_and_never_logged() {
+    telemetry();
+    let server = Server::start();
+    let _client = SeppClient::builder(server.url())
+        .api_key("plain-secret")
+        .connect()
+        .await
+        .unwrap();
+    assert!(logged(&["API key configured without TLS", &server.url()]));
+    assert!(logged(&[
+        "connected to the sepp server",
+        &server.url(),
+        "auth=true"
+    ]));
+    assert!(!logged(&["plain-secret"]));
+}
+
+#[tokio::test]
+async fn the_worker_records_its_metrics_on_the_global_meter() {
+    telemetry();
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("metrics");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .with_catch_all_handler(move |_, ctx: Arc<JobCtx>| {
+            let tx = tx.clone();
+            async move {
+                tx.send(()).unwrap();
+                if ctx.job_type == "ok" {
+                    Ok(())
+                } else {
+                    Err(HandlerError::permanent("no"))
+                }
+            }
+        });
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    client
+        .enqueue(EnqueueRequest::new(&queue, "ok").unwrap())
+        .await
+        .unwrap();
+    client
+        .enqueue(EnqueueRequest::new(&queue, "bad").unwrap())
+        .await
+        .unwrap();
+    signalled("the first handler", &mut rx).await;
+    signalled("the second handler", &mut rx).await;
+    // Shutdown waits for both jobs to be settled, so their counts are in.
+    shutdown.shutdown();
+    running.await.unwrap();
+    assert!(counter("sepp.jobs.processed", None) >= Some(1));
+    assert!(counter("sepp.jobs.nacked", Some(("outcome", "dead_letter"))) >= Some(1));
+    assert!(counter("sepp.reserves.completed", Some(("jobs", "some"))) >= Some(1));
+    assert!(counter("sepp.jobs.in_flight", None).is_some());
 }

@@ -403,7 +403,7 @@ async fn auto_extend_keeps_a_long_job_leased_past_its_first_lease() {
     let queue = unique("auto-extend");
     let (open, closed) = gate();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let lease = Duration::from_millis(900);
+    let lease = Duration::from_secs(3);
     let worker = Worker::new(client.clone(), [queue.as_str()], lease)
         .unwrap()
         .with_auto_extend()
