@@ -547,14 +547,31 @@ impl State {
     }
 
     /// A comparable summary of the whole state, for tests that check replay rebuilds it exactly.
+    /// Every payload must be in memory; see [`State::fingerprint_with`] for stored ones.
     pub fn fingerprint(&self) -> String {
-        let mut jobs: Vec<String> = self
-            .jobs
-            .values()
-            .map(|live| format!("{:?} {:?}", live.job, live.state))
-            .collect();
+        self.fingerprint_with(&mut |stored| panic!("payload {stored:?} is stored; use fingerprint_with"))
+    }
+
+    /// Like [`State::fingerprint`], reading stored payloads with `load`, so a state whose
+    /// payloads are in the log compares equal to one that holds the same bytes in memory.
+    pub fn fingerprint_with(&self, load: &mut dyn FnMut(&StoredPayload) -> Vec<u8>) -> String {
+        let mut loaded = |job: &Arc<Job>| -> Job {
+            let mut job = (**job).clone();
+            if let Some(payload) = &mut job.payload
+                && let PayloadData::Stored(stored) = &payload.data
+            {
+                payload.data = PayloadData::Inline(load(stored).into_boxed_slice());
+            }
+            job
+        };
+        let mut jobs: Vec<String> =
+            self.jobs.values().map(|live| format!("{:?} {:?}", loaded(&live.job), live.state)).collect();
         jobs.sort();
-        let mut dead: Vec<String> = self.dead_letters.values().map(|dead| format!("{dead:?}")).collect();
+        let mut dead: Vec<String> = self
+            .dead_letters
+            .values()
+            .map(|dead| format!("{:?}", DeadLetter { job: Arc::new(loaded(&dead.job)), ..dead.clone() }))
+            .collect();
         dead.sort();
         let mut dedup: Vec<String> = self
             .dedup

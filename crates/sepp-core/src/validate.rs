@@ -89,7 +89,7 @@ fn check_limits(policy: &Policy, job: &NewJob, now_ms: TimeMs) -> Result<(), Rej
         });
     }
     if let Some(allowed) = &limits.allowed_job_types
-        && !allowed.iter().any(|job_type| *job_type == job.job_type)
+        && !allowed.contains(&job.job_type)
     {
         return Err(Rejection::JobTypeNotAllowed {
             job_type: job.job_type.clone(),
@@ -112,7 +112,7 @@ fn check_limits(policy: &Policy, job: &NewJob, now_ms: TimeMs) -> Result<(), Rej
             });
         }
         if let Some(allowed) = &limits.allowed_encodings
-            && !allowed.iter().any(|encoding| *encoding == payload.encoding)
+            && !allowed.contains(&payload.encoding)
         {
             return Err(Rejection::EncodingNotAllowed {
                 encoding: payload.encoding.clone(),

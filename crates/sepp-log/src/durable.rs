@@ -116,6 +116,7 @@ pub struct DurableLog {
     reclaimable: Option<u64>,
     checkpointer: Checkpointer,
     readers: PayloadReader,
+    /// Declared last so it is dropped last, after the checkpointer has stopped writing.
     _lock: File,
 }
 
@@ -181,10 +182,11 @@ impl DurableLog {
         }
         let live_segments: Vec<u64> = segments.iter().copied().filter(|index| base.is_none_or(|base| *index >= base)).collect();
         if let Some(first) = live_segments.first() {
-            if let Some(base) = base
-                && *first != base
-            {
-                return Err(OpenError::Gap { path: dir.to_path_buf(), missing: base });
+            // Segments are numbered from 1 and only a checkpoint replaces those before its base,
+            // so the first segment is the checkpoint's base, or segment 1 when there is none.
+            let first_expected = base.unwrap_or(1);
+            if *first != first_expected {
+                return Err(OpenError::Gap { path: dir.to_path_buf(), missing: first_expected });
             }
             for (expected, index) in (*first..).zip(&live_segments) {
                 if *index != expected {
@@ -267,9 +269,9 @@ impl DurableLog {
     }
 
     fn rotate(&mut self) -> io::Result<()> {
-        if self.options.persist_mode != PersistMode::Buffer {
-            self.segment.sync_all()?;
-        }
+        // Even in buffer mode: a segment must be whole before a newer one exists, or a power
+        // loss could leave a torn segment in the middle, which recovery refuses.
+        self.segment.sync_all()?;
         let index = self.segment_index + 1;
         self.segment = create_segment(&self.dir, index)?;
         self.segment_index = index;
@@ -472,7 +474,9 @@ fn replay_segment(
             Read::Torn => "the last write was cut short",
             Read::Corrupt(reason) => reason,
         };
-        if !last {
+        // A write cut short can only damage the end. Damage followed by an intact frame is
+        // corruption of acknowledged data, not a torn tail, and is refused like any other.
+        if !last || intact_frame_follows(&bytes, at) {
             return Err(corrupt(at, problem));
         }
         let tail = TruncatedTail {
@@ -483,6 +487,15 @@ fn replay_segment(
         };
         return Ok((records, at as u64, Some(tail)));
     }
+}
+
+/// Whether a valid frame starts right after the (damaged) frame at `at`, judging by its length
+/// field.
+fn intact_frame_follows(bytes: &[u8], at: usize) -> bool {
+    let Some(header) = bytes.get(at..at + frame::HEADER_BYTES) else { return false };
+    let body_len = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
+    let next = at + frame::HEADER_BYTES + body_len;
+    next < bytes.len() && matches!(frame::read(&bytes[next..], None), Read::Frame(..))
 }
 
 fn read_checkpoint(path: &Path, file: u32, apply: &mut impl FnMut(&Record)) -> Result<u64, OpenError> {
@@ -526,7 +539,19 @@ struct Checkpointer {
     /// `None` reports a failed checkpoint.
     done: mpsc::Receiver<Option<Completed>>,
     in_flight: bool,
-    _thread: JoinHandle<()>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Checkpointer {
+    /// Lets a checkpoint in flight finish and waits for the thread, so that the directory lock
+    /// (a later field of [`DurableLog`]) is released only once nothing writes here any more.
+    fn drop(&mut self) {
+        let (closed, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.jobs, closed));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Checkpointer {
@@ -554,7 +579,7 @@ impl Checkpointer {
                 }
             })
             .expect("spawn the checkpoint thread");
-        Checkpointer { jobs, done, in_flight: false, _thread: thread }
+        Checkpointer { jobs, done, in_flight: false, thread: Some(thread) }
     }
 }
 

@@ -22,6 +22,9 @@ use crate::live::{Live, LiveConfig};
 use crate::proto::v1::queue_service_server::QueueServiceServer;
 use crate::service::QueueApi;
 
+/// How long in-flight calls may take to finish after a shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -99,20 +102,34 @@ pub async fn run(
         .max_encoding_message_size(usize::MAX);
     let queue_service = tonic::service::interceptor::InterceptedService::new(queue_service, ApiKeyCheck { live: live.clone() });
 
-    let stopping = {
+    let stopping = Arc::new(tokio::sync::Notify::new());
+    let graceful = {
         let committer = committer.clone();
+        let stopping = stopping.clone();
         async move {
             shutdown.await;
             tracing::info!("shutdown signal received");
+            stopping.notify_one();
             // Parked reserves answer empty now, before the transport waits for them.
             let _ = committer.send(Command::Shutdown).await;
         }
     };
-    let served = builder
+    let serving = builder
         .add_service(health_service)
         .add_service(queue_service)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopping)
-        .await;
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), graceful);
+    // In-flight calls get a bounded grace period: a peer that never answers the transport's
+    // goodbye (a stalled client) must not keep the server from stopping.
+    let served = tokio::select! {
+        served = serving => served,
+        () = async {
+            stopping.notified().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::warn!(grace_s = SHUTDOWN_GRACE.as_secs(), "connections still open after the shutdown grace period; closing them");
+            Ok(())
+        }
+    };
     tracing::info!("queue server stopped");
     drop(watcher);
     drop(committer);

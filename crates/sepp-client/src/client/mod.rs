@@ -1,0 +1,661 @@
+//! The connection and the eight calls: [`SeppClient`] with its producer half (`enqueue*`) and
+//! consumer half (`reserve`, `ack`, `nack`, `extend`), server info and dead-letter drains; plus
+//! its builder, errors, and retry policy.
+//!
+//! Every call runs in a `tracing` span named `sepp.<call>` (`otel.kind = "client"`), carries
+//! the current trace context as `traceparent`/`tracestate` metadata (with the `opentelemetry`
+//! feature), and has a deadline: `rpc_timeout` (30 s), or for reserve its wait plus 10 s.
+
+mod builder;
+mod error;
+mod retry;
+
+use std::fmt;
+use std::future::Future;
+use std::time::{Duration, SystemTime};
+
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+use tonic::{Response, Status};
+use tracing::Instrument;
+use tracing::field::Empty;
+
+pub use builder::{ApiKeyInterceptor, SeppClientBuilder};
+pub use error::{ClientError, EnqueueError, LeaseError, ReserveError};
+pub use retry::{RetryDirective, RetryPolicy};
+
+use crate::proto::queue_service_client::QueueServiceClient;
+use crate::types::Lease;
+use crate::{
+    AtomicEnqueueError, DeadLetterRecord, EnqueueAck, EnqueueRequest, Job, JobCtx, JobRejection,
+    JobValidationError, ReserveOptions, ServerInfo, convert, otel, proto as pb,
+};
+use retry::{RetryScope, with_retries};
+
+type Inner = QueueServiceClient<InterceptedService<Channel, ApiKeyInterceptor>>;
+
+/// Slack added to a reserve's wait for its call deadline, so the server answers (empty) before
+/// the deadline fires.
+const RESERVE_DEADLINE_SLACK: Duration = Duration::from_secs(10);
+
+/// A connection to a sepp server. Cheap to clone: clones share the channel, the retry policy and
+/// the timeout, and it is `Send + Sync`. There is nothing to close: dropping the last clone
+/// closes the connection.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use sepp_client::client::{RetryDirective, SeppClient};
+/// use sepp_client::{EnqueueRequest, Payload, ReserveOptions};
+///
+/// let client = SeppClient::connect("http://127.0.0.1:50051").await?;
+/// let ack = client
+///     .enqueue(EnqueueRequest::new("emails", "send")?.with_payload(Payload::new(b"hi".to_vec(), "text/plain")))
+///     .await?;
+/// let options = ReserveOptions::new(["emails"], Duration::from_secs(30))?;
+/// if let Some(jobs) = client.reserve(&options).await? {
+///     for job in jobs {
+///         if job.payload.is_some() {
+///             client.ack(&job.ctx).await?;
+///         } else {
+///             client.nack(&job.ctx, RetryDirective::DeadLetter, "no payload").await?;
+///         }
+///     }
+/// }
+/// # let _ = ack; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SeppClient {
+    inner: Inner,
+    retry_policy: RetryPolicy,
+    rpc_timeout: Duration,
+}
+
+impl fmt::Debug for SeppClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SeppClient")
+            .field("retry_policy", &self.retry_policy)
+            .field("rpc_timeout", &self.rpc_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SeppClient {
+    /// The default deadline of every call but reserve.
+    pub const DEFAULT_RPC_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// Connects to `addr` (`host:port`, `http://…` or `https://…`) without an API key and with
+    /// the defaults; the same as `SeppClient::builder(addr).connect()`.
+    pub async fn connect(addr: impl Into<String>) -> Result<Self, ClientError> {
+        Self::builder(addr).connect().await
+    }
+
+    /// A builder for a connection to `addr`, to set an API key, TLS, retries and limits.
+    pub fn builder(addr: impl Into<String>) -> SeppClientBuilder {
+        SeppClientBuilder::new(addr.into())
+    }
+
+    /// Wraps an existing channel: no API key, no retries, the 30 s call deadline.
+    pub fn from_channel(channel: Channel) -> Self {
+        Self::with_interceptor(
+            channel,
+            ApiKeyInterceptor::none(),
+            RetryPolicy::default(),
+            Self::DEFAULT_RPC_TIMEOUT,
+        )
+    }
+
+    pub(crate) fn with_interceptor(
+        channel: Channel,
+        interceptor: ApiKeyInterceptor,
+        retry_policy: RetryPolicy,
+        rpc_timeout: Duration,
+    ) -> Self {
+        let inner = QueueServiceClient::with_interceptor(channel, interceptor);
+        Self {
+            inner,
+            retry_policy,
+            rpc_timeout,
+        }
+    }
+
+    /// The retry policy.
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        &self.retry_policy
+    }
+
+    /// The deadline of every call but reserve.
+    pub fn rpc_timeout(&self) -> Duration {
+        self.rpc_timeout
+    }
+
+    /// Enqueues jobs, each accepted or rejected on its own: the answer has one result per job,
+    /// in order, and a rejection is a value, not an error. Jobs without a trace context get the
+    /// current span's. An empty batch fails with [`ClientError::EmptyBatch`] without a call.
+    pub async fn enqueue_batch(
+        &self,
+        jobs: impl IntoIterator<Item = EnqueueRequest>,
+    ) -> Result<Vec<Result<EnqueueAck, JobRejection>>, ClientError> {
+        let jobs: Vec<EnqueueRequest> = jobs.into_iter().collect();
+        if jobs.is_empty() {
+            return Err(ClientError::EmptyBatch);
+        }
+        let span = tracing::info_span!(
+            "sepp.enqueue",
+            otel.kind = "client",
+            jobs = jobs.len(),
+            otel.status_code = Empty
+        );
+        let call = async {
+            let expected = jobs.len();
+            let (request, scope) = batch_request(&jobs);
+            let (result, _) = self
+                .unary(
+                    "enqueue",
+                    Some(scope),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.enqueue_batch(request).await },
+                )
+                .await;
+            let results = result?.into_inner().results;
+            if results.len() != expected {
+                return Err(ClientError::BatchResultCountMismatch {
+                    expected,
+                    got: results.len(),
+                });
+            }
+            results
+                .into_iter()
+                .map(|result| match result.outcome {
+                    Some(pb::job_result::Outcome::Success(ack)) => {
+                        Ok(Ok(convert::enqueue_ack(ack)))
+                    }
+                    Some(pb::job_result::Outcome::Rejection(rejection)) => {
+                        Ok(Err(convert::rejection(Some(rejection))))
+                    }
+                    None => Err(ClientError::MalformedResponse(
+                        "missing outcome in job result",
+                    )),
+                })
+                .collect()
+        };
+        traced(span, call).await
+    }
+
+    /// Enqueues one job; a rejection is [`EnqueueError::Rejected`].
+    pub async fn enqueue(&self, job: EnqueueRequest) -> Result<EnqueueAck, EnqueueError> {
+        let mut results = self.enqueue_batch([job]).await?;
+        match results.pop() {
+            Some(Ok(ack)) => Ok(ack),
+            Some(Err(rejection)) => Err(EnqueueError::Rejected(rejection)),
+            None => Err(EnqueueError::Client(
+                ClientError::BatchResultCountMismatch {
+                    expected: 1,
+                    got: 0,
+                },
+            )),
+        }
+    }
+
+    /// Enqueues jobs all or nothing: either every job is written (their receipts come back in
+    /// order) or none is, and [`AtomicEnqueueError::Validation`] lists every refused job.
+    pub async fn enqueue_atomic(
+        &self,
+        jobs: impl IntoIterator<Item = EnqueueRequest>,
+    ) -> Result<Vec<EnqueueAck>, AtomicEnqueueError> {
+        let jobs: Vec<EnqueueRequest> = jobs.into_iter().collect();
+        if jobs.is_empty() {
+            return Err(ClientError::EmptyBatch.into());
+        }
+        let span = tracing::info_span!(
+            "sepp.enqueue_atomic",
+            otel.kind = "client",
+            jobs = jobs.len(),
+            otel.status_code = Empty
+        );
+        let call = async {
+            let expected = jobs.len();
+            let (request, scope) = batch_request(&jobs);
+            let (result, _) = self
+                .unary(
+                    "enqueue_atomic",
+                    Some(scope),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.enqueue_atomic(request).await },
+                )
+                .await;
+            match result.map_err(ClientError::from)?.into_inner().outcome {
+                Some(pb::enqueue_atomic_response::Outcome::Success(success)) => {
+                    if success.responses.len() != expected {
+                        let got = success.responses.len();
+                        return Err(ClientError::BatchResultCountMismatch { expected, got }.into());
+                    }
+                    Ok(success
+                        .responses
+                        .into_iter()
+                        .map(convert::enqueue_ack)
+                        .collect())
+                }
+                Some(pb::enqueue_atomic_response::Outcome::Rejection(failure)) => {
+                    let errors = failure
+                        .errors
+                        .into_iter()
+                        .map(|error| JobValidationError {
+                            index: error.index,
+                            rejection: convert::rejection(error.rejection),
+                        })
+                        .collect();
+                    Err(AtomicEnqueueError::Validation(errors))
+                }
+                None => Err(ClientError::MalformedResponse(
+                    "missing outcome in atomic enqueue response",
+                )
+                .into()),
+            }
+        };
+        traced(span, call).await
+    }
+
+    /// Reserves up to `max_jobs` ready jobs from the first queue that has any, waiting up to
+    /// the wait timeout; `Ok(None)` when nothing became ready. Never retried (it is a long
+    /// poll: just call it again). Malformed jobs in the answer are skipped with a warning.
+    pub async fn reserve(
+        &self,
+        options: &ReserveOptions,
+    ) -> Result<Option<Vec<Job>>, ReserveError> {
+        let span = tracing::info_span!(
+            "sepp.reserve",
+            otel.kind = "client",
+            queues = ?options.queues(),
+            worker_id = options.worker_id(),
+            jobs = Empty,
+            otel.status_code = Empty
+        );
+        let call = async {
+            let request = pb::ReserveRequest {
+                queues: options.queues().to_vec(),
+                wait_timeout: (!options.wait_timeout().is_zero())
+                    .then(|| convert::duration(options.wait_timeout())),
+                lease_duration: Some(convert::duration(options.lease_duration())),
+                worker_id: options.worker_id().map(str::to_owned),
+                max_jobs: options.max_jobs(),
+            };
+            let deadline = options
+                .wait_timeout()
+                .saturating_add(RESERVE_DEADLINE_SLACK);
+            let (result, _) = self
+                .unary(
+                    "reserve",
+                    None,
+                    deadline,
+                    request,
+                    |mut inner, request| async move { inner.reserve(request).await },
+                )
+                .await;
+            let wire_jobs = result
+                .map_err(|status| ReserveError::from_status(&status))?
+                .into_inner()
+                .jobs;
+            let worker_id = options.worker_id().map(str::to_owned);
+            let jobs: Vec<Job> = wire_jobs
+                .into_iter()
+                .filter_map(|job| {
+                    let id = job.id.clone();
+                    match convert::job(job, |expiry| Lease::new(self.clone(), worker_id.clone(), expiry)) {
+                        Ok(job) => Some(job),
+                        Err(error) => {
+                            tracing::warn!(job_id = %id, %error, "skipping malformed job in reserve response");
+                            None
+                        }
+                    }
+                })
+                .collect();
+            tracing::Span::current().record("jobs", jobs.len());
+            Ok((!jobs.is_empty()).then_some(jobs))
+        };
+        traced(span, call).await
+    }
+
+    /// Completes a job: it is deleted.
+    pub async fn ack(&self, ctx: &JobCtx) -> Result<(), LeaseError> {
+        let span = lease_span("sepp.ack", ctx);
+        let call = async {
+            let request = pb::AckRequest {
+                job_id: ctx.id.clone(),
+                attempt: ctx.attempt,
+                worker_id: worker_id(ctx),
+            };
+            let (result, attempts) = self
+                .unary(
+                    "ack",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.ack(request).await },
+                )
+                .await;
+            result
+                .map(drop)
+                .map_err(|status| lease_error("ack", &status, attempts))
+        };
+        traced(span, call).await
+    }
+
+    /// Fails a job: it is retried as `retry` says (or dead-lettered after its last attempt),
+    /// with `reason` recorded (an empty reason is not sent). Returns whether the job was
+    /// dead-lettered.
+    pub async fn nack(
+        &self,
+        ctx: &JobCtx,
+        retry: RetryDirective,
+        reason: impl Into<String>,
+    ) -> Result<bool, LeaseError> {
+        let reason = reason.into();
+        let span = lease_span("sepp.nack", ctx);
+        let call = async {
+            let strategy = match retry {
+                RetryDirective::Default => pb::nack_retry::Strategy::Default(()),
+                RetryDirective::After(delay) => {
+                    pb::nack_retry::Strategy::Delay(convert::duration(delay))
+                }
+                RetryDirective::DeadLetter => pb::nack_retry::Strategy::DeadLetter(()),
+            };
+            let request = pb::NackRequest {
+                job_id: ctx.id.clone(),
+                attempt: ctx.attempt,
+                reason: (!reason.is_empty()).then(|| reason.clone()),
+                retry: Some(pb::NackRetry {
+                    strategy: Some(strategy),
+                }),
+                worker_id: worker_id(ctx),
+            };
+            let (result, attempts) = self
+                .unary(
+                    "nack",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.nack(request).await },
+                )
+                .await;
+            result
+                .map(|response| response.into_inner().dead_lettered)
+                .map_err(|status| lease_error("nack", &status, attempts))
+        };
+        traced(span, call).await
+    }
+
+    /// Moves the job's lease deadline to now + `extension` (the server may clamp it) and
+    /// returns the new deadline, which the context also remembers
+    /// ([`JobCtx::lease_expiry`]).
+    pub async fn extend(
+        &self,
+        ctx: &JobCtx,
+        extension: Duration,
+    ) -> Result<SystemTime, LeaseError> {
+        let span = lease_span("sepp.extend", ctx);
+        let call = async {
+            let request = pb::ExtendRequest {
+                job_id: ctx.id.clone(),
+                attempt: ctx.attempt,
+                lease_duration: Some(convert::duration(extension)),
+                worker_id: worker_id(ctx),
+            };
+            let (result, attempts) = self
+                .unary(
+                    "extend",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.extend(request).await },
+                )
+                .await;
+            let response = result
+                .map_err(|status| lease_error("extend", &status, attempts))?
+                .into_inner();
+            let expiry = response
+                .lease_expires_at
+                .as_ref()
+                .and_then(|at| convert::system_time(at).ok())
+                .ok_or(ClientError::MalformedResponse(
+                    "extend returned an invalid lease_expires_at",
+                ))?;
+            ctx.lease.set_expires_at(expiry);
+            Ok(expiry)
+        };
+        traced(span, call).await
+    }
+
+    /// The server's version, clock and limits.
+    pub async fn get_server_info(&self) -> Result<ServerInfo, ClientError> {
+        let span = tracing::info_span!(
+            "sepp.get_server_info",
+            otel.kind = "client",
+            otel.status_code = Empty
+        );
+        let call = async {
+            let request = pb::GetServerInfoRequest {};
+            let (result, _) = self
+                .unary(
+                    "get_server_info",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.get_server_info(request).await },
+                )
+                .await;
+            Ok(convert::server_info(result?.into_inner())?)
+        };
+        traced(span, call).await
+    }
+
+    /// Removes and returns up to `max` of the oldest dead-letter records, of one queue or of all.
+    /// Destructive, so never retried (a lost answer would lose the records). `max == 0` returns
+    /// nothing without a call. An empty answer may also mean the server keeps no dead letters
+    /// (see [`ServerInfo::dead_letter_retention_enabled`]). Malformed records are skipped with
+    /// a warning.
+    pub async fn drain_dead_letters(
+        &self,
+        queue: Option<&str>,
+        max: u32,
+    ) -> Result<Vec<DeadLetterRecord>, ClientError> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let span = tracing::info_span!(
+            "sepp.drain_dead_letters",
+            otel.kind = "client",
+            queue,
+            max,
+            drained = Empty,
+            otel.status_code = Empty
+        );
+        let call = async {
+            let request = pb::DrainDeadLettersRequest {
+                queue: queue.map(str::to_owned),
+                max: Some(max),
+            };
+            let (result, _) = self
+                .unary(
+                    "drain_dead_letters",
+                    None,
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.drain_dead_letters(request).await },
+                )
+                .await;
+            let records: Vec<DeadLetterRecord> = result?
+                .into_inner()
+                .records
+                .into_iter()
+                .filter_map(|record| {
+                    let id = record.job.as_ref().map(|job| job.id.clone()).unwrap_or_default();
+                    convert::dead_letter(record)
+                        .inspect_err(|error| tracing::warn!(job_id = %id, %error, "skipping malformed dead-letter record"))
+                        .ok()
+                })
+                .collect();
+            tracing::Span::current().record("drained", records.len());
+            Ok(records)
+        };
+        traced(span, call).await
+    }
+
+    /// One unary call with a deadline, trace metadata and, when `scope` is given, the retry
+    /// policy. Returns the last result and the number of attempts.
+    async fn unary<Req, Resp, F, Fut>(
+        &self,
+        operation: &'static str,
+        scope: Option<RetryScope>,
+        deadline: Duration,
+        message: Req,
+        call: F,
+    ) -> (Result<Response<Resp>, Status>, u32)
+    where
+        Req: Clone,
+        F: Fn(Inner, tonic::Request<Req>) -> Fut,
+        Fut: Future<Output = Result<Response<Resp>, Status>>,
+    {
+        let attempt = || {
+            let inner = self.inner.clone();
+            let mut request = tonic::Request::new(message.clone());
+            request.set_timeout(deadline);
+            otel::inject(request.metadata_mut());
+            let call = &call;
+            async move {
+                // The header tells the server; this bounds the wait on our side too.
+                match tokio::time::timeout(deadline, call(inner, request)).await {
+                    Ok(result) => result,
+                    Err(_) => Err(Status::deadline_exceeded(format!(
+                        "{operation} exceeded its {deadline:?} deadline"
+                    ))),
+                }
+            }
+        };
+        match scope {
+            Some(scope) => with_retries(&self.retry_policy, operation, scope, attempt).await,
+            None => (attempt().await, 1),
+        }
+    }
+}
+
+/// The wire batch, with the current trace context stamped on jobs that have none, and how it
+/// may be retried: a job without an idempotency key makes ambiguous failures unsafe to repeat.
+fn batch_request(jobs: &[EnqueueRequest]) -> (pb::EnqueueBatchRequest, RetryScope) {
+    let current = otel::current_trace_context();
+    let wire = jobs
+        .iter()
+        .map(|job| {
+            let mut wire = convert::enqueue_request(job);
+            if wire.trace_context.is_none() {
+                wire.trace_context = current.as_ref().map(convert::trace_context);
+            }
+            wire
+        })
+        .collect();
+    let scope = if jobs.iter().all(EnqueueRequest::has_idempotency_key) {
+        RetryScope::Transient
+    } else {
+        RetryScope::KeylessEnqueue
+    };
+    (pb::EnqueueBatchRequest { jobs: wire }, scope)
+}
+
+fn worker_id(ctx: &JobCtx) -> Option<String> {
+    ctx.worker_id().map(str::to_owned)
+}
+
+fn lease_span(name: &'static str, ctx: &JobCtx) -> tracing::Span {
+    // `tracing` needs literal span names, hence one arm per operation.
+    let worker_id = ctx.worker_id();
+    match name {
+        "sepp.ack" => tracing::info_span!(
+            "sepp.ack", otel.kind = "client", job_id = %ctx.id, attempt = ctx.attempt, worker_id, otel.status_code = Empty
+        ),
+        "sepp.nack" => tracing::info_span!(
+            "sepp.nack", otel.kind = "client", job_id = %ctx.id, attempt = ctx.attempt, worker_id, otel.status_code = Empty
+        ),
+        _ => tracing::info_span!(
+            "sepp.extend", otel.kind = "client", job_id = %ctx.id, attempt = ctx.attempt, worker_id, otel.status_code = Empty
+        ),
+    }
+}
+
+fn lease_error(operation: &'static str, status: &Status, attempts: u32) -> LeaseError {
+    let error = LeaseError::from_status(status);
+    if attempts > 1 && matches!(error, LeaseError::JobNotFound) {
+        tracing::warn!(
+            operation,
+            attempts,
+            "job not found after a retried call: an earlier attempt may have succeeded and only its answer was lost"
+        );
+    }
+    error
+}
+
+/// Runs `call` in `span`, marking the span as failed when it returns an error.
+async fn traced<T, E>(
+    span: tracing::Span,
+    call: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    let result = call.instrument(span.clone()).await;
+    if result.is_err() {
+        span.record("otel.status_code", "error");
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_retried_fully_only_when_every_job_has_a_key() {
+        let keyed = EnqueueRequest::new("q", "t")
+            .unwrap()
+            .with_idempotency_key("k");
+        let keyless = EnqueueRequest::new("q", "t").unwrap();
+        let empty_key = EnqueueRequest::new("q", "t")
+            .unwrap()
+            .with_idempotency_key("");
+        assert_eq!(
+            batch_request(&[keyed.clone(), keyed.clone()]).1,
+            RetryScope::Transient
+        );
+        assert_eq!(
+            batch_request(&[keyed.clone(), keyless]).1,
+            RetryScope::KeylessEnqueue
+        );
+        assert_eq!(
+            batch_request(&[keyed, empty_key]).1,
+            RetryScope::KeylessEnqueue
+        );
+    }
+
+    #[test]
+    fn without_a_current_span_no_trace_context_is_stamped() {
+        let (wire, _) = batch_request(&[EnqueueRequest::new("q", "t").unwrap()]);
+        assert_eq!(wire.jobs[0].trace_context, None);
+    }
+
+    #[tokio::test]
+    async fn empty_batches_fail_before_any_call() {
+        let client = SeppClient::from_channel(
+            tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy(),
+        );
+        assert!(matches!(
+            client.enqueue_batch([]).await,
+            Err(ClientError::EmptyBatch)
+        ));
+        assert!(matches!(
+            client.enqueue_atomic(Vec::new()).await,
+            Err(AtomicEnqueueError::Client(ClientError::EmptyBatch))
+        ));
+        // max == 0 returns at once, without reaching for the (unreachable) server.
+        assert!(client.drain_dead_letters(None, 0).await.unwrap().is_empty());
+        assert_eq!(client.rpc_timeout(), Duration::from_secs(30));
+        assert_eq!(client.retry_policy().max_attempts(), 1);
+    }
+}

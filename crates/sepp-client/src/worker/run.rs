@@ -1,0 +1,294 @@
+//! The Worker's loop (`run`) and the life of one job (`process`): find the handler, run it as
+//! its own task (so a panic is caught and the task can be aborted), keep its lease alive if
+//! asked, and settle the job.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::{JoinError, JoinHandle};
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+use tracing::field::Empty;
+
+use super::policy::{self, EARLY_EMPTY_PAUSE};
+use super::{AutoExtend, Handler, HandlerError, Worker};
+use crate::client::{LeaseError, RetryDirective, SeppClient};
+use crate::otel::{self, WorkerMetrics};
+use crate::{Job, JobCtx, ReserveOptions};
+
+/// What the per-job tasks share.
+struct Shared {
+    client: SeppClient,
+    lease_duration: std::time::Duration,
+    auto_extend: Option<AutoExtend>,
+    handlers: std::collections::HashMap<String, Handler>,
+    catch_all: Option<Handler>,
+    metrics: WorkerMetrics,
+}
+
+pub(super) async fn run(worker: Worker) {
+    let Worker {
+        client,
+        options,
+        max_jobs,
+        max_in_flight,
+        reserve_error_backoff,
+        auto_extend,
+        handlers,
+        catch_all,
+        shutdown,
+    } = worker;
+    let token = shutdown.token;
+    let max_in_flight = max_in_flight.max(1);
+    let worker_id = options.worker_id().unwrap_or_default().to_owned();
+    tracing::info!(
+        worker_id,
+        max_in_flight,
+        handlers = handlers.len(),
+        catch_all = catch_all.is_some(),
+        auto_extend = auto_extend.is_some(),
+        queues = ?options.queues(),
+        "worker started"
+    );
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        lease_duration: options.lease_duration(),
+        auto_extend,
+        handlers,
+        catch_all,
+        metrics: WorkerMetrics::new(),
+    });
+    let permits = Arc::new(Semaphore::new(max_in_flight));
+    let tasks = TaskTracker::new();
+
+    loop {
+        let permit = tokio::select! {
+            biased;
+            () = token.cancelled() => break,
+            permit = permits.clone().acquire_owned() => permit.expect("the Worker never closes its semaphore"),
+        };
+        let request: ReserveOptions = options
+            .clone()
+            .with_max_jobs(policy::reserve_batch(max_jobs, permits.available_permits()));
+        let started = Instant::now();
+        // If the reserve and the shutdown finish together, the reserve wins: its jobs are
+        // already leased to us, so they are handled during the drain.
+        let result = tokio::select! {
+            biased;
+            result = client.reserve(&request) => result,
+            () = token.cancelled() => break,
+        };
+        match result {
+            Err(error) => {
+                shared.metrics.reserve_failed();
+                tracing::warn!(%error, backoff_ms = reserve_error_backoff.as_millis() as u64,
+                    "reserve error: {error}; backing off for {reserve_error_backoff:?}");
+                drop(permit);
+                pause(&token, reserve_error_backoff).await;
+            }
+            Ok(None) => {
+                shared.metrics.reserve_completed(false);
+                drop(permit);
+                if policy::is_early_empty(started.elapsed(), request.wait_timeout()) {
+                    pause(&token, EARLY_EMPTY_PAUSE).await;
+                }
+            }
+            Ok(Some(jobs)) => {
+                shared.metrics.reserve_completed(true);
+                let mut held = Some(permit);
+                for job in jobs {
+                    // Later jobs of a batch wait for their own permit (they are ours already).
+                    let permit = match held.take() {
+                        Some(permit) => permit,
+                        None => permits
+                            .clone()
+                            .acquire_owned()
+                            .await
+                            .expect("the Worker never closes its semaphore"),
+                    };
+                    tasks.spawn(process(shared.clone(), job, permit));
+                }
+            }
+        }
+    }
+
+    tracing::info!(
+        worker_id,
+        in_flight = tasks.len(),
+        "worker shutting down; waiting for in-flight jobs to finish"
+    );
+    tasks.close();
+    tasks.wait().await;
+    tracing::info!(worker_id, "worker stopped");
+}
+
+/// Sleeps for `duration`, waking early on shutdown.
+async fn pause(token: &tokio_util::sync::CancellationToken, duration: std::time::Duration) {
+    tokio::select! {
+        () = token.cancelled() => {}
+        () = tokio::time::sleep(duration) => {}
+    }
+}
+
+/// How a handler run ended.
+enum Ending {
+    Finished(Result<Result<(), HandlerError>, JoinError>),
+    LeaseLost,
+}
+
+async fn process(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) {
+    let Job { payload, ctx } = job;
+    shared.metrics.in_flight(1);
+    // A root span (`parent: None`): the producer's span is linked, not made the parent, so the
+    // consumer's work forms its own trace.
+    let span = tracing::info_span!(
+        parent: None,
+        "sepp.process",
+        otel.kind = "consumer",
+        otel.status_code = Empty,
+        job_id = %ctx.id,
+        job_type = %ctx.job_type,
+        queue = %ctx.queue,
+        attempt = ctx.attempt,
+        worker_id = ctx.worker_id(),
+    );
+    otel::link(&span, ctx.trace_context.as_ref());
+    handle(&shared, payload, Arc::new(ctx))
+        .instrument(span)
+        .await;
+    shared.metrics.in_flight(-1);
+    drop(permit);
+}
+
+async fn handle(shared: &Shared, payload: Option<crate::Payload>, ctx: Arc<JobCtx>) {
+    let Some(handler) = shared
+        .handlers
+        .get(&ctx.job_type)
+        .or(shared.catch_all.as_ref())
+    else {
+        let retry = policy::failure_backoff(ctx.attempt);
+        tracing::warn!(job_type = %ctx.job_type, ?retry, "no handler registered for job_type {}; nacking", ctx.job_type);
+        settle_nack(
+            shared,
+            &ctx,
+            retry,
+            "no handler registered for job_type".to_owned(),
+        )
+        .await;
+        return;
+    };
+    let task = tokio::spawn(handler(payload, ctx.clone()).in_current_span());
+    let ending = match shared.auto_extend {
+        None => Ending::Finished(task.await),
+        Some(auto_extend) => supervise(shared, &ctx, task, auto_extend).await,
+    };
+    match ending {
+        Ending::LeaseLost => {
+            tracing::Span::current().record("otel.status_code", "error");
+            tracing::error!(job = %ctx, "lease lost; handler aborted (the job is neither acked nor nacked)");
+        }
+        Ending::Finished(Ok(Ok(()))) => match shared.client.ack(&ctx).await {
+            Ok(()) => shared.metrics.processed(),
+            Err(error) => log_settle_failure("ack", &ctx, &error),
+        },
+        Ending::Finished(Ok(Err(error))) => {
+            tracing::Span::current().record("otel.status_code", "error");
+            tracing::warn!(job = %ctx, %error, "handler failed");
+            let (retry, reason) = policy::handler_verdict(error);
+            settle_nack(shared, &ctx, retry, reason).await;
+        }
+        Ending::Finished(Err(join_error)) if join_error.is_panic() => {
+            tracing::Span::current().record("otel.status_code", "error");
+            let message = panic_message(join_error.into_panic());
+            tracing::error!(job = %ctx, panic = %message, "handler panicked");
+            settle_nack(
+                shared,
+                &ctx,
+                policy::failure_backoff(ctx.attempt),
+                "handler panicked".to_owned(),
+            )
+            .await;
+        }
+        Ending::Finished(Err(_cancelled)) => {
+            // Only the runtime shutting down cancels a handler task we did not abort.
+            tracing::warn!(job = %ctx, "handler task cancelled; the job will be redelivered when its lease expires");
+        }
+    }
+}
+
+/// Waits for the handler while extending its lease; aborts the handler when the lease is lost.
+async fn supervise(
+    shared: &Shared,
+    ctx: &JobCtx,
+    mut task: JoinHandle<Result<(), HandlerError>>,
+    auto_extend: AutoExtend,
+) -> Ending {
+    let fixed = match auto_extend {
+        AutoExtend::Derived => None,
+        AutoExtend::Fixed(interval) => Some(interval),
+    };
+    loop {
+        let interval = policy::heartbeat_interval(fixed, ctx.lease_expiry(), SystemTime::now());
+        tokio::select! {
+            biased;
+            result = &mut task => return Ending::Finished(result),
+            () = tokio::time::sleep(interval) => {}
+        }
+        match shared.client.extend(ctx, shared.lease_duration).await {
+            Ok(expiry) => tracing::debug!(job_id = %ctx.id, ?expiry, "lease extended"),
+            Err(LeaseError::JobNotFound | LeaseError::AttemptMismatch) => return abort(task).await,
+            Err(error) if SystemTime::now() >= ctx.lease_expiry() => {
+                tracing::warn!(job_id = %ctx.id, %error, "could not extend the lease before it expired");
+                return abort(task).await;
+            }
+            Err(error) => {
+                tracing::warn!(job_id = %ctx.id, %error, "could not extend the lease; lease still valid, will retry");
+            }
+        }
+    }
+}
+
+/// Aborts the handler and waits until its future is dropped.
+async fn abort(task: JoinHandle<Result<(), HandlerError>>) -> Ending {
+    task.abort();
+    let _ = task.await;
+    Ending::LeaseLost
+}
+
+async fn settle_nack(shared: &Shared, ctx: &JobCtx, retry: RetryDirective, reason: String) {
+    match shared.client.nack(ctx, retry, reason).await {
+        Ok(dead_lettered) => shared.metrics.nacked(dead_lettered),
+        Err(error) => log_settle_failure("nack", ctx, &error),
+    }
+}
+
+fn log_settle_failure(operation: &str, ctx: &JobCtx, error: &LeaseError) {
+    tracing::error!(
+        job = %ctx,
+        %error,
+        "{operation} failed: the job will be redelivered when its lease expires (or an earlier retry already settled it)"
+    );
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(message) => *message,
+        Err(payload) => match payload.downcast::<&'static str>() {
+            Ok(message) => (*message).to_owned(),
+            Err(_) => "non-string panic payload".to_owned(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_messages_are_read_from_strings_and_strs() {
+        assert_eq!(panic_message(Box::new("static")), "static");
+        assert_eq!(panic_message(Box::new(String::from("owned"))), "owned");
+        assert_eq!(panic_message(Box::new(7)), "non-string panic payload");
+    }
+}

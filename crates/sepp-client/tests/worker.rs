@@ -1,0 +1,587 @@
+//! The Worker against the real server: acks, handler errors (retry, retry after, permanent),
+//! panics, unknown job types, the catch-all, `max_in_flight`, auto-extend and lease loss,
+//! graceful shutdown and the worker id. Tests wait for signals sent by handlers; where only
+//! the server can tell (a dead letter), they ask it.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{Server, eventually, signalled, unique};
+use sepp_client::client::SeppClient;
+use sepp_client::worker::{HandlerError, ShutdownHandle, Worker};
+use sepp_client::{
+    DeadLetterCause, DeadLetterRecord, EnqueueRequest, JobCtx, Payload, ReserveOptions,
+};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+const LEASE: Duration = Duration::from_secs(30);
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn job(queue: &str, job_type: &str) -> EnqueueRequest {
+    EnqueueRequest::new(queue, job_type).unwrap()
+}
+
+/// A Worker running on its own task.
+struct Running {
+    shutdown: ShutdownHandle,
+    task: JoinHandle<()>,
+}
+
+fn start(worker: Worker) -> Running {
+    let shutdown = worker.shutdown_handle();
+    Running {
+        shutdown,
+        task: tokio::spawn(worker.run()),
+    }
+}
+
+impl Running {
+    /// Asks for shutdown and waits for `run` to return (after in-flight jobs are done).
+    async fn stop(self) {
+        self.shutdown.shutdown();
+        tokio::time::timeout(STOP_TIMEOUT, self.task)
+            .await
+            .expect("the worker stops")
+            .expect("run does not panic");
+    }
+}
+
+/// A gate handlers wait on until the test opens it.
+fn gate() -> (watch::Sender<bool>, watch::Receiver<bool>) {
+    watch::channel(false)
+}
+
+async fn wait_open(mut gate: watch::Receiver<bool>) {
+    let _ = gate.wait_for(|open| *open).await;
+}
+
+async fn is_empty(client: &SeppClient, queue: &str) -> bool {
+    let options = ReserveOptions::new([queue], LEASE)
+        .unwrap()
+        .with_wait_timeout(Duration::ZERO);
+    client.reserve(&options).await.unwrap().is_none()
+}
+
+async fn dead_letter(client: &SeppClient, queue: &str) -> DeadLetterRecord {
+    eventually("a dead letter", || async {
+        client
+            .drain_dead_letters(Some(queue), 1)
+            .await
+            .unwrap()
+            .pop()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn handlers_ack_their_jobs_and_the_catch_all_takes_other_types() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("handlers");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let tx_all = tx.clone();
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .handle(
+            "greet",
+            move |payload: Option<Payload>, ctx: Arc<JobCtx>| {
+                let tx = tx.clone();
+                async move {
+                    tx.send(format!(
+                        "greet:{}:{}",
+                        ctx.job_type,
+                        String::from_utf8(payload.unwrap().data).unwrap()
+                    ))
+                    .unwrap();
+                    Ok(())
+                }
+            },
+        )
+        .unwrap()
+        .with_catch_all_handler(move |_payload, ctx: Arc<JobCtx>| {
+            let tx = tx_all.clone();
+            async move {
+                tx.send(format!("catch-all:{}", ctx.job_type)).unwrap();
+                Ok(())
+            }
+        });
+    let running = start(worker);
+    client
+        .enqueue(job(&queue, "greet").with_payload(Payload::new(b"ada".to_vec(), "text/plain")))
+        .await
+        .unwrap();
+    client.enqueue(job(&queue, "other")).await.unwrap();
+    let mut seen = vec![
+        signalled("a handler", &mut rx).await,
+        signalled("a handler", &mut rx).await,
+    ];
+    seen.sort();
+    assert_eq!(seen, ["catch-all:other", "greet:greet:ada"]);
+    running.stop().await;
+    assert!(is_empty(&client, &queue).await, "both jobs were acked");
+    assert!(
+        client
+            .drain_dead_letters(Some(&queue), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_retry_error_redelivers_the_job_under_the_queue_policy() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("retry");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .handle("flaky", move |_, ctx: Arc<JobCtx>| {
+            let tx = tx.clone();
+            async move {
+                tx.send(ctx.attempt).unwrap();
+                if ctx.attempt == 1 {
+                    Err(HandlerError::retry("not yet"))
+                } else {
+                    Ok(())
+                }
+            }
+        });
+    let running = start(worker.unwrap());
+    client.enqueue(job(&queue, "flaky")).await.unwrap();
+    assert_eq!(signalled("attempt 1", &mut rx).await, 1);
+    assert_eq!(signalled("attempt 2", &mut rx).await, 2);
+    running.stop().await;
+    assert!(is_empty(&client, &queue).await);
+}
+
+#[tokio::test]
+async fn retry_after_delays_the_redelivery() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("retry-after");
+    let delay = Duration::from_secs(1);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .handle("later", move |_, ctx: Arc<JobCtx>| {
+            let tx = tx.clone();
+            async move {
+                tx.send((ctx.attempt, Instant::now())).unwrap();
+                if ctx.attempt == 1 {
+                    Err(HandlerError::retry_after("busy", delay))
+                } else {
+                    Ok(())
+                }
+            }
+        });
+    let running = start(worker.unwrap());
+    client.enqueue(job(&queue, "later")).await.unwrap();
+    let (first, failed_at) = signalled("attempt 1", &mut rx).await;
+    let (second, redelivered_at) = signalled("attempt 2", &mut rx).await;
+    assert_eq!((first, second), (1, 2));
+    // The nack is sent after the handler returned, so the job cannot be ready sooner.
+    assert!(redelivered_at.duration_since(failed_at) >= delay);
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_permanent_error_dead_letters_the_job_with_its_reason() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("permanent");
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .handle("doomed", |_, _| async {
+            Err(HandlerError::permanent("malformed input"))
+        })
+        .unwrap();
+    let running = start(worker);
+    let ack = client
+        .enqueue(job(&queue, "doomed").with_max_attempts(5))
+        .await
+        .unwrap();
+    let record = dead_letter(&client, &queue).await;
+    running.stop().await;
+    assert_eq!(record.job_id, ack.job_id);
+    assert_eq!(record.cause, DeadLetterCause::Rejected);
+    assert_eq!(record.final_attempt, 1);
+    assert_eq!(record.last_reason.as_deref(), Some("malformed input"));
+}
+
+#[tokio::test]
+async fn a_panicking_handler_is_nacked_with_backoff_and_the_worker_carries_on() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("panic");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .handle("fragile", move |_, ctx: Arc<JobCtx>| {
+            let tx = tx.clone();
+            async move {
+                tx.send((ctx.attempt, Instant::now())).unwrap();
+                assert!(ctx.attempt > 1, "the first attempt panics");
+                Ok(())
+            }
+        });
+    let running = start(worker.unwrap());
+    client.enqueue(job(&queue, "fragile")).await.unwrap();
+    let (first, panicked_at) = signalled("attempt 1", &mut rx).await;
+    let (second, redelivered_at) = signalled("attempt 2", &mut rx).await;
+    assert_eq!((first, second), (1, 2));
+    assert!(
+        redelivered_at.duration_since(panicked_at) >= Duration::from_secs(2),
+        "min(2^1, 60) s backoff"
+    );
+    running.stop().await;
+    assert!(is_empty(&client, &queue).await);
+}
+
+#[tokio::test]
+async fn a_job_type_without_handler_is_nacked_with_backoff_never_acked() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("unhandled");
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .handle("known", |_, _| async { Ok(()) })
+        .unwrap();
+    let running = start(worker);
+    client
+        .enqueue(job(&queue, "mystery").with_max_attempts(2))
+        .await
+        .unwrap();
+    let record = dead_letter(&client, &queue).await;
+    running.stop().await;
+    assert_eq!(record.cause, DeadLetterCause::AttemptsExhausted);
+    assert_eq!(record.final_attempt, 2);
+    assert_eq!(
+        record.last_reason.as_deref(),
+        Some("no handler registered for job_type")
+    );
+    let between = record.failed_at.duration_since(record.enqueued_at).unwrap();
+    assert!(
+        between >= Duration::from_secs(2),
+        "the second attempt waited min(2^1, 60) s: {between:?}"
+    );
+}
+
+#[tokio::test]
+async fn max_in_flight_bounds_the_jobs_a_worker_holds() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("in-flight");
+    let (open, closed) = gate();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let running_now = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .with_max_in_flight(2)
+        .handle("slow", {
+            let (running_now, most) = (running_now.clone(), most.clone());
+            move |_, ctx: Arc<JobCtx>| {
+                let (tx, closed, running_now, most) = (
+                    tx.clone(),
+                    closed.clone(),
+                    running_now.clone(),
+                    most.clone(),
+                );
+                async move {
+                    let now = running_now.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    tx.send(ctx.id.clone()).unwrap();
+                    wait_open(closed).await;
+                    running_now.fetch_sub(1, Ordering::SeqCst);
+                    Ok(())
+                }
+            }
+        })
+        .unwrap();
+    client
+        .enqueue_batch((0..5).map(|_| job(&queue, "slow")))
+        .await
+        .unwrap();
+    let running = start(worker);
+    signalled("first handler", &mut rx).await;
+    signalled("second handler", &mut rx).await;
+    // Both permits are held, so the worker cannot have leased more than these two: the other
+    // three are still there for anyone else.
+    let options = ReserveOptions::new([queue.as_str()], LEASE)
+        .unwrap()
+        .with_wait_timeout(Duration::ZERO)
+        .with_max_jobs(10);
+    let rest = client.reserve(&options).await.unwrap().unwrap();
+    assert_eq!(rest.len(), 3);
+    for job in &rest {
+        client.ack(&job.ctx).await.unwrap();
+    }
+    open.send(true).unwrap();
+    // Freed permits are used again.
+    client
+        .enqueue_batch((0..3).map(|_| job(&queue, "slow")))
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        signalled("a later handler", &mut rx).await;
+    }
+    running.stop().await;
+    assert_eq!(most.load(Ordering::SeqCst), 2);
+    assert!(is_empty(&client, &queue).await);
+}
+
+#[tokio::test]
+async fn shutdown_stops_reserving_and_drains_in_flight_jobs() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("shutdown");
+    let (open, closed) = gate();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let finished = Arc::new(AtomicBool::new(false));
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .with_max_in_flight(1)
+        .handle("work", {
+            let finished = finished.clone();
+            move |_, ctx: Arc<JobCtx>| {
+                let (tx, closed, finished) = (tx.clone(), closed.clone(), finished.clone());
+                async move {
+                    tx.send(ctx.id.clone()).unwrap();
+                    wait_open(closed).await;
+                    finished.store(true, Ordering::SeqCst);
+                    Ok(())
+                }
+            }
+        })
+        .unwrap();
+    let first = client.enqueue(job(&queue, "work")).await.unwrap();
+    let running = start(worker);
+    assert_eq!(signalled("the handler", &mut rx).await, first.job_id);
+
+    running.shutdown.shutdown();
+    assert!(running.shutdown.is_shutdown());
+    // The only permit is held by the running job, so no reserve can run before the worker sees
+    // the shutdown: this job stays in the queue.
+    let second = client.enqueue(job(&queue, "work")).await.unwrap();
+    assert!(
+        !running.task.is_finished(),
+        "run waits for the in-flight job"
+    );
+    open.send(true).unwrap();
+    tokio::time::timeout(STOP_TIMEOUT, running.task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(finished.load(Ordering::SeqCst));
+
+    let options = ReserveOptions::new([queue.as_str()], LEASE)
+        .unwrap()
+        .with_wait_timeout(Duration::ZERO)
+        .with_max_jobs(10);
+    let left = client.reserve(&options).await.unwrap().unwrap();
+    assert_eq!(
+        left.len(),
+        1,
+        "the drained job was acked; the later one was never reserved"
+    );
+    assert_eq!(
+        (left[0].ctx.id.as_str(), left[0].ctx.attempt),
+        (second.job_id.as_str(), 1)
+    );
+    assert!(rx.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn auto_extend_keeps_a_long_job_leased_past_its_first_lease() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("auto-extend");
+    let (open, closed) = gate();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let lease = Duration::from_millis(900);
+    let worker = Worker::new(client.clone(), [queue.as_str()], lease)
+        .unwrap()
+        .with_auto_extend()
+        .handle("long", move |_, ctx: Arc<JobCtx>| {
+            let (tx, closed) = (tx.clone(), closed.clone());
+            async move {
+                tx.send(ctx.clone()).unwrap();
+                wait_open(closed).await;
+                Ok(())
+            }
+        })
+        .unwrap();
+    let running = start(worker);
+    client.enqueue(job(&queue, "long")).await.unwrap();
+    let ctx = signalled("the handler", &mut rx).await;
+    assert_eq!(ctx.attempt, 1);
+    let first_expiry = ctx.lease_expires_at;
+    // Wait until the first lease is well past: only extensions can have kept the job ours.
+    eventually("the first lease to pass", || async {
+        (SystemTime::now() > first_expiry + Duration::from_secs(1)
+            && ctx.lease_expiry() > SystemTime::now())
+        .then_some(())
+    })
+    .await;
+    assert!(ctx.lease_expiry() > first_expiry);
+    open.send(true).unwrap();
+    running.stop().await;
+    assert!(rx.try_recv().is_err(), "the job was never redelivered");
+    assert!(
+        is_empty(&client, &queue).await,
+        "the job was acked under its extended lease"
+    );
+    assert!(
+        client
+            .drain_dead_letters(Some(&queue), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Sends a signal when dropped: tells the test that an aborted handler's future was dropped.
+struct DropSignal(Option<mpsc::UnboundedSender<&'static str>>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send("dropped");
+        }
+    }
+}
+
+#[tokio::test]
+async fn losing_the_lease_aborts_the_handler_and_settles_nothing() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("lease-lost");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let completed = Arc::new(AtomicBool::new(false));
+    // The heartbeat comes after the lease has expired, so the extension finds the job gone.
+    let worker = Worker::new(client.clone(), [queue.as_str()], Duration::from_millis(300))
+        .unwrap()
+        .with_max_in_flight(1)
+        .with_auto_extend_interval(Duration::from_millis(1500))
+        .handle("stuck", {
+            let completed = completed.clone();
+            move |_, _| {
+                let (tx, completed) = (tx.clone(), completed.clone());
+                async move {
+                    let guard = DropSignal(Some(tx.clone()));
+                    tx.send("started").unwrap();
+                    std::future::pending::<()>().await;
+                    drop(guard);
+                    completed.store(true, Ordering::SeqCst);
+                    Ok(())
+                }
+            }
+        })
+        .unwrap();
+    let running = start(worker);
+    let ack = client
+        .enqueue(job(&queue, "stuck").with_max_attempts(1))
+        .await
+        .unwrap();
+    assert_eq!(signalled("the handler to start", &mut rx).await, "started");
+    assert_eq!(
+        signalled("the handler to be aborted", &mut rx).await,
+        "dropped"
+    );
+    running.stop().await;
+    assert!(!completed.load(Ordering::SeqCst));
+    let record = dead_letter(&client, &queue).await;
+    assert_eq!(record.job_id, ack.job_id);
+    assert_eq!(
+        record.cause,
+        DeadLetterCause::LeaseExpired,
+        "the worker neither acked nor nacked it"
+    );
+    assert_eq!(record.last_reason, None);
+}
+
+#[tokio::test]
+async fn the_worker_id_is_sent_with_the_lease() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("worker-id");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let default = Worker::new(client.clone(), [queue.as_str()], LEASE).unwrap();
+    let generated = default.worker_id().to_owned();
+    assert!(
+        generated.contains(&format!("-{}-", std::process::id())),
+        "{generated}"
+    );
+    let worker = default
+        .with_worker_id("mailer-7")
+        .unwrap()
+        .handle("t", move |_, ctx: Arc<JobCtx>| {
+            let tx = tx.clone();
+            async move {
+                tx.send(ctx.worker_id().map(str::to_owned)).unwrap();
+                Ok(())
+            }
+        })
+        .unwrap();
+    assert_eq!(worker.worker_id(), "mailer-7");
+    let running = start(worker);
+    client.enqueue(job(&queue, "t")).await.unwrap();
+    assert_eq!(
+        signalled("the handler", &mut rx).await.as_deref(),
+        Some("mailer-7")
+    );
+    running.stop().await;
+}
+
+/// Collects what the client logs, so a test can wait for a log line.
+#[derive(Clone, Default)]
+struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn contains(&self, text: &str) -> bool {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).contains(text)
+    }
+}
+
+#[tokio::test]
+async fn a_failing_reserve_is_logged_and_backed_off_and_shutdown_wakes_the_backoff() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    // The test runtime is single-threaded, so a thread-local subscriber sees the worker's events.
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let server = Server::start_with("strict_queues = true", "[[queues]]\nname = \"declared\"\n");
+    let client = server.client().await;
+    let worker = Worker::new(client, ["undeclared"], LEASE)
+        .unwrap()
+        .with_reserve_error_backoff(Duration::from_secs(3600))
+        .handle("t", |_, _| async { Ok(()) })
+        .unwrap();
+    let running = start(worker);
+    eventually("the reserve error to be logged", || async {
+        logs.contains("backing off for 3600s").then_some(())
+    })
+    .await;
+    assert!(logs.contains("worker started"));
+    // The worker now sleeps for an hour unless shutdown wakes it.
+    running.stop().await;
+    assert!(logs.contains("worker stopped"));
+}

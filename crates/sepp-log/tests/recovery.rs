@@ -1,0 +1,480 @@
+//! The durable log on disk: what survives a reopen, which damage recovery truncates (and
+//! reports), and which it refuses with the file and offset. Checkpoints are in `checkpoints.rs`.
+
+mod common;
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use sepp_core::Record;
+use sepp_log::frame;
+use sepp_log::{Log, LogOptions, OpenError, PersistMode};
+
+use common::Rng;
+use common::disk::*;
+
+const MODES: [PersistMode; 3] = [
+    PersistMode::SyncAll,
+    PersistMode::SyncData,
+    PersistMode::Buffer,
+];
+
+#[test]
+fn persisted_records_come_back_in_order_after_a_reopen_in_every_persist_mode() {
+    for mode in MODES {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = LogOptions {
+            persist_mode: mode,
+            ..small_segments()
+        };
+        let mut rng = Rng::new(1);
+        let cycles: Vec<Vec<Record>> = (0..60).map(|_| rng.records(0, 8)).collect();
+        {
+            let mut opened = open(dir.path(), options).expect("open a fresh directory");
+            assert!(opened.records.is_empty());
+            write_cycles(&mut opened.log, &cycles);
+        }
+        let reopened = open(dir.path(), options).expect("reopen");
+        assert_eq!(reopened.records, flatten(&cycles), "{mode:?}");
+        assert_eq!(reopened.recovery.records, flatten(&cycles).len() as u64);
+        assert!(
+            reopened.recovery.segments > 3,
+            "{mode:?}: expected many 4 KiB segments"
+        );
+        assert_eq!(reopened.recovery.segments, segments(dir.path()).len());
+        assert!(reopened.recovery.truncated.is_none());
+        assert!(reopened.recovery.checkpoint.is_none());
+    }
+}
+
+#[test]
+fn records_appended_but_never_persisted_are_not_recovered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(2);
+    let persisted = rng.records(1, 5);
+    {
+        let mut opened = open_ok(dir.path());
+        write_cycles(&mut opened.log, std::slice::from_ref(&persisted));
+        opened.log.append(&rng.records(1, 5)).expect("append");
+    }
+    let reopened = open_ok(dir.path());
+    assert_eq!(reopened.records, persisted);
+    assert!(reopened.recovery.truncated.is_none());
+}
+
+#[test]
+fn a_log_keeps_growing_across_many_reopens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(3);
+    let mut expected = Vec::new();
+    for round in 0..8 {
+        let mut opened = open_ok(dir.path());
+        assert_eq!(opened.records, expected, "round {round}");
+        let cycles: Vec<Vec<Record>> = (0..10).map(|_| rng.records(1, 6)).collect();
+        write_cycles(&mut opened.log, &cycles);
+        expected.extend(flatten(&cycles));
+    }
+}
+
+#[test]
+fn a_fresh_directory_gets_a_format_file_and_one_segment() {
+    let parent = tempfile::tempdir().expect("tempdir");
+    let dir = parent.path().join("not").join("yet").join("there");
+    let opened = open_ok(&dir);
+    assert_eq!(
+        fs::read_to_string(dir.join("FORMAT")).expect("FORMAT"),
+        "sepp-log 1\n"
+    );
+    assert_eq!(segments(&dir).len(), 1);
+    assert_eq!(opened.recovery.records, 0);
+}
+
+/// What a damage to the last segment did: where the dropped tail starts, the file's length
+/// after the damage, the records that must survive, and the reason recovery should give.
+struct Damage {
+    offset: u64,
+    damaged_len: u64,
+    expected: Vec<Record>,
+    reason: Option<&'static str>,
+}
+
+/// Writes a log of several segments, damages its last segment, and checks that the reopen drops
+/// exactly the damaged tail, reports it, and keeps working afterwards.
+fn check_tail_damage(seed: u64, damage: impl FnOnce(&Path, &mut Rng, &[Vec<Record>]) -> Damage) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(seed);
+    let cycles = {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 3)
+    };
+    let last = segments(dir.path()).pop().expect("a segment");
+    let Damage {
+        offset,
+        damaged_len,
+        expected,
+        reason,
+    } = damage(&last, &mut rng, &cycles);
+    let mut opened = open_ok(dir.path());
+    assert_eq!(
+        opened.records, expected,
+        "records before the damaged tail must survive"
+    );
+    let tail = opened
+        .recovery
+        .truncated
+        .as_ref()
+        .expect("the damaged tail is reported");
+    assert_eq!(tail.file, last);
+    assert_eq!(tail.offset, offset);
+    assert_eq!(tail.bytes_dropped, damaged_len - offset);
+    assert!(
+        reason.is_none_or(|reason| tail.reason == reason),
+        "{tail:?}"
+    );
+    assert_eq!(file_len(&last), offset, "the tail is cut off the file");
+
+    let after = rng.records(1, 4);
+    write_cycles(&mut opened.log, std::slice::from_ref(&after));
+    drop(opened);
+    let reopened = open_ok(dir.path());
+    assert_eq!(
+        reopened.records,
+        [expected, after].concat(),
+        "writes after the truncation must survive"
+    );
+    assert!(
+        reopened.recovery.truncated.is_none(),
+        "a truncated log reopens cleanly"
+    );
+}
+
+#[test]
+fn a_last_segment_cut_mid_frame_is_truncated_reported_and_then_appended_to() {
+    for (seed, cut) in [
+        (10, "header"),
+        (11, "first body byte"),
+        (12, "middle"),
+        (13, "last byte"),
+    ] {
+        check_tail_damage(seed, |last, _, cycles| {
+            let start = *frame_starts(last).last().expect("frames");
+            let len = file_len(last);
+            let cut_at = match cut {
+                "header" => start + 3,
+                "first body byte" => start + frame::HEADER_BYTES as u64 + 1,
+                "middle" => start + (len - start) / 2,
+                _ => len - 1,
+            };
+            OpenOptions::new()
+                .write(true)
+                .open(last)
+                .expect("open")
+                .set_len(cut_at)
+                .expect("cut");
+            // The cut frame is the last cycle written: everything before it survives.
+            Damage {
+                offset: start,
+                damaged_len: cut_at,
+                expected: flatten(&cycles[..cycles.len() - 1]),
+                reason: Some("the last write was cut short"),
+            }
+        });
+    }
+}
+
+#[test]
+fn garbage_after_the_last_frame_is_truncated_reported_and_then_appended_to() {
+    for (seed, kind) in [
+        (20, "random"),
+        (21, "zeros"),
+        (22, "short"),
+        (23, "huge length"),
+    ] {
+        check_tail_damage(seed, |last, rng, cycles| {
+            let (garbage, reason) = match kind {
+                "random" => (rng.bytes(300), None),
+                "zeros" => (vec![0; 4096], Some("frame body too short")),
+                "short" => (vec![0xab; 3], Some("the last write was cut short")),
+                _ => (
+                    [u32::MAX.to_le_bytes(), [1, 2, 3, 4]].concat(),
+                    Some("frame length out of range"),
+                ),
+            };
+            let offset = file_len(last);
+            let mut file = OpenOptions::new().append(true).open(last).expect("open");
+            file.write_all(&garbage).expect("append garbage");
+            Damage {
+                offset,
+                damaged_len: offset + garbage.len() as u64,
+                expected: flatten(cycles),
+                reason,
+            }
+        });
+    }
+}
+
+#[test]
+fn a_last_segment_torn_inside_its_header_is_started_again() {
+    for kept in [0, 3] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut rng = Rng::new(30);
+        {
+            let mut opened = open_ok(dir.path());
+            fill(&mut opened.log, dir.path(), &mut rng, 2);
+        }
+        let expected = {
+            let last = segments(dir.path()).pop().expect("segment");
+            fs::remove_file(&last).expect("remove");
+            let expected = records_on_disk(dir.path());
+            // A crash while a new segment was being created leaves 0..8 bytes of its header.
+            fs::write(&last, &b"SEPPLOG1"[..kept]).expect("write");
+            expected
+        };
+        let mut opened = open_ok(dir.path());
+        assert_eq!(opened.records, expected);
+        let after = rng.records(1, 3);
+        write_cycles(&mut opened.log, std::slice::from_ref(&after));
+        drop(opened);
+        assert_eq!(open_ok(dir.path()).records, [expected, after].concat());
+    }
+}
+
+#[test]
+fn a_flipped_bit_in_an_older_segment_refuses_to_open_naming_the_file_and_offset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(40);
+    {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 4);
+    }
+    let old = segments(dir.path())[1].clone();
+    let starts = frame_starts(&old);
+    let frame_at = starts[starts.len() / 2];
+    flip_bit(&old, frame_at + frame::HEADER_BYTES as u64 + 5);
+    let damaged = fs::read(&old).expect("read");
+    for attempt in 0..2 {
+        match open_err(dir.path()) {
+            OpenError::Corrupt {
+                file,
+                offset,
+                reason,
+            } => {
+                assert_eq!(file, old);
+                assert_eq!(offset, frame_at);
+                assert_eq!(reason, "checksum mismatch");
+                let message = OpenError::Corrupt {
+                    file,
+                    offset,
+                    reason,
+                }
+                .to_string();
+                assert!(message.contains(&old.display().to_string()), "{message}");
+                assert!(
+                    message.contains(&format!("byte offset {frame_at}")),
+                    "{message}"
+                );
+            }
+            other => panic!("attempt {attempt}: expected Corrupt, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        fs::read(&old).expect("read"),
+        damaged,
+        "a refused open must not change the segment"
+    );
+}
+
+#[test]
+fn a_damaged_header_of_an_older_segment_refuses_to_open_at_offset_zero() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(41);
+    {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 3);
+    }
+    let first = segments(dir.path())[0].clone();
+    flip_bit(&first, 2);
+    match open_err(dir.path()) {
+        OpenError::Corrupt { file, offset, .. } => assert_eq!((file, offset), (first, 0)),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_older_segment_cut_short_refuses_to_open_instead_of_truncating() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(42);
+    {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 3);
+    }
+    let old = segments(dir.path())[0].clone();
+    let last_frame = *frame_starts(&old).last().expect("frames");
+    let len = file_len(&old);
+    OpenOptions::new()
+        .write(true)
+        .open(&old)
+        .expect("open")
+        .set_len(len - 1)
+        .expect("cut");
+    match open_err(dir.path()) {
+        OpenError::Corrupt { file, offset, .. } => {
+            assert_eq!((file, offset), (old.clone(), last_frame))
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert_eq!(file_len(&old), len - 1);
+}
+
+#[test]
+fn a_missing_middle_segment_refuses_to_open_with_a_gap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(60);
+    {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 5);
+    }
+    let middle = segments(dir.path())[2].clone();
+    fs::remove_file(&middle).expect("remove");
+    match open_err(dir.path()) {
+        OpenError::Gap { path, missing } => {
+            assert_eq!(path, dir.path());
+            assert_eq!(missing, index_of(&middle));
+        }
+        other => panic!("expected Gap, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_missing_first_segment_refuses_to_open_with_a_gap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(61);
+    {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 3);
+    }
+    let first = segments(dir.path())[0].clone();
+    fs::remove_file(&first).expect("remove");
+    match open_err(dir.path()) {
+        OpenError::Gap { missing, .. } => assert_eq!(missing, index_of(&first)),
+        other => panic!("expected Gap, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_missing_checkpoint_base_segment_refuses_to_open_with_a_gap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(62);
+    let checkpoint = {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 3);
+        let after: Vec<Vec<Record>> = (0..40).map(|_| rng.records(3, 6)).collect();
+        checkpoint_then_write(&mut opened.log, dir.path(), rng.records(3, 3), &after)
+    };
+    assert!(segments(dir.path()).len() >= 2);
+    let base = segments(dir.path())[0].clone();
+    assert_eq!(index_of(&base), index_of(&checkpoint));
+    fs::remove_file(&base).expect("remove");
+    match open_err(dir.path()) {
+        OpenError::Gap { missing, .. } => assert_eq!(missing, index_of(&checkpoint)),
+        other => panic!("expected Gap, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_unknown_format_refuses_to_open_with_a_clear_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(open_ok(dir.path()));
+    fs::write(dir.path().join("FORMAT"), "sepp-log 2\n").expect("write FORMAT");
+    let error = open_err(dir.path());
+    let message = error.to_string();
+    match error {
+        OpenError::UnknownFormat { path, found } => {
+            assert_eq!(path, dir.path());
+            assert_eq!(found, "sepp-log 2");
+        }
+        other => panic!("expected UnknownFormat, got {other:?}"),
+    }
+    assert!(
+        message.contains(&dir.path().display().to_string()),
+        "{message}"
+    );
+    assert!(
+        message.contains("\"sepp-log 2\""),
+        "names the format found: {message}"
+    );
+    assert!(
+        message.contains("\"sepp-log 1\""),
+        "names the format it writes: {message}"
+    );
+    assert!(message.contains("refusing to open"), "{message}");
+}
+
+#[test]
+fn a_non_empty_directory_without_a_format_file_is_not_a_data_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // What a sepp 0.1 (LSM) data directory looks like from here: files, but no FORMAT.
+    fs::create_dir(dir.path().join("journals")).expect("mkdir");
+    fs::write(dir.path().join("version"), "1").expect("write");
+    let error = open_err(dir.path());
+    let message = error.to_string();
+    assert!(
+        matches!(&error, OpenError::NotADataDirectory { path } if path == dir.path()),
+        "{error:?}"
+    );
+    assert!(
+        message.contains(&dir.path().display().to_string()) && message.contains("FORMAT"),
+        "{message}"
+    );
+    assert!(
+        !dir.path().join("FORMAT").exists(),
+        "a refused directory is left as it was"
+    );
+    assert!(
+        !dir.path().join("LOCK").exists(),
+        "a refused directory is left as it was"
+    );
+}
+
+#[test]
+fn a_second_open_of_an_open_directory_is_locked_until_the_first_closes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = open_ok(dir.path());
+    let error = open_err(dir.path());
+    assert!(
+        matches!(&error, OpenError::Locked { path } if path == dir.path()),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("in use by another sepp process"),
+        "{error}"
+    );
+    drop(first);
+    open_ok(dir.path());
+}
+
+#[test]
+fn a_flipped_bit_in_the_last_segment_before_intact_frames_refuses_rather_than_truncating() {
+    // A torn write can only damage the end of the log; damage with whole frames after it is
+    // corruption of acknowledged data, which must not be cut away as if it were a torn tail.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(41);
+    {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 2);
+    }
+    let last = segments(dir.path()).pop().expect("a segment");
+    let starts = frame_starts(&last);
+    assert!(starts.len() >= 2, "the last segment has a frame after the damaged one");
+    let frame_at = starts[0];
+    flip_bit(&last, frame_at + frame::HEADER_BYTES as u64 + 5);
+    let damaged = fs::read(&last).expect("read");
+    match open_err(dir.path()) {
+        OpenError::Corrupt { file, offset, .. } => {
+            assert_eq!((file, offset), (last.clone(), frame_at));
+        }
+        other => panic!("expected Corrupt, got {other}"),
+    }
+    assert_eq!(fs::read(&last).expect("read"), damaged, "a refused directory is left untouched");
+}

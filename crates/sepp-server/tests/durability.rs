@@ -1,0 +1,639 @@
+//! Durability of the real binary: every kind of state survives a graceful stop (SIGTERM) and a
+//! crash (SIGKILL), and a crash loop under load loses no acknowledged operation (SPEC 6.4).
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use sepp_server::proto::v1 as pb;
+use tonic::Code;
+use tonic::transport::Channel;
+
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    /// SIGTERM: the graceful path.
+    Term,
+    /// SIGKILL: the process dies wherever it is.
+    Kill,
+}
+
+/// Stops the server with `stop` and starts it again on the same data directory.
+fn bounce(server: &mut TestServer, stop: Stop) {
+    match stop {
+        Stop::Term => server.restart(),
+        Stop::Kill => {
+            kill9(server);
+            server.start_again();
+        }
+    }
+}
+
+fn kill9(server: &mut TestServer) {
+    let sent = Command::new("kill")
+        .arg("-KILL")
+        .arg(server.pid().to_string())
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -KILL failed");
+    server.wait_exit(Duration::from_secs(20));
+}
+
+fn new_job(queue: &str, payload: &[u8]) -> pb::EnqueueRequest {
+    pb::EnqueueRequest {
+        queue: queue.into(),
+        job_type: "work".into(),
+        payload: Some(pb::Payload {
+            data: payload.to_vec(),
+            encoding: "application/octet-stream".into(),
+        }),
+        ..Default::default()
+    }
+}
+
+/// Enqueues one job and returns its id (panics on any rejection).
+async fn enqueue(
+    client: &mut QueueServiceClient<Channel>,
+    job: pb::EnqueueRequest,
+) -> pb::EnqueueResponse {
+    let response = client
+        .enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] })
+        .await
+        .expect("enqueue");
+    match response
+        .into_inner()
+        .results
+        .remove(0)
+        .outcome
+        .expect("an outcome")
+    {
+        pb::job_result::Outcome::Success(success) => success,
+        pb::job_result::Outcome::Rejection(rejection) => panic!("rejected: {rejection:?}"),
+    }
+}
+
+async fn reserve(
+    client: &mut QueueServiceClient<Channel>,
+    queue: &str,
+    lease_ms: u64,
+    wait_ms: u64,
+) -> Vec<pb::Job> {
+    let request = pb::ReserveRequest {
+        queues: vec![queue.into()],
+        wait_timeout: Some(duration(wait_ms)),
+        lease_duration: Some(duration(lease_ms)),
+        worker_id: None,
+        max_jobs: Some(16),
+    };
+    client
+        .reserve(request)
+        .await
+        .expect("reserve")
+        .into_inner()
+        .jobs
+}
+
+fn duration(ms: u64) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: (ms / 1000) as i64,
+        nanos: ((ms % 1000) * 1_000_000) as i32,
+    }
+}
+
+fn timestamp_in(ms: u64) -> prost_types::Timestamp {
+    let at = std::time::SystemTime::now() + Duration::from_millis(ms);
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap();
+    prost_types::Timestamp {
+        seconds: since.as_secs() as i64,
+        nanos: since.subsec_nanos() as i32,
+    }
+}
+
+async fn queued_and_scheduled_jobs_with_payloads_survive(stop: Stop) {
+    let mut server = TestServer::start("");
+    let queue = unique("durable");
+    let big: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
+    let mut client = server.raw_client().await;
+    let ready = enqueue(&mut client, new_job(&queue, &big)).await;
+    let mut later = new_job(&queue, b"small");
+    later.scheduled_at = Some(timestamp_in(700));
+    later.priority = Some(5);
+    let scheduled = enqueue(&mut client, later).await;
+    drop(client);
+
+    bounce(&mut server, stop);
+
+    let mut client = server.raw_client().await;
+    let first = reserve(&mut client, &queue, 30_000, 0).await;
+    assert_eq!(first.len(), 1, "only the ready job is ready");
+    assert_eq!(first[0].id, ready.job_id);
+    assert_eq!(first[0].payload.as_ref().unwrap().data, big);
+    assert_eq!(first[0].attempt, 1);
+    let second = reserve(&mut client, &queue, 30_000, 5_000).await;
+    assert_eq!(second.len(), 1, "the scheduled job is delivered once due");
+    assert_eq!(second[0].id, scheduled.job_id);
+    assert_eq!(second[0].priority, 5);
+    assert_eq!(second[0].payload.as_ref().unwrap().data, b"small");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_and_scheduled_jobs_with_payloads_survive_sigterm() {
+    queued_and_scheduled_jobs_with_payloads_survive(Stop::Term).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_and_scheduled_jobs_with_payloads_survive_sigkill() {
+    queued_and_scheduled_jobs_with_payloads_survive(Stop::Kill).await;
+}
+
+/// A lease that ran out while the server was down is redelivered as the next attempt, and on
+/// the job's final attempt it is dead-lettered as `LEASE_EXPIRED` instead.
+async fn leases_that_expire_while_down_are_redelivered_or_dead_lettered(stop: Stop) {
+    let mut server = TestServer::start("[storage]\ndead_letter_retention_ms = 3600000\n");
+    let queue = unique("leases");
+    let mut client = server.raw_client().await;
+    let mut retried = new_job(&queue, b"retried");
+    retried.max_attempts = Some(2);
+    let retried = enqueue(&mut client, retried).await;
+    let mut last = new_job(&queue, b"last");
+    last.max_attempts = Some(1);
+    let last = enqueue(&mut client, last).await;
+    let leased = reserve(&mut client, &queue, 300, 0).await;
+    assert_eq!(leased.len(), 2);
+    drop(client);
+
+    bounce(&mut server, stop);
+
+    let mut client = server.raw_client().await;
+    let again = reserve(&mut client, &queue, 30_000, 5_000).await;
+    assert_eq!(
+        again.len(),
+        1,
+        "only the job with attempts left comes back: {again:?}"
+    );
+    assert_eq!(again[0].id, retried.job_id);
+    assert_eq!(again[0].attempt, 2);
+    let drained = client
+        .drain_dead_letters(pb::DrainDeadLettersRequest {
+            queue: Some(queue.clone()),
+            max: Some(10),
+        })
+        .await
+        .expect("drain")
+        .into_inner()
+        .records;
+    assert_eq!(drained.len(), 1);
+    assert_eq!(drained[0].job.as_ref().unwrap().id, last.job_id);
+    assert_eq!(drained[0].cause, pb::DeadLetterCause::LeaseExpired as i32);
+    assert_eq!(drained[0].final_attempt, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_that_expire_while_down_are_redelivered_or_dead_lettered_after_sigterm() {
+    leases_that_expire_while_down_are_redelivered_or_dead_lettered(Stop::Term).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_that_expire_while_down_are_redelivered_or_dead_lettered_after_sigkill() {
+    leases_that_expire_while_down_are_redelivered_or_dead_lettered(Stop::Kill).await;
+}
+
+/// A lease still running after the restart keeps its deadline and its attempt: the holder can
+/// ack it, and a stale attempt is fenced.
+async fn live_leases_keep_their_attempt(stop: Stop) {
+    let mut server = TestServer::start("");
+    let queue = unique("held");
+    let mut client = server.raw_client().await;
+    let id = enqueue(&mut client, new_job(&queue, b"held")).await.job_id;
+    let leased = reserve(&mut client, &queue, 60_000, 0).await;
+    assert_eq!(leased.len(), 1);
+    drop(client);
+
+    bounce(&mut server, stop);
+
+    let mut client = server.raw_client().await;
+    assert!(
+        reserve(&mut client, &queue, 60_000, 0).await.is_empty(),
+        "a held lease is not redelivered"
+    );
+    let stale = client
+        .ack(pb::AckRequest {
+            job_id: id.clone(),
+            attempt: 2,
+            worker_id: None,
+        })
+        .await;
+    assert_eq!(stale.unwrap_err().code(), Code::FailedPrecondition);
+    client
+        .ack(pb::AckRequest {
+            job_id: id.clone(),
+            attempt: 1,
+            worker_id: None,
+        })
+        .await
+        .expect("the holder acks");
+    let again = client
+        .ack(pb::AckRequest {
+            job_id: id,
+            attempt: 1,
+            worker_id: None,
+        })
+        .await;
+    assert_eq!(again.unwrap_err().code(), Code::NotFound);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_leases_keep_their_attempt_after_sigterm() {
+    live_leases_keep_their_attempt(Stop::Term).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_leases_keep_their_attempt_after_sigkill() {
+    live_leases_keep_their_attempt(Stop::Kill).await;
+}
+
+/// Idempotency keys keep the window they were given at insert, even when the configured window
+/// changes across the restart (SPEC 2.11), and acked jobs still deduplicate.
+async fn dedup_records_keep_their_pinned_deadline(stop: Stop) {
+    let mut server = TestServer::start("[storage]\ndedup_window_ms = 1500\n");
+    let queue = unique("dedup");
+    let mut client = server.raw_client().await;
+    let mut keyed = new_job(&queue, b"once");
+    keyed.idempotency_key = Some("k".into());
+    // The window starts when the server accepts the job, which is after this instant.
+    let inserted = Instant::now();
+    let first = enqueue(&mut client, keyed.clone()).await;
+    let jobs = reserve(&mut client, &queue, 30_000, 0).await;
+    client
+        .ack(pb::AckRequest {
+            job_id: jobs[0].id.clone(),
+            attempt: 1,
+            worker_id: None,
+        })
+        .await
+        .expect("ack");
+    drop(client);
+
+    server.write_config("[storage]\ndedup_window_ms = 86400000\n");
+    bounce(&mut server, stop);
+
+    let mut client = server.raw_client().await;
+    let hit = enqueue(&mut client, keyed.clone()).await;
+    if inserted.elapsed() < Duration::from_millis(1400) {
+        assert_eq!(
+            (hit.job_id.as_str(), hit.deduplicated),
+            (first.job_id.as_str(), true)
+        );
+    }
+    // The window pinned at insert (1.5 s) ends; the new configuration does not lengthen it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let attempt = enqueue(&mut client, keyed.clone()).await;
+        if !attempt.deduplicated {
+            assert_ne!(attempt.job_id, first.job_id);
+            assert!(
+                inserted.elapsed() >= Duration::from_millis(1500),
+                "the key expired before its window"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the key never expired: the window was not pinned"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dedup_records_keep_their_pinned_deadline_after_sigterm() {
+    dedup_records_keep_their_pinned_deadline(Stop::Term).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dedup_records_keep_their_pinned_deadline_after_sigkill() {
+    dedup_records_keep_their_pinned_deadline(Stop::Kill).await;
+}
+
+async fn dead_letters_survive_with_their_records(stop: Stop) {
+    let mut server = TestServer::start("[storage]\ndead_letter_retention_ms = 3600000\n");
+    let queue = unique("dead");
+    let big = vec![9u8; 3000];
+    let mut client = server.raw_client().await;
+    let id = enqueue(&mut client, new_job(&queue, &big)).await.job_id;
+    reserve(&mut client, &queue, 30_000, 0).await;
+    let nack = pb::NackRequest {
+        job_id: id.clone(),
+        attempt: 1,
+        reason: Some("broken input".into()),
+        retry: Some(pb::NackRetry {
+            strategy: Some(pb::nack_retry::Strategy::DeadLetter(())),
+        }),
+        worker_id: None,
+    };
+    assert!(
+        client
+            .nack(nack)
+            .await
+            .expect("nack")
+            .into_inner()
+            .dead_lettered
+    );
+    drop(client);
+
+    bounce(&mut server, stop);
+
+    let mut client = server.raw_client().await;
+    let drained = client
+        .drain_dead_letters(pb::DrainDeadLettersRequest {
+            queue: Some(queue),
+            max: Some(10),
+        })
+        .await
+        .expect("drain")
+        .into_inner()
+        .records;
+    assert_eq!(drained.len(), 1);
+    let record = &drained[0];
+    assert_eq!(record.job.as_ref().unwrap().id, id);
+    assert_eq!(
+        record.job.as_ref().unwrap().payload.as_ref().unwrap().data,
+        big
+    );
+    assert_eq!(record.cause, pb::DeadLetterCause::Rejected as i32);
+    assert_eq!(record.last_reason.as_deref(), Some("broken input"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_survive_with_their_records_after_sigterm() {
+    dead_letters_survive_with_their_records(Stop::Term).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_survive_with_their_records_after_sigkill() {
+    dead_letters_survive_with_their_records(Stop::Kill).await;
+}
+
+/// What the clients of the crash loop saw acknowledged, in the order they saw it.
+#[derive(Default)]
+struct Ledger {
+    /// Ids whose enqueue was acknowledged, with the payload they carry.
+    enqueued: HashMap<String, Vec<u8>>,
+    /// Every payload a producer tried to enqueue (acknowledged or not).
+    attempted: HashSet<Vec<u8>>,
+    /// (event number, attempt) of every delivery, per id.
+    deliveries: HashMap<String, Vec<(u64, u32)>>,
+    /// The payload each delivered id carried.
+    delivered_payloads: HashMap<String, Vec<u8>>,
+    /// Event number at which each ack was acknowledged.
+    acked: HashMap<String, u64>,
+}
+
+const CRASH_LEASE_MS: u64 = 1_500;
+
+async fn produce(
+    addr: String,
+    queue: String,
+    ledger: Arc<Mutex<Ledger>>,
+    stop: Arc<AtomicBool>,
+    next: Arc<AtomicU64>,
+) {
+    let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
+        return;
+    };
+    let mut client = QueueServiceClient::new(channel);
+    while !stop.load(Ordering::Relaxed) {
+        let payload = format!("job-{}", next.fetch_add(1, Ordering::Relaxed)).into_bytes();
+        ledger.lock().unwrap().attempted.insert(payload.clone());
+        let request = pb::EnqueueBatchRequest {
+            jobs: vec![new_job(&queue, &payload)],
+        };
+        match client.enqueue_batch(request).await {
+            Ok(response) => {
+                if let Some(pb::job_result::Outcome::Success(success)) =
+                    &response.get_ref().results[0].outcome
+                {
+                    ledger
+                        .lock()
+                        .unwrap()
+                        .enqueued
+                        .insert(success.job_id.clone(), payload);
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+async fn work(
+    addr: String,
+    queue: String,
+    ledger: Arc<Mutex<Ledger>>,
+    stop: Arc<AtomicBool>,
+    clock: Arc<AtomicU64>,
+) {
+    let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
+        return;
+    };
+    let mut client = QueueServiceClient::new(channel);
+    while !stop.load(Ordering::Relaxed) {
+        let request = pb::ReserveRequest {
+            queues: vec![queue.clone()],
+            wait_timeout: Some(duration(100)),
+            lease_duration: Some(duration(CRASH_LEASE_MS)),
+            worker_id: None,
+            max_jobs: Some(4),
+        };
+        let Ok(response) = client.reserve(request).await else {
+            return;
+        };
+        for job in response.into_inner().jobs {
+            let event = clock.fetch_add(1, Ordering::SeqCst);
+            let payload = job
+                .payload
+                .as_ref()
+                .map(|payload| payload.data.clone())
+                .unwrap_or_default();
+            {
+                let mut ledger = ledger.lock().unwrap();
+                ledger
+                    .deliveries
+                    .entry(job.id.clone())
+                    .or_default()
+                    .push((event, job.attempt));
+                ledger.delivered_payloads.insert(job.id.clone(), payload);
+            }
+            // Leave a few jobs unacked so redelivery after a crash is exercised too.
+            if job
+                .payload
+                .as_ref()
+                .is_some_and(|payload| payload.data.ends_with(b"7"))
+                && job.attempt == 1
+            {
+                continue;
+            }
+            let ack = pb::AckRequest {
+                job_id: job.id.clone(),
+                attempt: job.attempt,
+                worker_id: None,
+            };
+            match client.ack(ack).await {
+                Ok(_) => {
+                    let event = clock.fetch_add(1, Ordering::SeqCst);
+                    ledger.lock().unwrap().acked.insert(job.id, event);
+                }
+                Err(status)
+                    if status.code() == Code::NotFound
+                        || status.code() == Code::FailedPrecondition => {}
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Producers and workers run while the server is killed with SIGKILL and restarted 20 times.
+/// Afterwards every acknowledged enqueue was delivered, no job is delivered after its ack was
+/// acknowledged, and each job's attempts only ever grow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
+    const CYCLES: u64 = 20;
+    let mut server = TestServer::start("[limits]\ndefault_max_attempts = 100\n");
+    let queue = unique("crash");
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let next_payload = Arc::new(AtomicU64::new(0));
+    let clock = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    for cycle in 0..CYCLES {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            tasks.push(tokio::spawn(produce(
+                server.addr(),
+                queue.clone(),
+                ledger.clone(),
+                stop.clone(),
+                next_payload.clone(),
+            )));
+            tasks.push(tokio::spawn(work(
+                server.addr(),
+                queue.clone(),
+                ledger.clone(),
+                stop.clone(),
+                clock.clone(),
+            )));
+        }
+        // Let work happen, then crash wherever the server is: after a varying number of
+        // acknowledged enqueues rather than after a fixed time.
+        let target = ledger.lock().unwrap().enqueued.len() + 10 + (cycle as usize * 7) % 30;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while ledger.lock().unwrap().enqueued.len() < target && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        kill9(&mut server);
+        stop.store(true, Ordering::Relaxed);
+        for task in tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+        server.start_again();
+    }
+
+    // Drain: workers run until every acknowledged enqueue was delivered at least once.
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            tokio::spawn(work(
+                server.addr(),
+                queue.clone(),
+                ledger.clone(),
+                stop.clone(),
+                clock.clone(),
+            ))
+        })
+        .collect();
+    let drained_by = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < drained_by {
+        let delivered_all = {
+            let ledger = ledger.lock().unwrap();
+            ledger.enqueued.keys().all(|id| ledger.deliveries.contains_key(id))
+        };
+        if delivered_all {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        let _ = worker.await;
+    }
+    // Whatever is still leased comes back when its lease ends; then the queue runs dry.
+    let mut client = server.raw_client().await;
+    loop {
+        let jobs = reserve(&mut client, &queue, 30_000, CRASH_LEASE_MS + 1_000).await;
+        if jobs.is_empty() {
+            break;
+        }
+        for job in jobs {
+            let event = clock.fetch_add(1, Ordering::SeqCst);
+            let payload = job.payload.map(|payload| payload.data).unwrap_or_default();
+            {
+                let mut ledger = ledger.lock().unwrap();
+                ledger.deliveries.entry(job.id.clone()).or_default().push((event, job.attempt));
+                ledger.delivered_payloads.insert(job.id.clone(), payload);
+            }
+            let ack = pb::AckRequest { job_id: job.id, attempt: job.attempt, worker_id: None };
+            client.ack(ack).await.expect("ack after the crash loop");
+        }
+    }
+
+    let ledger = ledger.lock().unwrap();
+    assert!(
+        ledger.enqueued.len() as u64 >= CYCLES * 10,
+        "too little work happened: {}",
+        ledger.enqueued.len()
+    );
+    // An ack whose answer the crash swallowed may have completed a job without the worker
+    // knowing, so "delivered" (not "acked") is what an acknowledged enqueue promises.
+    for (id, payload) in &ledger.enqueued {
+        assert!(
+            ledger.deliveries.contains_key(id),
+            "acknowledged enqueue {id} ({payload:?}) was never delivered"
+        );
+    }
+    for (id, deliveries) in &ledger.deliveries {
+        let payload = &ledger.delivered_payloads[id];
+        assert!(
+            ledger.attempted.contains(payload),
+            "delivered {id} with {payload:?}, which nobody enqueued"
+        );
+        if let Some(enqueued) = ledger.enqueued.get(id) {
+            assert_eq!(enqueued, payload, "{id} came back with another payload");
+        }
+        for pair in deliveries.windows(2) {
+            assert!(
+                pair[0].1 < pair[1].1,
+                "attempts of {id} did not grow: {deliveries:?}"
+            );
+        }
+        assert!(deliveries[0].1 >= 1);
+        if let Some(acked_at) = ledger.acked.get(id) {
+            let after: Vec<_> = deliveries
+                .iter()
+                .filter(|(event, _)| event > acked_at)
+                .collect();
+            assert!(
+                after.is_empty(),
+                "{id} was delivered again after its ack was acknowledged: {after:?}"
+            );
+        }
+    }
+    eprintln!(
+        "crash loop: {CYCLES} SIGKILLs, {} acknowledged enqueues, {} deliveries, {:?}",
+        ledger.enqueued.len(),
+        ledger.deliveries.values().map(Vec::len).sum::<usize>(),
+        started.elapsed()
+    );
+}
