@@ -431,7 +431,8 @@ mod tests {
 
     #[tokio::test]
     async fn malformed_jobs_are_refused_with_the_reason() {
-        let cases: Vec<(fn(&mut pb::Job), JobConversionError)> = vec![
+        type Breakage = fn(&mut pb::Job);
+        let cases: Vec<(Breakage, JobConversionError)> = vec![
             (|job| job.id.clear(), JobConversionError::MissingField("id")),
             (
                 |job| job.job_type.clear(),

@@ -496,7 +496,7 @@ async fn a_delayed_nack_holds_the_job_back_until_the_delay_passes() {
     client.enqueue(job(&queue, "t")).await.unwrap();
     let first = reserve_one(&client, &queue).await;
     let nacked_at = SystemTime::now();
-    let delay = Duration::from_secs(1);
+    let delay = Duration::from_secs(2);
     assert!(
         !client
             .nack(&first.ctx, RetryDirective::After(delay), "later")
@@ -712,5 +712,28 @@ async fn calls_to_a_stopped_server_end_in_a_transport_error_after_the_retries() 
     assert!(
         matches!(result, Err(ClientError::Transport(_))),
         "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_reserve_waits_past_the_rpc_timeout_because_its_deadline_is_the_wait_plus_slack() {
+    let server = Server::start();
+    let client = SeppClient::builder(server.url())
+        .rpc_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    let queue = unique("idle");
+    let options = ReserveOptions::new([queue.as_str()], LEASE)
+        .unwrap()
+        .with_wait_timeout(Duration::from_secs(1));
+    let started = std::time::Instant::now();
+    assert!(
+        client.reserve(&options).await.unwrap().is_none(),
+        "an idle long poll ends empty, not in a deadline error"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(200),
+        "the wait outlived the rpc timeout"
     );
 }

@@ -1,20 +1,24 @@
-//! Trace context round trips with OpenTelemetry on: the producer's `sepp.enqueue` span is
-//! stamped onto the job as a W3C traceparent, comes back on the reserved job, and the Worker's
+//! Tracing and logging, with OpenTelemetry on: the producer's `sepp.enqueue` span is stamped
+//! onto the job as a W3C traceparent, comes back on the reserved job, and the Worker's
 //! `sepp.process` consumer span links to it (a link, not a parent). Spans are collected by an
-//! in-memory exporter behind a `tracing-opentelemetry` layer, as a host application would set up.
+//! in-memory exporter behind a `tracing-opentelemetry` layer, as a host application would set
+//! up; log lines go to an in-memory buffer, so tests can wait for what the client logs.
 #![cfg(feature = "opentelemetry")]
 
 mod common;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{Server, signalled, unique};
+use common::{Server, eventually, signalled, unique};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, TraceContextExt, TraceId, TracerProvider as _,
 };
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
-use sepp_client::worker::Worker;
+use sepp_client::client::SeppClient;
+use sepp_client::worker::{HandlerError, Worker};
 use sepp_client::{EnqueueRequest, JobCtx, ReserveOptions, TraceContext};
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -22,20 +26,104 @@ use tracing_subscriber::layer::SubscriberExt;
 
 const LEASE: Duration = Duration::from_secs(30);
 
-/// The process-wide exporter behind the global subscriber (installed once per test binary).
-fn exporter() -> &'static InMemorySpanExporter {
-    static EXPORTER: OnceLock<InMemorySpanExporter> = OnceLock::new();
-    EXPORTER.get_or_init(|| {
-        let exporter = InMemorySpanExporter::default();
+/// What the host application installed: span and metric exporters behind the global
+/// subscriber and meter provider (once per test binary).
+struct Telemetry {
+    spans: InMemorySpanExporter,
+    metrics: InMemoryMetricExporter,
+    meters: SdkMeterProvider,
+}
+
+fn telemetry() -> &'static Telemetry {
+    static TELEMETRY: OnceLock<Telemetry> = OnceLock::new();
+    TELEMETRY.get_or_init(|| {
+        let spans = InMemorySpanExporter::default();
         let provider = SdkTracerProvider::builder()
-            .with_simple_exporter(exporter.clone())
+            .with_simple_exporter(spans.clone())
             .build();
         let tracer = provider.tracer("sepp-client-tests");
-        let subscriber =
-            tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
+        let logs = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(|| Logs);
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::filter::LevelFilter::INFO)
+            .with(tracing_opentelemetry::layer().with_tracer(tracer))
+            .with(logs);
         tracing::subscriber::set_global_default(subscriber).expect("install the test subscriber");
-        exporter
+        let metrics = InMemoryMetricExporter::default();
+        let meters = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(metrics.clone()).build())
+            .build();
+        opentelemetry::global::set_meter_provider(meters.clone());
+        Telemetry {
+            spans,
+            metrics,
+            meters,
+        }
     })
+}
+
+fn exporter() -> &'static InMemorySpanExporter {
+    &telemetry().spans
+}
+
+/// The latest cumulative value of a counter, summed over the points that carry `attribute`.
+fn counter(name: &str, attribute: Option<(&str, &str)>) -> Option<i128> {
+    let telemetry = telemetry();
+    telemetry.meters.force_flush().expect("flush metrics");
+    let batches = telemetry
+        .metrics
+        .get_finished_metrics()
+        .expect("read metrics");
+    let latest = batches.last()?;
+    let metric = latest
+        .scope_metrics()
+        .flat_map(|scope| scope.metrics())
+        .find(|metric| metric.name() == name)?;
+    let matches = |attributes: Vec<&opentelemetry::KeyValue>| {
+        attribute.is_none_or(|(key, value)| {
+            attributes
+                .iter()
+                .any(|kv| kv.key.as_str() == key && kv.value.as_str() == value)
+        })
+    };
+    Some(match metric.data() {
+        AggregatedMetrics::U64(MetricData::Sum(sum)) => sum
+            .data_points()
+            .filter(|point| matches(point.attributes().collect()))
+            .map(|point| i128::from(point.value()))
+            .sum(),
+        AggregatedMetrics::I64(MetricData::Sum(sum)) => sum
+            .data_points()
+            .filter(|point| matches(point.attributes().collect()))
+            .map(|point| i128::from(point.value()))
+            .sum(),
+        other => panic!("{name} is not a counter: {other:?}"),
+    })
+}
+
+/// Everything logged in this test binary.
+static LOGGED: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// The log writer behind the global subscriber.
+struct Logs;
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        LOGGED.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether a logged line contains every one of `parts`.
+fn logged(parts: &[&str]) -> bool {
+    let logged = LOGGED.lock().unwrap();
+    String::from_utf8_lossy(&logged)
+        .lines()
+        .any(|line| parts.iter().all(|part| line.contains(part)))
 }
 
 fn finished(name: &str, trace_id: TraceId) -> Vec<SpanData> {
@@ -202,7 +290,7 @@ async fn the_worker_span_links_to_the_producer_instead_of_joining_its_trace() {
     };
     let shutdown = worker.shutdown_handle();
     let running = tokio::spawn(worker.run());
-    let mut handled = vec![
+    let mut handled = [
         signalled("a handler", &mut rx).await,
         signalled("a handler", &mut rx).await,
     ];
@@ -260,4 +348,93 @@ fn a_received_context_can_become_the_current_otel_parent() {
         "4bf92f3577b34da6a3ce929d0e0e4736"
     );
     assert_eq!(TraceContext::from_current_otel(), Some(trace));
+}
+
+#[tokio::test]
+async fn a_failing_reserve_is_logged_and_backed_off_and_shutdown_wakes_the_backoff() {
+    exporter();
+    let server = Server::start_with("strict_queues = true", "[[queues]]\nname = \"declared\"\n");
+    let client = server.client().await;
+    let queue = unique("undeclared");
+    let worker_id = unique("backoff-worker");
+    let worker = Worker::new(client, [queue.as_str()], LEASE)
+        .unwrap()
+        .with_worker_id(worker_id.clone())
+        .unwrap()
+        .with_reserve_error_backoff(Duration::from_secs(3600))
+        .handle("t", |_, _| async { Ok(()) })
+        .unwrap();
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    eventually("the reserve error to be logged", || async {
+        logged(&["reserve error", &queue, "backing off for 3600s"]).then_some(())
+    })
+    .await;
+    assert!(logged(&["worker started", &worker_id]));
+    // The worker now sleeps for an hour unless shutdown wakes it.
+    shutdown.shutdown();
+    tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(logged(&["worker stopped", &worker_id]));
+}
+
+#[tokio::test]
+async fn an_api_key_without_tls_is_warned_about_and_never_logged() {
+    telemetry();
+    let server = Server::start();
+    let _client = SeppClient::builder(server.url())
+        .api_key("plain-secret")
+        .connect()
+        .await
+        .unwrap();
+    assert!(logged(&["API key configured without TLS", &server.url()]));
+    assert!(logged(&[
+        "connected to the sepp server",
+        &server.url(),
+        "auth=true"
+    ]));
+    assert!(!logged(&["plain-secret"]));
+}
+
+#[tokio::test]
+async fn the_worker_records_its_metrics_on_the_global_meter() {
+    telemetry();
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("metrics");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .with_catch_all_handler(move |_, ctx: Arc<JobCtx>| {
+            let tx = tx.clone();
+            async move {
+                tx.send(()).unwrap();
+                if ctx.job_type == "ok" {
+                    Ok(())
+                } else {
+                    Err(HandlerError::permanent("no"))
+                }
+            }
+        });
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    client
+        .enqueue(EnqueueRequest::new(&queue, "ok").unwrap())
+        .await
+        .unwrap();
+    client
+        .enqueue(EnqueueRequest::new(&queue, "bad").unwrap())
+        .await
+        .unwrap();
+    signalled("the first handler", &mut rx).await;
+    signalled("the second handler", &mut rx).await;
+    // Shutdown waits for both jobs to be settled, so their counts are in.
+    shutdown.shutdown();
+    running.await.unwrap();
+    assert!(counter("sepp.jobs.processed", None) >= Some(1));
+    assert!(counter("sepp.jobs.nacked", Some(("outcome", "dead_letter"))) >= Some(1));
+    assert!(counter("sepp.reserves.completed", Some(("jobs", "some"))) >= Some(1));
+    assert!(counter("sepp.jobs.in_flight", None).is_some());
 }

@@ -104,6 +104,16 @@ pub fn build_values() -> Result<(Vec<EnqueueRequest>, ReserveOptions, RetryPolic
     Ok((vec![first, second, third], options, policy))
 }
 
+/// The 0.1 TLS options (cargo feature `tls`): a builder for a TLS connection, not connected.
+pub fn tls_builder(ca_pem: &[u8]) -> SeppClientBuilder {
+    SeppClient::builder("https://sepp.example:443")
+        .tls()
+        .tls_ca_certificate(ca_pem)
+        .tls_domain("sepp.example")
+        .tls_config(tonic::transport::ClientTlsConfig::new())
+        .api_key("key")
+}
+
 /// Runs the producer, consumer and worker halves against the server at `addr`.
 pub async fn run(addr: &str) -> Result<Report, Error> {
     let (requests, options, policy) = build_values()?;

@@ -23,4 +23,6 @@ fn values_build_without_a_server() {
     assert_eq!(requests.len(), 3);
     assert_eq!(options.wait_timeout(), std::time::Duration::from_secs(5));
     assert_eq!(policy.max_attempts(), 3);
+    let builder = sepp_client_compat_test::tls_builder(b"-----BEGIN CERTIFICATE-----");
+    assert!(format!("{builder:?}").contains("tls: true"));
 }

@@ -658,4 +658,25 @@ mod tests {
         assert_eq!(client.rpc_timeout(), Duration::from_secs(30));
         assert_eq!(client.retry_policy().max_attempts(), 1);
     }
+
+    #[tokio::test]
+    async fn a_call_gives_up_at_the_rpc_timeout() {
+        // A socket that completes the TCP handshake but never speaks: every call hangs.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = tonic::transport::Endpoint::from_shared(format!(
+            "http://{}",
+            listener.local_addr().unwrap()
+        ));
+        let client = SeppClient::with_interceptor(
+            endpoint.unwrap().connect_lazy(),
+            ApiKeyInterceptor::none(),
+            RetryPolicy::default(),
+            Duration::from_millis(50),
+        );
+        let result = client.get_server_info().await;
+        assert!(
+            matches!(&result, Err(ClientError::Transport(_))),
+            "{result:?}"
+        );
+    }
 }

@@ -1,0 +1,121 @@
+//! The ceiling of the core itself: commands applied per second on `sepp_core::State`, with no
+//! gRPC, no committer thread and no disk. Each job carries a 256-byte payload, as in the load
+//! phases.
+//!
+//! - `enqueue`: validation plus insertion of single-job enqueues into a fresh state.
+//! - `reserve_ack`: reserve(1) then ack, until a queue of ready jobs is empty.
+//! - `lifecycle`: enqueue, reserve and ack of one job against a steady backlog of 10,000.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use sepp_core::validate::{ReservePlan, ReserveRequest, plan_reserve, validate_new_job};
+use sepp_core::{JobId, NewJob, Payload, Policy, State, StorageRules};
+
+const QUEUE: &str = "bench";
+const JOBS_PER_ITERATION: u64 = 1_000;
+const NOW_MS: i64 = 1_700_000_000_000;
+
+fn new_job() -> NewJob {
+    NewJob {
+        queue: QUEUE.to_string(),
+        job_type: "bench".to_string(),
+        payload: Some(Payload {
+            data: vec![b'x'; 256],
+            encoding: "application/octet-stream".to_string(),
+        }),
+        ..NewJob::default()
+    }
+}
+
+fn fresh_state() -> State {
+    State::new(Arc::new(Policy::default()), StorageRules::default())
+}
+
+fn reserve_one(policy: &Policy) -> ReservePlan {
+    let request = ReserveRequest {
+        queues: vec![QUEUE.to_string()],
+        wait_timeout_ms: None,
+        lease_duration_ms: Some(60_000),
+        worker_id: None,
+        max_jobs: Some(1),
+    };
+    plan_reserve(policy, request).expect("a valid reserve")
+}
+
+/// Enqueues one job the way the server handles a single-job EnqueueBatch: validate, then apply.
+fn enqueue_one(state: &mut State, id: u128, records: &mut Vec<sepp_core::Record>) {
+    let job = new_job();
+    validate_new_job(state.policy(), &job, NOW_MS).expect("a valid job");
+    let outcome = state.enqueue(NOW_MS, vec![(JobId::from_u128(id), job)], records);
+    assert!(outcome[0].is_ok());
+    records.clear();
+}
+
+fn reserve_and_ack(state: &mut State, plan: &ReservePlan, records: &mut Vec<sepp_core::Record>) {
+    let delivered = state.reserve(NOW_MS, plan, records);
+    let delivery = &delivered[0];
+    state
+        .ack(delivery.job.id, delivery.attempt, records)
+        .expect("a live lease");
+    records.clear();
+}
+
+fn filled_state(jobs: u64) -> State {
+    let mut state = fresh_state();
+    let mut records = Vec::new();
+    for id in 0..jobs {
+        enqueue_one(&mut state, u128::from(id) + 1, &mut records);
+    }
+    state
+}
+
+fn core(c: &mut Criterion) {
+    let mut group = c.benchmark_group("core");
+    group.throughput(Throughput::Elements(JOBS_PER_ITERATION));
+    group.bench_function("enqueue", |b| {
+        b.iter_batched(
+            fresh_state,
+            |mut state| {
+                let mut records = Vec::new();
+                for id in 0..JOBS_PER_ITERATION {
+                    enqueue_one(&mut state, u128::from(id) + 1, &mut records);
+                }
+                state
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    let template = filled_state(JOBS_PER_ITERATION);
+    let plan = reserve_one(template.policy());
+    group.bench_function("reserve_ack", |b| {
+        b.iter_batched(
+            || template.clone(),
+            |mut state| {
+                let mut records = Vec::new();
+                for _ in 0..JOBS_PER_ITERATION {
+                    reserve_and_ack(&mut state, &plan, &mut records);
+                }
+                state
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.throughput(Throughput::Elements(1));
+    let mut steady = filled_state(10_000);
+    let mut next_id = 1_000_000u128;
+    let mut records = Vec::new();
+    group.bench_function("lifecycle", |b| {
+        b.iter(|| {
+            next_id += 1;
+            enqueue_one(&mut steady, next_id, &mut records);
+            reserve_and_ack(&mut steady, &plan, &mut records);
+            black_box(&steady);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, core);
+criterion_main!(benches);

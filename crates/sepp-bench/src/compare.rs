@@ -1,0 +1,395 @@
+//! Side by side in one run: every scenario against every target, alternating, then latency and
+//! the large-backlog scenario.
+//!
+//! Each measurement gets a freshly started server with an empty data directory, and the order of
+//! the targets rotates from round to round, so slow drifts of a shared, noisy machine fall on
+//! every target alike. Ratios are later taken within a round, never across runs.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+
+use crate::BenchError;
+use crate::ceiling::CEILING_VERSION;
+use crate::client::Connection;
+use crate::phases;
+use crate::procfs;
+use crate::results::{BacklogRun, LatencyRun, Results, Scenario, ThroughputRun};
+use crate::server::{PersistMode, Program, ServerProcess};
+
+/// A server to measure, by name (`ours sync_all`, `0.1.1 buffer`, `ceiling`, ...).
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub name: String,
+    pub program: Program,
+}
+
+impl Target {
+    pub fn sepp(family: &str, binary: std::path::PathBuf, persist_mode: PersistMode) -> Target {
+        Target {
+            name: format!("{family} {}", persist_mode.name()),
+            program: Program::Sepp {
+                binary,
+                persist_mode,
+            },
+        }
+    }
+
+    pub fn ceiling(binary: std::path::PathBuf) -> Target {
+        Target {
+            name: "ceiling".to_string(),
+            program: Program::Ceiling { binary },
+        }
+    }
+
+    fn is_sepp(&self) -> bool {
+        matches!(self.program, Program::Sepp { .. })
+    }
+
+    fn is_sync_all(&self) -> bool {
+        matches!(
+            self.program,
+            Program::Sepp {
+                persist_mode: PersistMode::SyncAll,
+                ..
+            }
+        )
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub targets: Vec<Target>,
+    pub scenarios: Vec<Scenario>,
+    pub rounds: usize,
+    /// Round trips of the latency phase (after a short warm-up); 0 skips it.
+    pub latency_rounds: usize,
+    /// Jobs of the large-backlog scenario; 0 skips it.
+    pub backlog_jobs: u64,
+    /// Jobs drained after the backlog restart (at most `backlog_jobs`).
+    pub backlog_drain_jobs: u64,
+}
+
+/// The standard scenarios for `jobs` jobs: the single-job connection sweep (1, 8, 50, 256) and
+/// the batch variants on 8 connections (16, 64, 256 jobs per enqueue and per reserve). Fewer
+/// connections get fewer jobs: under `sync_all` they wait on one fsync per call.
+pub fn standard_scenarios(jobs: u64) -> Vec<Scenario> {
+    let scenario = |name: &str, connections: usize, jobs: u64, batch: u32| Scenario {
+        name: name.to_string(),
+        connections,
+        jobs: jobs.max(1),
+        enqueue_batch: batch,
+        reserve_batch: batch,
+    };
+    vec![
+        scenario("single/1", 1, jobs / 10, 1),
+        scenario("single/8", 8, jobs / 4, 1),
+        scenario("single/50", 50, jobs, 1),
+        scenario("single/256", 256, jobs, 1),
+        scenario("batch16/8", 8, jobs / 2, 16),
+        scenario("batch64/8", 8, jobs / 2, 64),
+        scenario("batch256/8", 8, jobs / 2, 256),
+    ]
+}
+
+/// Runs the whole plan, printing progress to stderr.
+pub fn run(plan: &Plan, runtime: &Runtime) -> Result<Results, BenchError> {
+    let mut results = Results {
+        machine: crate::results::Machine::current(),
+        targets: plan
+            .targets
+            .iter()
+            .map(|target| target.name.clone())
+            .collect(),
+        rounds: plan.rounds,
+        ..Results::default()
+    };
+    for scenario in &plan.scenarios {
+        for round in 0..plan.rounds {
+            for target in rotated(&plan.targets, round) {
+                let run = throughput(runtime, target, scenario, round)?;
+                eprintln!(
+                    "{:<11} round {round} {:<15} enqueue {:>9.0} jobs/s  drain {:>9.0} jobs/s  cpu {:>7.1} us/job",
+                    scenario.name,
+                    target.name,
+                    run.enqueue_jobs_per_second(),
+                    run.drain_jobs_per_second(),
+                    run.cpu_us_per_job().unwrap_or(f64::NAN),
+                );
+                results.throughput.push(run);
+            }
+        }
+    }
+    if plan.latency_rounds > 0 {
+        for round in 0..plan.rounds {
+            for target in rotated(&plan.targets, round) {
+                let run = latency(runtime, target, plan.latency_rounds, round)?;
+                eprintln!(
+                    "latency     round {round} {:<15} p50 {:>8.0} us  p99 {:>8.0} us  p999 {:>8.0} us",
+                    target.name, run.p50_us, run.p99_us, run.p999_us
+                );
+                results.latency.push(run);
+            }
+        }
+    }
+    if plan.backlog_jobs > 0 {
+        for target in plan.targets.iter().filter(|target| target.is_sync_all()) {
+            let run = backlog(runtime, target, plan.backlog_jobs, plan.backlog_drain_jobs)?;
+            eprintln!(
+                "backlog     {:<15} rss {:>5} MB  disk {:>5} MB  restart {:>6.2} s  drain {:>8.0} jobs/s",
+                target.name,
+                run.rss_bytes.unwrap_or(0) / 1_000_000,
+                run.data_dir_bytes.unwrap_or(0) / 1_000_000,
+                run.restart_seconds,
+                run.drained_jobs as f64 / run.drain_seconds.max(1e-9),
+            );
+            results.backlog.push(run);
+        }
+    }
+    Ok(results)
+}
+
+/// The targets in round-robin order, starting at a different one each round.
+fn rotated(targets: &[Target], round: usize) -> impl Iterator<Item = &Target> {
+    let start = if targets.is_empty() {
+        0
+    } else {
+        round % targets.len()
+    };
+    targets[start..].iter().chain(&targets[..start])
+}
+
+/// A queue name that no other measurement uses, even against a long-running server.
+fn queue_name(label: &str, round: usize) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!("bench-{}-{round}-{nanos}", label.replace('/', "-"))
+}
+
+fn client_cpu_seconds() -> f64 {
+    procfs::sample(std::process::id()).map_or(0.0, |sample| sample.cpu_seconds)
+}
+
+/// Starts a fresh server for `target` and runs `scenario` on it: enqueue, then drain.
+pub fn throughput(
+    runtime: &Runtime,
+    target: &Target,
+    scenario: &Scenario,
+    round: usize,
+) -> Result<ThroughputRun, BenchError> {
+    let mut server = ServerProcess::start(&target.program)?;
+    let mut run = throughput_at(runtime, server.addr(), Some(&server), scenario, round)?;
+    run.target = target.name.clone();
+    server.stop()?;
+    Ok(run)
+}
+
+/// Runs `scenario` against a server at `addr`, sampling `server` when the harness started it.
+pub fn throughput_at(
+    runtime: &Runtime,
+    addr: SocketAddr,
+    server: Option<&ServerProcess>,
+    scenario: &Scenario,
+    round: usize,
+) -> Result<ThroughputRun, BenchError> {
+    let queue = queue_name(&scenario.name, round);
+    let connections = runtime.block_on(phases::connect_all(addr, scenario.connections))?;
+    let version = runtime.block_on(connections[0].clone().server_info())?;
+    let sample = || server.and_then(ServerProcess::sample);
+    let client_before = client_cpu_seconds();
+    let before = sample();
+    let enqueued = runtime.block_on(phases::enqueue(
+        &connections,
+        &queue,
+        scenario.jobs,
+        scenario.enqueue_batch,
+    ))?;
+    let between = sample();
+    let data_dir_bytes = server.and_then(ServerProcess::data_dir_bytes);
+    let drained = runtime.block_on(phases::drain(
+        &connections,
+        &queue,
+        scenario.jobs,
+        scenario.reserve_batch,
+    ))?;
+    let after = sample();
+    let client_cpu_seconds = client_cpu_seconds() - client_before;
+    // The ceiling never runs out of jobs; every real server must be empty now.
+    if version != CEILING_VERSION {
+        runtime.block_on(phases::expect_empty(&connections[0], &queue))?;
+    }
+    let cpu = |from: Option<procfs::ProcessSample>, to: Option<procfs::ProcessSample>| {
+        Some(to?.cpu_seconds - from?.cpu_seconds)
+    };
+    Ok(ThroughputRun {
+        scenario: scenario.clone(),
+        target: addr.to_string(),
+        round,
+        enqueue_seconds: enqueued.elapsed.as_secs_f64(),
+        drain_seconds: drained.elapsed.as_secs_f64(),
+        enqueue_server_cpu_seconds: cpu(before, between),
+        drain_server_cpu_seconds: cpu(between, after),
+        client_cpu_seconds,
+        peak_rss_bytes: after.map(|sample| sample.peak_rss_bytes),
+        data_dir_bytes,
+    })
+}
+
+/// Starts a fresh server for `target` and measures sequential round trips on one connection.
+pub fn latency(
+    runtime: &Runtime,
+    target: &Target,
+    rounds: usize,
+    round: usize,
+) -> Result<LatencyRun, BenchError> {
+    let mut server = ServerProcess::start(&target.program)?;
+    let mut run = latency_at(runtime, server.addr(), rounds, round)?;
+    run.target = target.name.clone();
+    server.stop()?;
+    Ok(run)
+}
+
+/// Measures `rounds` enqueue -> reserve -> ack round trips against `addr`, after a warm-up.
+pub fn latency_at(
+    runtime: &Runtime,
+    addr: SocketAddr,
+    rounds: usize,
+    round: usize,
+) -> Result<LatencyRun, BenchError> {
+    let queue = queue_name("latency", round);
+    let connection = runtime.block_on(Connection::connect(addr))?;
+    runtime.block_on(phases::latency(&connection, &queue, 20.min(rounds)))?;
+    let summary = runtime.block_on(phases::latency(&connection, &queue, rounds))?;
+    Ok(LatencyRun {
+        target: addr.to_string(),
+        round,
+        rounds_measured: summary.rounds,
+        p50_us: summary.p50_us,
+        p99_us: summary.p99_us,
+        p999_us: summary.p999_us,
+        max_us: summary.max_us,
+    })
+}
+
+/// Connections and batch size that fill the backlog quickly.
+const BACKLOG_FILL_CONNECTIONS: usize = 8;
+const BACKLOG_FILL_BATCH: u32 = 256;
+/// The drain after the restart is the single/50 worker pattern: reserve(1), then ack.
+const BACKLOG_DRAIN_CONNECTIONS: usize = 50;
+
+/// Fills a fresh server with `jobs` jobs, measures memory and disk, restarts it with SIGTERM,
+/// times how long until its port serves again, then drains `drain_jobs` of them.
+pub fn backlog(
+    runtime: &Runtime,
+    target: &Target,
+    jobs: u64,
+    drain_jobs: u64,
+) -> Result<BacklogRun, BenchError> {
+    assert!(target.is_sepp(), "the backlog scenario needs a sepp server");
+    let mut server = ServerProcess::start(&target.program)?;
+    let queue = queue_name("backlog", 0);
+    let connections =
+        runtime.block_on(phases::connect_all(server.addr(), BACKLOG_FILL_CONNECTIONS))?;
+    let filled = runtime.block_on(phases::enqueue(
+        &connections,
+        &queue,
+        jobs,
+        BACKLOG_FILL_BATCH,
+    ))?;
+    drop(connections);
+    // Let background work that follows a burst (flushes, compactions) settle before sampling.
+    std::thread::sleep(Duration::from_secs(1));
+    let loaded = server.sample();
+    let data_dir_bytes = server.data_dir_bytes();
+    let stop_started = std::time::Instant::now();
+    let restart_seconds = server
+        .restart(|addr| {
+            runtime.block_on(async {
+                let attempt = async { Connection::connect(addr).await?.server_info().await };
+                matches!(
+                    tokio::time::timeout(Duration::from_secs(1), attempt).await,
+                    Ok(Ok(_))
+                )
+            })
+        })?
+        .as_secs_f64();
+    let stop_seconds = (stop_started.elapsed().as_secs_f64() - restart_seconds).max(0.0);
+    let restarted = server.sample();
+    let drain_jobs = drain_jobs.min(jobs);
+    let connections = runtime.block_on(phases::connect_all(
+        server.addr(),
+        BACKLOG_DRAIN_CONNECTIONS,
+    ))?;
+    let drained = runtime.block_on(phases::drain(&connections, &queue, drain_jobs, 1))?;
+    if drain_jobs == jobs {
+        runtime.block_on(phases::expect_empty(&connections[0], &queue))?;
+    }
+    drop(connections);
+    std::thread::sleep(Duration::from_secs(1));
+    let data_dir_after_drain_bytes = server.data_dir_bytes();
+    server.stop()?;
+    Ok(BacklogRun {
+        target: target.name.clone(),
+        jobs,
+        enqueue_seconds: filled.elapsed.as_secs_f64(),
+        rss_bytes: loaded.map(|sample| sample.rss_bytes),
+        peak_rss_bytes: loaded.map(|sample| sample.peak_rss_bytes),
+        data_dir_bytes,
+        stop_seconds,
+        restart_seconds,
+        rss_after_restart_bytes: restarted.map(|sample| sample.rss_bytes),
+        drained_jobs: drain_jobs,
+        drain_seconds: drained.elapsed.as_secs_f64(),
+        drain_connections: BACKLOG_DRAIN_CONNECTIONS,
+        data_dir_after_drain_bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets(names: &[&str]) -> Vec<Target> {
+        names
+            .iter()
+            .map(|name| Target {
+                name: name.to_string(),
+                program: Program::Ceiling { binary: "x".into() },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_round_starts_with_the_next_target() {
+        let targets = targets(&["a", "b", "c"]);
+        let order = |round| {
+            rotated(&targets, round)
+                .map(|target| target.name.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(0), ["a", "b", "c"]);
+        assert_eq!(order(1), ["b", "c", "a"]);
+        assert_eq!(order(3), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn the_standard_scenarios_cover_the_sweep_and_the_batch_variants() {
+        let scenarios = standard_scenarios(20_000);
+        let connections: Vec<usize> = scenarios
+            .iter()
+            .filter(|s| s.enqueue_batch == 1)
+            .map(|s| s.connections)
+            .collect();
+        assert_eq!(connections, [1, 8, 50, 256]);
+        let batches: Vec<u32> = scenarios
+            .iter()
+            .filter(|s| s.enqueue_batch > 1)
+            .map(|s| s.reserve_batch)
+            .collect();
+        assert_eq!(batches, [16, 64, 256]);
+        assert!(scenarios.iter().all(|s| s.jobs >= 1));
+    }
+}

@@ -1,0 +1,46 @@
+//! sepp-bench: measures a sepp-protocol server the way users compare job queues, side by side
+//! with the sepp 0.1.1 server and the gRPC ceiling, in one run on one machine.
+//!
+//! # Layout
+//!
+//! - [`client`]: the only module that speaks the protocol (one `Connection` per HTTP/2 channel).
+//! - [`phases`]: the closed-loop load phases: enqueue, drain, latency.
+//! - [`server`]: starting a server binary with a fresh data directory, SIGTERM, restart.
+//! - [`procfs`]: server CPU seconds, RSS and data directory size from `/proc` and the disk.
+//! - [`ceiling`]: the do-nothing `QueueService` on the same tonic stack.
+//! - [`compare`]: every scenario against every target, alternating; latency; the backlog.
+//! - [`results`], [`report`], [`chart`]: the raw results (JSON), the Markdown tables, the SVG.
+//!
+//! The binary (`src/main.rs`) is the command line around these; `benches/core.rs` measures
+//! `sepp-core` alone.
+
+pub mod ceiling;
+pub mod chart;
+pub mod client;
+pub mod compare;
+pub mod phases;
+pub mod procfs;
+pub mod report;
+pub mod results;
+pub mod server;
+
+/// Why a measurement could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("call failed: {0}")]
+    Rpc(Box<tonic::Status>),
+    #[error("could not connect: {0}")]
+    Transport(tonic::transport::Error),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("server: {0}")]
+    Server(String),
+    #[error("{0}")]
+    Unexpected(String),
+}
+
+impl From<tonic::Status> for BenchError {
+    fn from(status: tonic::Status) -> Self {
+        BenchError::Rpc(Box::new(status))
+    }
+}

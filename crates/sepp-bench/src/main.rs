@@ -1,0 +1,425 @@
+//! The `sepp-bench` command line: `compare` (the published benchmark), `smoke` (the CI check),
+//! `run` (one scenario against any address or binary), `ceiling` (the do-nothing server) and
+//! `report` (re-render tables and chart from a results file).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use clap::{Args, Parser, Subcommand};
+use sepp_bench::compare::{self, Plan, Target};
+use sepp_bench::results::{Results, Scenario};
+use sepp_bench::server::{PersistMode, Program, ServerProcess};
+use sepp_bench::{BenchError, chart, report};
+
+#[derive(Parser)]
+#[command(name = "sepp-bench", about = "Benchmark harness for sepp")]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Subcommand)]
+enum Commands {
+    /// Run every scenario against our server, the gRPC ceiling and sepp 0.1.1, alternating,
+    /// and write results.json, results.md and throughput.svg.
+    Compare(CompareArgs),
+    /// A small, quick compare against our server and the ceiling, for CI: exits 0 when every
+    /// phase completed. Writes into a temporary directory unless --out is given.
+    Smoke {
+        /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
+        #[arg(long)]
+        ours_bin: Option<PathBuf>,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// One scenario (enqueue, drain, latency) against an address or a server binary.
+    Run(RunArgs),
+    /// Serve the do-nothing QueueService (the gRPC ceiling).
+    Ceiling {
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+    },
+    /// Re-render results.md and throughput.svg from a results.json.
+    Report {
+        #[arg(long)]
+        results: PathBuf,
+        /// Where to write (default: beside the results file).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Jobs per scenario at 50+ connections (fewer connections get a fraction of it).
+    #[arg(long, default_value_t = 20_000)]
+    jobs: u64,
+    /// Rounds per scenario; each round runs every target once, in rotated order.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// One round, fewer latency round trips, and a backlog of --jobs jobs.
+    #[arg(long)]
+    quick: bool,
+    /// Which servers: any of ours, 0.1.1, ceiling.
+    #[arg(long, value_delimiter = ',', default_value = "ours,0.1.1,ceiling")]
+    targets: Vec<String>,
+    /// Persist modes of the sepp servers: sync_all, buffer.
+    #[arg(long, value_delimiter = ',', default_value = "sync_all,buffer")]
+    modes: Vec<String>,
+    /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
+    #[arg(long)]
+    ours_bin: Option<PathBuf>,
+    /// The sepp 0.1.1 binary (default: ~/.cache/sepp-0.1.1/bin/sepp, installed with cargo
+    /// when missing).
+    #[arg(long)]
+    reference_bin: Option<PathBuf>,
+    /// Sequential round trips of the latency phase (default 1000, or 100 with --quick).
+    #[arg(long)]
+    latency_rounds: Option<usize>,
+    /// Jobs of the large-backlog scenario, 0 to skip (default 1,000,000, or --jobs with --quick).
+    #[arg(long)]
+    backlog_jobs: Option<u64>,
+    /// Jobs drained from the backlog after the restart (default: all of them).
+    #[arg(long)]
+    backlog_drain_jobs: Option<u64>,
+    /// Only these scenarios (names as in the tables, e.g. single/50,batch64/8).
+    #[arg(long, value_delimiter = ',')]
+    scenarios: Vec<String>,
+    /// Output directory (default: docs/benchmarks of this workspace).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// A running sepp-protocol server (no CPU or memory figures then).
+    #[arg(long, conflicts_with = "server_bin")]
+    addr: Option<SocketAddr>,
+    /// A sepp server binary to start with a fresh data directory.
+    #[arg(long)]
+    server_bin: Option<PathBuf>,
+    #[arg(long, default_value = "sync_all")]
+    persist_mode: String,
+    #[arg(long, default_value_t = 50)]
+    connections: usize,
+    #[arg(long, default_value_t = 20_000)]
+    jobs: u64,
+    #[arg(long, default_value_t = 1)]
+    enqueue_batch: u32,
+    #[arg(long, default_value_t = 1)]
+    reserve_batch: u32,
+    /// Sequential round trips of the latency phase, 0 to skip.
+    #[arg(long, default_value_t = 1000)]
+    latency_rounds: usize,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Commands::Ceiling { listen } => ceiling(listen),
+        Commands::Compare(args) => compare_command(args),
+        Commands::Smoke { ours_bin, out } => smoke(ours_bin, out),
+        Commands::Run(args) => run_command(args),
+        Commands::Report { results, out } => report_command(&results, out),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, BenchError> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn ceiling(listen: SocketAddr) -> Result<(), BenchError> {
+    runtime()?.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        println!("queue server listening addr={}", listener.local_addr()?);
+        let shutdown = async {
+            let mut terminate =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("install the SIGTERM handler");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        };
+        sepp_bench::ceiling::serve(listener, shutdown)
+            .await
+            .map_err(|error| BenchError::Server(format!("ceiling failed: {error}")))
+    })
+}
+
+fn compare_command(args: CompareArgs) -> Result<(), BenchError> {
+    let rounds = if args.quick { 1 } else { args.rounds.max(1) };
+    let latency_rounds = args
+        .latency_rounds
+        .unwrap_or(if args.quick { 100 } else { 1000 });
+    let backlog_jobs = args
+        .backlog_jobs
+        .unwrap_or(if args.quick { args.jobs } else { 1_000_000 });
+    let mut scenarios = compare::standard_scenarios(args.jobs);
+    if !args.scenarios.is_empty() {
+        scenarios.retain(|scenario| args.scenarios.contains(&scenario.name));
+    }
+    let plan = Plan {
+        targets: targets(
+            &args.targets,
+            &args.modes,
+            args.ours_bin,
+            args.reference_bin,
+        )?,
+        scenarios,
+        rounds,
+        latency_rounds,
+        backlog_jobs,
+        backlog_drain_jobs: args.backlog_drain_jobs.unwrap_or(backlog_jobs),
+    };
+    let out = args
+        .out
+        .unwrap_or_else(|| workspace_dir().join("docs").join("benchmarks"));
+    measure_and_write(&plan, &out)
+}
+
+fn smoke(ours_bin: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), BenchError> {
+    let jobs = 300;
+    let plan = Plan {
+        targets: targets(
+            &["ours".into(), "ceiling".into()],
+            &["sync_all".into(), "buffer".into()],
+            ours_bin,
+            None,
+        )?,
+        scenarios: compare::standard_scenarios(jobs),
+        rounds: 1,
+        latency_rounds: 50,
+        backlog_jobs: jobs,
+        backlog_drain_jobs: jobs,
+    };
+    let temporary = tempfile::Builder::new()
+        .prefix("sepp-bench-smoke-")
+        .tempdir()?;
+    let out = out.unwrap_or_else(|| temporary.path().to_path_buf());
+    measure_and_write(&plan, &out)?;
+    eprintln!("smoke: every phase completed");
+    Ok(())
+}
+
+fn measure_and_write(plan: &Plan, out: &Path) -> Result<(), BenchError> {
+    for target in &plan.targets {
+        eprintln!("target {:<15} {:?}", target.name, target.program);
+    }
+    let results = compare::run(plan, &runtime()?)?;
+    std::fs::create_dir_all(out)?;
+    let json = serde_json::to_string_pretty(&results)
+        .map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    std::fs::write(out.join("results.json"), json + "\n")?;
+    write_report(&results, out)
+}
+
+fn write_report(results: &Results, out: &Path) -> Result<(), BenchError> {
+    let tables = report::markdown(results);
+    std::fs::write(out.join("results.md"), &tables)?;
+    std::fs::write(out.join("throughput.svg"), chart::svg(results))?;
+    println!("{tables}");
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+fn report_command(results_path: &Path, out: Option<PathBuf>) -> Result<(), BenchError> {
+    let text = std::fs::read_to_string(results_path)?;
+    let results: Results =
+        serde_json::from_str(&text).map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    let out = out.unwrap_or_else(|| {
+        results_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .to_path_buf()
+    });
+    write_report(&results, &out)
+}
+
+fn run_command(args: RunArgs) -> Result<(), BenchError> {
+    if args.connections == 0 {
+        return Err(BenchError::Unexpected(
+            "--connections must be at least 1".into(),
+        ));
+    }
+    let persist_mode = PersistMode::parse(&args.persist_mode).ok_or_else(|| {
+        BenchError::Unexpected(format!("unknown persist mode {}", args.persist_mode))
+    })?;
+    let scenario = Scenario {
+        name: format!("run/{}", args.connections),
+        connections: args.connections,
+        jobs: args.jobs.max(1),
+        enqueue_batch: args.enqueue_batch.max(1),
+        reserve_batch: args.reserve_batch.max(1),
+    };
+    let runtime = runtime()?;
+    let mut server = match (&args.addr, &args.server_bin) {
+        (Some(_), _) => None,
+        (None, Some(binary)) => Some(ServerProcess::start(&Program::Sepp {
+            binary: binary.clone(),
+            persist_mode,
+        })?),
+        (None, None) => return Err(BenchError::Unexpected("give --addr or --server-bin".into())),
+    };
+    let addr = args
+        .addr
+        .or(server.as_ref().map(ServerProcess::addr))
+        .expect("an address");
+    let run = compare::throughput_at(&runtime, addr, server.as_ref(), &scenario, 0)?;
+    println!(
+        "enqueue: {} jobs/s",
+        report::rate(Some(run.enqueue_jobs_per_second()))
+    );
+    println!(
+        "drain:   {} jobs/s",
+        report::rate(Some(run.drain_jobs_per_second()))
+    );
+    if let Some(cpu) = run.cpu_us_per_job() {
+        println!("server CPU: {cpu:.1} us/job (enqueue + reserve + ack)");
+    }
+    if let Some(rss) = run.peak_rss_bytes {
+        println!("peak RSS: {:.1} MB", rss as f64 / 1e6);
+    }
+    if let Some(disk) = run.data_dir_bytes {
+        println!(
+            "data directory with every job queued: {:.1} MB",
+            disk as f64 / 1e6
+        );
+    }
+    if args.latency_rounds > 0 {
+        let latency = compare::latency_at(&runtime, addr, args.latency_rounds, 0)?;
+        println!(
+            "latency (enqueue -> reserve -> ack): p50 {:.2} ms, p99 {:.2} ms, p999 {:.2} ms",
+            latency.p50_us / 1000.0,
+            latency.p99_us / 1000.0,
+            latency.p999_us / 1000.0
+        );
+    }
+    if let Some(server) = server.as_mut() {
+        server.stop()?;
+    }
+    Ok(())
+}
+
+/// The targets named by `families` (ours, 0.1.1, ceiling) in each of `modes`, ordered so that
+/// alternation interleaves them: ours and 0.1.1 per mode, then the ceiling.
+fn targets(
+    families: &[String],
+    modes: &[String],
+    ours_bin: Option<PathBuf>,
+    reference_bin: Option<PathBuf>,
+) -> Result<Vec<Target>, BenchError> {
+    for family in families {
+        if !["ours", "0.1.1", "ceiling"].contains(&family.as_str()) {
+            return Err(BenchError::Unexpected(format!(
+                "unknown target {family}: use ours, 0.1.1 or ceiling"
+            )));
+        }
+    }
+    let wants = |family: &str| families.iter().any(|name| name == family);
+    let ours = if wants("ours") {
+        Some(ours_binary(ours_bin)?)
+    } else {
+        None
+    };
+    let reference = if wants("0.1.1") {
+        Some(reference_binary(reference_bin)?)
+    } else {
+        None
+    };
+    let mut targets = Vec::new();
+    for mode in modes {
+        let mode = PersistMode::parse(mode)
+            .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {mode}")))?;
+        if let Some(binary) = &ours {
+            targets.push(Target::sepp("ours", binary.clone(), mode));
+        }
+        if let Some(binary) = &reference {
+            targets.push(Target::sepp("0.1.1", binary.clone(), mode));
+        }
+    }
+    if wants("ceiling") {
+        targets.push(Target::ceiling(std::env::current_exe()?));
+    }
+    Ok(targets)
+}
+
+/// The workspace this binary was built from.
+fn workspace_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
+}
+
+/// Our server: the given path, or the `sepp` built beside this binary (building it with cargo,
+/// in this binary's profile, when it is missing).
+fn ours_binary(given: Option<PathBuf>) -> Result<PathBuf, BenchError> {
+    if let Some(path) = given {
+        return Ok(path);
+    }
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().expect("a binary lives in a directory");
+    let path = dir.join("sepp");
+    if !path.exists() {
+        let release = dir.file_name().is_some_and(|name| name == "release");
+        let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        command
+            .current_dir(workspace_dir())
+            .args(["build", "-p", "sepp-server", "--bin", "sepp"]);
+        if release {
+            command.arg("--release");
+        }
+        eprintln!("building our server: {command:?}");
+        let status = command.status()?;
+        if !status.success() || !path.exists() {
+            return Err(BenchError::Unexpected(format!(
+                "could not build {}; pass --ours-bin",
+                path.display()
+            )));
+        }
+    }
+    Ok(path)
+}
+
+/// sepp 0.1.1: the given path, or `~/.cache/sepp-0.1.1/bin/sepp` (installed there with
+/// `cargo install` when missing).
+fn reference_binary(given: Option<PathBuf>) -> Result<PathBuf, BenchError> {
+    if let Some(path) = given {
+        return Ok(path);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let root = home.join(".cache").join("sepp-0.1.1");
+    let path = root.join("bin").join("sepp");
+    if !path.exists() {
+        let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        command
+            .args([
+                "install",
+                "sepp",
+                "--version",
+                "0.1.1",
+                "--locked",
+                "--root",
+            ])
+            .arg(&root);
+        eprintln!("installing the reference server: {command:?}");
+        let status = command.status()?;
+        if !status.success() || !path.exists() {
+            return Err(BenchError::Unexpected(format!(
+                "could not install sepp 0.1.1 into {}; pass --reference-bin",
+                root.display()
+            )));
+        }
+    }
+    Ok(path)
+}

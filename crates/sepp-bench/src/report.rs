@@ -1,0 +1,572 @@
+//! Turns [`Results`] into the Markdown tables of `docs/benchmarks.md`.
+//!
+//! Every figure is a median over rounds. Every ratio is taken within one round (both targets
+//! measured minutes apart on the same machine) and then the median of those is shown, so a
+//! noisy neighbour that slowed one round does not skew a comparison.
+
+use std::fmt::Write;
+
+use crate::results::{Results, ThroughputRun};
+
+pub const OURS: &str = "ours";
+pub const REFERENCE: &str = "0.1.1";
+pub const CEILING: &str = "ceiling";
+pub const MODES: [&str; 2] = ["sync_all", "buffer"];
+
+/// The median of `values` (the mean of the middle two for an even count); `None` when empty.
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.retain(|value| value.is_finite());
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    })
+}
+
+/// Which number of a run a table shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    Enqueue,
+    Drain,
+    CpuPerJob,
+}
+
+impl Metric {
+    pub fn of(self, run: &ThroughputRun) -> Option<f64> {
+        match self {
+            Metric::Enqueue => Some(run.enqueue_jobs_per_second()),
+            Metric::Drain => Some(run.drain_jobs_per_second()),
+            Metric::CpuPerJob => run.cpu_us_per_job(),
+        }
+    }
+}
+
+/// A view over the results with the lookups the tables need.
+pub struct Summary<'a> {
+    pub results: &'a Results,
+}
+
+impl<'a> Summary<'a> {
+    pub fn new(results: &'a Results) -> Self {
+        Summary { results }
+    }
+
+    /// Scenario names in the order they were run.
+    pub fn scenarios(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for run in &self.results.throughput {
+            if !names.contains(&run.scenario.name) {
+                names.push(run.scenario.name.clone());
+            }
+        }
+        names
+    }
+
+    pub fn has_target(&self, target: &str) -> bool {
+        self.results.targets.iter().any(|name| name == target)
+    }
+
+    fn runs(&self, scenario: &str, target: &str) -> impl Iterator<Item = &'a ThroughputRun> {
+        let (scenario, target) = (scenario.to_string(), target.to_string());
+        self.results
+            .throughput
+            .iter()
+            .filter(move |run| run.scenario.name == scenario && run.target == target)
+    }
+
+    /// Median of `metric` over the rounds of `scenario` against `target`.
+    pub fn value(&self, scenario: &str, target: &str, metric: Metric) -> Option<f64> {
+        median(
+            self.runs(scenario, target)
+                .filter_map(|run| metric.of(run))
+                .collect(),
+        )
+    }
+
+    /// Median over rounds of `metric(numerator) / metric(denominator)` within each round.
+    pub fn ratio(
+        &self,
+        scenario: &str,
+        numerator: &str,
+        denominator: &str,
+        metric: Metric,
+    ) -> Option<f64> {
+        let ratios = self
+            .runs(scenario, numerator)
+            .filter_map(|top| {
+                let bottom = self
+                    .runs(scenario, denominator)
+                    .find(|bottom| bottom.round == top.round)?;
+                Some(metric.of(top)? / metric.of(bottom)?)
+            })
+            .collect();
+        median(ratios)
+    }
+
+    /// The comparisons that make sense for the targets present: ours against 0.1.1 in each
+    /// mode, and each sepp target against the ceiling.
+    pub fn ratio_columns(&self) -> Vec<(String, String)> {
+        let mut columns = Vec::new();
+        for mode in MODES {
+            let ours = format!("{OURS} {mode}");
+            let reference = format!("{REFERENCE} {mode}");
+            if self.has_target(&ours) && self.has_target(&reference) {
+                columns.push((ours, reference));
+            }
+        }
+        for mode in MODES {
+            for family in [OURS, REFERENCE] {
+                let target = format!("{family} {mode}");
+                if self.has_target(&target) && self.has_target(CEILING) {
+                    columns.push((target, CEILING.to_string()));
+                }
+            }
+        }
+        columns
+    }
+}
+
+/// Every table of the results page.
+pub fn markdown(results: &Results) -> String {
+    let summary = Summary::new(results);
+    let mut out = String::new();
+    machine(&mut out, results);
+    if !results.throughput.is_empty() {
+        throughput_tables(&mut out, &summary);
+        cpu_table(&mut out, &summary);
+        footprint_table(&mut out, &summary);
+    }
+    if !results.latency.is_empty() {
+        latency_table(&mut out, results);
+    }
+    if !results.backlog.is_empty() {
+        backlog_table(&mut out, results);
+    }
+    goals_table(&mut out, &summary);
+    out
+}
+
+fn machine(out: &mut String, results: &Results) {
+    let machine = &results.machine;
+    let _ = writeln!(
+        out,
+        "Machine: {} CPUs ({}), {:.1} GiB memory, Linux {}. {} round(s), targets alternating.\n",
+        machine.cpus,
+        machine.cpu_model,
+        machine.memory_bytes as f64 / (1u64 << 30) as f64,
+        machine.kernel,
+        results.rounds,
+    );
+}
+
+fn header(out: &mut String, columns: &[String]) {
+    let _ = writeln!(out, "| {} |", columns.join(" | "));
+    let _ = writeln!(
+        out,
+        "|{}",
+        columns
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i < 2 { "---|" } else { "---:|" })
+            .collect::<String>()
+    );
+}
+
+fn throughput_tables(out: &mut String, summary: &Summary) {
+    let targets = &summary.results.targets;
+    let _ = writeln!(out, "### Throughput, jobs/s\n");
+    let mut columns = vec!["scenario".to_string(), "phase".to_string()];
+    columns.extend(targets.iter().cloned());
+    header(out, &columns);
+    for scenario in summary.scenarios() {
+        for (phase, metric) in [("enqueue", Metric::Enqueue), ("drain", Metric::Drain)] {
+            let cells: Vec<String> = targets
+                .iter()
+                .map(|target| rate(summary.value(&scenario, target, metric)))
+                .collect();
+            let _ = writeln!(out, "| {scenario} | {phase} | {} |", cells.join(" | "));
+        }
+    }
+    let ratio_columns = summary.ratio_columns();
+    if ratio_columns.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n### Ratios (median of per-round ratios)\n");
+    let mut columns = vec!["scenario".to_string(), "phase".to_string()];
+    columns.extend(
+        ratio_columns
+            .iter()
+            .map(|(top, bottom)| format!("{top} / {bottom}")),
+    );
+    header(out, &columns);
+    for scenario in summary.scenarios() {
+        for (phase, metric) in [("enqueue", Metric::Enqueue), ("drain", Metric::Drain)] {
+            let cells: Vec<String> = ratio_columns
+                .iter()
+                .map(|(top, bottom)| {
+                    ratio(
+                        summary.ratio(&scenario, top, bottom, metric),
+                        bottom == CEILING,
+                    )
+                })
+                .collect();
+            let _ = writeln!(out, "| {scenario} | {phase} | {} |", cells.join(" | "));
+        }
+    }
+    out.push('\n');
+}
+
+fn cpu_table(out: &mut String, summary: &Summary) {
+    let targets = &summary.results.targets;
+    let _ = writeln!(
+        out,
+        "### Server CPU per job, microseconds (enqueue + reserve + ack)\n"
+    );
+    let mut columns = vec!["scenario".to_string(), "jobs".to_string()];
+    columns.extend(targets.iter().cloned());
+    let mut ratio_columns = Vec::new();
+    for mode in MODES {
+        let reference = format!("{REFERENCE} {mode}");
+        for family in [format!("{OURS} {mode}"), CEILING.to_string()] {
+            if summary.has_target(&family)
+                && summary.has_target(&reference)
+                && !ratio_columns.contains(&(family.clone(), reference.clone()))
+            {
+                ratio_columns.push((family, reference.clone()));
+            }
+        }
+    }
+    columns.extend(
+        ratio_columns
+            .iter()
+            .map(|(top, bottom)| format!("{top} / {bottom}")),
+    );
+    header(out, &columns);
+    for scenario in summary.scenarios() {
+        let jobs = summary
+            .results
+            .throughput
+            .iter()
+            .find(|run| run.scenario.name == scenario)
+            .map_or(0, |run| run.scenario.jobs);
+        let mut cells: Vec<String> = targets
+            .iter()
+            .map(|target| number(summary.value(&scenario, target, Metric::CpuPerJob), 1))
+            .collect();
+        cells.extend(ratio_columns.iter().map(|(top, bottom)| {
+            ratio(
+                summary.ratio(&scenario, top, bottom, Metric::CpuPerJob),
+                false,
+            )
+        }));
+        let _ = writeln!(out, "| {scenario} | {jobs} | {} |", cells.join(" | "));
+    }
+    out.push('\n');
+}
+
+fn footprint_table(out: &mut String, summary: &Summary) {
+    let targets: Vec<&String> = summary
+        .results
+        .targets
+        .iter()
+        .filter(|target| target.as_str() != CEILING)
+        .collect();
+    if targets.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### Peak RSS / data directory with every job queued, MB (largest over rounds)\n"
+    );
+    let mut columns = vec!["scenario".to_string(), "jobs".to_string()];
+    columns.extend(targets.iter().map(|target| target.to_string()));
+    header(out, &columns);
+    for scenario in summary.scenarios() {
+        let runs: Vec<&ThroughputRun> = summary
+            .results
+            .throughput
+            .iter()
+            .filter(|run| run.scenario.name == scenario)
+            .collect();
+        let jobs = runs.first().map_or(0, |run| run.scenario.jobs);
+        let cells: Vec<String> = targets
+            .iter()
+            .map(|target| {
+                let mine = runs.iter().filter(|run| &&run.target == target);
+                let rss = mine.clone().filter_map(|run| run.peak_rss_bytes).max();
+                let disk = mine.filter_map(|run| run.data_dir_bytes).max();
+                format!("{} / {}", megabytes(rss), megabytes(disk))
+            })
+            .collect();
+        let _ = writeln!(out, "| {scenario} | {jobs} | {} |", cells.join(" | "));
+    }
+    out.push('\n');
+}
+
+fn latency_table(out: &mut String, results: &Results) {
+    let rounds = results.latency.first().map_or(0, |run| run.rounds_measured);
+    let _ = writeln!(
+        out,
+        "### Latency of one enqueue -> reserve -> ack round trip, one connection ({rounds} round trips), ms\n"
+    );
+    header(
+        out,
+        &[
+            "target".into(),
+            "p50".into(),
+            "p99".into(),
+            "p999".into(),
+            "max".into(),
+        ],
+    );
+    for target in &results.targets {
+        let runs: Vec<_> = results
+            .latency
+            .iter()
+            .filter(|run| &run.target == target)
+            .collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let pick = |field: fn(&crate::results::LatencyRun) -> f64| {
+            median(runs.iter().map(|run| field(run) / 1000.0).collect())
+        };
+        let _ = writeln!(
+            out,
+            "| {target} | {} | {} | {} | {} |",
+            number(pick(|run| run.p50_us), 2),
+            number(pick(|run| run.p99_us), 2),
+            number(pick(|run| run.p999_us), 2),
+            number(pick(|run| run.max_us), 2),
+        );
+    }
+    out.push('\n');
+}
+
+/// A row of the backlog table: label, unit, and the cell of one run.
+type BacklogRow = (
+    &'static str,
+    &'static str,
+    fn(&crate::results::BacklogRun) -> String,
+);
+
+fn backlog_table(out: &mut String, results: &Results) {
+    let jobs = results.backlog.first().map_or(0, |run| run.jobs);
+    let _ = writeln!(out, "### Large backlog: {jobs} queued 256-byte jobs\n");
+    let mut columns = vec!["measure".to_string(), "".to_string()];
+    columns.extend(results.backlog.iter().map(|run| run.target.clone()));
+    header(out, &columns);
+    let rows: [BacklogRow; 9] = [
+        ("enqueue (8 conn x batch 256)", "jobs/s", |run| {
+            rate(Some(run.jobs as f64 / run.enqueue_seconds.max(1e-9)))
+        }),
+        ("RSS with the backlog", "MB", |run| megabytes(run.rss_bytes)),
+        ("peak RSS", "MB", |run| megabytes(run.peak_rss_bytes)),
+        ("data directory", "MB", |run| megabytes(run.data_dir_bytes)),
+        ("stop (SIGTERM until exit)", "s", |run| {
+            number(Some(run.stop_seconds), 2)
+        }),
+        ("restart until GetServerInfo answers", "s", |run| {
+            number(Some(run.restart_seconds), 2)
+        }),
+        ("RSS after restart", "MB", |run| {
+            megabytes(run.rss_after_restart_bytes)
+        }),
+        (
+            "drain after restart (50 conn, reserve 1 + ack)",
+            "jobs/s",
+            |run| {
+                format!(
+                    "{} ({} jobs)",
+                    rate(Some(run.drained_jobs as f64 / run.drain_seconds.max(1e-9))),
+                    run.drained_jobs
+                )
+            },
+        ),
+        ("data directory after the drain", "MB", |run| {
+            megabytes(run.data_dir_after_drain_bytes)
+        }),
+    ];
+    for (label, unit, cell) in rows {
+        let cells: Vec<String> = results.backlog.iter().map(cell).collect();
+        let _ = writeln!(out, "| {label} | {unit} | {} |", cells.join(" | "));
+    }
+    out.push('\n');
+}
+
+/// The figures issue 3 asks for, each with whether this run met it.
+fn goals_table(out: &mut String, summary: &Summary) {
+    let results = summary.results;
+    let ours = format!("{OURS} sync_all");
+    let reference = format!("{REFERENCE} sync_all");
+    let mut rows: Vec<(String, String, Option<f64>, bool)> = Vec::new();
+    let mut throughput_goal =
+        |label: &str, scenario: &str, metric: Metric, versus: &str, at_least: f64| {
+            if summary.has_target(&ours) && summary.has_target(versus) {
+                let measured = summary.ratio(scenario, &ours, versus, metric);
+                let wanted = if versus == CEILING {
+                    format!(">= {:.0}%", at_least * 100.0)
+                } else {
+                    format!(">= {at_least}x")
+                };
+                rows.push((
+                    label.to_string(),
+                    wanted,
+                    measured,
+                    measured.is_some_and(|value| value >= at_least),
+                ));
+            }
+        };
+    throughput_goal(
+        "single-job enqueue, 50 conn, vs 0.1.1",
+        "single/50",
+        Metric::Enqueue,
+        &reference,
+        1.4,
+    );
+    throughput_goal(
+        "single-job enqueue, 50 conn, vs ceiling",
+        "single/50",
+        Metric::Enqueue,
+        CEILING,
+        0.88,
+    );
+    throughput_goal(
+        "reserve(1)+ack drain, 50 conn, vs 0.1.1",
+        "single/50",
+        Metric::Drain,
+        &reference,
+        1.4,
+    );
+    throughput_goal(
+        "reserve(1)+ack drain, 50 conn, vs ceiling",
+        "single/50",
+        Metric::Drain,
+        CEILING,
+        0.85,
+    );
+    throughput_goal(
+        "batch-64 enqueue, 8 conn, vs 0.1.1",
+        "batch64/8",
+        Metric::Enqueue,
+        &reference,
+        3.0,
+    );
+    if summary.has_target(&ours) && summary.has_target(&reference) {
+        let measured = summary.ratio("single/50", &ours, &reference, Metric::CpuPerJob);
+        rows.push((
+            "server CPU per job (single/50), vs 0.1.1".into(),
+            "<= 0.6x".into(),
+            measured,
+            measured.is_some_and(|value| value <= 0.6),
+        ));
+    }
+    if let Some(run) = results.backlog.iter().find(|run| run.target == ours) {
+        let scale = format!("{} jobs", run.jobs);
+        let mb = |bytes: Option<u64>| bytes.map(|bytes| bytes as f64 / 1e6);
+        let rss = mb(run.rss_bytes.max(run.peak_rss_bytes));
+        rows.push((
+            format!("RSS with {scale}"),
+            "<= 300 MB".into(),
+            rss,
+            rss.is_some_and(|value| value <= 300.0),
+        ));
+        let disk = mb(run.data_dir_bytes);
+        rows.push((
+            format!("data directory with {scale}"),
+            "<= 600 MB".into(),
+            disk,
+            disk.is_some_and(|value| value <= 600.0),
+        ));
+        let restart = Some(run.restart_seconds);
+        rows.push((
+            format!("restart with {scale}"),
+            "<= 3 s".into(),
+            restart,
+            run.restart_seconds <= 3.0,
+        ));
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "### Issue 3 targets (`sync_all`)\n");
+    header(
+        out,
+        &[
+            "goal".into(),
+            "wanted".into(),
+            "measured".into(),
+            "met".into(),
+        ],
+    );
+    for (label, wanted, measured, met) in rows {
+        let shown = match (wanted.contains('%'), measured) {
+            (true, Some(value)) => format!("{:.0}%", value * 100.0),
+            (false, Some(value)) if wanted.ends_with('x') => format!("{value:.2}x"),
+            (false, Some(value)) => format!("{value:.2}"),
+            (_, None) => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "| {label} | {wanted} | {shown} | {} |",
+            if met { "yes" } else { "**no**" }
+        );
+    }
+    out.push('\n');
+}
+
+/// `12,345` jobs/s, or `-`.
+pub fn rate(value: Option<f64>) -> String {
+    let Some(value) = value else {
+        return "-".into();
+    };
+    let digits = format!("{:.0}", value);
+    let mut grouped = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
+fn ratio(value: Option<f64>, as_percent: bool) -> String {
+    match value {
+        Some(value) if as_percent => format!("{:.0}%", value * 100.0),
+        Some(value) => format!("{value:.2}x"),
+        None => "-".into(),
+    }
+}
+
+fn number(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".into(), |value| format!("{value:.decimals$}"))
+}
+
+fn megabytes(bytes: Option<u64>) -> String {
+    bytes.map_or_else(|| "-".into(), |bytes| format!("{:.1}", bytes as f64 / 1e6))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(vec![5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(vec![]), None);
+    }
+
+    #[test]
+    fn rates_are_grouped_by_thousands() {
+        assert_eq!(rate(Some(1234567.4)), "1,234,567");
+        assert_eq!(rate(Some(999.0)), "999");
+        assert_eq!(rate(None), "-");
+    }
+}

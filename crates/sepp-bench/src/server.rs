@@ -1,0 +1,374 @@
+//! Starting and stopping the servers under test as child processes.
+//!
+//! A sepp binary (ours or 0.1.1) gets a fresh temporary directory with a config file and an
+//! empty data directory; the ceiling is this binary's `ceiling` subcommand. Either way the
+//! harness reads the bound address from the `queue server listening` line on stdout, and can
+//! sample the process in `/proc`, stop it with SIGTERM and start it again on the same port.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::BenchError;
+use crate::procfs::{self, ProcessSample};
+
+/// How long a server may take to print its listening line (a 0.1.1 server replaying a large
+/// backlog is slow).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long a server may take to exit after SIGTERM before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The `storage.persist_mode` of a sepp server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PersistMode {
+    SyncAll,
+    Buffer,
+}
+
+impl PersistMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            PersistMode::SyncAll => "sync_all",
+            PersistMode::Buffer => "buffer",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<PersistMode> {
+        match text {
+            "sync_all" => Some(PersistMode::SyncAll),
+            "buffer" => Some(PersistMode::Buffer),
+            _ => None,
+        }
+    }
+}
+
+/// Which program a target runs.
+#[derive(Clone, Debug)]
+pub enum Program {
+    /// A sepp server binary (`sepp --config <file>`).
+    Sepp {
+        binary: PathBuf,
+        persist_mode: PersistMode,
+    },
+    /// The do-nothing ceiling (`sepp-bench ceiling --listen <addr>`).
+    Ceiling { binary: PathBuf },
+}
+
+/// A running server child process.
+pub struct ServerProcess {
+    program: Program,
+    child: Child,
+    addr: SocketAddr,
+    /// Holds `sepp.toml` and `data/`; removed when the server is dropped.
+    dir: TempDir,
+    output: Output,
+}
+
+impl ServerProcess {
+    /// Starts `program` on a free loopback port with an empty data directory.
+    pub fn start(program: &Program) -> Result<ServerProcess, BenchError> {
+        let dir = tempfile::Builder::new().prefix("sepp-bench-").tempdir()?;
+        let listen: SocketAddr = "127.0.0.1:0".parse().expect("a valid address");
+        let (child, addr, output) = spawn(program, dir.path(), listen)?;
+        Ok(ServerProcess {
+            program: program.clone(),
+            child,
+            addr,
+            dir,
+            output,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// CPU and memory of the process now.
+    pub fn sample(&self) -> Option<ProcessSample> {
+        procfs::sample(self.pid())
+    }
+
+    /// Bytes on disk under the data directory (sepp servers only).
+    pub fn data_dir_bytes(&self) -> Option<u64> {
+        match self.program {
+            Program::Sepp { .. } => Some(procfs::disk_usage_bytes(&self.dir.path().join("data"))),
+            Program::Ceiling { .. } => None,
+        }
+    }
+
+    /// Sends SIGTERM and waits for the process to exit; returns how long that took.
+    pub fn stop(&mut self) -> Result<Duration, BenchError> {
+        let started = Instant::now();
+        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+        unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGTERM) };
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                if !status.success() {
+                    return Err(BenchError::Server(format!(
+                        "exited with {status} on SIGTERM{}",
+                        self.tail()
+                    )));
+                }
+                return Ok(started.elapsed());
+            }
+            if started.elapsed() > STOP_TIMEOUT {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Err(BenchError::Server(format!(
+                    "did not stop within {STOP_TIMEOUT:?} of SIGTERM"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Stops the server with SIGTERM and starts it again on the same port and data directory;
+    /// `until_serving` is called until it returns true (the port answers a real call). Returns
+    /// the time from the new process's start until then.
+    pub fn restart(
+        &mut self,
+        mut until_serving: impl FnMut(SocketAddr) -> bool,
+    ) -> Result<Duration, BenchError> {
+        self.stop()?;
+        let started = Instant::now();
+        let (child, addr, output) = spawn_detached(&self.program, self.dir.path(), self.addr)?;
+        self.child = child;
+        self.output = output;
+        loop {
+            if until_serving(addr) {
+                return Ok(started.elapsed());
+            }
+            if let Some(status) = self.child.try_wait()? {
+                return Err(BenchError::Server(format!(
+                    "exited with {status} while restarting{}",
+                    self.tail()
+                )));
+            }
+            if started.elapsed() > STARTUP_TIMEOUT {
+                return Err(BenchError::Server(format!(
+                    "did not serve within {STARTUP_TIMEOUT:?} of a restart"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn tail(&self) -> String {
+        tail_of(&self.output)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn tail_of(output: &Mutex<Vec<String>>) -> String {
+    let lines = output.lock().expect("output lock");
+    let start = lines.len().saturating_sub(10);
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; last output:\n{}", lines[start..].join("\n"))
+    }
+}
+
+/// The recent lines a child printed (stdout and stderr), for error messages.
+type Output = Arc<Mutex<Vec<String>>>;
+
+type Spawned = (Child, SocketAddr, Output);
+
+/// Starts `program` listening on `listen` and waits for its listening line.
+fn spawn(program: &Program, dir: &Path, listen: SocketAddr) -> Result<Spawned, BenchError> {
+    let (listening_tx, listening_rx) = mpsc::channel();
+    let (mut child, output) = launch(program, dir, listen, Some(listening_tx))?;
+    match listening_rx.recv_timeout(STARTUP_TIMEOUT) {
+        Ok(addr) => Ok((child, addr, output)),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(BenchError::Server(format!(
+                "{program:?} printed no `queue server listening` line{}",
+                tail_of(&output)
+            )))
+        }
+    }
+}
+
+/// Starts `program` on `listen` without waiting for anything: for timing a restart by polling.
+fn spawn_detached(
+    program: &Program,
+    dir: &Path,
+    listen: SocketAddr,
+) -> Result<Spawned, BenchError> {
+    let (child, output) = launch(program, dir, listen, None)?;
+    Ok((child, listen, output))
+}
+
+fn launch(
+    program: &Program,
+    dir: &Path,
+    listen: SocketAddr,
+    listening: Option<mpsc::Sender<SocketAddr>>,
+) -> Result<(Child, Output), BenchError> {
+    let mut command = match program {
+        Program::Sepp {
+            binary,
+            persist_mode,
+        } => {
+            let config = dir.join("sepp.toml");
+            std::fs::write(
+                &config,
+                sepp_config(&dir.join("data"), listen, *persist_mode),
+            )?;
+            let mut command = Command::new(binary);
+            command.arg("--config").arg(&config);
+            command
+        }
+        Program::Ceiling { binary } => {
+            let mut command = Command::new(binary);
+            command
+                .arg("ceiling")
+                .arg("--listen")
+                .arg(listen.to_string());
+            command
+        }
+    };
+    for (name, _) in std::env::vars_os() {
+        if name
+            .to_string_lossy()
+            .to_ascii_uppercase()
+            .starts_with("SEPP_")
+        {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env("RUST_LOG", "sepp=info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command
+        .spawn()
+        .map_err(|error| BenchError::Server(format!("could not start {program:?}: {error}")))?;
+    let output = Arc::new(Mutex::new(Vec::new()));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    collect_lines(stdout, output.clone(), listening);
+    collect_lines(stderr, output.clone(), None);
+    Ok((child, output))
+}
+
+/// Reads `stream` to its end on a thread (so the child never blocks on a full pipe), keeps the
+/// recent lines, and reports the address of the first `queue server listening` line.
+fn collect_lines(
+    stream: impl Read + Send + 'static,
+    output: Arc<Mutex<Vec<String>>>,
+    mut listening: Option<mpsc::Sender<SocketAddr>>,
+) {
+    std::thread::spawn(move || {
+        let reader = BufReader::new(stream);
+        for line in reader.split(b'\n').map_while(Result::ok) {
+            let line = strip_ansi(&String::from_utf8_lossy(&line));
+            if line.contains("queue server listening")
+                && let Some(addr) = loopback_addr(&line)
+                && let Some(sender) = listening.take()
+            {
+                let _ = sender.send(addr);
+            }
+            let mut lines = output.lock().expect("output lock");
+            if lines.len() >= 200 {
+                lines.drain(..100);
+            }
+            lines.push(line);
+        }
+    });
+}
+
+/// The configuration of a benchmarked sepp server: loopback only, no admin UI, the given
+/// persist mode, everything else at its default.
+fn sepp_config(data_dir: &Path, listen: SocketAddr, persist_mode: PersistMode) -> String {
+    format!(
+        "[server]\nlisten_addr = \"{listen}\"\ndb_path = {data_dir:?}\n\n[storage]\npersist_mode = \"{}\"\n\n[logging]\nlevel = \"info\"\n\n[admin]\nenabled = false\n",
+        persist_mode.name(),
+        data_dir = data_dir.display().to_string(),
+    )
+}
+
+/// The first `127.0.0.1:<port>` in `line`.
+fn loopback_addr(line: &str) -> Option<SocketAddr> {
+    let start = line.find("127.0.0.1:")?;
+    let digits: String = line[start + "127.0.0.1:".len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    format!("127.0.0.1:{digits}").parse().ok()
+}
+
+/// Removes ANSI escape sequences (servers colour their text logs even when piped).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listening_address_is_found_in_a_coloured_log_line() {
+        let line = "\u{1b}[2m2026\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m queue server listening \u{1b}[3maddr\u{1b}[0m\u{1b}[2m=\u{1b}[0m127.0.0.1:40123 db_path=/tmp/x";
+        assert_eq!(
+            loopback_addr(&strip_ansi(line)),
+            Some("127.0.0.1:40123".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn a_line_without_a_loopback_address_gives_none() {
+        assert_eq!(
+            loopback_addr("queue server listening addr=0.0.0.0:50051"),
+            None
+        );
+    }
+
+    #[test]
+    fn the_config_names_the_persist_mode_and_turns_the_admin_ui_off() {
+        let config = sepp_config(
+            Path::new("/tmp/d"),
+            "127.0.0.1:0".parse().unwrap(),
+            PersistMode::Buffer,
+        );
+        assert!(config.contains("persist_mode = \"buffer\""));
+        assert!(config.contains("[admin]\nenabled = false"));
+        assert!(config.contains("db_path = \"/tmp/d\""));
+    }
+}

@@ -1,0 +1,65 @@
+//! The CI smoke run: every phase of the harness, with a few hundred jobs, against our freshly
+//! built server (sync_all and buffer) and the gRPC ceiling. It checks that the harness works
+//! end to end and writes its outputs; it asserts no speed.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Our server as built beside this crate's binary by a workspace build (`sepp-bench smoke`
+/// builds it with cargo when it is missing).
+fn ours_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_sepp-bench")).with_file_name("sepp")
+}
+
+#[test]
+fn the_smoke_run_completes_every_phase_and_writes_tables_and_chart() {
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sepp-bench"))
+        .args(["smoke", "--ours-bin"])
+        .arg(ours_bin())
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .expect("sepp-bench runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "smoke failed: {stderr}");
+    assert!(stderr.contains("smoke: every phase completed"), "{stderr}");
+
+    let tables = std::fs::read_to_string(out.path().join("results.md")).unwrap();
+    for heading in [
+        "### Throughput",
+        "### Server CPU per job",
+        "### Latency",
+        "### Large backlog",
+    ] {
+        assert!(tables.contains(heading), "missing {heading} in:\n{tables}");
+    }
+    for scenario in [
+        "single/1",
+        "single/8",
+        "single/50",
+        "single/256",
+        "batch16/8",
+        "batch64/8",
+        "batch256/8",
+    ] {
+        assert!(
+            tables.contains(&format!("| {scenario} | enqueue |")),
+            "missing {scenario} in:\n{tables}"
+        );
+    }
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        results["targets"],
+        serde_json::json!(["ours sync_all", "ours buffer", "ceiling"])
+    );
+    assert_eq!(
+        results["backlog"].as_array().unwrap().len(),
+        1,
+        "the backlog runs against ours sync_all"
+    );
+    let svg = std::fs::read_to_string(out.path().join("throughput.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+}

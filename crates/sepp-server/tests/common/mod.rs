@@ -1,0 +1,739 @@
+//! The end-to-end harness: starts the real `sepp` binary as a child process on port 0 with a
+//! temporary data directory, and waits on what it prints rather than on the clock.
+//!
+//! The binary is `$SEPP_BIN` when set (to run the same tests against another build, such as
+//! the published 0.1.1 release), else the one Cargo built for this crate.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use sepp_server::proto::v1 as pb;
+use tempfile::TempDir;
+use tonic::transport::Channel;
+
+pub use pb::queue_service_client::QueueServiceClient;
+
+/// How long a server may take to print `queue server listening`.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The binary under test.
+pub fn sepp_bin() -> PathBuf {
+    match std::env::var_os("SEPP_BIN") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_sepp")),
+    }
+}
+
+/// Whether the tests run against another build than this workspace's (normally the published
+/// 0.1.1 release, through `$SEPP_BIN`). Only used where SPEC section 12 says this project
+/// deliberately differs from 0.1.
+pub fn is_reference() -> bool {
+    let own = PathBuf::from(env!("CARGO_BIN_EXE_sepp"));
+    let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    canonical(&sepp_bin()) != canonical(&own)
+}
+
+/// A `Command` for the binary under test with a clean environment: no `SEPP_*` variable of the
+/// test process leaks into the server's configuration.
+pub fn sepp_command() -> Command {
+    let mut command = Command::new(sepp_bin());
+    for (name, _) in std::env::vars_os() {
+        if name
+            .to_string_lossy()
+            .to_ascii_uppercase()
+            .starts_with("SEPP_")
+        {
+            command.env_remove(name);
+        }
+    }
+    command.env("RUST_LOG", "sepp=info");
+    command
+}
+
+/// A name no other test (or earlier run) uses: `<prefix>-<pid>-<counter>-<nanos>`.
+pub fn unique(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{prefix}-{}-{}-{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Removes ANSI escape sequences (the text log format colours its output even when piped).
+pub fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // Parameters and intermediates, then one final byte in '@'..='~'.
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The port of the first `127.0.0.1:<digits>` in `line`.
+pub fn loopback_port(line: &str) -> Option<u16> {
+    let start = line.find("127.0.0.1:")? + "127.0.0.1:".len();
+    let digits: String = line[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Every line a child printed on one stream, with a condition variable to wait for more.
+#[derive(Default)]
+pub struct Lines {
+    state: Mutex<LinesState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct LinesState {
+    lines: Vec<String>,
+    closed: bool,
+}
+
+impl Lines {
+    /// Starts a thread that drains `stream` to its end, keeping each line (ANSI codes removed),
+    /// so the child never blocks on a full pipe.
+    pub fn drain(stream: impl Read + Send + 'static) -> Arc<Lines> {
+        let lines = Arc::new(Lines::default());
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stream);
+            let mut buffer = Vec::new();
+            loop {
+                buffer.clear();
+                match reader.read_until(b'\n', &mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let line = strip_ansi(
+                            String::from_utf8_lossy(&buffer).trim_end_matches(['\n', '\r']),
+                        );
+                        sink.state.lock().unwrap().lines.push(line);
+                        sink.changed.notify_all();
+                    }
+                }
+            }
+            sink.state.lock().unwrap().closed = true;
+            sink.changed.notify_all();
+        });
+        lines
+    }
+
+    pub fn snapshot(&self) -> Vec<String> {
+        self.state.lock().unwrap().lines.clone()
+    }
+
+    pub fn text(&self) -> String {
+        self.snapshot().join("\n")
+    }
+
+    pub fn contains(&self, needle: &str) -> bool {
+        self.state
+            .lock()
+            .unwrap()
+            .lines
+            .iter()
+            .any(|line| line.contains(needle))
+    }
+
+    /// How many lines arrived so far: a mark for [`Lines::wait_for_since`].
+    pub fn len(&self) -> usize {
+        self.state.lock().unwrap().lines.len()
+    }
+
+    pub fn count(&self, needle: &str) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .lines
+            .iter()
+            .filter(|line| line.contains(needle))
+            .count()
+    }
+
+    /// Blocks until a line containing `needle` arrives (returning it), the stream ends, or
+    /// `timeout` passes.
+    pub fn wait_for(&self, needle: &str, timeout: Duration) -> Option<String> {
+        self.wait_for_since(0, needle, timeout)
+    }
+
+    /// Like [`Lines::wait_for`], looking only at lines after the first `mark` ones.
+    pub fn wait_for_since(&self, mark: usize, needle: &str, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state.lock().unwrap();
+        loop {
+            if let Some(line) = state
+                .lines
+                .iter()
+                .skip(mark)
+                .find(|line| line.contains(needle))
+            {
+                return Some(line.clone());
+            }
+            let now = Instant::now();
+            if state.closed || now >= deadline {
+                return None;
+            }
+            state = self.changed.wait_timeout(state, deadline - now).unwrap().0;
+        }
+    }
+
+    /// Blocks until the stream ends (the child closed it, normally by exiting).
+    pub fn wait_closed(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state.lock().unwrap();
+        while !state.closed {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            state = self.changed.wait_timeout(state, deadline - now).unwrap().0;
+        }
+        true
+    }
+}
+
+/// Renders the harness's base configuration merged with `extra` (a TOML fragment whose tables
+/// may repeat `[server]`, `[admin]`, ...; `{dir}` stands for the temporary directory).
+pub fn render_config(dir: &Path, extra: &str) -> String {
+    let extra = extra.replace("{dir}", &dir.display().to_string());
+    let base = format!(
+        "[server]\nlisten_addr = \"127.0.0.1:0\"\ndb_path = {db:?}\n\n[admin]\nenabled = false\n",
+        db = dir.join("db").display().to_string()
+    );
+    let mut merged: toml::Table = base.parse().expect("base config is TOML");
+    let extra: toml::Table = extra
+        .parse()
+        .unwrap_or_else(|error| panic!("test config is not TOML: {error}\n{extra}"));
+    merge(&mut merged, extra);
+    toml::to_string(&merged).expect("config serializes")
+}
+
+fn merge(into: &mut toml::Table, from: toml::Table) {
+    for (key, value) in from {
+        match (into.get_mut(&key), value) {
+            (Some(toml::Value::Table(existing)), toml::Value::Table(table)) => {
+                merge(existing, table)
+            }
+            (_, value) => {
+                into.insert(key, value);
+            }
+        }
+    }
+}
+
+/// Replaces `path` with `contents` in one step (write a sibling, then rename), so a watcher
+/// never reads a half-written file.
+pub fn replace_file(path: &Path, contents: &str) {
+    let temporary = path.with_extension("toml.tmp");
+    std::fs::write(&temporary, contents).expect("write the new config");
+    std::fs::rename(&temporary, path).expect("rename the new config into place");
+}
+
+/// A running `sepp` child process.
+pub struct TestServer {
+    dir: TempDir,
+    config_path: PathBuf,
+    child: Option<Child>,
+    stdout: Arc<Lines>,
+    stderr: Arc<Lines>,
+    port: u16,
+    env: Vec<(String, String)>,
+}
+
+impl TestServer {
+    /// Starts a server with the base configuration plus `toml_extra`.
+    pub fn start(toml_extra: &str) -> TestServer {
+        TestServer::start_in(TempDir::new().expect("temporary directory"), toml_extra)
+    }
+
+    /// Like [`TestServer::start`], in a directory the test prepared (e.g. with TLS files).
+    pub fn start_in(dir: TempDir, toml_extra: &str) -> TestServer {
+        let contents = render_config(dir.path(), toml_extra);
+        TestServer::start_raw(dir, &contents, &[])
+    }
+
+    /// Like [`TestServer::start`], with extra environment variables for the server.
+    pub fn start_with_env(toml_extra: &str, env: &[(&str, &str)]) -> TestServer {
+        let dir = TempDir::new().expect("temporary directory");
+        let contents = render_config(dir.path(), toml_extra);
+        TestServer::start_raw(dir, &contents, env)
+    }
+
+    /// Starts a server whose config file holds exactly `contents`.
+    pub fn start_raw(dir: TempDir, contents: &str, env: &[(&str, &str)]) -> TestServer {
+        let config_path = dir.path().join("sepp.toml");
+        std::fs::write(&config_path, contents).expect("write config");
+        let env = env
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        let mut server = TestServer {
+            dir,
+            config_path,
+            child: None,
+            stdout: Arc::default(),
+            stderr: Arc::default(),
+            port: 0,
+            env,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let mut child = sepp_command()
+            .arg("--config")
+            .arg(&self.config_path)
+            .current_dir(self.dir.path())
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {}: {error}", sepp_bin().display()));
+        self.stdout = Lines::drain(child.stdout.take().expect("stdout piped"));
+        self.stderr = Lines::drain(child.stderr.take().expect("stderr piped"));
+        self.child = Some(child);
+        let Some(line) = self
+            .stdout
+            .wait_for("queue server listening", STARTUP_TIMEOUT)
+        else {
+            panic!(
+                "the server did not log `queue server listening`\n--- stdout\n{}\n--- stderr\n{}",
+                self.stdout.text(),
+                self.stderr.text()
+            );
+        };
+        self.port =
+            loopback_port(&line).unwrap_or_else(|| panic!("no 127.0.0.1:<port> in {line:?}"));
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn addr(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn config_path(&self) -> &Path {
+        &self.config_path
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("server running").id()
+    }
+
+    /// Rewrites the config file as the base configuration plus `toml_extra`.
+    pub fn write_config(&self, toml_extra: &str) {
+        replace_file(
+            &self.config_path,
+            &render_config(self.dir.path(), toml_extra),
+        );
+    }
+
+    /// Rewrites the config file with exactly `contents`.
+    pub fn write_raw_config(&self, contents: &str) {
+        replace_file(&self.config_path, contents);
+    }
+
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(self.addr())
+            .expect("valid uri")
+            .connect()
+            .await
+            .expect("connect to the server")
+    }
+
+    pub async fn raw_client(&self) -> QueueServiceClient<Channel> {
+        QueueServiceClient::new(self.channel().await)
+    }
+
+    pub async fn sepp_rs_client(&self) -> sepp_rs::client::SeppClient {
+        sepp_rs::client::SeppClient::connect(self.addr())
+            .await
+            .expect("sepp-rs connects")
+    }
+
+    pub fn stdout(&self) -> &Lines {
+        &self.stdout
+    }
+
+    pub fn stderr(&self) -> &Lines {
+        &self.stderr
+    }
+
+    pub fn logs(&self) -> String {
+        self.stdout.text()
+    }
+
+    /// Waits (without blocking the async runtime) for a stdout line containing `needle`.
+    pub async fn wait_for_log(&self, needle: &str, timeout: Duration) -> Option<String> {
+        self.wait_for_log_since(0, needle, timeout).await
+    }
+
+    /// The number of stdout lines so far, to wait for lines printed after this point.
+    pub fn log_mark(&self) -> usize {
+        self.stdout.len()
+    }
+
+    /// Like [`TestServer::wait_for_log`], ignoring the first `mark` lines.
+    pub async fn wait_for_log_since(
+        &self,
+        mark: usize,
+        needle: &str,
+        timeout: Duration,
+    ) -> Option<String> {
+        let lines = self.stdout.clone();
+        let needle = needle.to_owned();
+        tokio::task::spawn_blocking(move || lines.wait_for_since(mark, &needle, timeout))
+            .await
+            .expect("log waiter")
+    }
+
+    /// Sends SIGTERM to the server (and nothing else).
+    pub fn sigterm(&self) {
+        let sent = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM failed");
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the process to exit.
+    pub fn sigterm_and_wait(&mut self) -> ExitStatus {
+        self.sigterm();
+        self.wait_exit(Duration::from_secs(20))
+    }
+
+    /// Waits up to `timeout` for the process to exit (it is killed if it does not).
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let mut child = self.child.take().expect("server running");
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for the server") {
+                // The reader threads see end-of-file once the process is gone.
+                self.stdout.wait_closed(Duration::from_secs(5));
+                return status;
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the server did not exit within {timeout:?}\n{}",
+                    self.stdout.text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Stops the server gracefully and starts it again on the same data directory and config.
+    pub fn restart(&mut self) {
+        let status = self.sigterm_and_wait();
+        assert!(
+            status.success(),
+            "the server exited with {status} on SIGTERM"
+        );
+        self.start_again();
+    }
+
+    /// Starts the stopped server again on the same data directory and config.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "the server is still running");
+        self.spawn();
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What a short-lived run of the binary printed, and how it ended.
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the binary with `args` (in `dir`, with `env`) and waits up to 20 s for it to exit.
+pub fn run_to_exit(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Finished {
+    let mut child = sepp_command()
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start {}: {error}", sepp_bin().display()));
+    let stdout = Lines::drain(child.stdout.take().expect("stdout piped"));
+    let stderr = Lines::drain(child.stderr.take().expect("stderr piped"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`sepp {}` did not exit within 20 s\n{}",
+                args.join(" "),
+                stdout.text()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    stdout.wait_closed(Duration::from_secs(5));
+    stderr.wait_closed(Duration::from_secs(5));
+    Finished {
+        status,
+        stdout: stdout.text(),
+        stderr: stderr.text(),
+    }
+}
+
+/// Polls `check` every 25 ms until it returns `Some`, or panics after `timeout` with `what`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+// ---- raw request builders -------------------------------------------------------------------
+
+pub fn ms(millis: u64) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: (millis / 1000) as i64,
+        nanos: ((millis % 1000) * 1_000_000) as i32,
+    }
+}
+
+pub fn job(queue: &str, job_type: &str) -> pb::EnqueueRequest {
+    pb::EnqueueRequest {
+        queue: queue.into(),
+        job_type: job_type.into(),
+        ..Default::default()
+    }
+}
+
+pub fn with_payload(
+    mut request: pb::EnqueueRequest,
+    data: &[u8],
+    encoding: &str,
+) -> pb::EnqueueRequest {
+    request.payload = Some(pb::Payload {
+        data: data.to_vec(),
+        encoding: encoding.into(),
+    });
+    request
+}
+
+pub fn batch(jobs: Vec<pb::EnqueueRequest>) -> pb::EnqueueBatchRequest {
+    pb::EnqueueBatchRequest { jobs }
+}
+
+pub fn reserve(queues: &[&str], lease_ms: u64) -> pb::ReserveRequest {
+    pb::ReserveRequest {
+        queues: queues.iter().map(|queue| queue.to_string()).collect(),
+        wait_timeout: None,
+        lease_duration: Some(ms(lease_ms)),
+        worker_id: None,
+        max_jobs: None,
+    }
+}
+
+/// Enqueues one job with the raw client and returns its id.
+pub async fn enqueue_one(
+    client: &mut QueueServiceClient<Channel>,
+    request: pb::EnqueueRequest,
+) -> String {
+    let response = client
+        .enqueue_batch(batch(vec![request]))
+        .await
+        .expect("enqueue")
+        .into_inner();
+    match response
+        .results
+        .into_iter()
+        .next()
+        .and_then(|result| result.outcome)
+    {
+        Some(pb::job_result::Outcome::Success(success)) => success.job_id,
+        other => panic!("expected an accepted job, got {other:?}"),
+    }
+}
+
+/// Reserves with the raw client (no wait) and returns the jobs.
+pub async fn reserve_now(
+    client: &mut QueueServiceClient<Channel>,
+    queues: &[&str],
+    lease_ms: u64,
+) -> Vec<pb::Job> {
+    client
+        .reserve(reserve(queues, lease_ms))
+        .await
+        .expect("reserve")
+        .into_inner()
+        .jobs
+}
+
+/// Asserts `result` failed with `code` and exactly `message`.
+#[track_caller]
+pub fn assert_status<T: std::fmt::Debug>(
+    result: Result<T, tonic::Status>,
+    code: tonic::Code,
+    message: &str,
+) {
+    match result {
+        Ok(value) => panic!("expected {code:?} {message:?}, got Ok({value:?})"),
+        Err(status) => {
+            assert_eq!(
+                status.code(),
+                code,
+                "unexpected code (message {:?})",
+                status.message()
+            );
+            assert_eq!(status.message(), message, "unexpected message for {code:?}");
+        }
+    }
+}
+
+/// Asserts `result` failed with `code` (the message is not pinned by SPEC).
+#[track_caller]
+pub fn assert_code<T: std::fmt::Debug>(
+    result: Result<T, tonic::Status>,
+    code: tonic::Code,
+) -> tonic::Status {
+    match result {
+        Ok(value) => panic!("expected {code:?}, got Ok({value:?})"),
+        Err(status) => {
+            assert_eq!(
+                status.code(),
+                code,
+                "unexpected code (message {:?})",
+                status.message()
+            );
+            status
+        }
+    }
+}
+
+// ---- wire helpers shared by the raw-client tests -------------------------------------------
+
+/// Each result of an EnqueueBatch response: the success, or the rejection's reason.
+pub fn results(
+    response: pb::EnqueueBatchResponse,
+) -> Vec<Result<pb::EnqueueResponse, pb::job_rejection::Reason>> {
+    response
+        .results
+        .into_iter()
+        .map(
+            |result| match result.outcome.expect("every result has an outcome") {
+                pb::job_result::Outcome::Success(success) => Ok(success),
+                pb::job_result::Outcome::Rejection(rejection) => {
+                    Err(rejection.reason.expect("a rejection has a reason"))
+                }
+            },
+        )
+        .collect()
+}
+
+pub fn string_value(text: &str) -> pb::PrimitiveValue {
+    pb::PrimitiveValue {
+        value: Some(pb::primitive_value::Value::StringValue(text.into())),
+    }
+}
+
+/// Wall-clock milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+pub fn timestamp_ms(timestamp: &prost_types::Timestamp) -> i64 {
+    timestamp.seconds * 1000 + i64::from(timestamp.nanos) / 1_000_000
+}
+
+pub fn ack(job_id: &str, attempt: u32) -> pb::AckRequest {
+    pb::AckRequest {
+        job_id: job_id.into(),
+        attempt,
+        worker_id: None,
+    }
+}
+
+pub fn nack(
+    job_id: &str,
+    attempt: u32,
+    strategy: Option<pb::nack_retry::Strategy>,
+) -> pb::NackRequest {
+    pb::NackRequest {
+        job_id: job_id.into(),
+        attempt,
+        reason: None,
+        retry: strategy.map(|strategy| pb::NackRetry {
+            strategy: Some(strategy),
+        }),
+        worker_id: None,
+    }
+}
+
+pub fn extend(job_id: &str, attempt: u32, lease_ms: u64) -> pb::ExtendRequest {
+    pb::ExtendRequest {
+        job_id: job_id.into(),
+        attempt,
+        lease_duration: Some(ms(lease_ms)),
+        worker_id: None,
+    }
+}
