@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::errors::Rejection;
 use crate::record::Record;
 use crate::state::State;
-use crate::types::{Job, JobId, NewJob, Primitive, TimeMs};
+use crate::types::{Job, JobId, JobPayload, NewJob, PayloadData, Primitive, TimeMs};
 
 /// A job that was accepted, or deduplicated onto an earlier one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,9 +101,12 @@ impl State {
             seq: self.next_seq,
             queue: queue.clone(),
             job_type: self.intern(&new.job_type),
-            payload: new.payload,
+            payload: new.payload.map(|payload| JobPayload {
+                encoding: self.intern(&payload.encoding),
+                data: PayloadData::Inline(payload.data.into_boxed_slice()),
+            }),
             priority,
-            trace_context: new.trace_context,
+            trace_context: new.trace_context.map(Box::new),
             enqueued_at_ms: now_ms,
             max_attempts,
             custom: new

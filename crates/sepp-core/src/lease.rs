@@ -26,12 +26,9 @@ impl State {
         let mut deliveries = Vec::new();
         for queue in &plan.queues {
             while deliveries.len() < plan.max_jobs as usize {
-                let Some(job_id) = self.queues.get(queue.as_str()).and_then(|state| state.ready.values().next().copied())
-                else {
-                    break;
-                };
+                let Some(job_id) = self.first_ready(queue) else { break };
                 self.record(Record::Leased { job_id, lease_deadline_ms }, out);
-                let live = &self.jobs[&job_id];
+                let live = self.jobs.get(&job_id).expect("just leased");
                 deliveries.push(Delivery { job: live.job.clone(), attempt: live.state.attempt(), lease_deadline_ms });
             }
         }

@@ -22,6 +22,7 @@ pub mod types;
 pub mod validate;
 
 mod enqueue;
+mod jobs;
 mod lease;
 mod state;
 mod sweep;

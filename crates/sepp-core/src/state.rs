@@ -4,13 +4,13 @@
 //! each decides what happens and then calls `apply` with the records of its decision. Nothing
 //! here decides anything: `apply` trusts its record, which is what makes replay exact.
 
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::jobs::{JobTable, LiveJob, Slot};
 use crate::limits::Policy;
 use crate::record::Record;
-use crate::types::{DeadLetter, Job, JobId, JobState, TimeMs};
+use crate::types::{DeadLetter, Job, JobId, JobState, PayloadData, StoredPayload, TimeMs};
 
 /// Settings fixed when the state machine is created (restart-only configuration).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,20 +27,17 @@ impl Default for StorageRules {
     }
 }
 
-/// A live job (ready, scheduled or in flight) with where it is.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct LiveJob {
-    pub job: Arc<Job>,
-    pub state: JobState,
+/// Ordering key of the ready index: highest priority first, then acceptance order, packed into
+/// one `u64` (the priority's complement in the top byte, the sequence number below it).
+pub(crate) fn ready_key(job: &Job) -> u64 {
+    debug_assert!(job.seq < 1 << 56 && job.priority <= 9);
+    (u64::from(9 - job.priority) << 56) | job.seq
 }
-
-/// Ordering key of the ready index: highest priority first, then acceptance order.
-pub(crate) type ReadyKey = (Reverse<u8>, u64);
 
 /// The per-queue indexes and counts.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct QueueState {
-    pub ready: BTreeMap<ReadyKey, JobId>,
+    pub ready: BTreeMap<u64, Slot>,
     pub scheduled: usize,
     pub inflight: usize,
     /// Dead letters of this queue, oldest first.
@@ -80,14 +77,14 @@ pub struct Depths {
 pub struct State {
     pub(crate) policy: Arc<Policy>,
     pub(crate) rules: StorageRules,
-    pub(crate) jobs: HashMap<JobId, LiveJob>,
+    pub(crate) jobs: JobTable,
     pub(crate) queues: HashMap<Arc<str>, QueueState>,
     /// Interned queue names and job types, so a million jobs share a handful of strings.
     names: HashSet<Arc<str>>,
-    /// Scheduled jobs by due time (then acceptance order).
-    pub(crate) scheduled: BTreeSet<(TimeMs, u64, JobId)>,
-    /// Leases by deadline.
-    pub(crate) leases: BTreeSet<(TimeMs, JobId)>,
+    /// Scheduled jobs by due time, then acceptance order.
+    pub(crate) scheduled: BTreeMap<(TimeMs, u64), Slot>,
+    /// Leases by deadline, then acceptance order.
+    pub(crate) leases: BTreeMap<(TimeMs, u64), Slot>,
     pub(crate) dedup: HashMap<Arc<str>, HashMap<String, DedupEntry>>,
     pub(crate) dedup_deadlines: BTreeSet<(TimeMs, Arc<str>, String)>,
     pub(crate) dead_letters: HashMap<JobId, DeadLetter>,
@@ -105,11 +102,11 @@ impl State {
         State {
             policy,
             rules,
-            jobs: HashMap::new(),
+            jobs: JobTable::default(),
             queues: HashMap::new(),
             names: HashSet::new(),
-            scheduled: BTreeSet::new(),
-            leases: BTreeSet::new(),
+            scheduled: BTreeMap::new(),
+            leases: BTreeMap::new(),
             dedup: HashMap::new(),
             dedup_deadlines: BTreeSet::new(),
             dead_letters: HashMap::new(),
@@ -179,8 +176,8 @@ impl State {
             failed_at_ms.saturating_add(self.rules.dead_letter_retention_ms as TimeMs)
         });
         [
-            self.scheduled.first().map(|entry| entry.0),
-            self.leases.first().map(|entry| entry.0),
+            self.scheduled.keys().next().map(|(due_ms, _)| *due_ms),
+            self.leases.keys().next().map(|(deadline_ms, _)| *deadline_ms),
             self.dedup_deadlines.first().map(|entry| entry.0),
             retention,
         ]
@@ -236,33 +233,21 @@ impl State {
                 }
                 self.dedup_deadlines.insert((*deadline_ms, queue, key.clone()));
             }
-            Record::Leased { job_id, lease_deadline_ms } => {
-                let live = self.take_live(job_id);
-                let attempt = live.state.attempt();
-                self.put_live(live.job, JobState::Inflight { attempt, lease_deadline_ms: *lease_deadline_ms });
-            }
-            Record::LeaseExtended { job_id, lease_deadline_ms } => {
-                let live = self.take_live(job_id);
-                let attempt = live.state.attempt();
-                self.put_live(live.job, JobState::Inflight { attempt, lease_deadline_ms: *lease_deadline_ms });
+            Record::Leased { job_id, lease_deadline_ms } | Record::LeaseExtended { job_id, lease_deadline_ms } => {
+                self.move_job(job_id, |attempt| JobState::Inflight { attempt, lease_deadline_ms: *lease_deadline_ms });
             }
             Record::Acked { job_id } => {
                 let live = self.take_live(job_id);
                 self.prune_queue(&live.job.queue);
             }
             Record::Retried { job_id, attempt, due_ms } => {
-                let live = self.take_live(job_id);
                 let state = match due_ms {
                     Some(due_ms) => JobState::Scheduled { attempt: *attempt, due_ms: *due_ms },
                     None => JobState::Ready { attempt: *attempt },
                 };
-                self.put_live(live.job, state);
+                self.move_job(job_id, |_| state);
             }
-            Record::Promoted { job_id } => {
-                let live = self.take_live(job_id);
-                let attempt = live.state.attempt();
-                self.put_live(live.job, JobState::Ready { attempt });
-            }
+            Record::Promoted { job_id } => self.move_job(job_id, |attempt| JobState::Ready { attempt }),
             Record::DeadLettered { job_id, cause, failed_at_ms, last_reason, kept } => {
                 let live = self.take_live(job_id);
                 if *kept {
@@ -310,14 +295,40 @@ impl State {
     fn share_names(&mut self, job: &Arc<Job>) -> Arc<Job> {
         let queue = self.intern(&job.queue);
         let job_type = self.intern(&job.job_type);
-        if Arc::ptr_eq(&queue, &job.queue) && Arc::ptr_eq(&job_type, &job.job_type) {
+        let encoding = job.payload.as_ref().map(|payload| self.intern(&payload.encoding));
+        let shared_encoding = match (&encoding, &job.payload) {
+            (Some(interned), Some(payload)) => Arc::ptr_eq(interned, &payload.encoding),
+            _ => true,
+        };
+        if Arc::ptr_eq(&queue, &job.queue) && Arc::ptr_eq(&job_type, &job.job_type) && shared_encoding {
             return job.clone();
         }
         let mut job = job.clone();
         let shared = Arc::make_mut(&mut job);
         shared.queue = queue;
         shared.job_type = job_type;
+        if let (Some(payload), Some(encoding)) = (&mut shared.payload, encoding) {
+            payload.encoding = encoding;
+        }
         job
+    }
+
+    /// Records where the log put a payload's bytes (after the write that carried them became
+    /// durable, or after a checkpoint moved them), so memory no longer holds them. A job that is
+    /// gone by now is skipped. This changes no queue state and is not a record: a replay learns
+    /// the same places from the files it reads.
+    pub fn place_payload(&mut self, job_id: JobId, stored: StoredPayload) {
+        let job = match self.jobs.get_mut(&job_id) {
+            Some(live) => &mut live.job,
+            None => match self.dead_letters.get_mut(&job_id) {
+                Some(dead) => &mut dead.job,
+                None => return,
+            },
+        };
+        if job.payload.as_ref().is_some_and(|payload| payload.data.len() == stored.len as usize) {
+            let payload = Arc::make_mut(job).payload.as_mut().expect("checked above");
+            payload.data = PayloadData::Stored(stored);
+        }
     }
 
     /// Records that rebuild this exact state from an empty one: what a checkpoint stores.
@@ -338,45 +349,84 @@ impl State {
         records
     }
 
-    /// Removes a live job from every index; the caller puts it somewhere else or drops it.
+    /// Removes a live job from the table and every index.
     fn take_live(&mut self, job_id: &JobId) -> LiveJob {
-        let live = self.jobs.remove(job_id).expect("record names a live job");
+        let slot = self.jobs.slot(job_id).expect("record names a live job");
+        self.unindex(slot);
+        let (_, live) = self.jobs.remove(job_id).expect("record names a live job");
         self.live_bytes -= live.job.approx_bytes();
-        let queue = self.queues.get_mut(&live.job.queue).expect("live job has a queue");
-        match live.state {
-            JobState::Ready { .. } => {
-                queue.ready.remove(&(Reverse(live.job.priority), live.job.seq));
-            }
-            JobState::Scheduled { due_ms, .. } => {
-                queue.scheduled -= 1;
-                self.scheduled.remove(&(due_ms, live.job.seq, *job_id));
-            }
-            JobState::Inflight { lease_deadline_ms, .. } => {
-                queue.inflight -= 1;
-                self.leases.remove(&(lease_deadline_ms, *job_id));
-            }
-        }
         live
     }
 
+    /// Adds a new live job to the table and the index of its state.
     fn put_live(&mut self, job: Arc<Job>, state: JobState) {
         self.live_bytes += job.approx_bytes();
-        let queue = self.queues.entry(job.queue.clone()).or_default();
-        match state {
+        let slot = self.jobs.insert(LiveJob { job, state });
+        self.index(slot);
+    }
+
+    /// Moves a live job to a new state; `next` gets its current attempt.
+    fn move_job(&mut self, job_id: &JobId, next: impl FnOnce(u32) -> JobState) {
+        let slot = self.jobs.slot(job_id).expect("record names a live job");
+        self.unindex(slot);
+        let live = self.jobs.at_mut(slot);
+        live.state = next(live.state.attempt());
+        self.index(slot);
+    }
+
+    fn index(&mut self, slot: Slot) {
+        let live = self.jobs.at(slot);
+        let queue = self.queues.entry(live.job.queue.clone()).or_default();
+        match live.state {
             JobState::Ready { .. } => {
-                queue.ready.insert((Reverse(job.priority), job.seq), job.id);
+                queue.ready.insert(ready_key(&live.job), slot);
                 self.ready_generation += 1;
             }
             JobState::Scheduled { due_ms, .. } => {
                 queue.scheduled += 1;
-                self.scheduled.insert((due_ms, job.seq, job.id));
+                self.scheduled.insert((due_ms, live.job.seq), slot);
             }
             JobState::Inflight { lease_deadline_ms, .. } => {
                 queue.inflight += 1;
-                self.leases.insert((lease_deadline_ms, job.id));
+                self.leases.insert((lease_deadline_ms, live.job.seq), slot);
             }
         }
-        self.jobs.insert(job.id, LiveJob { job, state });
+    }
+
+    fn unindex(&mut self, slot: Slot) {
+        let live = self.jobs.at(slot);
+        let queue = self.queues.get_mut(&live.job.queue).expect("live job has a queue");
+        match live.state {
+            JobState::Ready { .. } => {
+                queue.ready.remove(&ready_key(&live.job));
+            }
+            JobState::Scheduled { due_ms, .. } => {
+                queue.scheduled -= 1;
+                self.scheduled.remove(&(due_ms, live.job.seq));
+            }
+            JobState::Inflight { lease_deadline_ms, .. } => {
+                queue.inflight -= 1;
+                self.leases.remove(&(lease_deadline_ms, live.job.seq));
+            }
+        }
+    }
+
+    /// The first ready job of a queue in reservation order.
+    pub(crate) fn first_ready(&self, queue: &str) -> Option<JobId> {
+        let slot = *self.queues.get(queue)?.ready.values().next()?;
+        Some(self.jobs.at(slot).job.id)
+    }
+
+    /// Up to `limit` scheduled jobs due at `now_ms`, earliest first.
+    pub(crate) fn due_scheduled(&self, now_ms: TimeMs, limit: usize) -> Vec<JobId> {
+        let due = self.scheduled.iter().take_while(|((due_ms, _), _)| *due_ms <= now_ms).take(limit);
+        due.map(|(_, slot)| self.jobs.at(*slot).job.id).collect()
+    }
+
+    /// Up to `limit` in-flight jobs whose lease ended at `now_ms`, earliest first.
+    pub(crate) fn expired_leases(&self, now_ms: TimeMs, limit: usize) -> Vec<JobId> {
+        let expired = self.leases.iter().take_while(|((deadline_ms, _), _)| *deadline_ms <= now_ms).take(limit);
+        expired.map(|(_, slot)| self.jobs.at(*slot).job.id).collect()
     }
 
     fn put_dead_letter(&mut self, dead: DeadLetter) {
@@ -422,16 +472,15 @@ impl State {
         let mut ready = 0;
         let mut scheduled = 0;
         let mut inflight = 0;
-        for (job_id, live) in &self.jobs {
-            if live.job.id != *job_id {
-                return Err(format!("job {job_id} is stored under another id"));
-            }
+        for live in self.jobs.values() {
+            let job_id = &live.job.id;
+            let slot = self.jobs.slot(job_id).ok_or(format!("job {job_id} cannot be found by its id"))?;
             let queue = self.queues.get(&live.job.queue).ok_or(format!("job {job_id} has no queue entry"))?;
-            let in_ready = queue.ready.get(&(Reverse(live.job.priority), live.job.seq)) == Some(job_id);
+            let in_ready = queue.ready.get(&ready_key(&live.job)) == Some(&slot);
             let in_scheduled = matches!(live.state, JobState::Scheduled { due_ms, .. }
-                if self.scheduled.contains(&(due_ms, live.job.seq, *job_id)));
+                if self.scheduled.get(&(due_ms, live.job.seq)) == Some(&slot));
             let in_leases = matches!(live.state, JobState::Inflight { lease_deadline_ms, .. }
-                if self.leases.contains(&(lease_deadline_ms, *job_id)));
+                if self.leases.get(&(lease_deadline_ms, live.job.seq)) == Some(&slot));
             let indexed = match live.state {
                 JobState::Ready { .. } => {
                     ready += 1;
@@ -455,6 +504,9 @@ impl State {
             if self.dead_letters.contains_key(job_id) {
                 return Err(format!("job {job_id} is both live and dead"));
             }
+        }
+        if self.jobs.len() != ready + scheduled + inflight {
+            return Err("the id table and the slots disagree".into());
         }
         let ready_indexed: usize = self.queues.values().map(|queue| queue.ready.len()).sum();
         let scheduled_counted: usize = self.queues.values().map(|queue| queue.scheduled).sum();
@@ -495,14 +547,31 @@ impl State {
     }
 
     /// A comparable summary of the whole state, for tests that check replay rebuilds it exactly.
+    /// Every payload must be in memory; see [`State::fingerprint_with`] for stored ones.
     pub fn fingerprint(&self) -> String {
-        let mut jobs: Vec<String> = self
-            .jobs
-            .values()
-            .map(|live| format!("{:?} {:?}", live.job, live.state))
-            .collect();
+        self.fingerprint_with(&mut |stored| panic!("payload {stored:?} is stored; use fingerprint_with"))
+    }
+
+    /// Like [`State::fingerprint`], reading stored payloads with `load`, so a state whose
+    /// payloads are in the log compares equal to one that holds the same bytes in memory.
+    pub fn fingerprint_with(&self, load: &mut dyn FnMut(&StoredPayload) -> Vec<u8>) -> String {
+        let mut loaded = |job: &Arc<Job>| -> Job {
+            let mut job = (**job).clone();
+            if let Some(payload) = &mut job.payload
+                && let PayloadData::Stored(stored) = &payload.data
+            {
+                payload.data = PayloadData::Inline(load(stored).into_boxed_slice());
+            }
+            job
+        };
+        let mut jobs: Vec<String> =
+            self.jobs.values().map(|live| format!("{:?} {:?}", loaded(&live.job), live.state)).collect();
         jobs.sort();
-        let mut dead: Vec<String> = self.dead_letters.values().map(|dead| format!("{dead:?}")).collect();
+        let mut dead: Vec<String> = self
+            .dead_letters
+            .values()
+            .map(|dead| format!("{:?}", DeadLetter { job: Arc::new(loaded(&dead.job)), ..dead.clone() }))
+            .collect();
         dead.sort();
         let mut dedup: Vec<String> = self
             .dedup

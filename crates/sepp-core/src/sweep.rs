@@ -33,27 +33,13 @@ impl State {
         let limit = self.rules.sweep_limit.max(1);
         let mut report = SweepReport::default();
 
-        let due: Vec<JobId> = self
-            .scheduled
-            .iter()
-            .take_while(|(due_ms, _, _)| *due_ms <= now_ms)
-            .take(limit)
-            .map(|(_, _, job_id)| *job_id)
-            .collect();
-        for job_id in due {
+        for job_id in self.due_scheduled(now_ms, limit) {
             self.record(Record::Promoted { job_id }, out);
             report.promoted.push(job_id);
         }
 
-        let expired: Vec<JobId> = self
-            .leases
-            .iter()
-            .take_while(|(deadline_ms, _)| *deadline_ms <= now_ms)
-            .take(limit)
-            .map(|(_, job_id)| *job_id)
-            .collect();
-        for job_id in expired {
-            let live = &self.jobs[&job_id];
+        for job_id in self.expired_leases(now_ms, limit) {
+            let live = self.jobs.get(&job_id).expect("lease index names a live job");
             let attempt = live.state.attempt();
             if attempt >= live.job.max_attempts {
                 self.dead_letter(now_ms, job_id, DeadLetterCause::LeaseExpired, None, out);

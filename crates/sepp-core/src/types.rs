@@ -21,6 +21,44 @@ pub struct Payload {
     pub encoding: String,
 }
 
+/// The payload of an accepted job: its encoding label and where its bytes are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobPayload {
+    pub encoding: Arc<str>,
+    pub data: PayloadData,
+}
+
+/// Where a job's payload bytes are. The core only carries this; reading stored bytes is the
+/// storage layer's business.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PayloadData {
+    /// In memory: small payloads always, larger ones until their log write is durable.
+    Inline(Box<[u8]>),
+    /// In a log file, read back when the job is delivered.
+    Stored(StoredPayload),
+}
+
+impl PayloadData {
+    pub fn len(&self) -> usize {
+        match self {
+            PayloadData::Inline(bytes) => bytes.len(),
+            PayloadData::Stored(stored) => stored.len as usize,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The place of payload bytes in the log's files: `file` names a segment or checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StoredPayload {
+    pub offset: u64,
+    pub file: u32,
+    pub len: u32,
+}
+
 /// A custom metadata value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Primitive {
@@ -72,9 +110,10 @@ pub struct Job {
     pub seq: u64,
     pub queue: Arc<str>,
     pub job_type: Arc<str>,
-    pub payload: Option<Payload>,
+    pub payload: Option<JobPayload>,
     pub priority: u8,
-    pub trace_context: Option<TraceContext>,
+    /// Boxed: most jobs carry none, and a queued job should stay small.
+    pub trace_context: Option<Box<TraceContext>>,
     pub enqueued_at_ms: TimeMs,
     pub max_attempts: u32,
     pub custom: BTreeMap<String, Primitive>,

@@ -9,8 +9,30 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sepp_core::{
-    DeadLetter, DeadLetterCause, Job, JobId, JobState, Payload, Primitive, Record, TimeMs, TraceContext,
+    DeadLetter, DeadLetterCause, Job, JobId, JobPayload, JobState, PayloadData, Primitive, Record, StoredPayload,
+    TimeMs, TraceContext,
 };
+
+/// Payloads up to this size stay in memory; larger ones are read back from the log's files.
+pub const INLINE_PAYLOAD_MAX: usize = 32;
+
+/// Where the bytes of a large payload landed in an encoding buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub job_id: JobId,
+    /// Offset of the payload bytes from the start of the buffer.
+    pub offset: usize,
+    pub len: u32,
+}
+
+/// Where decoded bytes come from: decoding with a `Source` leaves large payloads in place
+/// (`PayloadData::Stored`) instead of copying them into memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub file: u32,
+    /// File offset of the first byte handed to the decoder.
+    pub offset: u64,
+}
 
 /// Bytes that do not decode as a record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,9 +54,10 @@ mod tag {
     pub const DEAD_LETTER_RESTORED: u8 = 12;
 }
 
-/// Appends the encoding of `record` to `out`.
-pub fn encode(record: &Record, out: &mut Vec<u8>) {
-    let mut w = Writer(out);
+/// Appends the encoding of `record` to `out`. Every payload must be inline (the checkpoint
+/// writer loads stored ones first); large payloads are reported in `placements`.
+pub fn encode(record: &Record, out: &mut Vec<u8>, placements: &mut Vec<Placement>) {
+    let mut w = Writer { out, placements };
     match record {
         Record::JobAccepted { job, due_ms } => {
             w.u8(tag::JOB_ACCEPTED);
@@ -105,9 +128,10 @@ pub fn encode(record: &Record, out: &mut Vec<u8>) {
     }
 }
 
-/// Decodes one record from the front of `bytes`, returning it and the bytes it used.
-pub fn decode(bytes: &[u8]) -> Result<(Record, usize), DecodeError> {
-    let mut r = Reader { bytes, at: 0 };
+/// Decodes one record from the front of `bytes`, returning it and the bytes it used. With a
+/// `source`, large payloads are returned as `Stored` places in that file instead of copies.
+pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), DecodeError> {
+    let mut r = Reader { bytes, at: 0, source };
     let record = match r.u8()? {
         tag::JOB_ACCEPTED => Record::JobAccepted { job: Arc::new(r.job()?), due_ms: r.opt_i64()? },
         tag::DEDUP_BOUND => Record::DedupBound {
@@ -145,33 +169,36 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, usize), DecodeError> {
     Ok((record, r.at))
 }
 
-struct Writer<'a>(&'a mut Vec<u8>);
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+    placements: &'a mut Vec<Placement>,
+}
 
 impl Writer<'_> {
     fn u8(&mut self, value: u8) {
-        self.0.push(value);
+        self.out.push(value);
     }
     fn u32(&mut self, value: u32) {
-        self.0.extend_from_slice(&value.to_le_bytes());
+        self.out.extend_from_slice(&value.to_le_bytes());
     }
     fn u64(&mut self, value: u64) {
-        self.0.extend_from_slice(&value.to_le_bytes());
+        self.out.extend_from_slice(&value.to_le_bytes());
     }
     fn i64(&mut self, value: i64) {
-        self.0.extend_from_slice(&value.to_le_bytes());
+        self.out.extend_from_slice(&value.to_le_bytes());
     }
     fn f64(&mut self, value: f64) {
-        self.0.extend_from_slice(&value.to_bits().to_le_bytes());
+        self.out.extend_from_slice(&value.to_bits().to_le_bytes());
     }
     fn bytes(&mut self, value: &[u8]) {
         self.u32(value.len() as u32);
-        self.0.extend_from_slice(value);
+        self.out.extend_from_slice(value);
     }
     fn str(&mut self, value: &str) {
         self.bytes(value.as_bytes());
     }
     fn id(&mut self, id: &JobId) {
-        self.0.extend_from_slice(id.as_bytes());
+        self.out.extend_from_slice(id.as_bytes());
     }
     fn opt_i64(&mut self, value: Option<i64>) {
         match value {
@@ -216,9 +243,16 @@ impl Writer<'_> {
         self.str(&job.job_type);
         match &job.payload {
             Some(payload) => {
+                let PayloadData::Inline(data) = &payload.data else {
+                    panic!("stored payloads are loaded before they are encoded");
+                };
                 self.u8(1);
-                self.bytes(&payload.data);
                 self.str(&payload.encoding);
+                self.u32(data.len() as u32);
+                if data.len() > INLINE_PAYLOAD_MAX {
+                    self.placements.push(Placement { job_id: job.id, offset: self.out.len(), len: data.len() as u32 });
+                }
+                self.out.extend_from_slice(data);
             }
             None => self.u8(0),
         }
@@ -262,6 +296,7 @@ impl Writer<'_> {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    source: Option<Source>,
 }
 
 impl<'a> Reader<'a> {
@@ -336,18 +371,35 @@ impl<'a> Reader<'a> {
             _ => return Err(DecodeError("unknown job state")),
         })
     }
+    fn payload(&mut self) -> Result<JobPayload, DecodeError> {
+        let encoding = Arc::from(self.str()?);
+        let len = self.u32()?;
+        let offset = self.at;
+        let bytes = self.take(len as usize)?;
+        let data = match self.source {
+            Some(source) if bytes.len() > INLINE_PAYLOAD_MAX => {
+                PayloadData::Stored(StoredPayload { file: source.file, offset: source.offset + offset as u64, len })
+            }
+            _ => PayloadData::Inline(bytes.into()),
+        };
+        Ok(JobPayload { encoding, data })
+    }
+
     fn job(&mut self) -> Result<Job, DecodeError> {
         let id = self.id()?;
         let seq = self.u64()?;
         let queue = Arc::from(self.str()?);
         let job_type = Arc::from(self.str()?);
-        let payload = if self.flag()? { Some(Payload { data: self.bytes()?, encoding: self.str()? }) } else { None };
+        let payload = if self.flag()? { Some(self.payload()?) } else { None };
         let priority = self.u8()?;
         if priority > 9 {
             return Err(DecodeError("priority above 9"));
         }
-        let trace_context =
-            if self.flag()? { Some(TraceContext { traceparent: self.str()?, tracestate: self.opt_str()? }) } else { None };
+        let trace_context = if self.flag()? {
+            Some(Box::new(TraceContext { traceparent: self.str()?, tracestate: self.opt_str()? }))
+        } else {
+            None
+        };
         let enqueued_at_ms = self.i64()?;
         let max_attempts = self.u32()?;
         let entries = self.u32()?;

@@ -23,8 +23,12 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use sepp_core::Record;
+use std::collections::HashMap;
+use std::os::unix::fs::FileExt;
 
+use sepp_core::{JobId, JobPayload, PayloadData, Record, StoredPayload};
+
+use crate::codec::{Placement, Source};
 use crate::frame::{self, Read};
 use crate::Log;
 
@@ -103,16 +107,37 @@ pub struct DurableLog {
     segment_index: u64,
     segment_len: u64,
     buffer: Vec<u8>,
+    /// Large payloads in `buffer`, placed in the segment once it is written.
+    placements: Vec<Placement>,
     /// Bytes of every segment from the newest completed checkpoint on.
     history: BTreeMap<u64, u64>,
     checkpoint_bytes: u64,
+    /// A completed checkpoint whose older files are deleted on the next `reclaim`.
+    reclaimable: Option<u64>,
     checkpointer: Checkpointer,
+    readers: PayloadReader,
     /// Declared last so it is dropped last, after the checkpointer has stopped writing.
     _lock: File,
 }
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> OpenError + '_ {
     move |source| OpenError::Io { path: path.to_path_buf(), source }
+}
+
+/// File ids in `StoredPayload::file`: a segment's index, or a checkpoint's index with this bit.
+const CHECKPOINT_FILE: u32 = 1 << 31;
+
+fn segment_file(index: u64) -> u32 {
+    u32::try_from(index).ok().filter(|file| file & CHECKPOINT_FILE == 0).expect("segment index below 2^31")
+}
+
+fn checkpoint_file(index: u64) -> u32 {
+    segment_file(index) | CHECKPOINT_FILE
+}
+
+fn file_path(dir: &Path, file: u32) -> PathBuf {
+    let index = u64::from(file & !CHECKPOINT_FILE);
+    if file & CHECKPOINT_FILE != 0 { checkpoint_path(dir, index) } else { segment_path(dir, index) }
 }
 
 fn segment_path(dir: &Path, index: u64) -> PathBuf {
@@ -152,7 +177,7 @@ impl DurableLog {
         if let Some(base) = base {
             let path = checkpoint_path(dir, base);
             checkpoint_bytes = fs::metadata(&path).map_err(io_error(&path))?.len();
-            recovery.records += read_checkpoint(&path, &mut apply)?;
+            recovery.records += read_checkpoint(&path, checkpoint_file(base), &mut apply)?;
             recovery.checkpoint = Some(path);
         }
         let live_segments: Vec<u64> = segments.iter().copied().filter(|index| base.is_none_or(|base| *index >= base)).collect();
@@ -173,7 +198,7 @@ impl DurableLog {
         for (position, index) in live_segments.iter().enumerate() {
             let path = segment_path(dir, *index);
             let last = position + 1 == live_segments.len();
-            let (records, valid_len, tail) = replay_segment(&path, last, &mut apply)?;
+            let (records, valid_len, tail) = replay_segment(&path, segment_file(*index), last, &mut apply)?;
             recovery.records += records;
             if let Some(tail) = tail {
                 let file = OpenOptions::new().write(true).open(&path).map_err(io_error(&path))?;
@@ -227,9 +252,12 @@ impl DurableLog {
             segment_index,
             segment_len,
             buffer: Vec::with_capacity(1 << 20),
+            placements: Vec::new(),
             history,
             checkpoint_bytes,
+            reclaimable: None,
             checkpointer: Checkpointer::start(dir.to_path_buf()),
+            readers: PayloadReader::new(dir.to_path_buf()),
             _lock: lock,
         };
         Ok((log, recovery))
@@ -241,9 +269,9 @@ impl DurableLog {
     }
 
     fn rotate(&mut self) -> io::Result<()> {
-        if self.options.persist_mode != PersistMode::Buffer {
-            self.segment.sync_all()?;
-        }
+        // Even in buffer mode: a segment must be whole before a newer one exists, or a power
+        // loss could leave a torn segment in the middle, which recovery refuses.
+        self.segment.sync_all()?;
         let index = self.segment_index + 1;
         self.segment = create_segment(&self.dir, index)?;
         self.segment_index = index;
@@ -252,27 +280,19 @@ impl DurableLog {
         Ok(())
     }
 
-    fn collect_checkpoint_results(&mut self) {
-        while let Ok(done) = self.checkpointer.done.try_recv() {
-            self.checkpointer.in_flight = false;
-            if let Some((base, bytes)) = done {
-                self.history.retain(|index, _| *index >= base);
-                self.checkpoint_bytes = bytes;
-            }
-        }
-    }
 }
 
 impl Log for DurableLog {
     fn append(&mut self, records: &[Record]) -> io::Result<()> {
-        frame::encode(records, &mut self.buffer);
+        frame::encode(records, &mut self.buffer, &mut self.placements);
         Ok(())
     }
 
-    fn persist(&mut self) -> io::Result<()> {
+    fn persist(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>> {
         if self.buffer.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
+        let written_at = self.segment_len;
         self.segment.write_all(&self.buffer)?;
         match self.options.persist_mode {
             PersistMode::SyncAll => self.segment.sync_all()?,
@@ -285,11 +305,23 @@ impl Log for DurableLog {
         if self.buffer.capacity() > 8 << 20 {
             self.buffer.shrink_to(1 << 20);
         }
+        let file = segment_file(self.segment_index);
+        let placed = self
+            .placements
+            .drain(..)
+            .map(|placement| {
+                let offset = written_at + placement.offset as u64;
+                (placement.job_id, StoredPayload { file, offset, len: placement.len })
+            })
+            .collect();
         if self.segment_len >= self.options.segment_bytes {
             self.rotate()?;
         }
-        self.collect_checkpoint_results();
-        Ok(())
+        Ok(placed)
+    }
+
+    fn read_payload(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>> {
+        self.readers.read(stored)
     }
 
     fn wants_checkpoint(&self, live_bytes: u64) -> bool {
@@ -304,6 +336,56 @@ impl Log for DurableLog {
         self.checkpointer.in_flight = true;
         let _ = self.checkpointer.jobs.send((self.segment_index, snapshot));
         Ok(())
+    }
+
+    fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)> {
+        let Ok(done) = self.checkpointer.done.try_recv() else { return Vec::new() };
+        self.checkpointer.in_flight = false;
+        let Some(done) = done else { return Vec::new() };
+        self.history.retain(|index, _| *index >= done.base);
+        self.checkpoint_bytes = done.bytes;
+        self.reclaimable = Some(done.base);
+        done.relocations
+    }
+
+    fn reclaim(&mut self) {
+        let Some(base) = self.reclaimable.take() else { return };
+        let Ok((segments, checkpoints)) = list(&self.dir) else { return };
+        for index in segments.into_iter().filter(|index| *index < base) {
+            self.readers.forget(segment_file(index));
+            let _ = fs::remove_file(segment_path(&self.dir, index));
+        }
+        for index in checkpoints.into_iter().filter(|index| *index != base) {
+            self.readers.forget(checkpoint_file(index));
+            let _ = fs::remove_file(checkpoint_path(&self.dir, index));
+        }
+        tracing::info!(base, bytes = self.disk_bytes(), "checkpoint complete; older log files reclaimed");
+    }
+}
+
+/// Reads payload bytes back from the log's files, keeping each file open once opened.
+struct PayloadReader {
+    dir: PathBuf,
+    files: HashMap<u32, File>,
+}
+
+impl PayloadReader {
+    fn new(dir: PathBuf) -> PayloadReader {
+        PayloadReader { dir, files: HashMap::new() }
+    }
+
+    fn read(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>> {
+        let file = match self.files.entry(stored.file) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => entry.insert(File::open(file_path(&self.dir, stored.file))?),
+        };
+        let mut bytes = vec![0; stored.len as usize];
+        file.read_exact_at(&mut bytes, stored.offset)?;
+        Ok(bytes)
+    }
+
+    fn forget(&mut self, file: u32) {
+        self.files.remove(&file);
     }
 }
 
@@ -364,6 +446,7 @@ fn create_segment(dir: &Path, index: u64) -> io::Result<File> {
 /// tail that was cut (only ever in the last segment).
 fn replay_segment(
     path: &Path,
+    file: u32,
     last: bool,
     apply: &mut impl FnMut(&Record),
 ) -> Result<(u64, u64, Option<TruncatedTail>), OpenError> {
@@ -378,7 +461,7 @@ fn replay_segment(
     let mut at = SEGMENT_MAGIC.len();
     let mut records = 0;
     loop {
-        let problem = match frame::read(&bytes[at..]) {
+        let problem = match frame::read(&bytes[at..], Some(Source { file, offset: at as u64 })) {
             Read::Frame(frame_records, used) => {
                 for record in &frame_records {
                     apply(record);
@@ -391,7 +474,9 @@ fn replay_segment(
             Read::Torn => "the last write was cut short",
             Read::Corrupt(reason) => reason,
         };
-        if !last {
+        // A write cut short can only damage the end. Damage followed by an intact frame is
+        // corruption of acknowledged data, not a torn tail, and is refused like any other.
+        if !last || intact_frame_follows(&bytes, at) {
             return Err(corrupt(at, problem));
         }
         let tail = TruncatedTail {
@@ -404,7 +489,16 @@ fn replay_segment(
     }
 }
 
-fn read_checkpoint(path: &Path, apply: &mut impl FnMut(&Record)) -> Result<u64, OpenError> {
+/// Whether a valid frame starts right after the (damaged) frame at `at`, judging by its length
+/// field.
+fn intact_frame_follows(bytes: &[u8], at: usize) -> bool {
+    let Some(header) = bytes.get(at..at + frame::HEADER_BYTES) else { return false };
+    let body_len = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
+    let next = at + frame::HEADER_BYTES + body_len;
+    next < bytes.len() && matches!(frame::read(&bytes[next..], None), Read::Frame(..))
+}
+
+fn read_checkpoint(path: &Path, file: u32, apply: &mut impl FnMut(&Record)) -> Result<u64, OpenError> {
     let bytes = fs::read(path).map_err(io_error(path))?;
     let corrupt = |offset: usize, reason| OpenError::Corrupt { file: path.to_path_buf(), offset: offset as u64, reason };
     if !bytes.starts_with(CHECKPOINT_MAGIC) {
@@ -413,7 +507,7 @@ fn read_checkpoint(path: &Path, apply: &mut impl FnMut(&Record)) -> Result<u64, 
     let mut at = CHECKPOINT_MAGIC.len();
     let mut records = 0;
     loop {
-        match frame::read(&bytes[at..]) {
+        match frame::read(&bytes[at..], Some(Source { file, offset: at as u64 })) {
             Read::Frame(frame_records, used) => {
                 at += used;
                 if frame_records.is_empty() {
@@ -430,12 +524,20 @@ fn read_checkpoint(path: &Path, apply: &mut impl FnMut(&Record)) -> Result<u64, 
     }
 }
 
-/// The thread that writes checkpoints off the committer's path and then reclaims the segments
-/// and checkpoints they replace.
+/// A checkpoint that is on disk: its base segment, its size, and where it put each payload.
+struct Completed {
+    base: u64,
+    bytes: u64,
+    relocations: Vec<(JobId, StoredPayload)>,
+}
+
+/// The thread that writes checkpoints off the committer's path. It reads stored payloads from
+/// the files they are in and writes them into the checkpoint; the committer then moves the
+/// payloads' places to the checkpoint (`poll_checkpoint`) before the old files go (`reclaim`).
 struct Checkpointer {
     jobs: mpsc::Sender<(u64, Vec<Record>)>,
-    /// `Some((base, bytes))` for a completed checkpoint, `None` for a failed one.
-    done: mpsc::Receiver<Option<(u64, u64)>>,
+    /// `None` reports a failed checkpoint.
+    done: mpsc::Receiver<Option<Completed>>,
     in_flight: bool,
     thread: Option<JoinHandle<()>>,
 }
@@ -459,15 +561,13 @@ impl Checkpointer {
         let thread = std::thread::Builder::new()
             .name("sepp-checkpoint".into())
             .spawn(move || {
+                let mut readers = PayloadReader::new(dir.clone());
                 for (base, snapshot) in job_receiver {
-                    let result = write_checkpoint(&dir, base, &snapshot);
+                    let result = write_checkpoint(&dir, base, &snapshot, &mut readers);
                     drop(snapshot);
+                    readers.files.clear();
                     let outcome = match result {
-                        Ok(bytes) => {
-                            reclaim(&dir, base);
-                            tracing::info!(base, bytes, "checkpoint written; older log segments reclaimed");
-                            Some((base, bytes))
-                        }
+                        Ok((bytes, relocations)) => Some(Completed { base, bytes, relocations }),
                         Err(error) => {
                             tracing::error!(%error, base, "writing a checkpoint failed; the log keeps its segments");
                             None
@@ -484,15 +584,29 @@ impl Checkpointer {
 }
 
 /// Writes the snapshot as `checkpoint-<base>.ckpt`, atomically (temp file, fsync, rename).
-pub(crate) fn write_checkpoint(dir: &Path, base: u64, snapshot: &[Record]) -> io::Result<u64> {
+/// Returns its size and the new place of every large payload.
+fn write_checkpoint(
+    dir: &Path,
+    base: u64,
+    snapshot: &[Record],
+    readers: &mut PayloadReader,
+) -> io::Result<(u64, Vec<(JobId, StoredPayload)>)> {
     let tmp = dir.join(format!("checkpoint-{base:020}.tmp"));
     let mut file = io::BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
     file.write_all(CHECKPOINT_MAGIC)?;
     let mut bytes = CHECKPOINT_MAGIC.len() as u64;
     let mut buffer = Vec::with_capacity(1 << 20);
+    let mut placements = Vec::new();
+    let mut relocations = Vec::new();
+    let file_id = checkpoint_file(base);
     for chunk in snapshot.chunks(CHECKPOINT_FRAME_RECORDS).chain(std::iter::once(&[][..])) {
+        let loaded = chunk.iter().map(|record| load_payload(record, readers)).collect::<io::Result<Vec<_>>>()?;
         buffer.clear();
-        frame::encode(chunk, &mut buffer);
+        frame::encode(&loaded, &mut buffer, &mut placements);
+        relocations.extend(placements.drain(..).map(|placement| {
+            let stored = StoredPayload { file: file_id, offset: bytes + placement.offset as u64, len: placement.len };
+            (placement.job_id, stored)
+        }));
         file.write_all(&buffer)?;
         bytes += buffer.len() as u64;
     }
@@ -500,16 +614,27 @@ pub(crate) fn write_checkpoint(dir: &Path, base: u64, snapshot: &[Record]) -> io
     file.sync_all()?;
     fs::rename(&tmp, checkpoint_path(dir, base))?;
     sync_dir(dir)?;
-    Ok(bytes)
+    Ok((bytes, relocations))
 }
 
-/// Deletes the segments before `base` and every checkpoint but `base`'s.
-fn reclaim(dir: &Path, base: u64) {
-    let Ok((segments, checkpoints)) = list(dir) else { return };
-    for index in segments.into_iter().filter(|index| *index < base) {
-        let _ = fs::remove_file(segment_path(dir, index));
-    }
-    for index in checkpoints.into_iter().filter(|index| *index != base) {
-        let _ = fs::remove_file(checkpoint_path(dir, index));
-    }
+/// The record with its payload bytes in memory, read from the log if they are stored.
+fn load_payload(record: &Record, readers: &mut PayloadReader) -> io::Result<Record> {
+    let job = match record {
+        Record::JobRestored { job, .. } => job,
+        Record::DeadLetterRestored { dead } => &dead.job,
+        other => return Ok(other.clone()),
+    };
+    let Some(JobPayload { encoding, data: PayloadData::Stored(stored) }) = &job.payload else {
+        return Ok(record.clone());
+    };
+    let mut loaded = (**job).clone();
+    loaded.payload = Some(JobPayload { encoding: encoding.clone(), data: PayloadData::Inline(readers.read(stored)?.into()) });
+    let loaded = std::sync::Arc::new(loaded);
+    Ok(match record {
+        Record::JobRestored { state, .. } => Record::JobRestored { job: loaded, state: *state },
+        Record::DeadLetterRestored { dead } => {
+            Record::DeadLetterRestored { dead: sepp_core::DeadLetter { job: loaded, ..dead.clone() } }
+        }
+        _ => unreachable!("matched above"),
+    })
 }

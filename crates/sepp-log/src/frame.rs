@@ -6,20 +6,21 @@
 
 use sepp_core::Record;
 
-use crate::codec::{self, DecodeError};
+use crate::codec::{self, DecodeError, Placement, Source};
 
 pub const HEADER_BYTES: usize = 8;
 
 /// Frames larger than this are not written by this server, so a larger length is corruption.
 pub const MAX_BODY_BYTES: usize = 1 << 30;
 
-/// Appends one frame holding `records` to `out`.
-pub fn encode(records: &[Record], out: &mut Vec<u8>) {
+/// Appends one frame holding `records` to `out`; large payloads are reported in `placements`
+/// with their offset in `out`.
+pub fn encode(records: &[Record], out: &mut Vec<u8>, placements: &mut Vec<Placement>) {
     let start = out.len();
     out.extend_from_slice(&[0; HEADER_BYTES]);
     out.extend_from_slice(&(records.len() as u32).to_le_bytes());
     for record in records {
-        codec::encode(record, out);
+        codec::encode(record, out, placements);
     }
     let body_len = out.len() - start - HEADER_BYTES;
     let crc = crc32c::crc32c(&out[start + HEADER_BYTES..]);
@@ -40,8 +41,9 @@ pub enum Read {
     Corrupt(&'static str),
 }
 
-/// Reads the frame at the front of `bytes`. Never panics, whatever the bytes.
-pub fn read(bytes: &[u8]) -> Read {
+/// Reads the frame at the front of `bytes`. Never panics, whatever the bytes. With a `source`
+/// (the file and the offset of `bytes[0]` in it), large payloads stay in the file.
+pub fn read(bytes: &[u8], source: Option<Source>) -> Read {
     if bytes.is_empty() {
         return Read::End;
     }
@@ -59,20 +61,22 @@ pub fn read(bytes: &[u8]) -> Read {
     if crc32c::crc32c(body) != crc {
         return Read::Corrupt("checksum mismatch");
     }
-    match decode_body(body) {
+    let body_source = source.map(|source| Source { file: source.file, offset: source.offset + HEADER_BYTES as u64 });
+    match decode_body(body, body_source) {
         Ok(records) => Read::Frame(records, HEADER_BYTES + body_len),
         Err(DecodeError(reason)) => Read::Corrupt(reason),
     }
 }
 
-fn decode_body(body: &[u8]) -> Result<Vec<Record>, DecodeError> {
+fn decode_body(body: &[u8], source: Option<Source>) -> Result<Vec<Record>, DecodeError> {
     let count_bytes = body.get(0..4).ok_or(DecodeError("frame body too short"))?;
     let count = u32::from_le_bytes(count_bytes.try_into().expect("4 bytes")) as usize;
     // The count is not trusted for the allocation: the records themselves must be there.
     let mut records = Vec::with_capacity(count.min(body.len()));
     let mut at = 4;
     for _ in 0..count {
-        let (record, used) = codec::decode(&body[at..])?;
+        let record_source = source.map(|source| Source { file: source.file, offset: source.offset + at as u64 });
+        let (record, used) = codec::decode(&body[at..], record_source)?;
         records.push(record);
         at += used;
     }

@@ -18,7 +18,7 @@ mod durable;
 
 use std::io;
 
-use sepp_core::Record;
+use sepp_core::{JobId, Record, StoredPayload};
 
 pub use durable::{DurableLog, LogOptions, OpenError, PersistMode, Recovery, TruncatedTail};
 
@@ -26,11 +26,20 @@ pub use durable::{DurableLog, LogOptions, OpenError, PersistMode, Recovery, Trun
 pub trait Log: Send {
     /// Adds the records of one cycle, which become durable together or not at all.
     fn append(&mut self, records: &[Record]) -> io::Result<()>;
-    /// Makes everything appended so far as durable as the persist mode promises. An error here
-    /// is final: the caller must stop acknowledging writes (fsync failures cannot be retried).
-    fn persist(&mut self) -> io::Result<()>;
+    /// Makes everything appended so far as durable as the persist mode promises, and returns
+    /// where the large payloads of those records now are (for `State::place_payload`). An
+    /// error here is final: the caller must stop acknowledging writes (fsync failures cannot
+    /// be retried).
+    fn persist(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>>;
+    /// Reads back the bytes of a stored payload.
+    fn read_payload(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>>;
     /// Whether a checkpoint now would reclaim space, given the live state's approximate size.
     fn wants_checkpoint(&self, live_bytes: u64) -> bool;
     /// Starts a checkpoint of `snapshot`, the records that rebuild the current state.
     fn checkpoint(&mut self, snapshot: Vec<Record>) -> io::Result<()>;
+    /// When a checkpoint finished: the new places of the payloads it moved (apply them with
+    /// `State::place_payload`, then call [`Log::reclaim`]). Empty otherwise.
+    fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)>;
+    /// Deletes the files a finished checkpoint replaced. Call after applying its relocations.
+    fn reclaim(&mut self);
 }

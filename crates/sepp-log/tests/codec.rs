@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use sepp_core::{
-    DeadLetter, DeadLetterCause, Job, JobId, JobState, Payload, Primitive, Record, TraceContext,
+    DeadLetter, DeadLetterCause, Job, JobId, JobState, Primitive, Record, TraceContext,
 };
 use sepp_log::codec::{self, DecodeError};
 use sepp_log::frame::{self, Read};
@@ -36,15 +36,12 @@ fn full_job() -> Arc<Job> {
         seq: u64::MAX,
         queue: Arc::from("emails"),
         job_type: Arc::from("send-welcome"),
-        payload: Some(Payload {
-            data: vec![0, 1, 2, 255, 254],
-            encoding: "application/json".into(),
-        }),
+        payload: Some(common::inline_payload(vec![0, 1, 2, 255, 254], "application/json")),
         priority: 9,
-        trace_context: Some(TraceContext {
+        trace_context: Some(Box::new(TraceContext {
             traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
             tracestate: Some("congo=t61rcWkgMzE".into()),
-        }),
+        })),
         enqueued_at_ms: 1_700_000_000_123,
         max_attempts: u32::MAX,
         custom,
@@ -73,14 +70,11 @@ fn bare_job() -> Arc<Job> {
 fn traced_job() -> Arc<Job> {
     let mut job = (*bare_job()).clone();
     job.id = id(2);
-    job.trace_context = Some(TraceContext {
+    job.trace_context = Some(Box::new(TraceContext {
         traceparent: "00-abc-def-00".into(),
         tracestate: None,
-    });
-    job.payload = Some(Payload {
-        data: Vec::new(),
-        encoding: String::new(),
-    });
+    }));
+    job.payload = Some(common::inline_payload(Vec::new(), ""));
     job.custom.insert("only".into(), Primitive::Double(0.0));
     Arc::new(job)
 }
@@ -190,13 +184,13 @@ fn every_record() -> Vec<Record> {
 
 fn encoded(record: &Record) -> Vec<u8> {
     let mut bytes = Vec::new();
-    codec::encode(record, &mut bytes);
+    codec::encode(record, &mut bytes, &mut Vec::new());
     bytes
 }
 
 fn framed(records: &[Record]) -> Vec<u8> {
     let mut bytes = Vec::new();
-    frame::encode(records, &mut bytes);
+    frame::encode(records, &mut bytes, &mut Vec::new());
     bytes
 }
 
@@ -261,7 +255,7 @@ fn every_record_round_trips_through_the_codec() {
     for record in every_record() {
         let bytes = encoded(&record);
         let (decoded, used) =
-            codec::decode(&bytes).unwrap_or_else(|error| panic!("{record:?}: {error}"));
+            codec::decode(&bytes, None).unwrap_or_else(|error| panic!("{record:?}: {error}"));
         assert_eq!(decoded, record);
         assert_eq!(used, bytes.len(), "{record:?} left bytes unread");
     }
@@ -272,12 +266,12 @@ fn records_encoded_back_to_back_decode_one_after_another() {
     let records = every_record();
     let mut bytes = Vec::new();
     for record in &records {
-        codec::encode(record, &mut bytes);
+        codec::encode(record, &mut bytes, &mut Vec::new());
     }
     let mut at = 0;
     let mut decoded = Vec::new();
     while at < bytes.len() {
-        let (record, used) = codec::decode(&bytes[at..]).expect("valid record");
+        let (record, used) = codec::decode(&bytes[at..], None).expect("valid record");
         decoded.push(record);
         at += used;
     }
@@ -290,19 +284,19 @@ fn every_record_round_trips_through_a_frame_of_its_own_and_a_shared_frame() {
     for record in &records {
         let bytes = framed(std::slice::from_ref(record));
         assert_eq!(
-            frame::read(&bytes),
+            frame::read(&bytes, None),
             Read::Frame(vec![record.clone()], bytes.len())
         );
     }
     let bytes = framed(&records);
-    assert_eq!(frame::read(&bytes), Read::Frame(records, bytes.len()));
+    assert_eq!(frame::read(&bytes, None), Read::Frame(records, bytes.len()));
 }
 
 #[test]
 fn an_empty_frame_round_trips_as_a_frame_of_no_records() {
     let bytes = framed(&[]);
     assert_eq!(bytes.len(), frame::HEADER_BYTES + 4);
-    assert_eq!(frame::read(&bytes), Read::Frame(Vec::new(), bytes.len()));
+    assert_eq!(frame::read(&bytes, None), Read::Frame(Vec::new(), bytes.len()));
 }
 
 #[test]
@@ -311,17 +305,17 @@ fn consecutive_frames_are_read_one_at_a_time() {
     let cycles: Vec<Vec<Record>> = (0..20).map(|_| rng.records(0, 6)).collect();
     let mut bytes = Vec::new();
     for cycle in &cycles {
-        frame::encode(cycle, &mut bytes);
+        frame::encode(cycle, &mut bytes, &mut Vec::new());
     }
     let mut at = 0;
     for cycle in &cycles {
-        let Read::Frame(records, used) = frame::read(&bytes[at..]) else {
+        let Read::Frame(records, used) = frame::read(&bytes[at..], None) else {
             panic!("frame at {at}")
         };
         assert_eq!(&records, cycle);
         at += used;
     }
-    assert_eq!(frame::read(&bytes[at..]), Read::End);
+    assert_eq!(frame::read(&bytes[at..], None), Read::End);
 }
 
 #[test]
@@ -333,7 +327,7 @@ fn a_nan_custom_value_survives_bit_for_bit() {
         job: Arc::new(job),
         due_ms: None,
     });
-    let (Record::JobAccepted { job, .. }, _) = codec::decode(&bytes).expect("decodes") else {
+    let (Record::JobAccepted { job, .. }, _) = codec::decode(&bytes, None).expect("decodes") else {
         panic!("wrong variant");
     };
     let Some(Primitive::Double(value)) = job.custom.get("nan") else {
@@ -348,7 +342,7 @@ fn every_truncated_prefix_of_a_record_is_a_decode_error() {
         let bytes = encoded(&record);
         for len in 0..bytes.len() {
             assert!(
-                codec::decode(&bytes[..len]).is_err(),
+                codec::decode(&bytes[..len], None).is_err(),
                 "{record:?} cut to {len} bytes decoded"
             );
         }
@@ -358,10 +352,10 @@ fn every_truncated_prefix_of_a_record_is_a_decode_error() {
 #[test]
 fn every_truncated_prefix_of_a_frame_is_torn_and_the_empty_prefix_is_the_end() {
     let bytes = framed(&every_record());
-    assert_eq!(frame::read(&[]), Read::End);
+    assert_eq!(frame::read(&[], None), Read::End);
     for len in 1..bytes.len() {
         assert_eq!(
-            frame::read(&bytes[..len]),
+            frame::read(&bytes[..len], None),
             Read::Torn,
             "frame cut to {len} bytes"
         );
@@ -374,7 +368,7 @@ fn bytes_after_a_frame_are_left_for_the_next_read() {
     let mut bytes = framed(&records);
     let len = bytes.len();
     bytes.extend_from_slice(b"\xffgarbage that is not a frame");
-    assert_eq!(frame::read(&bytes), Read::Frame(records, len));
+    assert_eq!(frame::read(&bytes, None), Read::Frame(records, len));
 }
 
 /// A frame around `body` with a correct length and checksum.
@@ -405,7 +399,7 @@ fn a_checksummed_body_that_does_not_decode_is_corrupt() {
     ];
     for (body, reason) in cases {
         assert_eq!(
-            frame::read(&frame_around(body)),
+            frame::read(&frame_around(body), None),
             Read::Corrupt(reason),
             "body {body:?}"
         );
@@ -417,11 +411,11 @@ fn a_frame_length_beyond_the_maximum_is_corrupt_rather_than_torn() {
     let mut bytes = ((frame::MAX_BODY_BYTES + 1) as u32).to_le_bytes().to_vec();
     bytes.extend_from_slice(&[0; 4]);
     assert_eq!(
-        frame::read(&bytes),
+        frame::read(&bytes, None),
         Read::Corrupt("frame length out of range")
     );
     bytes[..4].copy_from_slice(&(frame::MAX_BODY_BYTES as u32).to_le_bytes());
-    assert_eq!(frame::read(&bytes), Read::Torn);
+    assert_eq!(frame::read(&bytes, None), Read::Torn);
 }
 
 #[test]
@@ -435,7 +429,7 @@ fn out_of_range_enum_and_flag_bytes_are_decode_errors() {
     let state_at = bad_state.len() - 5;
     bad_state[state_at] = 3;
     assert_eq!(
-        codec::decode(&bad_state),
+        codec::decode(&bad_state, None),
         Err(DecodeError("unknown job state"))
     );
 
@@ -450,20 +444,20 @@ fn out_of_range_enum_and_flag_bytes_are_decode_errors() {
     let mut bad_cause = bytes.clone();
     bad_cause[17] = 0;
     assert_eq!(
-        codec::decode(&bad_cause),
+        codec::decode(&bad_cause, None),
         Err(DecodeError("unknown dead-letter cause"))
     );
     let mut bad_kept = bytes.clone();
     *bad_kept.last_mut().expect("not empty") = 2;
     assert_eq!(
-        codec::decode(&bad_kept),
+        codec::decode(&bad_kept, None),
         Err(DecodeError("invalid boolean"))
     );
     let mut bad_option = bytes;
     let option_at = bad_option.len() - 2;
     bad_option[option_at] = 7;
     assert_eq!(
-        codec::decode(&bad_option),
+        codec::decode(&bad_option, None),
         Err(DecodeError("invalid option tag"))
     );
 
@@ -473,7 +467,7 @@ fn out_of_range_enum_and_flag_bytes_are_decode_errors() {
         job: Arc::new(priority_job),
         due_ms: None,
     });
-    assert_eq!(codec::decode(&bytes), Err(DecodeError("priority above 9")));
+    assert_eq!(codec::decode(&bytes, None), Err(DecodeError("priority above 9")));
 }
 
 #[test]
@@ -485,16 +479,16 @@ fn invalid_utf8_in_a_string_is_a_decode_error() {
     let mut bytes = encoded(&record);
     // Tag, then the queue's u32 length, then its bytes.
     bytes[5] = 0xff;
-    assert_eq!(codec::decode(&bytes), Err(DecodeError("invalid UTF-8")));
+    assert_eq!(codec::decode(&bytes, None), Err(DecodeError("invalid UTF-8")));
 }
 
 /// Decoding must not panic; what decodes must encode and decode to itself again.
 fn decode_is_total_and_stable(bytes: &[u8]) -> bool {
-    match codec::decode(bytes) {
+    match codec::decode(bytes, None) {
         Ok((record, used)) => {
             assert!(used <= bytes.len());
             let again = encoded(&record);
-            let (twice, _) = codec::decode(&again).expect("a decoded record re-encodes validly");
+            let (twice, _) = codec::decode(&again, None).expect("a decoded record re-encodes validly");
             assert_eq!(encoded(&twice), again);
             true
         }
@@ -521,12 +515,12 @@ fn random_bytes_never_panic_the_decoders() {
         let mut framed_bytes = frame_around(&bytes);
         if rng.percent(50) {
             framed_bytes[4] ^= 1;
-            assert!(!matches!(frame::read(&framed_bytes), Read::Frame(..)));
-        } else if let Read::Frame(records, used) = frame::read(&framed_bytes) {
+            assert!(!matches!(frame::read(&framed_bytes, None), Read::Frame(..)));
+        } else if let Read::Frame(records, used) = frame::read(&framed_bytes, None) {
             assert_eq!(used, framed_bytes.len());
-            assert_eq!(frame::read(&framed(&records)), Read::Frame(records, used));
+            assert_eq!(frame::read(&framed(&records), None), Read::Frame(records, used));
         }
-        let _ = frame::read(&bytes);
+        let _ = frame::read(&bytes, None);
     }
     // The generator must reach the success path too, or the stability check checks nothing.
     assert!(decoded > 50, "only {decoded} random inputs decoded");
@@ -587,7 +581,7 @@ fn mutated_frames_are_detected_unless_their_checksum_matches() {
         if bytes == original {
             continue;
         }
-        match frame::read(&bytes) {
+        match frame::read(&bytes, None) {
             Read::Frame(read, used) => {
                 let same = used == original.len() && bytes[..used] == original[..];
                 // Only possible when the change is outside the frame (inserted at its very end)

@@ -453,3 +453,28 @@ fn a_second_open_of_an_open_directory_is_locked_until_the_first_closes() {
     drop(first);
     open_ok(dir.path());
 }
+
+#[test]
+fn a_flipped_bit_in_the_last_segment_before_intact_frames_refuses_rather_than_truncating() {
+    // A torn write can only damage the end of the log; damage with whole frames after it is
+    // corruption of acknowledged data, which must not be cut away as if it were a torn tail.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(41);
+    {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 2);
+    }
+    let last = segments(dir.path()).pop().expect("a segment");
+    let starts = frame_starts(&last);
+    assert!(starts.len() >= 2, "the last segment has a frame after the damaged one");
+    let frame_at = starts[0];
+    flip_bit(&last, frame_at + frame::HEADER_BYTES as u64 + 5);
+    let damaged = fs::read(&last).expect("read");
+    match open_err(dir.path()) {
+        OpenError::Corrupt { file, offset, .. } => {
+            assert_eq!((file, offset), (last.clone(), frame_at));
+        }
+        other => panic!("expected Corrupt, got {other}"),
+    }
+    assert_eq!(fs::read(&last).expect("read"), damaged, "a refused directory is left untouched");
+}

@@ -379,9 +379,17 @@ impl Sim {
         for record in records {
             *self.stats.variants.entry(variant(record)).or_default() += 1;
         }
-        let log = self.log();
+        // As the committer: payloads the write placed and payloads a finished checkpoint moved
+        // are now read from the log, then the log deletes what the checkpoint replaced.
+        let log = self.log.as_mut().expect("the log is open");
         log.append(records).expect("append");
-        log.persist().expect("persist");
+        for (job_id, stored) in log.persist().expect("persist") {
+            self.state.place_payload(job_id, stored);
+        }
+        for (job_id, stored) in log.poll_checkpoint() {
+            self.state.place_payload(job_id, stored);
+        }
+        log.reclaim();
     }
 
     /// What the committer does after each persist.
@@ -399,7 +407,10 @@ impl Sim {
         self.stats.crashes += 1;
         // Every cycle so far was persisted before this point, so the state now is the state of
         // the last acknowledged cycle: what callers were told.
-        let acknowledged = self.state.fingerprint();
+        let acknowledged = {
+            let log = self.log.as_mut().expect("the log is open");
+            self.state.fingerprint_with(&mut |stored| log.read_payload(stored).expect("read payload"))
+        };
         let tail = *self.rng.pick(&[Tail::Clean, Tail::Torn, Tail::Garbage]);
         let mut torn = None;
         if tail == Tail::Torn {
@@ -460,7 +471,7 @@ impl Sim {
 
     fn recover(&mut self, acknowledged: &str, expected_tail: Option<(PathBuf, u64)>) {
         let mut state = State::new(self.policy.clone(), self.rules);
-        let (log, recovery) =
+        let (mut log, recovery) =
             DurableLog::open(self.dir.path(), self.options, |record| state.apply(record))
                 .unwrap_or_else(|error| panic!("cycle {}: reopening failed: {error}", self.cycle));
         state
@@ -481,7 +492,8 @@ impl Sim {
                 self.cycle
             ),
         }
-        let recovered = state.fingerprint();
+        let recovered =
+            state.fingerprint_with(&mut |stored| log.read_payload(stored).expect("read payload"));
         assert_eq!(
             without_next_seq(&recovered),
             without_next_seq(acknowledged),

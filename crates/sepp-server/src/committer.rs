@@ -12,8 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{
-    DeadLetter, Delivery, Enqueued, JobId, LeaseError, Nacked, NewJob, Policy, Record, Rejection, State,
-    SweepReport, TimeMs,
+    DeadLetter, Delivery, Enqueued, Job, JobId, LeaseError, Nacked, NewJob, PayloadData, Policy, Record,
+    Rejection, State, SweepReport, TimeMs,
 };
 use tokio::sync::oneshot;
 
@@ -24,11 +24,18 @@ const MAX_GROUP: usize = 4096;
 
 pub type Reply<T> = oneshot::Sender<T>;
 
+/// A delivered job or drained dead letter, with its payload bytes loaded from wherever the log
+/// keeps them.
+pub struct Loaded<T> {
+    pub value: T,
+    pub payload_data: Option<Vec<u8>>,
+}
+
 /// A request to the committer, with the channel its answer goes back on.
 pub enum Command {
     Enqueue { jobs: Vec<(JobId, NewJob)>, reply: Reply<Vec<Result<Enqueued, Rejection>>> },
     EnqueueAtomic { jobs: Vec<(JobId, NewJob)>, reply: Reply<Result<Vec<Enqueued>, Vec<(u32, Rejection)>>> },
-    Reserve { plan: ReservePlan, reply: Reply<Vec<Delivery>> },
+    Reserve { plan: ReservePlan, reply: Reply<Vec<Loaded<Delivery>>> },
     Ack { job_id: JobId, attempt: u32, reply: Reply<Result<(), LeaseError>> },
     Nack {
         job_id: JobId,
@@ -38,7 +45,7 @@ pub enum Command {
         reply: Reply<Result<Nacked, LeaseError>>,
     },
     Extend { job_id: JobId, attempt: u32, lease_ms: u64, reply: Reply<Result<TimeMs, LeaseError>> },
-    DrainDeadLetters { queue: Option<String>, max: u32, reply: Reply<Vec<DeadLetter>> },
+    DrainDeadLetters { queue: Option<String>, max: u32, reply: Reply<Vec<Loaded<DeadLetter>>> },
     /// A hot reload produced a new policy.
     SetPolicy(Arc<Policy>),
     /// Shutdown began: answer parked reserves empty and stop parking new ones.
@@ -49,33 +56,62 @@ pub enum Command {
 enum Answer {
     Enqueue(Reply<Vec<Result<Enqueued, Rejection>>>, Vec<Result<Enqueued, Rejection>>),
     EnqueueAtomic(Reply<Result<Vec<Enqueued>, Vec<(u32, Rejection)>>>, Result<Vec<Enqueued>, Vec<(u32, Rejection)>>),
-    Reserve(Reply<Vec<Delivery>>, Vec<Delivery>),
+    Reserve(Reply<Vec<Loaded<Delivery>>>, Vec<Delivery>),
     Ack(Reply<Result<(), LeaseError>>, Result<(), LeaseError>),
     Nack(Reply<Result<Nacked, LeaseError>>, Result<Nacked, LeaseError>),
     Extend(Reply<Result<TimeMs, LeaseError>>, Result<TimeMs, LeaseError>),
-    Drain(Reply<Vec<DeadLetter>>, Vec<DeadLetter>),
+    Drain(Reply<Vec<Loaded<DeadLetter>>>, Vec<DeadLetter>),
 }
 
 impl Answer {
-    fn send(self) {
+    /// Sends the answer, loading the payloads of delivered jobs first. A payload that cannot be
+    /// read fails that one call (the caller sees INTERNAL; a leased job is redelivered later).
+    fn send(self, log: &mut dyn Log) {
         // A caller that went away (client cancelled) just does not hear the answer.
         let _ = match self {
             Answer::Enqueue(reply, value) => reply.send(value).map_err(drop),
             Answer::EnqueueAtomic(reply, value) => reply.send(value).map_err(drop),
-            Answer::Reserve(reply, value) => reply.send(value).map_err(drop),
+            Answer::Reserve(reply, deliveries) => match load_all(log, deliveries, |delivery| &delivery.job) {
+                Some(loaded) => reply.send(loaded).map_err(drop),
+                None => Ok(()),
+            },
             Answer::Ack(reply, value) => reply.send(value).map_err(drop),
             Answer::Nack(reply, value) => reply.send(value).map_err(drop),
             Answer::Extend(reply, value) => reply.send(value).map_err(drop),
-            Answer::Drain(reply, value) => reply.send(value).map_err(drop),
+            Answer::Drain(reply, dead_letters) => match load_all(log, dead_letters, |dead| &dead.job) {
+                Some(loaded) => reply.send(loaded).map_err(drop),
+                None => Ok(()),
+            },
         };
     }
+}
+
+/// Loads the payload bytes of every item, or `None` when any of them cannot be read.
+fn load_all<T>(log: &mut dyn Log, items: Vec<T>, job: impl Fn(&T) -> &Job) -> Option<Vec<Loaded<T>>> {
+    items
+        .into_iter()
+        .map(|value| {
+            let payload_data = match job(&value).payload.as_ref().map(|payload| &payload.data) {
+                None => None,
+                Some(PayloadData::Inline(bytes)) => Some(bytes.to_vec()),
+                Some(PayloadData::Stored(stored)) => match log.read_payload(stored) {
+                    Ok(bytes) => Some(bytes),
+                    Err(error) => {
+                        tracing::error!(%error, job_id = %job(&value).id, "reading a payload back from the log failed");
+                        return None;
+                    }
+                },
+            };
+            Some(Loaded { value, payload_data })
+        })
+        .collect()
 }
 
 /// A Reserve parked until a job becomes ready in one of its queues or its wait ends.
 struct Waiter {
     plan: ReservePlan,
     deadline_ms: TimeMs,
-    reply: Reply<Vec<Delivery>>,
+    reply: Reply<Vec<Loaded<Delivery>>>,
 }
 
 /// The sending side, cloned into every request handler.
@@ -198,8 +234,9 @@ impl Committer {
         }
         self.serve_waiters(now_ms);
         self.persist();
+        self.maintain_log();
         for answer in self.answers.drain(..) {
-            answer.send();
+            answer.send(self.log.as_mut());
         }
     }
 
@@ -285,6 +322,7 @@ impl Committer {
         }
     }
 
+
     /// Writes and persists the cycle's records. A failure poisons the store: nothing of this
     /// cycle is acknowledged (the answers are dropped, callers see INTERNAL) and the process
     /// exits, since a failed persist cannot be retried safely.
@@ -292,16 +330,38 @@ impl Committer {
         if self.records.is_empty() {
             return;
         }
-        let mut result = self.log.append(&self.records).and_then(|()| self.log.persist());
-        if result.is_ok() && self.log.wants_checkpoint(self.state.live_bytes()) {
-            result = self.log.checkpoint(self.state.snapshot());
+        match self.log.append(&self.records).and_then(|()| self.log.persist()) {
+            Ok(placed) => {
+                self.records.clear();
+                for (job_id, stored) in placed {
+                    self.state.place_payload(job_id, stored);
+                }
+            }
+            Err(error) => self.poisoned(&error),
         }
-        if let Err(error) = result {
-            tracing::error!(%error, "persisting the log failed; storage is poisoned and the server stops");
-            self.answers.clear();
-            std::process::exit(1);
+        if self.log.wants_checkpoint(self.state.live_bytes())
+            && let Err(error) = self.log.checkpoint(self.state.snapshot())
+        {
+            self.poisoned(&error);
         }
-        self.records.clear();
+    }
+
+    /// Moves payloads a finished checkpoint relocated, then lets the log delete what it replaced.
+    fn maintain_log(&mut self) {
+        let relocated = self.log.poll_checkpoint();
+        if relocated.is_empty() {
+            return;
+        }
+        for (job_id, stored) in relocated {
+            self.state.place_payload(job_id, stored);
+        }
+        self.log.reclaim();
+    }
+
+    fn poisoned(&mut self, error: &std::io::Error) -> ! {
+        tracing::error!(%error, "persisting the log failed; storage is poisoned and the server stops");
+        self.answers.clear();
+        std::process::exit(1);
     }
 }
 

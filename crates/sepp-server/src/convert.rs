@@ -7,6 +7,7 @@ use prost_types::{Duration, Timestamp};
 use sepp_core::validate::{NackRequestRetry, ReserveRequest};
 use sepp_core::{DeadLetter, DeadLetterCause, Delivery, Job, NewJob, Payload, Primitive, Rejection, TimeMs, TraceContext};
 
+use crate::committer::Loaded;
 use crate::proto::v1 as pb;
 use pb::job_rejection::Reason;
 
@@ -92,16 +93,16 @@ pub fn nack_retry(retry: Option<pb::NackRetry>) -> Option<Option<NackRequestRetr
     })
 }
 
-/// The wire form of a job. `lease_expires_at_ms` is the real deadline for a delivery and
-/// epoch 0 for a dead-letter snapshot.
-pub fn job(job: &Job, attempt: u32, lease_expires_at_ms: TimeMs) -> pb::Job {
+/// The wire form of a job with its loaded payload bytes. `lease_expires_at_ms` is the real
+/// deadline for a delivery and epoch 0 for a dead-letter snapshot.
+pub fn job(job: &Job, payload_data: Option<Vec<u8>>, attempt: u32, lease_expires_at_ms: TimeMs) -> pb::Job {
     pb::Job {
         id: job.id.hyphenated().to_string(),
         job_type: job.job_type.to_string(),
-        payload: job
-            .payload
-            .as_ref()
-            .map(|payload| pb::Payload { data: payload.data.clone(), encoding: payload.encoding.clone() }),
+        payload: job.payload.as_ref().zip(payload_data).map(|(payload, data)| pb::Payload {
+            data,
+            encoding: payload.encoding.to_string(),
+        }),
         priority: u32::from(job.priority),
         trace_context: job.trace_context.as_ref().map(|context| pb::TraceContext {
             traceparent: context.traceparent.clone(),
@@ -117,13 +118,15 @@ pub fn job(job: &Job, attempt: u32, lease_expires_at_ms: TimeMs) -> pb::Job {
     }
 }
 
-pub fn delivery(delivery: &Delivery) -> pb::Job {
-    job(&delivery.job, delivery.attempt, delivery.lease_deadline_ms)
+pub fn delivery(loaded: Loaded<Delivery>) -> pb::Job {
+    let delivery = loaded.value;
+    job(&delivery.job, loaded.payload_data, delivery.attempt, delivery.lease_deadline_ms)
 }
 
-pub fn dead_letter(dead: &DeadLetter) -> pb::DeadLetterRecord {
+pub fn dead_letter(loaded: Loaded<DeadLetter>) -> pb::DeadLetterRecord {
+    let dead = loaded.value;
     pb::DeadLetterRecord {
-        job: Some(job(&dead.job, dead.final_attempt, 0)),
+        job: Some(job(&dead.job, loaded.payload_data, dead.final_attempt, 0)),
         cause: dead_letter_cause(dead.cause) as i32,
         failed_at: Some(timestamp(dead.failed_at_ms)),
         final_attempt: dead.final_attempt,

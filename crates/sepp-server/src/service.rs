@@ -90,7 +90,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let result = async {
             let plan = validate::plan_reserve(&self.live.get().policy, convert::reserve_request(request.into_inner()))?;
             let deliveries = self.ask(|reply| Command::Reserve { plan, reply }).await?;
-            Ok::<_, ApiError>(Response::new(pb::ReserveResponse { jobs: deliveries.iter().map(convert::delivery).collect() }))
+            Ok::<_, ApiError>(Response::new(pb::ReserveResponse { jobs: deliveries.into_iter().map(convert::delivery).collect() }))
         };
         logged("Reserve", result.await)
     }
@@ -150,7 +150,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
             let queue = request.queue;
             let records = self.ask(|reply| Command::DrainDeadLetters { queue, max, reply }).await?;
             tracing::warn!(drained = records.len(), "drained dead-letter records");
-            Ok::<_, ApiError>(Response::new(pb::DrainDeadLettersResponse { records: records.iter().map(convert::dead_letter).collect() }))
+            Ok::<_, ApiError>(Response::new(pb::DrainDeadLettersResponse { records: records.into_iter().map(convert::dead_letter).collect() }))
         };
         logged("DrainDeadLetters", result.await)
     }

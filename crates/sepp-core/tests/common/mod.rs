@@ -29,9 +29,10 @@ pub fn job_id(n: u32) -> JobId {
 /// The payload of an accepted job as (data, encoding). The one place to adapt if the way a
 /// stored job holds its payload changes.
 pub fn payload_of(job: &Job) -> Option<(Vec<u8>, String)> {
-    job.payload
-        .as_ref()
-        .map(|payload| (payload.data.to_vec(), payload.encoding.to_string()))
+    job.payload.as_ref().map(|payload| match &payload.data {
+        sepp_core::PayloadData::Inline(bytes) => (bytes.to_vec(), payload.encoding.to_string()),
+        sepp_core::PayloadData::Stored(stored) => panic!("the core never stores payloads itself: {stored:?}"),
+    })
 }
 
 /// A minimal valid job for `queue`.

@@ -352,19 +352,20 @@ impl Model {
             report.promoted.push(job_id);
         }
 
-        let mut expired: Vec<(TimeMs, JobId)> = self
+        // Leases end in deadline order, ties in acceptance order.
+        let mut expired: Vec<(TimeMs, u64, JobId)> = self
             .jobs
             .iter()
             .filter_map(|(job_id, job)| match job.place {
                 Place::Inflight { deadline_ms } if deadline_ms <= now_ms => {
-                    Some((deadline_ms, *job_id))
+                    Some((deadline_ms, job.seq, *job_id))
                 }
                 _ => None,
             })
             .collect();
         expired.sort();
         expired.truncate(limit);
-        for (_, job_id) in expired {
+        for (_, _, job_id) in expired {
             let job = self.jobs.get_mut(&job_id).unwrap();
             if job.attempt >= job.max_attempts {
                 self.kill(now_ms, job_id, DeadLetterCause::LeaseExpired, None);

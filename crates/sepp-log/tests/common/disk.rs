@@ -5,7 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sepp_core::Record;
+use std::sync::Arc;
+
+use sepp_core::{JobPayload, PayloadData, Record};
 use sepp_log::frame::{self, Read};
 use sepp_log::{DurableLog, Log, LogOptions, OpenError, PersistMode, Recovery};
 
@@ -28,12 +30,30 @@ pub struct Opened {
 
 pub fn open(dir: &Path, options: LogOptions) -> Result<Opened, OpenError> {
     let mut records = Vec::new();
-    let (log, recovery) = DurableLog::open(dir, options, |record| records.push(record.clone()))?;
+    let (mut log, recovery) = DurableLog::open(dir, options, |record| records.push(record.clone()))?;
+    // Replay leaves large payloads in the files; read them back to compare with what was written.
+    let records = records.iter().map(|record| with_payload_loaded(record, &mut log)).collect();
     Ok(Opened {
         log,
         recovery,
         records,
     })
+}
+
+/// `record` with a stored payload read back into memory.
+pub fn with_payload_loaded(record: &Record, log: &mut DurableLog) -> Record {
+    let mut record = record.clone();
+    let job = match &mut record {
+        Record::JobAccepted { job, .. } | Record::JobRestored { job, .. } => job,
+        Record::DeadLetterRestored { dead } => &mut dead.job,
+        _ => return record,
+    };
+    if let Some(JobPayload { data: PayloadData::Stored(stored), .. }) = &job.payload {
+        let bytes = log.read_payload(stored).expect("read a stored payload");
+        Arc::make_mut(job).payload.as_mut().expect("a payload").data =
+            PayloadData::Inline(bytes.into_boxed_slice());
+    }
+    record
 }
 
 pub fn open_ok(dir: &Path) -> Opened {
@@ -94,7 +114,7 @@ pub fn frame_starts(path: &Path) -> Vec<u64> {
     let bytes = fs::read(path).expect("read file");
     let mut starts = Vec::new();
     let mut at = 8;
-    while let Read::Frame(_, used) = frame::read(&bytes[at..]) {
+    while let Read::Frame(_, used) = frame::read(&bytes[at..], None) {
         starts.push(at as u64);
         at += used;
     }
@@ -158,7 +178,7 @@ pub fn records_on_disk(dir: &Path) -> Vec<Record> {
     for segment in segments(dir) {
         let bytes = fs::read(&segment).expect("read");
         let mut at = 8;
-        while let Read::Frame(records, used) = frame::read(&bytes[at..]) {
+        while let Read::Frame(records, used) = frame::read(&bytes[at..], None) {
             all.extend(records);
             at += used;
         }
@@ -176,7 +196,10 @@ pub fn checkpoint_then_write(
 ) -> PathBuf {
     let before = segments(dir).len();
     log.checkpoint(snapshot).expect("checkpoint");
-    let checkpoint = wait_for_checkpoint(dir);
+    let checkpoint = wait_for_checkpoint(dir, || {
+        log.poll_checkpoint();
+        log.reclaim();
+    });
     assert!(
         segments(dir).len() < before,
         "segments older than the checkpoint are deleted"
@@ -186,10 +209,13 @@ pub fn checkpoint_then_write(
 }
 
 /// Waits until one checkpoint exists, no temp file is left and no segment is older than it.
-pub fn wait_for_checkpoint(dir: &Path) -> PathBuf {
+/// `maintain` is what the committer does every cycle: take the finished checkpoint's
+/// relocations (`Log::poll_checkpoint`) and then `Log::reclaim`.
+pub fn wait_for_checkpoint(dir: &Path, mut maintain: impl FnMut()) -> PathBuf {
     wait_until(
         "the checkpoint is written and older segments are reclaimed",
         || {
+            maintain();
             let checkpoints = checkpoints(dir);
             let temps = files_with(dir, "", ".tmp");
             checkpoints.len() == 1

@@ -9,9 +9,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sepp_core::{
-    DeadLetter, DeadLetterCause, Job, JobId, JobState, Payload, Primitive, Record, TimeMs,
-    TraceContext,
+    DeadLetter, DeadLetterCause, Job, JobId, JobPayload, JobState, PayloadData, Primitive, Record,
+    TimeMs, TraceContext,
 };
+
+/// A payload held in memory, as the committer hands it to the log.
+pub fn inline_payload(data: Vec<u8>, encoding: &str) -> JobPayload {
+    JobPayload { encoding: encoding.into(), data: PayloadData::Inline(data.into_boxed_slice()) }
+}
 
 /// splitmix64: small, fast and good enough to drive property tests from a seed.
 pub struct Rng(u64);
@@ -121,14 +126,13 @@ impl Rng {
             seq: self.next_u64() >> self.below(64),
             queue: Arc::from(self.text()),
             job_type: Arc::from(self.text()),
-            payload: self.percent(70).then(|| Payload {
-                data: self.bytes(payload_len),
-                encoding: self.text(),
+            payload: self.percent(70).then(|| {
+                let data = self.bytes(payload_len);
+                inline_payload(data, &self.text())
             }),
             priority: self.below(10) as u8,
-            trace_context: self.percent(50).then(|| TraceContext {
-                traceparent: self.text(),
-                tracestate: self.opt_text(),
+            trace_context: self.percent(50).then(|| {
+                Box::new(TraceContext { traceparent: self.text(), tracestate: self.opt_text() })
             }),
             enqueued_at_ms: self.time_ms(),
             max_attempts: self.next_u64() as u32,
