@@ -2,11 +2,13 @@
 //! its own task (so a panic is caught and the task can be aborted), keep its lease alive if
 //! asked, and settle the job.
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::{JoinError, JoinHandle};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 use tracing::field::Empty;
@@ -20,11 +22,28 @@ use crate::{Job, JobCtx, ReserveOptions};
 /// What the per-job tasks share.
 struct Shared {
     client: SeppClient,
-    lease_duration: std::time::Duration,
+    lease_duration: Duration,
     auto_extend: Option<AutoExtend>,
-    handlers: std::collections::HashMap<String, Handler>,
+    handlers: HashMap<String, Handler>,
     catch_all: Option<Handler>,
     metrics: WorkerMetrics,
+}
+
+/// The reserve loop's state: what it asks for, its capacity, and the jobs it spawned.
+struct Reserver {
+    options: ReserveOptions,
+    max_jobs: Option<u32>,
+    reserve_error_backoff: Duration,
+    token: CancellationToken,
+    permits: Arc<Semaphore>,
+    tasks: TaskTracker,
+    shared: Arc<Shared>,
+}
+
+/// Whether the loop goes on.
+enum Turn {
+    Continue,
+    Stop,
 }
 
 pub(super) async fn run(worker: Worker) {
@@ -39,7 +58,6 @@ pub(super) async fn run(worker: Worker) {
         catch_all,
         shutdown,
     } = worker;
-    let token = shutdown.token;
     let max_in_flight = max_in_flight.max(1);
     let worker_id = options.worker_id().unwrap_or_default().to_owned();
     tracing::info!(
@@ -51,68 +69,26 @@ pub(super) async fn run(worker: Worker) {
         queues = ?options.queues(),
         "worker started"
     );
-    let shared = Arc::new(Shared {
-        client: client.clone(),
+    let shared = Shared {
+        client,
         lease_duration: options.lease_duration(),
         auto_extend,
         handlers,
         catch_all,
         metrics: WorkerMetrics::new(),
-    });
-    let permits = Arc::new(Semaphore::new(max_in_flight));
-    let tasks = TaskTracker::new();
+    };
+    let reserver = Reserver {
+        options,
+        max_jobs,
+        reserve_error_backoff,
+        token: shutdown.token,
+        permits: Arc::new(Semaphore::new(max_in_flight)),
+        tasks: TaskTracker::new(),
+        shared: Arc::new(shared),
+    };
+    while let Turn::Continue = reserver.run_once().await {}
 
-    loop {
-        let permit = tokio::select! {
-            biased;
-            () = token.cancelled() => break,
-            permit = permits.clone().acquire_owned() => permit.expect("the Worker never closes its semaphore"),
-        };
-        let request: ReserveOptions = options
-            .clone()
-            .with_max_jobs(policy::reserve_batch(max_jobs, permits.available_permits()));
-        let started = Instant::now();
-        // If the reserve and the shutdown finish together, the reserve wins: its jobs are
-        // already leased to us, so they are handled during the drain.
-        let result = tokio::select! {
-            biased;
-            result = client.reserve(&request) => result,
-            () = token.cancelled() => break,
-        };
-        match result {
-            Err(error) => {
-                shared.metrics.reserve_failed();
-                tracing::warn!(%error, backoff_ms = reserve_error_backoff.as_millis() as u64,
-                    "reserve error: {error}; backing off for {reserve_error_backoff:?}");
-                drop(permit);
-                pause(&token, reserve_error_backoff).await;
-            }
-            Ok(None) => {
-                shared.metrics.reserve_completed(false);
-                drop(permit);
-                if policy::is_early_empty(started.elapsed(), request.wait_timeout()) {
-                    pause(&token, EARLY_EMPTY_PAUSE).await;
-                }
-            }
-            Ok(Some(jobs)) => {
-                shared.metrics.reserve_completed(true);
-                let mut held = Some(permit);
-                for job in jobs {
-                    // Later jobs of a batch wait for their own permit (they are ours already).
-                    let permit = match held.take() {
-                        Some(permit) => permit,
-                        None => permits
-                            .clone()
-                            .acquire_owned()
-                            .await
-                            .expect("the Worker never closes its semaphore"),
-                    };
-                    tasks.spawn(process(shared.clone(), job, permit));
-                }
-            }
-        }
-    }
-
+    let tasks = &reserver.tasks;
     tracing::info!(
         worker_id,
         in_flight = tasks.len(),
@@ -123,8 +99,66 @@ pub(super) async fn run(worker: Worker) {
     tracing::info!(worker_id, "worker stopped");
 }
 
+impl Reserver {
+    /// One turn: wait for a free slot, reserve up to the free capacity, and spawn a task per
+    /// job; or back off after a failed or suspiciously quick empty reserve.
+    async fn run_once(&self) -> Turn {
+        let permit = tokio::select! {
+            biased;
+            () = self.token.cancelled() => return Turn::Stop,
+            permit = self.permits.clone().acquire_owned() => permit.expect("the Worker never closes its semaphore"),
+        };
+        let batch = policy::reserve_batch(self.max_jobs, self.permits.available_permits());
+        let request = self.options.clone().with_max_jobs(batch);
+        let started = Instant::now();
+        // If the reserve and the shutdown finish together, the reserve wins: its jobs are
+        // already leased to us, so they are handled during the drain.
+        let result = tokio::select! {
+            biased;
+            result = self.shared.client.reserve(&request) => result,
+            () = self.token.cancelled() => return Turn::Stop,
+        };
+        let metrics = &self.shared.metrics;
+        match result {
+            Err(error) => {
+                metrics.reserve_failed();
+                let backoff = self.reserve_error_backoff;
+                tracing::warn!(%error, backoff_ms = backoff.as_millis() as u64,
+                    "reserve error: {error}; backing off for {backoff:?}");
+                drop(permit);
+                pause(&self.token, backoff).await;
+            }
+            Ok(None) => {
+                metrics.reserve_completed(false);
+                drop(permit);
+                if policy::is_early_empty(started.elapsed(), request.wait_timeout()) {
+                    pause(&self.token, EARLY_EMPTY_PAUSE).await;
+                }
+            }
+            Ok(Some(jobs)) => {
+                metrics.reserve_completed(true);
+                let mut held = Some(permit);
+                for job in jobs {
+                    // Later jobs of a batch wait for their own permit (they are ours already).
+                    let permit = match held.take() {
+                        Some(permit) => permit,
+                        None => self
+                            .permits
+                            .clone()
+                            .acquire_owned()
+                            .await
+                            .expect("the Worker never closes its semaphore"),
+                    };
+                    self.tasks.spawn(process(self.shared.clone(), job, permit));
+                }
+            }
+        }
+        Turn::Continue
+    }
+}
+
 /// Sleeps for `duration`, waking early on shutdown.
-async fn pause(token: &tokio_util::sync::CancellationToken, duration: std::time::Duration) {
+async fn pause(token: &CancellationToken, duration: Duration) {
     tokio::select! {
         () = token.cancelled() => {}
         () = tokio::time::sleep(duration) => {}

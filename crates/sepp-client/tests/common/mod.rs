@@ -79,7 +79,8 @@ impl Server {
                 let Ok(line) = line else { break };
                 let line = strip_ansi(&line);
                 if line.contains("queue server listening") {
-                    if let (Some(tx), Some(port)) = (port_tx.take(), parse_port(&line)) {
+                    let port = parse_port(&line);
+                    if let (Some(tx), Some(port)) = (port_tx.take(), port) {
                         let _ = tx.send(port);
                     }
                 }
