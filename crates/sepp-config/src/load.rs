@@ -314,11 +314,11 @@ fn in_plain_words(message: &str) -> String {
 /// Hides the offending value a serde message quotes, keeping what kind of value it was.
 fn redact_value(message: &str) -> String {
     for prefix in ["invalid type: ", "invalid value: "] {
-        if let Some(rest) = message.strip_prefix(prefix) {
-            if let Some(at) = rest.rfind(", expected ") {
-                let kind = rest[..at].split(' ').next().unwrap_or("");
-                return format!("{prefix}{kind}{}", &rest[at..]);
-            }
+        if let Some(rest) = message.strip_prefix(prefix)
+            && let Some(at) = rest.rfind(", expected ")
+        {
+            let kind = rest[..at].split(' ').next().unwrap_or("");
+            return format!("{prefix}{kind}{}", &rest[at..]);
         }
     }
     if let Some(value) = backticked_after(message, "unknown variant ") {

@@ -11,6 +11,9 @@ use crate::record::Record;
 use crate::state::State;
 use crate::types::{Job, JobId, JobPayload, NewJob, PayloadData, Primitive, TimeMs};
 
+/// The answer to an atomic enqueue: one result per job, or the rejected jobs by index.
+pub type AtomicOutcome = Result<Vec<Enqueued>, Vec<(u32, Rejection)>>;
+
 /// A job that was accepted, or deduplicated onto an earlier one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Enqueued {
@@ -50,7 +53,7 @@ impl State {
         now_ms: TimeMs,
         jobs: Vec<(JobId, NewJob)>,
         out: &mut Vec<Record>,
-    ) -> Result<Vec<Enqueued>, Vec<(u32, Rejection)>> {
+    ) -> AtomicOutcome {
         // Capacity counts every job as new, deduplicated or not (SPEC 2.3).
         let mut per_queue: HashMap<&str, u64> = HashMap::new();
         for (_, job) in &jobs {

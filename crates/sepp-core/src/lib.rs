@@ -27,7 +27,7 @@ mod lease;
 mod state;
 mod sweep;
 
-pub use enqueue::Enqueued;
+pub use enqueue::{AtomicOutcome, Enqueued};
 pub use errors::{CallError, LeaseError, Rejection};
 pub use lease::Nacked;
 pub use limits::{Policy, QueueLimits, RetryBackoff, ServerLimits};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{
-    DeadLetter, Delivery, Enqueued, Job, JobId, LeaseError, Nacked, NewJob, PayloadData, Policy, Record,
+    AtomicOutcome, DeadLetter, Delivery, Enqueued, Job, JobId, LeaseError, Nacked, NewJob, PayloadData, Policy, Record,
     Rejection, State, SweepReport, TimeMs,
 };
 use tokio::sync::oneshot;
@@ -34,7 +34,7 @@ pub struct Loaded<T> {
 /// A request to the committer, with the channel its answer goes back on.
 pub enum Command {
     Enqueue { jobs: Vec<(JobId, NewJob)>, reply: Reply<Vec<Result<Enqueued, Rejection>>> },
-    EnqueueAtomic { jobs: Vec<(JobId, NewJob)>, reply: Reply<Result<Vec<Enqueued>, Vec<(u32, Rejection)>>> },
+    EnqueueAtomic { jobs: Vec<(JobId, NewJob)>, reply: Reply<AtomicOutcome> },
     Reserve { plan: ReservePlan, reply: Reply<Vec<Loaded<Delivery>>> },
     Ack { job_id: JobId, attempt: u32, reply: Reply<Result<(), LeaseError>> },
     Nack {
@@ -55,7 +55,7 @@ pub enum Command {
 /// An answer computed in this cycle, sent once the cycle's records are persisted.
 enum Answer {
     Enqueue(Reply<Vec<Result<Enqueued, Rejection>>>, Vec<Result<Enqueued, Rejection>>),
-    EnqueueAtomic(Reply<Result<Vec<Enqueued>, Vec<(u32, Rejection)>>>, Result<Vec<Enqueued>, Vec<(u32, Rejection)>>),
+    EnqueueAtomic(Reply<AtomicOutcome>, AtomicOutcome),
     Reserve(Reply<Vec<Loaded<Delivery>>>, Vec<Delivery>),
     Ack(Reply<Result<(), LeaseError>>, Result<(), LeaseError>),
     Nack(Reply<Result<Nacked, LeaseError>>, Result<Nacked, LeaseError>),

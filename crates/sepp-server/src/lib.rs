@@ -7,8 +7,9 @@
 //! - [`service`]: one handler per `sepp.v1.QueueService` RPC.
 //! - [`convert`]: proto <-> core conversions; [`status`]: outcomes -> gRPC statuses.
 //! - [`committer`]: the thread that owns the state, with group commit and parked reserves.
-//! The durable log the committer persists to is the `sepp-log` crate.
 //! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
+//!
+//! The durable log the committer persists to is the `sepp-log` crate.
 
 pub mod auth;
 pub mod committer;

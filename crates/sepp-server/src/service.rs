@@ -20,6 +20,9 @@ use crate::status::{is_server_fault, ApiError};
 /// The version this server reports; clients of 0.1 check it.
 pub const SERVER_VERSION: &str = "0.1.1";
 
+/// A job after stages A to C: an id and the job, ready for the committer, or its rejection.
+type Screened = Result<(JobId, sepp_core::NewJob), Rejection>;
+
 pub struct QueueApi {
     pub committer: CommitterHandle,
     pub live: Arc<LiveConfig>,
@@ -34,7 +37,7 @@ impl QueueApi {
     }
 
     /// Stages A to C for every job of a batch: each job gets an id and passes, or is rejected.
-    fn screen(&self, jobs: Vec<pb::EnqueueRequest>) -> Result<Vec<Result<(JobId, sepp_core::NewJob), Rejection>>, ApiError> {
+    fn screen(&self, jobs: Vec<pb::EnqueueRequest>) -> Result<Vec<Screened>, ApiError> {
         let live = self.live.get();
         validate::validate_batch_size(&live.policy, jobs.len())?;
         let now_ms = now_ms();
