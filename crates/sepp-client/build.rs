@@ -1,7 +1,9 @@
 //! Compiles the wire contract with protox (pure Rust, no protoc) into a tonic client.
 //!
-//! The proto is the workspace's `proto/sepp/v1/queue.proto`; a copy vendored into the crate
-//! directory (`proto/`) wins when present, so a packaged crate builds on its own.
+//! The proto is the workspace's `proto/sepp/v1/queue.proto`, reached through the crate's
+//! `proto` symlink (`../../proto`), so `cargo package` copies the contract into the packaged
+//! crate and it builds on its own. Where the symlink is not one (a checkout without symlink
+//! support), the workspace path is used directly.
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
