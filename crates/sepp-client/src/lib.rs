@@ -62,6 +62,13 @@
 //! `cargo run -p sepp-client --example quickstart` (`SEPP_ADDR` picks the server);
 //! `examples/traced.rs` shows tracing with OpenTelemetry.
 //!
+//! ## Cargo features
+//!
+//! - `opentelemetry` (default): W3C trace propagation, the linked consumer span, and Worker
+//!   metrics (see below).
+//! - `tls`: TLS through rustls (ring) with the platform's root certificates, a custom CA or a
+//!   server-name override.
+//!
 //! ## Layout
 //!
 //! - The crate root holds the data types: [`EnqueueRequest`], [`Payload`], [`Priority`],
@@ -131,6 +138,8 @@
 //! - `host:port` addresses are accepted and `https://` turns TLS on (0.1 required a full URI
 //!   and an explicit TLS option).
 //! - The user agent is `sepp-client/<version>`.
+//! - [`ReserveOptions::new`] refuses leases shorter than a millisecond (the server's unit), not
+//!   only zero.
 //! - Additions: accessors such as [`JobCtx::lease_expiry`], [`EnqueueRequest::queue`],
 //!   [`ReserveOptions::queues`], [`JobRejection::is_transient`] and
 //!   [`Worker::worker_id`](worker::Worker::worker_id).
