@@ -164,17 +164,24 @@ fn machine(out: &mut String, results: &Results) {
     );
 }
 
+/// Columns of text; every other column holds numbers and is right-aligned.
+const TEXT_COLUMNS: [&str; 8] = [
+    "scenario", "phase", "target", "measure", "unit", "goal", "wanted", "met",
+];
+
 fn header(out: &mut String, columns: &[String]) {
     let _ = writeln!(out, "| {} |", columns.join(" | "));
-    let _ = writeln!(
-        out,
-        "|{}",
-        columns
-            .iter()
-            .enumerate()
-            .map(|(i, _)| if i < 2 { "---|" } else { "---:|" })
-            .collect::<String>()
-    );
+    let alignments: String = columns
+        .iter()
+        .map(|column| {
+            if TEXT_COLUMNS.contains(&column.as_str()) {
+                "---|"
+            } else {
+                "---:|"
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "|{alignments}");
 }
 
 fn throughput_tables(out: &mut String, summary: &Summary) {
@@ -358,7 +365,7 @@ type BacklogRow = (
 fn backlog_table(out: &mut String, results: &Results) {
     let jobs = results.backlog.first().map_or(0, |run| run.jobs);
     let _ = writeln!(out, "### Large backlog: {jobs} queued 256-byte jobs\n");
-    let mut columns = vec!["measure".to_string(), "".to_string()];
+    let mut columns = vec!["measure".to_string(), "unit".to_string()];
     columns.extend(results.backlog.iter().map(|run| run.target.clone()));
     header(out, &columns);
     let rows: [BacklogRow; 9] = [
@@ -507,7 +514,9 @@ fn goals_table(out: &mut String, summary: &Summary) {
     for (label, wanted, measured, met) in rows {
         let shown = match (wanted.contains('%'), measured) {
             (true, Some(value)) => format!("{:.0}%", value * 100.0),
-            (false, Some(value)) if wanted.ends_with('x') => format!("{value:.2}x"),
+            (false, Some(value)) if wanted.ends_with('x') => format!("{value:.3}x"),
+            (false, Some(value)) if wanted.ends_with("MB") => format!("{value:.1} MB"),
+            (false, Some(value)) if wanted.ends_with(" s") => format!("{value:.2} s"),
             (false, Some(value)) => format!("{value:.2}"),
             (_, None) => "-".into(),
         };
