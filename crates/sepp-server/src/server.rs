@@ -13,7 +13,7 @@ use sepp_config::{Config, PersistMode};
 use sepp_log::{DurableLog, LogOptions};
 use sepp_core::{State, StorageRules};
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::auth::ApiKeyCheck;
@@ -88,8 +88,7 @@ pub async fn run(
 
     let mut builder = Server::builder()
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
-        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-        .tcp_nodelay(true);
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)));
     if let (Some(cert), Some(key)) = (&boot.server.tls_cert_path, &boot.server.tls_key_path) {
         let identity = Identity::from_pem(read_tls(cert)?, read_tls(key)?);
         builder = builder.tls_config(ServerTlsConfig::new().identity(identity)).map_err(StartError::Tls)?;
@@ -114,10 +113,14 @@ pub async fn run(
             let _ = committer.send(Command::Shutdown).await;
         }
     };
+    // The builder's tcp_nodelay applies only to listeners it binds itself; ours is bound by the
+    // caller, so accepted sockets get TCP_NODELAY here (without it, every small reply waits out
+    // a delayed ACK of tens of milliseconds).
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let serving = builder
         .add_service(health_service)
         .add_service(queue_service)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), graceful);
+        .serve_with_incoming_shutdown(incoming, graceful);
     // In-flight calls get a bounded grace period: a peer that never answers the transport's
     // goodbye (a stalled client) must not keep the server from stopping.
     let served = tokio::select! {
