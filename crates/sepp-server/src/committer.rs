@@ -234,10 +234,12 @@ impl Committer {
         }
         self.serve_waiters(now_ms);
         self.persist();
-        self.maintain_log();
         for answer in self.answers.drain(..) {
             answer.send(self.log.as_mut());
         }
+        // Only now: answers hold jobs as they were when applied, whose payloads may sit in the
+        // very files a finished checkpoint is about to let the log delete.
+        self.maintain_log();
     }
 
     fn sweep(&mut self, now_ms: TimeMs) {

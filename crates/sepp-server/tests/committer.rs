@@ -1,0 +1,75 @@
+//! The committer over a real durable log with tiny checkpoint thresholds, so that checkpoints,
+//! payload relocation and file reclaiming all happen while jobs are being delivered.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sepp_core::validate::ReservePlan;
+use sepp_core::{JobId, NewJob, Payload, Policy, State, StorageRules};
+use sepp_log::{DurableLog, LogOptions, PersistMode};
+use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings};
+use tokio::sync::oneshot;
+
+fn payload_of(index: usize) -> Vec<u8> {
+    (0..2_000).map(|byte| ((byte + index * 7) % 251) as u8).collect()
+}
+
+async fn ask<T>(committer: &CommitterHandle, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> T {
+    let (reply, answer) = oneshot::channel();
+    committer.send(command(reply)).await.expect("the committer runs");
+    answer.await.expect("the committer answers")
+}
+
+fn checkpoints(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .expect("read the data directory")
+        .filter(|entry| entry.as_ref().unwrap().file_name().to_string_lossy().ends_with(".ckpt"))
+        .count()
+}
+
+/// Every delivered payload comes back byte for byte while checkpoints move payloads into new
+/// files and delete the old ones underneath the deliveries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behind_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = State::new(Arc::new(Policy::default()), StorageRules::default());
+    let options = LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 16 << 10, checkpoint_slack_bytes: 32 << 10 };
+    let (log, _) = DurableLog::open(dir.path(), options, |_| unreachable!("a new directory")).expect("open the log");
+    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
+    let (committer, thread) = committer::spawn(state, Box::new(log), settings);
+
+    const JOBS: usize = 400;
+    let mut ids = Vec::new();
+    for index in 0..JOBS {
+        let job = NewJob {
+            queue: "q".into(),
+            job_type: "t".into(),
+            payload: Some(Payload { data: payload_of(index), encoding: "bin".into() }),
+            ..NewJob::default()
+        };
+        let id = JobId::new_v4();
+        let results = ask(&committer, |reply| Command::Enqueue { jobs: vec![(id, job)], reply }).await;
+        assert!(results[0].is_ok());
+        ids.push(id);
+    }
+    let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 60_000, max_jobs: 1 };
+    let started = Instant::now();
+    for (index, id) in ids.iter().enumerate() {
+        let delivered = ask(&committer, |reply| Command::Reserve { plan: plan.clone(), reply }).await;
+        assert_eq!(delivered.len(), 1, "job {index} was not delivered");
+        assert_eq!(delivered[0].value.job.id, *id);
+        assert_eq!(delivered[0].payload_data.as_deref(), Some(&payload_of(index)[..]), "payload of job {index}");
+        let attempt = delivered[0].value.attempt;
+        let acked = ask(&committer, |reply| Command::Ack { job_id: *id, attempt, reply }).await;
+        assert_eq!(acked, Ok(()));
+        // Give the checkpoint thread a moment now and then, so completions land between
+        // deliveries rather than only at the end.
+        if index % 40 == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert!(checkpoints(dir.path()) >= 1, "no checkpoint happened, so nothing was tested");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    drop(committer);
+    thread.join().expect("the committer stops");
+}
