@@ -359,8 +359,9 @@ fn workspace_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
 }
 
-/// Our server: the given path, or the `sepp` built beside this binary (building it with cargo,
-/// in this binary's profile, when it is missing).
+/// Our server: the given path, or the `sepp` beside this binary. Under `cargo run` (when cargo
+/// sets `CARGO`) it is always (re)built first in this binary's profile, so it matches the
+/// checkout; otherwise only when it is missing.
 fn ours_binary(given: Option<PathBuf>) -> Result<PathBuf, BenchError> {
     if let Some(path) = given {
         return Ok(path);
@@ -368,7 +369,8 @@ fn ours_binary(given: Option<PathBuf>) -> Result<PathBuf, BenchError> {
     let exe = std::env::current_exe()?;
     let dir = exe.parent().expect("a binary lives in a directory");
     let path = dir.join("sepp");
-    if !path.exists() {
+    let under_cargo = std::env::var_os("CARGO").is_some();
+    if under_cargo || !path.exists() {
         let release = dir.file_name().is_some_and(|name| name == "release");
         let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
         command
