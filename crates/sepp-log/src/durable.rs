@@ -60,7 +60,7 @@ pub struct LogOptions {
 
 impl LogOptions {
     pub fn new(persist_mode: PersistMode) -> Self {
-        LogOptions { persist_mode, segment_bytes: 64 << 20, checkpoint_slack_bytes: 16 << 20 }
+        LogOptions { persist_mode, segment_bytes: 32 << 20, checkpoint_slack_bytes: 16 << 20 }
     }
 }
 
@@ -115,6 +115,7 @@ pub struct DurableLog {
     /// A completed checkpoint whose older files are deleted on the next `reclaim`.
     reclaimable: Option<u64>,
     checkpointer: Checkpointer,
+    preparer: Preparer,
     readers: PayloadReader,
     /// Declared last so it is dropped last, after the checkpointer has stopped writing.
     _lock: File,
@@ -170,7 +171,7 @@ impl DurableLog {
         let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io_error(&lock_path))?;
         lock.try_lock().map_err(|_| OpenError::Locked { path: dir.to_path_buf() })?;
 
-        let (segments, checkpoints) = list(dir)?;
+        let (segments, checkpoints) = list(dir, true)?;
         let mut recovery = Recovery::default();
         let base = checkpoints.last().copied();
         let mut checkpoint_bytes = 0;
@@ -227,11 +228,10 @@ impl DurableLog {
         let (segment_index, segment, segment_len) = match live_segments.last() {
             Some(index) => {
                 let path = segment_path(dir, *index);
-                let mut file = OpenOptions::new().append(true).open(&path).map_err(io_error(&path))?;
+                let file = OpenOptions::new().read(true).write(true).open(&path).map_err(io_error(&path))?;
                 let mut len = history[index];
                 if len < SEGMENT_MAGIC.len() as u64 {
-                    file.set_len(0).map_err(io_error(&path))?;
-                    file.write_all(SEGMENT_MAGIC).map_err(io_error(&path))?;
+                    file.write_all_at(SEGMENT_MAGIC, 0).map_err(io_error(&path))?;
                     file.sync_all().map_err(io_error(&path))?;
                     len = SEGMENT_MAGIC.len() as u64;
                     history.insert(*index, len);
@@ -245,9 +245,12 @@ impl DurableLog {
                 (index, file, SEGMENT_MAGIC.len() as u64)
             }
         };
+        let preparer = Preparer::start(dir.to_path_buf(), options.segment_bytes);
+        preparer.request(segment_index + 1);
         let log = DurableLog {
             dir: dir.to_path_buf(),
             options,
+            preparer,
             segment,
             segment_index,
             segment_len,
@@ -269,11 +272,14 @@ impl DurableLog {
     }
 
     fn rotate(&mut self) -> io::Result<()> {
-        // Even in buffer mode: a segment must be whole before a newer one exists, or a power
-        // loss could leave a torn segment in the middle, which recovery refuses.
+        // The closed segment loses its preallocated tail, and is synced even in buffer mode: a
+        // segment must be whole before a newer one exists, or a power loss could leave a torn
+        // segment in the middle, which recovery refuses.
+        self.segment.set_len(self.segment_len)?;
         self.segment.sync_all()?;
         let index = self.segment_index + 1;
-        self.segment = create_segment(&self.dir, index)?;
+        self.segment = self.preparer.take(&self.dir, index)?;
+        self.preparer.request(index + 1);
         self.segment_index = index;
         self.segment_len = SEGMENT_MAGIC.len() as u64;
         self.history.insert(index, self.segment_len);
@@ -293,7 +299,7 @@ impl Log for DurableLog {
             return Ok(Vec::new());
         }
         let written_at = self.segment_len;
-        self.segment.write_all(&self.buffer)?;
+        self.segment.write_all_at(&self.buffer, written_at)?;
         match self.options.persist_mode {
             PersistMode::SyncAll => self.segment.sync_all()?,
             PersistMode::SyncData => self.segment.sync_data()?,
@@ -350,7 +356,7 @@ impl Log for DurableLog {
 
     fn reclaim(&mut self) {
         let Some(base) = self.reclaimable.take() else { return };
-        let Ok((segments, checkpoints)) = list(&self.dir) else { return };
+        let Ok((segments, checkpoints)) = list(&self.dir, false) else { return };
         for index in segments.into_iter().filter(|index| *index < base) {
             self.readers.forget(segment_file(index));
             let _ = fs::remove_file(segment_path(&self.dir, index));
@@ -413,8 +419,9 @@ fn check_format(dir: &Path) -> Result<(), OpenError> {
     }
 }
 
-/// Segment and checkpoint indexes in the directory, ascending. Removes unfinished temp files.
-fn list(dir: &Path) -> Result<(Vec<u64>, Vec<u64>), OpenError> {
+/// Segment and checkpoint indexes in the directory, ascending. With `remove_leftovers` (on
+/// open, when nothing else writes here) it also removes unfinished temporary files.
+fn list(dir: &Path, remove_leftovers: bool) -> Result<(Vec<u64>, Vec<u64>), OpenError> {
     let mut segments = Vec::new();
     let mut checkpoints = Vec::new();
     for entry in fs::read_dir(dir).map_err(io_error(dir))? {
@@ -424,7 +431,7 @@ fn list(dir: &Path) -> Result<(Vec<u64>, Vec<u64>), OpenError> {
             segments.push(index);
         } else if let Some(index) = file_index(&name, "checkpoint-", ".ckpt") {
             checkpoints.push(index);
-        } else if name.ends_with(".tmp") {
+        } else if remove_leftovers && (name.ends_with(".tmp") || name.ends_with(".prep")) {
             let _ = fs::remove_file(entry.path());
         }
     }
@@ -435,11 +442,94 @@ fn list(dir: &Path) -> Result<(Vec<u64>, Vec<u64>), OpenError> {
 
 fn create_segment(dir: &Path, index: u64) -> io::Result<File> {
     let path = segment_path(dir, index);
-    let mut file = OpenOptions::new().create_new(true).append(true).open(&path)?;
-    file.write_all(SEGMENT_MAGIC)?;
+    let file = OpenOptions::new().create_new(true).read(true).write(true).open(&path)?;
+    file.write_all_at(SEGMENT_MAGIC, 0)?;
     file.sync_all()?;
     sync_dir(dir)?;
     Ok(file)
+}
+
+fn prepared_path(dir: &Path, index: u64) -> PathBuf {
+    dir.join(format!("segment-{index:020}.prep"))
+}
+
+/// Writes `segment-<index>.prep`: the header and then zeros up to `capacity`, synced. Appending
+/// into space that is already written costs a sync far less than growing the file: only the
+/// data has to reach the disk, not the new size and block allocation with it.
+fn prepare_segment(dir: &Path, index: u64, capacity: u64) -> io::Result<()> {
+    let path = prepared_path(dir, index);
+    let mut file = io::BufWriter::with_capacity(1 << 20, File::create(&path)?);
+    file.write_all(SEGMENT_MAGIC)?;
+    let zeros = vec![0; 1 << 20];
+    let mut written = SEGMENT_MAGIC.len() as u64;
+    while written < capacity {
+        let chunk = (capacity - written).min(zeros.len() as u64) as usize;
+        file.write_all(&zeros[..chunk])?;
+        written += chunk as u64;
+    }
+    file.into_inner().map_err(|error| error.into_error())?.sync_all()
+}
+
+/// Prepares the next segment in the background while the current one fills.
+struct Preparer {
+    requests: mpsc::Sender<u64>,
+    /// The index prepared, and whether it worked.
+    ready: mpsc::Receiver<(u64, io::Result<()>)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Preparer {
+    fn start(dir: PathBuf, capacity: u64) -> Preparer {
+        let (requests, request_receiver) = mpsc::channel::<u64>();
+        let (ready_sender, ready) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("sepp-segment-prep".into())
+            .spawn(move || {
+                for index in request_receiver {
+                    let result = prepare_segment(&dir, index, capacity);
+                    if ready_sender.send((index, result)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("spawn the segment preparer");
+        Preparer { requests, ready, thread: Some(thread) }
+    }
+
+    fn request(&self, index: u64) {
+        let _ = self.requests.send(index);
+    }
+
+    /// The segment `index`, prepared in the background (waiting for it if need be), or created
+    /// here when preparing failed.
+    fn take(&self, dir: &Path, index: u64) -> io::Result<File> {
+        let prepared = loop {
+            match self.ready.recv() {
+                Ok((ready, result)) if ready == index => break result,
+                Ok(_) => continue,
+                Err(_) => break Err(io::Error::other("the segment preparer stopped")),
+            }
+        };
+        if let Err(error) = prepared {
+            tracing::warn!(%error, index, "preparing a log segment failed; creating it without preallocation");
+            let _ = fs::remove_file(prepared_path(dir, index));
+            return create_segment(dir, index);
+        }
+        let path = segment_path(dir, index);
+        fs::rename(prepared_path(dir, index), &path)?;
+        sync_dir(dir)?;
+        OpenOptions::new().read(true).write(true).open(&path)
+    }
+}
+
+impl Drop for Preparer {
+    fn drop(&mut self) {
+        let (closed, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.requests, closed));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Replays one segment. Returns the records applied, the length of its valid prefix, and the
@@ -471,6 +561,8 @@ fn replay_segment(
                 continue;
             }
             Read::End => return Ok((records, at as u64, None)),
+            // The preallocated, never written rest of the segment being filled: a clean end.
+            _ if last && bytes[at..].iter().all(|byte| *byte == 0) => return Ok((records, at as u64, None)),
             Read::Torn => "the last write was cut short",
             Read::Corrupt(reason) => reason,
         };

@@ -26,7 +26,7 @@ use sepp_core::{
 };
 use sepp_log::{DurableLog, Log, LogOptions, PersistMode};
 
-use common::disk::segments;
+use common::disk::{cut_preallocation, frames_end, segments};
 use common::{Rng, variant};
 
 const QUEUES: [&str; 3] = ["a", "b", "c"];
@@ -416,7 +416,7 @@ impl Sim {
         if tail == Tail::Torn {
             // A cycle that is written but never acknowledged: the crash cuts its frame short.
             let acknowledged_segment = segments(self.dir.path()).pop().expect("a segment");
-            let acknowledged_len = fs::metadata(&acknowledged_segment).expect("metadata").len();
+            let acknowledged_len = frames_end(&acknowledged_segment);
             self.advance_time();
             let records = self.operations(true);
             self.persist(&records);
@@ -434,7 +434,7 @@ impl Sim {
                 fs::remove_file(newer).expect("remove the segment the crash never created");
                 self.stats.torn_before_rotation += 1;
             }
-            let written_len = fs::metadata(&segment).expect("metadata").len();
+            let written_len = frames_end(&segment);
             assert!(written_len > acknowledged_len);
             let cut = self.rng.range(acknowledged_len + 1, written_len - 1);
             OpenOptions::new()
@@ -448,6 +448,7 @@ impl Sim {
         }
         if tail == Tail::Garbage || (tail == Tail::Torn && self.rng.percent(30)) {
             let segment = segments(self.dir.path()).pop().expect("a segment");
+            cut_preallocation(&segment);
             let len = fs::metadata(&segment).expect("metadata").len();
             let garbage_len = self.rng.range(1, 300) as usize;
             let garbage = self.rng.bytes(garbage_len);

@@ -110,6 +110,7 @@ pub fn index_of(path: &Path) -> u64 {
 }
 
 /// Byte offsets where the frames of a segment or checkpoint file start (after the 8-byte magic).
+/// The segment being written may end in preallocated zeros.
 pub fn frame_starts(path: &Path) -> Vec<u64> {
     let bytes = fs::read(path).expect("read file");
     let mut starts = Vec::new();
@@ -118,13 +119,28 @@ pub fn frame_starts(path: &Path) -> Vec<u64> {
         starts.push(at as u64);
         at += used;
     }
-    assert_eq!(
-        at,
-        bytes.len(),
+    assert!(
+        bytes[at..].iter().all(|byte| *byte == 0),
         "{} has bytes that are not frames",
         path.display()
     );
     starts
+}
+
+/// Where the frames of a segment end: its length without the preallocated zeros after them.
+pub fn frames_end(path: &Path) -> u64 {
+    let bytes = fs::read(path).expect("read file");
+    let mut at = 8;
+    while let Read::Frame(_, used) = frame::read(&bytes[at..], None) {
+        at += used;
+    }
+    at as u64
+}
+
+/// Cuts the preallocated zeros off a segment, so that it ends with its last frame.
+pub fn cut_preallocation(path: &Path) {
+    let end = frames_end(path);
+    fs::OpenOptions::new().write(true).open(path).expect("open").set_len(end).expect("cut");
 }
 
 pub fn flip_bit(path: &Path, offset: u64) {
