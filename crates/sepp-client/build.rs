@@ -7,17 +7,10 @@
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = if Path::new("proto/sepp/v1/queue.proto").exists() {
-        "proto"
-    } else {
-        "../../proto"
-    };
+    let root = if Path::new("proto/sepp/v1/queue.proto").exists() { "proto" } else { "../../proto" };
     let file = format!("{root}/sepp/v1/queue.proto");
     println!("cargo:rerun-if-changed={file}");
     let descriptors = protox::compile([file.as_str()], [root])?;
-    tonic_prost_build::configure()
-        .build_server(false)
-        .build_client(true)
-        .compile_fds(descriptors)?;
+    tonic_prost_build::configure().build_server(false).build_client(true).compile_fds(descriptors)?;
     Ok(())
 }

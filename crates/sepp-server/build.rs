@@ -4,9 +4,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto_file = "../../proto/sepp/v1/queue.proto";
     println!("cargo:rerun-if-changed={proto_file}");
     let descriptors = protox::compile([proto_file], [proto_root])?;
-    tonic_prost_build::configure()
-        .build_server(true)
-        .build_client(true)
-        .compile_fds(descriptors)?;
+    tonic_prost_build::configure().build_server(true).build_client(true).compile_fds(descriptors)?;
     Ok(())
 }

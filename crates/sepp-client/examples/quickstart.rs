@@ -22,10 +22,7 @@ const JOBS: usize = 3;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = std::env::var("SEPP_ADDR").unwrap_or_else(|_| "127.0.0.1:50051".to_owned());
-    let client = SeppClient::builder(addr)
-        .retry_policy(RetryPolicy::default().with_max_attempts(3))
-        .connect()
-        .await?;
+    let client = SeppClient::builder(addr).retry_policy(RetryPolicy::default().with_max_attempts(3)).connect().await?;
     let info = client.get_server_info().await?;
     println!("connected to sepp {}", info.version);
 
@@ -34,19 +31,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let requests = (0..JOBS).map(|n| {
         EnqueueRequest::new(&queue, "greet")
             .expect("non-empty names")
-            .with_payload(Payload::new(
-                format!("visitor {n}").into_bytes(),
-                "text/plain",
-            ))
+            .with_payload(Payload::new(format!("visitor {n}").into_bytes(), "text/plain"))
             .with_priority(Priority::P5)
             .with_idempotency_key(format!("{queue}-{n}"))
     });
     for result in client.enqueue_batch(requests).await? {
         match result {
-            Ok(ack) => println!(
-                "enqueued {} (deduplicated: {})",
-                ack.job_id, ack.deduplicated
-            ),
+            Ok(ack) => println!("enqueued {} (deduplicated: {})", ack.job_id, ack.deduplicated),
             Err(rejection) => println!("rejected: {rejection}"),
         }
     }
@@ -61,8 +52,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             move |payload: Option<Payload>, ctx: Arc<JobCtx>| {
                 let (handled, all_done) = (handled.clone(), all_done.clone());
                 async move {
-                    let payload =
-                        payload.ok_or_else(|| HandlerError::permanent("greet needs a payload"))?;
+                    let payload = payload.ok_or_else(|| HandlerError::permanent("greet needs a payload"))?;
                     println!("{ctx}: hello, {}!", String::from_utf8_lossy(&payload.data));
                     if handled.fetch_add(1, Ordering::SeqCst) + 1 == JOBS {
                         all_done.notify_one();
@@ -77,9 +67,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     all_done.notified().await;
     shutdown.shutdown();
     running.await?;
-    println!(
-        "handled {} jobs; worker stopped",
-        handled.load(Ordering::SeqCst)
-    );
+    println!("handled {} jobs; worker stopped", handled.load(Ordering::SeqCst));
     Ok(())
 }

@@ -28,9 +28,7 @@ use tracing_subscriber::layer::SubscriberExt;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 1. The host installs a tracer provider and the tracing-opentelemetry layer.
     let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
     // Info level keeps sepp's spans and drops the transport's debug spans.
     let subscriber = tracing_subscriber::registry()
         .with(tracing_subscriber::filter::LevelFilter::INFO)
@@ -44,10 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 2. Produce inside an application span.
     let checkout = tracing::info_span!("checkout", order = 1234);
-    let ack = client
-        .enqueue(EnqueueRequest::new(&queue, "charge")?)
-        .instrument(checkout)
-        .await?;
+    let ack = client.enqueue(EnqueueRequest::new(&queue, "charge")?).instrument(checkout).await?;
     println!("enqueued {}", ack.job_id);
 
     // 3. Consume: the handler runs inside `sepp.process`.
@@ -75,13 +70,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let links: Vec<String> = span
             .links
             .iter()
-            .map(|link| {
-                format!(
-                    "{}/{}",
-                    link.span_context.trace_id(),
-                    link.span_context.span_id()
-                )
-            })
+            .map(|link| format!("{}/{}", link.span_context.trace_id(), link.span_context.span_id()))
             .collect();
         println!(
             "{:<24} trace {} span {} parent {} links {:?}",

@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::proto as pb;
 use crate::types::Lease;
 use crate::{
-    DeadLetterCause, DeadLetterRecord, EnqueueAck, EnqueueRequest, Job, JobConversionError, JobCtx,
-    JobRejection, Payload, Primitive, Priority, ServerInfo, ServerInfoError, TraceContext,
+    DeadLetterCause, DeadLetterRecord, EnqueueAck, EnqueueRequest, Job, JobConversionError, JobCtx, JobRejection,
+    Payload, Primitive, Priority, ServerInfo, ServerInfoError, TraceContext,
 };
 
 /// A wire timestamp for `at`; `None` before the Unix epoch (such a time is not sent).
@@ -25,13 +25,8 @@ pub(crate) fn timestamp(at: SystemTime) -> Option<prost_types::Timestamp> {
 /// The time of a wire timestamp; `Err(seconds)` when it is before the epoch or malformed.
 pub(crate) fn system_time(timestamp: &prost_types::Timestamp) -> Result<SystemTime, i64> {
     let seconds = u64::try_from(timestamp.seconds).map_err(|_| timestamp.seconds)?;
-    let nanos = u32::try_from(timestamp.nanos)
-        .ok()
-        .filter(|nanos| *nanos < 1_000_000_000)
-        .ok_or(timestamp.seconds)?;
-    UNIX_EPOCH
-        .checked_add(Duration::new(seconds, nanos))
-        .ok_or(timestamp.seconds)
+    let nanos = u32::try_from(timestamp.nanos).ok().filter(|nanos| *nanos < 1_000_000_000).ok_or(timestamp.seconds)?;
+    UNIX_EPOCH.checked_add(Duration::new(seconds, nanos)).ok_or(timestamp.seconds)
 }
 
 /// A wire duration (saturating at the largest representable).
@@ -47,10 +42,7 @@ pub(crate) fn from_duration(duration: Option<&prost_types::Duration>) -> Duratio
     let Some(duration) = duration else {
         return Duration::ZERO;
     };
-    match (
-        u64::try_from(duration.seconds),
-        u32::try_from(duration.nanos),
-    ) {
+    match (u64::try_from(duration.seconds), u32::try_from(duration.nanos)) {
         (Ok(seconds), Ok(nanos)) if nanos < 1_000_000_000 => Duration::new(seconds, nanos),
         _ => Duration::ZERO,
     }
@@ -67,9 +59,7 @@ fn primitive(value: &Primitive) -> pb::PrimitiveValue {
     pb::PrimitiveValue { value: Some(value) }
 }
 
-fn custom_map(
-    custom: HashMap<String, pb::PrimitiveValue>,
-) -> Result<HashMap<String, Primitive>, JobConversionError> {
+fn custom_map(custom: HashMap<String, pb::PrimitiveValue>) -> Result<HashMap<String, Primitive>, JobConversionError> {
     use pb::primitive_value::Value;
     custom
         .into_iter()
@@ -87,10 +77,7 @@ fn custom_map(
 }
 
 pub(crate) fn trace_context(trace: &TraceContext) -> pb::TraceContext {
-    pb::TraceContext {
-        traceparent: trace.traceparent().to_owned(),
-        tracestate: trace.tracestate().map(str::to_owned),
-    }
+    pb::TraceContext { traceparent: trace.traceparent().to_owned(), tracestate: trace.tracestate().map(str::to_owned) }
 }
 
 /// A received trace context; an invalid one is dropped, never an error.
@@ -108,28 +95,21 @@ pub(crate) fn enqueue_request(request: &EnqueueRequest) -> pb::EnqueueRequest {
     pb::EnqueueRequest {
         queue: request.queue.clone(),
         job_type: request.job_type.clone(),
-        payload: request.payload.as_ref().map(|payload| pb::Payload {
-            data: payload.data.clone(),
-            encoding: payload.encoding.clone(),
-        }),
+        payload: request
+            .payload
+            .as_ref()
+            .map(|payload| pb::Payload { data: payload.data.clone(), encoding: payload.encoding.clone() }),
         idempotency_key: request.idempotency_key.clone(),
         priority: request.priority.map(|priority| u32::from(priority.get())),
         max_attempts: request.max_attempts,
         trace_context: request.trace_context.as_ref().map(trace_context),
-        custom: request
-            .custom
-            .iter()
-            .map(|(key, value)| (key.clone(), primitive(value)))
-            .collect(),
+        custom: request.custom.iter().map(|(key, value)| (key.clone(), primitive(value))).collect(),
         scheduled_at: request.scheduled_at.and_then(timestamp),
     }
 }
 
 pub(crate) fn enqueue_ack(response: pb::EnqueueResponse) -> EnqueueAck {
-    EnqueueAck {
-        job_id: response.job_id,
-        deduplicated: response.deduplicated,
-    }
+    EnqueueAck { job_id: response.job_id, deduplicated: response.deduplicated }
 }
 
 /// A rejection; an unset or unknown reason is [`JobRejection::Unknown`].
@@ -140,56 +120,21 @@ pub(crate) fn rejection(rejection: Option<pb::JobRejection>) -> JobRejection {
     };
     match reason {
         Reason::UnknownQueue(r) => JobRejection::UnknownQueue { queue: r.queue },
-        Reason::PayloadTooLarge(r) => JobRejection::PayloadTooLarge {
-            limit: r.limit,
-            actual: r.actual,
-        },
-        Reason::EncodingNotAllowed(r) => JobRejection::EncodingNotAllowed {
-            encoding: r.encoding,
-            allowed: r.allowed,
-        },
-        Reason::JobTypeNotAllowed(r) => JobRejection::JobTypeNotAllowed {
-            job_type: r.job_type,
-            allowed: r.allowed,
-        },
-        Reason::CustomEntriesTooMany(r) => JobRejection::CustomEntriesTooMany {
-            limit: r.limit,
-            actual: r.actual,
-        },
-        Reason::CustomMapTooLarge(r) => JobRejection::CustomMapTooLarge {
-            limit: r.limit,
-            actual: r.actual,
-        },
-        Reason::CustomKeyTooLong(r) => JobRejection::CustomKeyTooLong {
-            key: r.key,
-            limit: r.limit,
-            actual: r.actual,
-        },
-        Reason::QueueNameTooLong(r) => JobRejection::QueueNameTooLong {
-            limit: r.limit,
-            actual: r.actual,
-        },
-        Reason::JobTypeNameTooLong(r) => JobRejection::JobTypeNameTooLong {
-            limit: r.limit,
-            actual: r.actual,
-        },
-        Reason::IdempotencyKeyTooLong(r) => JobRejection::IdempotencyKeyTooLong {
-            limit: r.limit,
-            actual: r.actual,
-        },
+        Reason::PayloadTooLarge(r) => JobRejection::PayloadTooLarge { limit: r.limit, actual: r.actual },
+        Reason::EncodingNotAllowed(r) => JobRejection::EncodingNotAllowed { encoding: r.encoding, allowed: r.allowed },
+        Reason::JobTypeNotAllowed(r) => JobRejection::JobTypeNotAllowed { job_type: r.job_type, allowed: r.allowed },
+        Reason::CustomEntriesTooMany(r) => JobRejection::CustomEntriesTooMany { limit: r.limit, actual: r.actual },
+        Reason::CustomMapTooLarge(r) => JobRejection::CustomMapTooLarge { limit: r.limit, actual: r.actual },
+        Reason::CustomKeyTooLong(r) => JobRejection::CustomKeyTooLong { key: r.key, limit: r.limit, actual: r.actual },
+        Reason::QueueNameTooLong(r) => JobRejection::QueueNameTooLong { limit: r.limit, actual: r.actual },
+        Reason::JobTypeNameTooLong(r) => JobRejection::JobTypeNameTooLong { limit: r.limit, actual: r.actual },
+        Reason::IdempotencyKeyTooLong(r) => JobRejection::IdempotencyKeyTooLong { limit: r.limit, actual: r.actual },
         Reason::ScheduledTooFar(r) => JobRejection::ScheduledTooFar {
             horizon: from_duration(r.horizon.as_ref()),
-            actual: r
-                .actual
-                .as_ref()
-                .and_then(|at| system_time(at).ok())
-                .unwrap_or(UNIX_EPOCH),
+            actual: r.actual.as_ref().and_then(|at| system_time(at).ok()).unwrap_or(UNIX_EPOCH),
         },
         Reason::InvalidRequest(r) => JobRejection::InvalidRequest { message: r.message },
-        Reason::QueueFull(r) => JobRejection::QueueFull {
-            queue: r.queue,
-            limit: r.limit,
-        },
+        Reason::QueueFull(r) => JobRejection::QueueFull { queue: r.queue, limit: r.limit },
         Reason::QueueClosing(r) => JobRejection::QueueClosing { queue: r.queue },
     }
 }
@@ -210,10 +155,7 @@ fn priority(value: u32) -> Result<Priority, JobConversionError> {
 }
 
 fn payload(payload: Option<pb::Payload>) -> Option<Payload> {
-    payload.map(|payload| Payload {
-        data: payload.data,
-        encoding: payload.encoding,
-    })
+    payload.map(|payload| Payload { data: payload.data, encoding: payload.encoding })
 }
 
 /// The parts of a wire job that both reserved jobs and dead-letter records carry, validated.
@@ -230,9 +172,7 @@ struct JobFields {
     scheduled_at: Option<SystemTime>,
 }
 
-fn job_fields(
-    job: pb::Job,
-) -> Result<(JobFields, u32, Option<prost_types::Timestamp>), JobConversionError> {
+fn job_fields(job: pb::Job) -> Result<(JobFields, u32, Option<prost_types::Timestamp>), JobConversionError> {
     if job.id.is_empty() {
         return Err(JobConversionError::MissingField("id"));
     }
@@ -244,10 +184,7 @@ fn job_fields(
         enqueued_at: required_time("enqueued_at", job.enqueued_at.as_ref())?,
         custom: custom_map(job.custom)?,
         // A malformed schedule or trace context is dropped, not fatal: the job is still usable.
-        scheduled_at: job
-            .scheduled_at
-            .as_ref()
-            .and_then(|at| system_time(at).ok()),
+        scheduled_at: job.scheduled_at.as_ref().and_then(|at| system_time(at).ok()),
         trace_context: received_trace_context(job.trace_context),
         payload: payload(job.payload),
         id: job.id,
@@ -259,10 +196,7 @@ fn job_fields(
 }
 
 /// A reserved job, with a lease built by `lease` from the granted expiry.
-pub(crate) fn job(
-    job: pb::Job,
-    lease: impl FnOnce(SystemTime) -> Lease,
-) -> Result<Job, JobConversionError> {
+pub(crate) fn job(job: pb::Job, lease: impl FnOnce(SystemTime) -> Lease) -> Result<Job, JobConversionError> {
     let (fields, attempt, lease_expires_at) = job_fields(job)?;
     let lease_expires_at = required_time("lease_expires_at", lease_expires_at.as_ref())?;
     let ctx = JobCtx {
@@ -279,10 +213,7 @@ pub(crate) fn job(
         lease_expires_at,
         lease: Arc::new(lease(lease_expires_at)),
     };
-    Ok(Job {
-        payload: fields.payload,
-        ctx,
-    })
+    Ok(Job { payload: fields.payload, ctx })
 }
 
 fn dead_letter_cause(value: i32) -> DeadLetterCause {
@@ -295,9 +226,7 @@ fn dead_letter_cause(value: i32) -> DeadLetterCause {
     }
 }
 
-pub(crate) fn dead_letter(
-    record: pb::DeadLetterRecord,
-) -> Result<DeadLetterRecord, JobConversionError> {
+pub(crate) fn dead_letter(record: pb::DeadLetterRecord) -> Result<DeadLetterRecord, JobConversionError> {
     let job = record.job.ok_or(JobConversionError::MissingField("job"))?;
     let (fields, _, _) = job_fields(job)?;
     Ok(DeadLetterRecord {
@@ -322,10 +251,7 @@ pub(crate) fn server_info(info: pb::GetServerInfoResponse) -> Result<ServerInfo,
     if info.server_version.is_empty() {
         return Err(ServerInfoError::MissingField("server_version"));
     }
-    let server_time = info
-        .server_time
-        .as_ref()
-        .ok_or(ServerInfoError::MissingField("server_time"))?;
+    let server_time = info.server_time.as_ref().ok_or(ServerInfoError::MissingField("server_time"))?;
     let server_time = system_time(server_time).map_err(ServerInfoError::InvalidServerTime)?;
     Ok(ServerInfo {
         version: info.server_version,
@@ -366,24 +292,16 @@ mod tests {
         pb::Job {
             id: "id-1".into(),
             job_type: "email".into(),
-            payload: Some(pb::Payload {
-                data: b"{}".to_vec(),
-                encoding: "application/json".into(),
-            }),
+            payload: Some(pb::Payload { data: b"{}".to_vec(), encoding: "application/json".into() }),
             priority: 5,
-            trace_context: Some(pb::TraceContext {
-                traceparent: TRACEPARENT.into(),
-                tracestate: Some("k=v".into()),
-            }),
+            trace_context: Some(pb::TraceContext { traceparent: TRACEPARENT.into(), tracestate: Some("k=v".into()) }),
             enqueued_at: at(100),
             attempt: 2,
             max_attempts: 3,
             lease_expires_at: at(200),
             custom: HashMap::from([(
                 "tenant".to_owned(),
-                pb::PrimitiveValue {
-                    value: Some(pb::primitive_value::Value::StringValue("acme".into())),
-                },
+                pb::PrimitiveValue { value: Some(pb::primitive_value::Value::StringValue("acme".into())) },
             )]),
             scheduled_at: at(50),
             queue: "q".into(),
@@ -391,42 +309,26 @@ mod tests {
     }
 
     fn decode(job: pb::Job) -> Result<Job, JobConversionError> {
-        let client = SeppClient::from_channel(
-            tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy(),
-        );
+        let client =
+            SeppClient::from_channel(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy());
         super::job(job, |expiry| Lease::new(client, Some("w".into()), expiry))
     }
 
     #[tokio::test]
     async fn a_wire_job_decodes_into_a_job_and_its_context() {
         let job = decode(wire_job()).unwrap();
-        assert_eq!(
-            job.payload,
-            Some(Payload::new(b"{}".to_vec(), "application/json"))
-        );
+        assert_eq!(job.payload, Some(Payload::new(b"{}".to_vec(), "application/json")));
         let ctx = job.ctx;
-        assert_eq!(
-            (ctx.id.as_str(), ctx.job_type.as_str(), ctx.queue.as_str()),
-            ("id-1", "email", "q")
-        );
-        assert_eq!(
-            (ctx.priority, ctx.attempt, ctx.max_attempts),
-            (Priority::P5, 2, 3)
-        );
+        assert_eq!((ctx.id.as_str(), ctx.job_type.as_str(), ctx.queue.as_str()), ("id-1", "email", "q"));
+        assert_eq!((ctx.priority, ctx.attempt, ctx.max_attempts), (Priority::P5, 2, 3));
         assert_eq!(ctx.enqueued_at, UNIX_EPOCH + Duration::from_secs(100));
         assert_eq!(ctx.lease_expires_at, UNIX_EPOCH + Duration::from_secs(200));
         assert_eq!(ctx.lease_expiry(), ctx.lease_expires_at);
         assert_eq!(ctx.scheduled_at, Some(UNIX_EPOCH + Duration::from_secs(50)));
         assert_eq!(ctx.custom["tenant"], Primitive::String("acme".into()));
-        assert_eq!(
-            ctx.trace_context.as_ref().unwrap().tracestate(),
-            Some("k=v")
-        );
+        assert_eq!(ctx.trace_context.as_ref().unwrap().tracestate(), Some("k=v"));
         assert_eq!(ctx.worker_id(), Some("w"));
-        assert_eq!(
-            ctx.to_string(),
-            "JobCtx { id: id-1, job_type: email, attempt: 2/3, priority: 5 }"
-        );
+        assert_eq!(ctx.to_string(), "JobCtx { id: id-1, job_type: email, attempt: 2/3, priority: 5 }");
     }
 
     #[tokio::test]
@@ -434,40 +336,18 @@ mod tests {
         type Breakage = fn(&mut pb::Job);
         let cases: Vec<(Breakage, JobConversionError)> = vec![
             (|job| job.id.clear(), JobConversionError::MissingField("id")),
-            (
-                |job| job.job_type.clear(),
-                JobConversionError::MissingField("job_type"),
-            ),
-            (
-                |job| job.priority = 10,
-                JobConversionError::PriorityOutOfRange(10),
-            ),
-            (
-                |job| job.enqueued_at = None,
-                JobConversionError::MissingField("enqueued_at"),
-            ),
-            (
-                |job| job.enqueued_at = at(-1),
-                JobConversionError::InvalidTimestamp {
-                    field: "enqueued_at",
-                    value: -1,
-                },
-            ),
-            (
-                |job| job.lease_expires_at = None,
-                JobConversionError::MissingField("lease_expires_at"),
-            ),
+            (|job| job.job_type.clear(), JobConversionError::MissingField("job_type")),
+            (|job| job.priority = 10, JobConversionError::PriorityOutOfRange(10)),
+            (|job| job.enqueued_at = None, JobConversionError::MissingField("enqueued_at")),
+            (|job| job.enqueued_at = at(-1), JobConversionError::InvalidTimestamp { field: "enqueued_at", value: -1 }),
+            (|job| job.lease_expires_at = None, JobConversionError::MissingField("lease_expires_at")),
             (
                 |job| job.lease_expires_at = at(-5),
-                JobConversionError::InvalidTimestamp {
-                    field: "lease_expires_at",
-                    value: -5,
-                },
+                JobConversionError::InvalidTimestamp { field: "lease_expires_at", value: -5 },
             ),
             (
                 |job| {
-                    job.custom
-                        .insert("empty".into(), pb::PrimitiveValue { value: None });
+                    job.custom.insert("empty".into(), pb::PrimitiveValue { value: None });
                 },
                 JobConversionError::EmptyCustomValue("empty".into()),
             ),
@@ -482,10 +362,7 @@ mod tests {
     #[tokio::test]
     async fn a_bad_trace_context_or_schedule_is_dropped_but_the_job_kept() {
         let mut job = wire_job();
-        job.trace_context = Some(pb::TraceContext {
-            traceparent: "garbage".into(),
-            tracestate: None,
-        });
+        job.trace_context = Some(pb::TraceContext { traceparent: "garbage".into(), tracestate: None });
         job.scheduled_at = at(-10);
         let job = decode(job).unwrap();
         assert_eq!(job.ctx.trace_context, None);
@@ -521,56 +398,32 @@ mod tests {
             .with_trace_context(TraceContext::new(TRACEPARENT).unwrap())
             .with_scheduled_at(UNIX_EPOCH + Duration::new(10, 5));
         let wire = enqueue_request(&request);
-        assert_eq!(
-            wire.payload,
-            Some(pb::Payload {
-                data: b"x".to_vec(),
-                encoding: "text/plain".into()
-            })
-        );
+        assert_eq!(wire.payload, Some(pb::Payload { data: b"x".to_vec(), encoding: "text/plain".into() }));
         assert_eq!(wire.idempotency_key.as_deref(), Some("k"));
         assert_eq!((wire.priority, wire.max_attempts), (Some(9), Some(7)));
         assert_eq!(wire.trace_context.unwrap().traceparent, TRACEPARENT);
-        assert_eq!(
-            wire.scheduled_at,
-            Some(prost_types::Timestamp {
-                seconds: 10,
-                nanos: 5
-            })
-        );
+        assert_eq!(wire.scheduled_at, Some(prost_types::Timestamp { seconds: 10, nanos: 5 }));
         let decoded = custom_map(wire.custom).unwrap();
         assert_eq!(&decoded, request.custom());
     }
 
     #[test]
     fn a_schedule_before_the_epoch_is_not_sent() {
-        let request = EnqueueRequest::new("q", "t")
-            .unwrap()
-            .with_scheduled_at(UNIX_EPOCH - Duration::from_secs(1));
+        let request = EnqueueRequest::new("q", "t").unwrap().with_scheduled_at(UNIX_EPOCH - Duration::from_secs(1));
         assert_eq!(enqueue_request(&request).scheduled_at, None);
     }
 
     #[test]
     fn every_rejection_reason_decodes_and_unknown_ones_do_not_fail() {
         use pb::job_rejection::Reason;
-        let decode = |reason| {
-            rejection(Some(pb::JobRejection {
-                reason: Some(reason),
-            }))
-        };
+        let decode = |reason| rejection(Some(pb::JobRejection { reason: Some(reason) }));
         assert_eq!(
             decode(Reason::UnknownQueue(pb::UnknownQueue { queue: "q".into() })),
             JobRejection::UnknownQueue { queue: "q".into() }
         );
         assert_eq!(
-            decode(Reason::PayloadTooLarge(pb::PayloadTooLarge {
-                limit: 1,
-                actual: 2
-            })),
-            JobRejection::PayloadTooLarge {
-                limit: 1,
-                actual: 2
-            }
+            decode(Reason::PayloadTooLarge(pb::PayloadTooLarge { limit: 1, actual: 2 })),
+            JobRejection::PayloadTooLarge { limit: 1, actual: 2 }
         );
         assert_eq!(
             decode(Reason::ScheduledTooFar(pb::ScheduledTooFar {
@@ -583,64 +436,29 @@ mod tests {
             }
         );
         assert_eq!(
-            decode(Reason::QueueFull(pb::QueueFull {
-                queue: "q".into(),
-                limit: 5
-            })),
-            JobRejection::QueueFull {
-                queue: "q".into(),
-                limit: 5
-            }
+            decode(Reason::QueueFull(pb::QueueFull { queue: "q".into(), limit: 5 })),
+            JobRejection::QueueFull { queue: "q".into(), limit: 5 }
         );
         assert_eq!(
-            decode(Reason::InvalidRequest(pb::InvalidRequest {
-                message: "m".into()
-            })),
-            JobRejection::InvalidRequest {
-                message: "m".into()
-            }
+            decode(Reason::InvalidRequest(pb::InvalidRequest { message: "m".into() })),
+            JobRejection::InvalidRequest { message: "m".into() }
         );
-        assert_eq!(
-            rejection(Some(pb::JobRejection { reason: None })),
-            JobRejection::Unknown
-        );
+        assert_eq!(rejection(Some(pb::JobRejection { reason: None })), JobRejection::Unknown);
         assert_eq!(rejection(None), JobRejection::Unknown);
     }
 
     #[test]
     fn server_info_requires_a_version_and_a_valid_time_and_zeroes_unset_durations() {
-        let info = pb::GetServerInfoResponse {
-            server_version: "1.0".into(),
-            server_time: at(5),
-            ..Default::default()
-        };
+        let info = pb::GetServerInfoResponse { server_version: "1.0".into(), server_time: at(5), ..Default::default() };
         let decoded = server_info(info.clone()).unwrap();
         assert_eq!(decoded.version, "1.0");
         assert_eq!(decoded.max_wait_timeout, Duration::ZERO);
-        let missing = pb::GetServerInfoResponse {
-            server_version: String::new(),
-            ..info.clone()
-        };
-        assert_eq!(
-            server_info(missing),
-            Err(ServerInfoError::MissingField("server_version"))
-        );
-        let no_time = pb::GetServerInfoResponse {
-            server_time: None,
-            ..info.clone()
-        };
-        assert_eq!(
-            server_info(no_time),
-            Err(ServerInfoError::MissingField("server_time"))
-        );
-        let early = pb::GetServerInfoResponse {
-            server_time: at(-3),
-            ..info
-        };
-        assert_eq!(
-            server_info(early),
-            Err(ServerInfoError::InvalidServerTime(-3))
-        );
+        let missing = pb::GetServerInfoResponse { server_version: String::new(), ..info.clone() };
+        assert_eq!(server_info(missing), Err(ServerInfoError::MissingField("server_version")));
+        let no_time = pb::GetServerInfoResponse { server_time: None, ..info.clone() };
+        assert_eq!(server_info(no_time), Err(ServerInfoError::MissingField("server_time")));
+        let early = pb::GetServerInfoResponse { server_time: at(-3), ..info };
+        assert_eq!(server_info(early), Err(ServerInfoError::InvalidServerTime(-3)));
     }
 
     #[test]
@@ -655,62 +473,23 @@ mod tests {
         let decoded = dead_letter(record.clone()).unwrap();
         assert_eq!(decoded.cause, DeadLetterCause::Rejected);
         assert_eq!(decoded.failed_at, UNIX_EPOCH + Duration::from_secs(300));
-        assert_eq!(
-            (decoded.job_id.as_str(), decoded.queue.as_str()),
-            ("id-1", "q")
-        );
-        let unknown = pb::DeadLetterRecord {
-            cause: 99,
-            ..record.clone()
-        };
-        assert_eq!(
-            dead_letter(unknown).unwrap().cause,
-            DeadLetterCause::Unspecified
-        );
-        let no_job = pb::DeadLetterRecord {
-            job: None,
-            ..record.clone()
-        };
-        assert_eq!(
-            dead_letter(no_job),
-            Err(JobConversionError::MissingField("job"))
-        );
-        let no_time = pb::DeadLetterRecord {
-            failed_at: None,
-            ..record
-        };
-        assert_eq!(
-            dead_letter(no_time),
-            Err(JobConversionError::MissingField("failed_at"))
-        );
+        assert_eq!((decoded.job_id.as_str(), decoded.queue.as_str()), ("id-1", "q"));
+        let unknown = pb::DeadLetterRecord { cause: 99, ..record.clone() };
+        assert_eq!(dead_letter(unknown).unwrap().cause, DeadLetterCause::Unspecified);
+        let no_job = pb::DeadLetterRecord { job: None, ..record.clone() };
+        assert_eq!(dead_letter(no_job), Err(JobConversionError::MissingField("job")));
+        let no_time = pb::DeadLetterRecord { failed_at: None, ..record };
+        assert_eq!(dead_letter(no_time), Err(JobConversionError::MissingField("failed_at")));
     }
 
     #[test]
     fn durations_and_timestamps_round_trip_and_bad_ones_are_refused() {
         let length = Duration::new(3, 250);
         assert_eq!(from_duration(Some(&duration(length))), length);
-        assert_eq!(
-            from_duration(Some(&prost_types::Duration {
-                seconds: -1,
-                nanos: 0
-            })),
-            Duration::ZERO
-        );
+        assert_eq!(from_duration(Some(&prost_types::Duration { seconds: -1, nanos: 0 })), Duration::ZERO);
         let time = UNIX_EPOCH + Duration::new(12, 34);
         assert_eq!(system_time(&timestamp(time).unwrap()), Ok(time));
-        assert_eq!(
-            system_time(&prost_types::Timestamp {
-                seconds: 1,
-                nanos: -1
-            }),
-            Err(1)
-        );
-        assert_eq!(
-            system_time(&prost_types::Timestamp {
-                seconds: 1,
-                nanos: 1_000_000_000
-            }),
-            Err(1)
-        );
+        assert_eq!(system_time(&prost_types::Timestamp { seconds: 1, nanos: -1 }), Err(1));
+        assert_eq!(system_time(&prost_types::Timestamp { seconds: 1, nanos: 1_000_000_000 }), Err(1));
     }
 }

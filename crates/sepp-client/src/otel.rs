@@ -64,18 +64,9 @@ impl WorkerMetrics {
     pub(crate) fn new() -> Self {
         let meter = opentelemetry::global::meter("sepp");
         let instruments = Instruments {
-            processed: meter
-                .u64_counter("sepp.jobs.processed")
-                .with_description("Jobs acked after success")
-                .build(),
-            nacked: meter
-                .u64_counter("sepp.jobs.nacked")
-                .with_description("Jobs nacked, by outcome")
-                .build(),
-            in_flight: meter
-                .i64_up_down_counter("sepp.jobs.in_flight")
-                .with_description("Jobs being handled")
-                .build(),
+            processed: meter.u64_counter("sepp.jobs.processed").with_description("Jobs acked after success").build(),
+            nacked: meter.u64_counter("sepp.jobs.nacked").with_description("Jobs nacked, by outcome").build(),
+            in_flight: meter.i64_up_down_counter("sepp.jobs.in_flight").with_description("Jobs being handled").build(),
             reserves_completed: meter
                 .u64_counter("sepp.reserves.completed")
                 .with_description("Reserve calls that returned, by whether they had jobs")
@@ -85,9 +76,7 @@ impl WorkerMetrics {
                 .with_description("Reserve calls that failed")
                 .build(),
         };
-        Self {
-            instruments: std::sync::Arc::new(instruments),
-        }
+        Self { instruments: std::sync::Arc::new(instruments) }
     }
 
     pub(crate) fn processed(&self) {
@@ -95,14 +84,8 @@ impl WorkerMetrics {
     }
 
     pub(crate) fn nacked(&self, dead_lettered: bool) {
-        let outcome = if dead_lettered {
-            "dead_letter"
-        } else {
-            "retry"
-        };
-        self.instruments
-            .nacked
-            .add(1, &[opentelemetry::KeyValue::new("outcome", outcome)]);
+        let outcome = if dead_lettered { "dead_letter" } else { "retry" };
+        self.instruments.nacked.add(1, &[opentelemetry::KeyValue::new("outcome", outcome)]);
     }
 
     pub(crate) fn in_flight(&self, delta: i64) {
@@ -111,9 +94,7 @@ impl WorkerMetrics {
 
     pub(crate) fn reserve_completed(&self, had_jobs: bool) {
         let jobs = if had_jobs { "some" } else { "empty" };
-        self.instruments
-            .reserves_completed
-            .add(1, &[opentelemetry::KeyValue::new("jobs", jobs)]);
+        self.instruments.reserves_completed.add(1, &[opentelemetry::KeyValue::new("jobs", jobs)]);
     }
 
     pub(crate) fn reserve_failed(&self) {
@@ -156,10 +137,7 @@ mod tests {
             inject(&mut metadata);
             let traceparent = format!("00-{}-{}-01", expected.trace_id(), expected.span_id());
             assert_eq!(metadata.get("traceparent").unwrap(), traceparent.as_str());
-            assert!(
-                metadata.get("tracestate").is_none(),
-                "an empty tracestate is not sent"
-            );
+            assert!(metadata.get("tracestate").is_none(), "an empty tracestate is not sent");
         });
     }
 

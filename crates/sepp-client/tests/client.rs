@@ -12,8 +12,8 @@ use sepp_client::client::{
     ClientError, EnqueueError, LeaseError, ReserveError, RetryDirective, RetryPolicy, SeppClient,
 };
 use sepp_client::{
-    AtomicEnqueueError, DeadLetterCause, EnqueueRequest, Job, JobRejection, Payload, Primitive,
-    Priority, ReserveOptions, TraceContext,
+    AtomicEnqueueError, DeadLetterCause, EnqueueRequest, Job, JobRejection, Payload, Primitive, Priority,
+    ReserveOptions, TraceContext,
 };
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -24,15 +24,11 @@ fn job(queue: &str, job_type: &str) -> EnqueueRequest {
 
 /// Reserve options that answer at once instead of long-polling.
 fn now(queues: &[&str]) -> ReserveOptions {
-    ReserveOptions::new(queues.iter().copied(), LEASE)
-        .unwrap()
-        .with_wait_timeout(Duration::ZERO)
+    ReserveOptions::new(queues.iter().copied(), LEASE).unwrap().with_wait_timeout(Duration::ZERO)
 }
 
 async fn reserve_one(client: &SeppClient, queue: &str) -> Job {
-    let options = ReserveOptions::new([queue], LEASE)
-        .unwrap()
-        .with_wait_timeout(Duration::from_secs(10));
+    let options = ReserveOptions::new([queue], LEASE).unwrap().with_wait_timeout(Duration::from_secs(10));
     let mut jobs = client.reserve(&options).await.unwrap().expect("a job");
     assert_eq!(jobs.len(), 1);
     jobs.remove(0)
@@ -42,10 +38,7 @@ async fn reserve_one(client: &SeppClient, queue: &str) -> Job {
 fn the_harness_strips_ansi_codes_and_parses_the_port() {
     let line = "\u{1b}[2m2026\u{1b}[0m INFO queue server listening \u{1b}[3maddr\u{1b}[0m\u{1b}[2m=\u{1b}[0m127.0.0.1:43541 db";
     let clean = common::strip_ansi(line);
-    assert_eq!(
-        clean,
-        "2026 INFO queue server listening addr=127.0.0.1:43541 db"
-    );
+    assert_eq!(clean, "2026 INFO queue server listening addr=127.0.0.1:43541 db");
     assert_eq!(common::parse_port(&clean), Some(43541));
 }
 
@@ -56,29 +49,17 @@ async fn connects_with_or_without_a_scheme_and_reads_server_info() {
         let client = SeppClient::connect(addr).await.unwrap();
         let info = client.get_server_info().await.unwrap();
         assert!(!info.version.is_empty());
-        assert!(
-            info.supported_protocol_versions
-                .iter()
-                .any(|version| version == "v1"),
-            "{info:?}"
-        );
+        assert!(info.supported_protocol_versions.iter().any(|version| version == "v1"), "{info:?}");
         assert!(info.server_time > SystemTime::UNIX_EPOCH);
         assert_eq!(info.max_enqueue_batch, 256);
         assert_eq!(info.max_reserve_batch, 256);
         assert_eq!(info.max_lease_duration, Duration::from_secs(300));
-        assert_eq!(
-            info.max_schedule_horizon,
-            Duration::from_secs(30 * 24 * 3600)
-        );
+        assert_eq!(info.max_schedule_horizon, Duration::from_secs(30 * 24 * 3600));
         assert!(info.dead_letter_retention_enabled);
         assert!(!info.strict_queues);
     }
     let wrapped = SeppClient::from_channel(
-        tonic::transport::Endpoint::from_shared(server.url())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap(),
+        tonic::transport::Endpoint::from_shared(server.url()).unwrap().connect().await.unwrap(),
     );
     assert!(wrapped.get_server_info().await.is_ok());
 }
@@ -89,10 +70,7 @@ async fn connecting_to_nothing_fails_with_the_root_cause() {
     let addr = server.url();
     drop(server);
     match SeppClient::connect(addr.clone()).await {
-        Err(ClientError::Connect {
-            addr: failed,
-            reason,
-        }) => {
+        Err(ClientError::Connect { addr: failed, reason }) => {
             assert_eq!(failed, addr);
             assert!(!reason.is_empty());
         }
@@ -109,30 +87,13 @@ async fn an_https_address_needs_the_tls_feature() {
 
 #[tokio::test]
 async fn api_keys_are_sent_on_every_call_and_bad_ones_refused_at_connect() {
-    let server = Server::start_with(
-        "",
-        "[auth]\napi_keys = [{ name = \"test\", key = \"k3y-for-tests\" }]\n",
-    );
+    let server = Server::start_with("", "[auth]\napi_keys = [{ name = \"test\", key = \"k3y-for-tests\" }]\n");
     let anonymous = server.client().await;
-    assert!(matches!(
-        anonymous.get_server_info().await,
-        Err(ClientError::Unauthenticated(_))
-    ));
-    let wrong = SeppClient::builder(server.url())
-        .api_key("wrong")
-        .connect()
-        .await
-        .unwrap();
-    assert!(matches!(
-        wrong.get_server_info().await,
-        Err(ClientError::Unauthenticated(_))
-    ));
+    assert!(matches!(anonymous.get_server_info().await, Err(ClientError::Unauthenticated(_))));
+    let wrong = SeppClient::builder(server.url()).api_key("wrong").connect().await.unwrap();
+    assert!(matches!(wrong.get_server_info().await, Err(ClientError::Unauthenticated(_))));
 
-    let client = SeppClient::builder(server.url())
-        .api_key("k3y-for-tests")
-        .connect()
-        .await
-        .unwrap();
+    let client = SeppClient::builder(server.url()).api_key("k3y-for-tests").connect().await.unwrap();
     let queue = unique("auth");
     client.get_server_info().await.unwrap();
     client.enqueue(job(&queue, "t")).await.unwrap();
@@ -140,10 +101,7 @@ async fn api_keys_are_sent_on_every_call_and_bad_ones_refused_at_connect() {
     client.extend(&reserved.ctx, LEASE).await.unwrap();
     client.ack(&reserved.ctx).await.unwrap();
 
-    let bad = SeppClient::builder(server.url())
-        .api_key("new\nline")
-        .connect()
-        .await;
+    let bad = SeppClient::builder(server.url()).api_key("new\nline").connect().await;
     assert!(matches!(bad, Err(ClientError::InvalidApiKey)));
 }
 
@@ -152,15 +110,11 @@ async fn an_enqueued_job_is_reserved_with_every_field_intact() {
     let server = Server::start();
     let client = server.client().await;
     let queue = unique("fields");
-    let trace = TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-        .unwrap()
-        .with_tracestate("k=v");
+    let trace =
+        TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap().with_tracestate("k=v");
     let scheduled = SystemTime::now() - Duration::from_secs(1);
     let request = job(&queue, "email")
-        .with_payload(Payload::new(
-            br#"{"to":"ada"}"#.to_vec(),
-            "application/json",
-        ))
+        .with_payload(Payload::new(br#"{"to":"ada"}"#.to_vec(), "application/json"))
         .with_priority(Priority::P7)
         .with_max_attempts(5)
         .with_custom_entry("tenant", "acme")
@@ -176,13 +130,7 @@ async fn an_enqueued_job_is_reserved_with_every_field_intact() {
     let options = now(&[&queue]).with_worker_id("worker-7").unwrap();
     let jobs = client.reserve(&options).await.unwrap().unwrap();
     let Job { payload, ctx } = jobs.into_iter().next().unwrap();
-    assert_eq!(
-        payload,
-        Some(Payload::new(
-            br#"{"to":"ada"}"#.to_vec(),
-            "application/json"
-        ))
-    );
+    assert_eq!(payload, Some(Payload::new(br#"{"to":"ada"}"#.to_vec(), "application/json")));
     assert_eq!(ctx.id, ack.job_id);
     assert_eq!(ctx.queue, queue);
     assert_eq!(ctx.job_type, "email");
@@ -223,26 +171,12 @@ async fn an_idempotency_key_deduplicates_the_second_enqueue() {
     let server = Server::start();
     let client = server.client().await;
     let queue = unique("dedup");
-    let first = client
-        .enqueue(job(&queue, "t").with_idempotency_key("once"))
-        .await
-        .unwrap();
-    let second = client
-        .enqueue(job(&queue, "t").with_idempotency_key("once"))
-        .await
-        .unwrap();
+    let first = client.enqueue(job(&queue, "t").with_idempotency_key("once")).await.unwrap();
+    let second = client.enqueue(job(&queue, "t").with_idempotency_key("once")).await.unwrap();
     assert!(!first.deduplicated);
     assert!(second.deduplicated);
     assert_eq!(first.job_id, second.job_id);
-    assert!(
-        client
-            .reserve(&now(&[&queue]).with_max_jobs(10))
-            .await
-            .unwrap()
-            .unwrap()
-            .len()
-            == 1
-    );
+    assert!(client.reserve(&now(&[&queue]).with_max_jobs(10)).await.unwrap().unwrap().len() == 1);
 }
 
 #[tokio::test]
@@ -253,37 +187,19 @@ async fn a_batch_answers_each_job_and_rejections_are_values() {
     let too_long = "x".repeat(300);
     let far = SystemTime::now() + Duration::from_secs(40 * 24 * 3600);
     let results = client
-        .enqueue_batch([
-            job(&queue, "ok"),
-            job(&queue, &too_long),
-            job(&queue, "later").with_scheduled_at(far),
-        ])
+        .enqueue_batch([job(&queue, "ok"), job(&queue, &too_long), job(&queue, "later").with_scheduled_at(far)])
         .await
         .unwrap();
     assert_eq!(results.len(), 3);
     assert!(results[0].is_ok());
-    assert_eq!(
-        results[1],
-        Err(JobRejection::JobTypeNameTooLong {
-            limit: 256,
-            actual: 300
-        })
-    );
+    assert_eq!(results[1], Err(JobRejection::JobTypeNameTooLong { limit: 256, actual: 300 }));
     assert!(
         matches!(&results[2], Err(JobRejection::ScheduledTooFar { horizon, .. }) if *horizon == Duration::from_secs(30 * 24 * 3600))
     );
-    assert!(matches!(
-        client.enqueue_batch(Vec::new()).await,
-        Err(ClientError::EmptyBatch)
-    ));
+    assert!(matches!(client.enqueue_batch(Vec::new()).await, Err(ClientError::EmptyBatch)));
 
     let single = client.enqueue(job(&queue, &too_long)).await;
-    assert!(matches!(
-        single,
-        Err(EnqueueError::Rejected(
-            JobRejection::JobTypeNameTooLong { .. }
-        ))
-    ));
+    assert!(matches!(single, Err(EnqueueError::Rejected(JobRejection::JobTypeNameTooLong { .. }))));
 }
 
 #[tokio::test]
@@ -291,53 +207,20 @@ async fn an_atomic_enqueue_writes_all_or_lists_every_refused_job() {
     let server = Server::start();
     let client = server.client().await;
     let queue = unique("atomic");
-    let acks = client
-        .enqueue_atomic([job(&queue, "a"), job(&queue, "b")])
-        .await
-        .unwrap();
+    let acks = client.enqueue_atomic([job(&queue, "a"), job(&queue, "b")]).await.unwrap();
     assert_eq!(acks.len(), 2);
     assert_ne!(acks[0].job_id, acks[1].job_id);
-    let reserved = client
-        .reserve(&now(&[&queue]).with_max_jobs(10))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        reserved
-            .iter()
-            .map(|job| job.ctx.job_type.as_str())
-            .collect::<Vec<_>>(),
-        ["a", "b"]
-    );
+    let reserved = client.reserve(&now(&[&queue]).with_max_jobs(10)).await.unwrap().unwrap();
+    assert_eq!(reserved.iter().map(|job| job.ctx.job_type.as_str()).collect::<Vec<_>>(), ["a", "b"]);
 
     let other = unique("atomic-refused");
     let long = "y".repeat(600);
-    let error = client
-        .enqueue_atomic([job(&other, "fine"), job(&other, &long), job(&other, &long)])
-        .await
-        .unwrap_err();
-    let AtomicEnqueueError::Validation(errors) = error else {
-        panic!("{error:?}")
-    };
-    assert_eq!(
-        errors.iter().map(|error| error.index).collect::<Vec<_>>(),
-        [1, 2]
-    );
-    assert!(matches!(
-        errors[0].rejection,
-        JobRejection::JobTypeNameTooLong {
-            limit: 256,
-            actual: 600
-        }
-    ));
-    assert!(
-        client.reserve(&now(&[&other])).await.unwrap().is_none(),
-        "nothing may be written"
-    );
-    assert!(matches!(
-        client.enqueue_atomic([]).await,
-        Err(AtomicEnqueueError::Client(ClientError::EmptyBatch))
-    ));
+    let error = client.enqueue_atomic([job(&other, "fine"), job(&other, &long), job(&other, &long)]).await.unwrap_err();
+    let AtomicEnqueueError::Validation(errors) = error else { panic!("{error:?}") };
+    assert_eq!(errors.iter().map(|error| error.index).collect::<Vec<_>>(), [1, 2]);
+    assert!(matches!(errors[0].rejection, JobRejection::JobTypeNameTooLong { limit: 256, actual: 600 }));
+    assert!(client.reserve(&now(&[&other])).await.unwrap().is_none(), "nothing may be written");
+    assert!(matches!(client.enqueue_atomic([]).await, Err(AtomicEnqueueError::Client(ClientError::EmptyBatch))));
 }
 
 #[tokio::test]
@@ -345,45 +228,15 @@ async fn reserve_returns_none_when_idle_and_honours_priority_queue_order_and_bat
     let server = Server::start();
     let client = server.client().await;
     let (first, second) = (unique("first"), unique("second"));
-    assert!(
-        client
-            .reserve(&now(&[&first, &second]))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(client.reserve(&now(&[&first, &second])).await.unwrap().is_none());
 
     client.enqueue(job(&second, "second-queue")).await.unwrap();
-    client
-        .enqueue(job(&first, "low").with_priority(Priority::P1))
-        .await
-        .unwrap();
-    client
-        .enqueue(job(&first, "high").with_priority(Priority::P8))
-        .await
-        .unwrap();
-    let jobs = client
-        .reserve(&now(&[&first, &second]).with_max_jobs(2))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        jobs.iter()
-            .map(|job| job.ctx.job_type.as_str())
-            .collect::<Vec<_>>(),
-        ["high", "low"]
-    );
-    let jobs = client
-        .reserve(&now(&[&first, &second]).with_max_jobs(5))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        jobs.iter()
-            .map(|job| job.ctx.job_type.as_str())
-            .collect::<Vec<_>>(),
-        ["second-queue"]
-    );
+    client.enqueue(job(&first, "low").with_priority(Priority::P1)).await.unwrap();
+    client.enqueue(job(&first, "high").with_priority(Priority::P8)).await.unwrap();
+    let jobs = client.reserve(&now(&[&first, &second]).with_max_jobs(2)).await.unwrap().unwrap();
+    assert_eq!(jobs.iter().map(|job| job.ctx.job_type.as_str()).collect::<Vec<_>>(), ["high", "low"]);
+    let jobs = client.reserve(&now(&[&first, &second]).with_max_jobs(5)).await.unwrap().unwrap();
+    assert_eq!(jobs.iter().map(|job| job.ctx.job_type.as_str()).collect::<Vec<_>>(), ["second-queue"]);
 }
 
 #[tokio::test]
@@ -391,9 +244,7 @@ async fn a_long_poll_wakes_up_for_a_job_enqueued_while_it_waits() {
     let server = Server::start();
     let client = server.client().await;
     let queue = unique("long-poll");
-    let options = ReserveOptions::new([queue.as_str()], LEASE)
-        .unwrap()
-        .with_wait_timeout(Duration::from_secs(20));
+    let options = ReserveOptions::new([queue.as_str()], LEASE).unwrap().with_wait_timeout(Duration::from_secs(20));
     let waiting = tokio::spawn({
         let client = client.clone();
         async move { client.reserve(&options).await }
@@ -407,16 +258,8 @@ async fn a_long_poll_wakes_up_for_a_job_enqueued_while_it_waits() {
 async fn zero_max_jobs_is_refused_by_the_server() {
     let server = Server::start();
     let client = server.client().await;
-    let result = client
-        .reserve(&now(&[&unique("zero")]).with_max_jobs(0))
-        .await;
-    assert!(
-        matches!(
-            result,
-            Err(ReserveError::Client(ClientError::InvalidRequest(_)))
-        ),
-        "{result:?}"
-    );
+    let result = client.reserve(&now(&[&unique("zero")]).with_max_jobs(0)).await;
+    assert!(matches!(result, Err(ReserveError::Client(ClientError::InvalidRequest(_)))), "{result:?}");
 }
 
 #[tokio::test]
@@ -426,10 +269,7 @@ async fn strict_servers_refuse_reserves_from_undeclared_queues() {
     assert!(client.get_server_info().await.unwrap().strict_queues);
     assert!(client.reserve(&now(&["declared"])).await.unwrap().is_none());
     let result = client.reserve(&now(&["declared", "undeclared"])).await;
-    assert!(
-        matches!(result, Err(ReserveError::UnknownQueues(_))),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(ReserveError::UnknownQueues(_))), "{result:?}");
     let rejected = client.enqueue(job("undeclared", "t")).await;
     assert!(
         matches!(rejected, Err(EnqueueError::Rejected(JobRejection::UnknownQueue { ref queue })) if queue == "undeclared")
@@ -444,20 +284,9 @@ async fn ack_deletes_the_job_and_a_second_ack_finds_nothing() {
     client.enqueue(job(&queue, "t")).await.unwrap();
     let reserved = reserve_one(&client, &queue).await;
     client.ack(&reserved.ctx).await.unwrap();
-    assert!(matches!(
-        client.ack(&reserved.ctx).await,
-        Err(LeaseError::JobNotFound)
-    ));
-    assert!(matches!(
-        client
-            .nack(&reserved.ctx, RetryDirective::Default, "")
-            .await,
-        Err(LeaseError::JobNotFound)
-    ));
-    assert!(matches!(
-        client.extend(&reserved.ctx, LEASE).await,
-        Err(LeaseError::JobNotFound)
-    ));
+    assert!(matches!(client.ack(&reserved.ctx).await, Err(LeaseError::JobNotFound)));
+    assert!(matches!(client.nack(&reserved.ctx, RetryDirective::Default, "").await, Err(LeaseError::JobNotFound)));
+    assert!(matches!(client.extend(&reserved.ctx, LEASE).await, Err(LeaseError::JobNotFound)));
     assert!(client.reserve(&now(&[&queue])).await.unwrap().is_none());
 }
 
@@ -468,23 +297,12 @@ async fn a_default_nack_redelivers_and_the_old_attempt_can_no_longer_settle() {
     let queue = unique("nack-default");
     client.enqueue(job(&queue, "t")).await.unwrap();
     let first = reserve_one(&client, &queue).await;
-    assert!(
-        !client
-            .nack(&first.ctx, RetryDirective::Default, "try again")
-            .await
-            .unwrap()
-    );
+    assert!(!client.nack(&first.ctx, RetryDirective::Default, "try again").await.unwrap());
     let second = reserve_one(&client, &queue).await;
     assert_eq!(second.ctx.id, first.ctx.id);
     assert_eq!(second.ctx.attempt, 2);
-    assert!(matches!(
-        client.ack(&first.ctx).await,
-        Err(LeaseError::AttemptMismatch)
-    ));
-    assert!(matches!(
-        client.extend(&first.ctx, LEASE).await,
-        Err(LeaseError::AttemptMismatch)
-    ));
+    assert!(matches!(client.ack(&first.ctx).await, Err(LeaseError::AttemptMismatch)));
+    assert!(matches!(client.extend(&first.ctx, LEASE).await, Err(LeaseError::AttemptMismatch)));
     client.ack(&second.ctx).await.unwrap();
 }
 
@@ -497,16 +315,8 @@ async fn a_delayed_nack_holds_the_job_back_until_the_delay_passes() {
     let first = reserve_one(&client, &queue).await;
     let nacked_at = SystemTime::now();
     let delay = Duration::from_secs(2);
-    assert!(
-        !client
-            .nack(&first.ctx, RetryDirective::After(delay), "later")
-            .await
-            .unwrap()
-    );
-    assert!(
-        client.reserve(&now(&[&queue])).await.unwrap().is_none(),
-        "the job must not be ready yet"
-    );
+    assert!(!client.nack(&first.ctx, RetryDirective::After(delay), "later").await.unwrap());
+    assert!(client.reserve(&now(&[&queue])).await.unwrap().is_none(), "the job must not be ready yet");
     let second = reserve_one(&client, &queue).await;
     assert_eq!(second.ctx.attempt, 2);
     assert!(SystemTime::now().duration_since(nacked_at).unwrap() >= delay);
@@ -517,8 +327,7 @@ async fn a_dead_letter_nack_can_be_drained_and_replayed() {
     let server = Server::start();
     let client = server.client().await;
     let queue = unique("dead");
-    let trace =
-        TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    let trace = TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
     let request = job(&queue, "t")
         .with_payload(Payload::new(b"data".to_vec(), "text/plain"))
         .with_priority(Priority::P4)
@@ -528,61 +337,25 @@ async fn a_dead_letter_nack_can_be_drained_and_replayed() {
         .with_trace_context(trace.clone());
     let ack = client.enqueue(request).await.unwrap();
     let reserved = reserve_one(&client, &queue).await;
-    assert!(
-        client
-            .nack(
-                &reserved.ctx,
-                RetryDirective::DeadLetter,
-                "broken beyond repair"
-            )
-            .await
-            .unwrap()
-    );
+    assert!(client.nack(&reserved.ctx, RetryDirective::DeadLetter, "broken beyond repair").await.unwrap());
 
-    assert!(
-        client
-            .drain_dead_letters(Some(&queue), 0)
-            .await
-            .unwrap()
-            .is_empty(),
-        "max 0 drains nothing"
-    );
-    assert!(
-        client
-            .drain_dead_letters(Some("another-queue"), 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(client.drain_dead_letters(Some(&queue), 0).await.unwrap().is_empty(), "max 0 drains nothing");
+    assert!(client.drain_dead_letters(Some("another-queue"), 10).await.unwrap().is_empty());
     let records = client.drain_dead_letters(Some(&queue), 10).await.unwrap();
     assert_eq!(records.len(), 1);
     let record = &records[0];
     assert_eq!(
-        (
-            record.job_id.as_str(),
-            record.queue.as_str(),
-            record.job_type.as_str()
-        ),
+        (record.job_id.as_str(), record.queue.as_str(), record.job_type.as_str()),
         (ack.job_id.as_str(), queue.as_str(), "t")
     );
     assert_eq!(record.cause, DeadLetterCause::Rejected);
     assert_eq!(record.final_attempt, 1);
     assert_eq!(record.last_reason.as_deref(), Some("broken beyond repair"));
-    assert_eq!(
-        record.payload,
-        Some(Payload::new(b"data".to_vec(), "text/plain"))
-    );
+    assert_eq!(record.payload, Some(Payload::new(b"data".to_vec(), "text/plain")));
     assert_eq!((record.priority, record.max_attempts), (Priority::P4, 4));
     assert_eq!(record.trace_context, Some(trace));
     assert!(record.failed_at >= record.enqueued_at);
-    assert!(
-        client
-            .drain_dead_letters(Some(&queue), 10)
-            .await
-            .unwrap()
-            .is_empty(),
-        "draining removes"
-    );
+    assert!(client.drain_dead_letters(Some(&queue), 10).await.unwrap().is_empty(), "draining removes");
 
     let replay = client.enqueue(record.to_enqueue_request()).await.unwrap();
     assert!(!replay.deduplicated, "a replay carries no idempotency key");
@@ -597,17 +370,9 @@ async fn exhausting_the_attempts_dead_letters_the_job() {
     let server = Server::start();
     let client = server.client().await;
     let queue = unique("exhausted");
-    client
-        .enqueue(job(&queue, "t").with_max_attempts(1))
-        .await
-        .unwrap();
+    client.enqueue(job(&queue, "t").with_max_attempts(1)).await.unwrap();
     let reserved = reserve_one(&client, &queue).await;
-    assert!(
-        client
-            .nack(&reserved.ctx, RetryDirective::Default, "")
-            .await
-            .unwrap()
-    );
+    assert!(client.nack(&reserved.ctx, RetryDirective::Default, "").await.unwrap());
     let records = client.drain_dead_letters(None, 10).await.unwrap();
     let record = records.iter().find(|record| record.queue == queue).unwrap();
     assert_eq!(record.cause, DeadLetterCause::AttemptsExhausted);
@@ -620,64 +385,41 @@ async fn extend_moves_the_deadline_and_the_context_remembers_it() {
     let client = server.client().await;
     let queue = unique("extend");
     client.enqueue(job(&queue, "t")).await.unwrap();
-    let options = ReserveOptions::new([queue.as_str()], Duration::from_secs(5))
-        .unwrap()
-        .with_wait_timeout(Duration::ZERO);
+    let options =
+        ReserveOptions::new([queue.as_str()], Duration::from_secs(5)).unwrap().with_wait_timeout(Duration::ZERO);
     let reserved = client.reserve(&options).await.unwrap().unwrap().remove(0);
     let granted = reserved.ctx.lease_expires_at;
     let extended = reserved.ctx.extend(Duration::from_secs(120)).await.unwrap();
     assert!(extended > granted + Duration::from_secs(60));
     assert_eq!(reserved.ctx.lease_expiry(), extended);
-    let clamped = client
-        .extend(&reserved.ctx, Duration::from_secs(3600))
-        .await
-        .unwrap();
-    assert!(
-        clamped <= SystemTime::now() + Duration::from_secs(301),
-        "clamped to max_lease_duration"
-    );
+    let clamped = client.extend(&reserved.ctx, Duration::from_secs(3600)).await.unwrap();
+    assert!(clamped <= SystemTime::now() + Duration::from_secs(301), "clamped to max_lease_duration");
 }
 
 #[tokio::test]
 async fn a_response_over_the_receive_limit_fails_on_the_client() {
     let server = Server::start();
     let client = server.client().await;
-    let small = SeppClient::builder(server.url())
-        .max_receive_message_bytes(1024)
-        .connect()
-        .await
-        .unwrap();
+    let small = SeppClient::builder(server.url()).max_receive_message_bytes(1024).connect().await.unwrap();
     let queue = unique("big");
     client
-        .enqueue(
-            job(&queue, "t")
-                .with_payload(Payload::new(vec![7u8; 4096], "application/octet-stream")),
-        )
+        .enqueue(job(&queue, "t").with_payload(Payload::new(vec![7u8; 4096], "application/octet-stream")))
         .await
         .unwrap();
     assert!(small.reserve(&now(&[&queue])).await.is_err());
     // A large enough limit reads the same kind of job.
     client
-        .enqueue(
-            job(&queue, "t")
-                .with_payload(Payload::new(vec![7u8; 4096], "application/octet-stream")),
-        )
+        .enqueue(job(&queue, "t").with_payload(Payload::new(vec![7u8; 4096], "application/octet-stream")))
         .await
         .unwrap();
-    let large = SeppClient::builder(server.url())
-        .max_receive_message_bytes(1 << 20)
-        .connect()
-        .await
-        .unwrap();
+    let large = SeppClient::builder(server.url()).max_receive_message_bytes(1 << 20).connect().await.unwrap();
     assert!(large.reserve(&now(&[&queue])).await.unwrap().is_some());
 }
 
 #[tokio::test]
 async fn a_retry_policy_does_not_change_successful_calls_and_is_shared_by_clones() {
     let server = Server::start();
-    let policy = RetryPolicy::default()
-        .with_max_attempts(3)
-        .with_initial_backoff(Duration::from_millis(10));
+    let policy = RetryPolicy::default().with_max_attempts(3).with_initial_backoff(Duration::from_millis(10));
     let client = SeppClient::builder(server.url())
         .retry_policy(policy.clone())
         .rpc_timeout(Duration::from_secs(5))
@@ -696,44 +438,23 @@ async fn a_retry_policy_does_not_change_successful_calls_and_is_shared_by_clones
 #[tokio::test]
 async fn calls_to_a_stopped_server_end_in_a_transport_error_after_the_retries() {
     let server = Server::start();
-    let policy = RetryPolicy::default()
-        .with_max_attempts(3)
-        .with_initial_backoff(Duration::from_millis(5));
-    let client = SeppClient::builder(server.url())
-        .retry_policy(policy)
-        .connect()
-        .await
-        .unwrap();
+    let policy = RetryPolicy::default().with_max_attempts(3).with_initial_backoff(Duration::from_millis(5));
+    let client = SeppClient::builder(server.url()).retry_policy(policy).connect().await.unwrap();
     drop(server);
     // The first call may see the old connection break (UNKNOWN, not retried); once the channel
     // reconnects, every attempt is UNAVAILABLE, retried, and reported as a transport error.
     let _ = client.get_server_info().await;
     let result = client.get_server_info().await;
-    assert!(
-        matches!(result, Err(ClientError::Transport(_))),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(ClientError::Transport(_))), "{result:?}");
 }
 
 #[tokio::test]
 async fn a_reserve_waits_past_the_rpc_timeout_because_its_deadline_is_the_wait_plus_slack() {
     let server = Server::start();
-    let client = SeppClient::builder(server.url())
-        .rpc_timeout(Duration::from_millis(200))
-        .connect()
-        .await
-        .unwrap();
+    let client = SeppClient::builder(server.url()).rpc_timeout(Duration::from_millis(200)).connect().await.unwrap();
     let queue = unique("idle");
-    let options = ReserveOptions::new([queue.as_str()], LEASE)
-        .unwrap()
-        .with_wait_timeout(Duration::from_secs(1));
+    let options = ReserveOptions::new([queue.as_str()], LEASE).unwrap().with_wait_timeout(Duration::from_secs(1));
     let started = std::time::Instant::now();
-    assert!(
-        client.reserve(&options).await.unwrap().is_none(),
-        "an idle long poll ends empty, not in a deadline error"
-    );
-    assert!(
-        started.elapsed() >= Duration::from_millis(200),
-        "the wait outlived the rpc timeout"
-    );
+    assert!(client.reserve(&options).await.unwrap().is_none(), "an idle long poll ends empty, not in a deadline error");
+    assert!(started.elapsed() >= Duration::from_millis(200), "the wait outlived the rpc timeout");
 }

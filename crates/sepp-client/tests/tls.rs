@@ -14,17 +14,13 @@ use tonic::transport::{Certificate, ClientTlsConfig};
 /// A server with a fresh self-signed certificate for `localhost` and `127.0.0.1`; returns it,
 /// the certificate PEM (the client's trust anchor) and the directory that must outlive it.
 fn tls_server(tail: &str) -> (Server, String, TempDir) {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .expect("generate a certificate");
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+        .expect("generate a certificate");
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert, certified.cert.pem()).unwrap();
     std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
-    let server = Server::start_with(
-        &format!("tls_cert_path = {cert:?}\ntls_key_path = {key:?}"),
-        tail,
-    );
+    let server = Server::start_with(&format!("tls_cert_path = {cert:?}\ntls_key_path = {key:?}"), tail);
     (server, certified.cert.pem(), dir)
 }
 
@@ -38,10 +34,7 @@ async fn an_https_address_with_a_private_ca_and_a_domain_override_connects() {
         .await
         .unwrap();
     let queue = unique("tls");
-    client
-        .enqueue(EnqueueRequest::new(&queue, "t").unwrap())
-        .await
-        .unwrap();
+    client.enqueue(EnqueueRequest::new(&queue, "t").unwrap()).await.unwrap();
     assert!(client.get_server_info().await.is_ok());
 }
 
@@ -49,27 +42,16 @@ async fn an_https_address_with_a_private_ca_and_a_domain_override_connects() {
 async fn a_tls_option_turns_tls_on_for_a_bare_address() {
     let (server, ca, _dir) = tls_server("");
     // No scheme, no domain override: the certificate names 127.0.0.1.
-    let client = SeppClient::builder(server.host_port())
-        .tls_ca_certificate(ca.as_bytes())
-        .connect()
-        .await
-        .unwrap();
+    let client = SeppClient::builder(server.host_port()).tls_ca_certificate(ca.as_bytes()).connect().await.unwrap();
     assert!(client.get_server_info().await.is_ok());
-    let config = ClientTlsConfig::new()
-        .ca_certificate(Certificate::from_pem(&ca))
-        .domain_name("localhost");
-    let client = SeppClient::builder(server.url())
-        .tls_config(config)
-        .connect()
-        .await
-        .unwrap();
+    let config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&ca)).domain_name("localhost");
+    let client = SeppClient::builder(server.url()).tls_config(config).connect().await.unwrap();
     assert!(client.get_server_info().await.is_ok());
 }
 
 #[tokio::test]
 async fn api_keys_work_over_tls() {
-    let (server, ca, _dir) =
-        tls_server("[auth]\napi_keys = [{ name = \"t\", key = \"tls-key\" }]\n");
+    let (server, ca, _dir) = tls_server("[auth]\napi_keys = [{ name = \"t\", key = \"tls-key\" }]\n");
     let client = SeppClient::builder(format!("https://{}", server.host_port()))
         .tls_ca_certificate(&ca)
         .api_key("tls-key")
@@ -84,17 +66,11 @@ async fn an_untrusted_certificate_or_a_plaintext_client_is_refused() {
     let (server, _ca, _dir) = tls_server("");
     // The platform roots do not know the test certificate.
     let untrusted = async {
-        let client = SeppClient::builder(server.host_port())
-            .tls()
-            .connect()
-            .await?;
+        let client = SeppClient::builder(server.host_port()).tls().connect().await?;
         client.get_server_info().await.map(drop)
     };
     let error: ClientError = untrusted.await.unwrap_err();
-    assert!(
-        error.to_string().to_lowercase().contains("certificate"),
-        "{error}"
-    );
+    assert!(error.to_string().to_lowercase().contains("certificate"), "{error}");
     let plaintext = async {
         let client = SeppClient::connect(server.url()).await?;
         client.get_server_info().await.map(drop)

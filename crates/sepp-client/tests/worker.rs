@@ -12,9 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use common::{Server, eventually, signalled, unique};
 use sepp_client::client::SeppClient;
 use sepp_client::worker::{HandlerError, ShutdownHandle, Worker};
-use sepp_client::{
-    DeadLetterCause, DeadLetterRecord, EnqueueRequest, JobCtx, Payload, ReserveOptions,
-};
+use sepp_client::{DeadLetterCause, DeadLetterRecord, EnqueueRequest, JobCtx, Payload, ReserveOptions};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -33,20 +31,14 @@ struct Running {
 
 fn start(worker: Worker) -> Running {
     let shutdown = worker.shutdown_handle();
-    Running {
-        shutdown,
-        task: tokio::spawn(worker.run()),
-    }
+    Running { shutdown, task: tokio::spawn(worker.run()) }
 }
 
 impl Running {
     /// Asks for shutdown and waits for `run` to return (after in-flight jobs are done).
     async fn stop(self) {
         self.shutdown.shutdown();
-        tokio::time::timeout(STOP_TIMEOUT, self.task)
-            .await
-            .expect("the worker stops")
-            .expect("run does not panic");
+        tokio::time::timeout(STOP_TIMEOUT, self.task).await.expect("the worker stops").expect("run does not panic");
     }
 }
 
@@ -60,21 +52,12 @@ async fn wait_open(mut gate: watch::Receiver<bool>) {
 }
 
 async fn is_empty(client: &SeppClient, queue: &str) -> bool {
-    let options = ReserveOptions::new([queue], LEASE)
-        .unwrap()
-        .with_wait_timeout(Duration::ZERO);
+    let options = ReserveOptions::new([queue], LEASE).unwrap().with_wait_timeout(Duration::ZERO);
     client.reserve(&options).await.unwrap().is_none()
 }
 
 async fn dead_letter(client: &SeppClient, queue: &str) -> DeadLetterRecord {
-    eventually("a dead letter", || async {
-        client
-            .drain_dead_letters(Some(queue), 1)
-            .await
-            .unwrap()
-            .pop()
-    })
-    .await
+    eventually("a dead letter", || async { client.drain_dead_letters(Some(queue), 1).await.unwrap().pop() }).await
 }
 
 #[tokio::test]
@@ -86,21 +69,14 @@ async fn handlers_ack_their_jobs_and_the_catch_all_takes_other_types() {
     let tx_all = tx.clone();
     let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
         .unwrap()
-        .handle(
-            "greet",
-            move |payload: Option<Payload>, ctx: Arc<JobCtx>| {
-                let tx = tx.clone();
-                async move {
-                    tx.send(format!(
-                        "greet:{}:{}",
-                        ctx.job_type,
-                        String::from_utf8(payload.unwrap().data).unwrap()
-                    ))
+        .handle("greet", move |payload: Option<Payload>, ctx: Arc<JobCtx>| {
+            let tx = tx.clone();
+            async move {
+                tx.send(format!("greet:{}:{}", ctx.job_type, String::from_utf8(payload.unwrap().data).unwrap()))
                     .unwrap();
-                    Ok(())
-                }
-            },
-        )
+                Ok(())
+            }
+        })
         .unwrap()
         .with_catch_all_handler(move |_payload, ctx: Arc<JobCtx>| {
             let tx = tx_all.clone();
@@ -110,26 +86,14 @@ async fn handlers_ack_their_jobs_and_the_catch_all_takes_other_types() {
             }
         });
     let running = start(worker);
-    client
-        .enqueue(job(&queue, "greet").with_payload(Payload::new(b"ada".to_vec(), "text/plain")))
-        .await
-        .unwrap();
+    client.enqueue(job(&queue, "greet").with_payload(Payload::new(b"ada".to_vec(), "text/plain"))).await.unwrap();
     client.enqueue(job(&queue, "other")).await.unwrap();
-    let mut seen = vec![
-        signalled("a handler", &mut rx).await,
-        signalled("a handler", &mut rx).await,
-    ];
+    let mut seen = vec![signalled("a handler", &mut rx).await, signalled("a handler", &mut rx).await];
     seen.sort();
     assert_eq!(seen, ["catch-all:other", "greet:greet:ada"]);
     running.stop().await;
     assert!(is_empty(&client, &queue).await, "both jobs were acked");
-    assert!(
-        client
-            .drain_dead_letters(Some(&queue), 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(client.drain_dead_letters(Some(&queue), 10).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -138,17 +102,12 @@ async fn a_retry_error_redelivers_the_job_under_the_queue_policy() {
     let client = server.client().await;
     let queue = unique("retry");
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
-        .unwrap()
-        .handle("flaky", move |_, ctx: Arc<JobCtx>| {
+    let worker =
+        Worker::new(client.clone(), [queue.as_str()], LEASE).unwrap().handle("flaky", move |_, ctx: Arc<JobCtx>| {
             let tx = tx.clone();
             async move {
                 tx.send(ctx.attempt).unwrap();
-                if ctx.attempt == 1 {
-                    Err(HandlerError::retry("not yet"))
-                } else {
-                    Ok(())
-                }
+                if ctx.attempt == 1 { Err(HandlerError::retry("not yet")) } else { Ok(()) }
             }
         });
     let running = start(worker.unwrap());
@@ -166,17 +125,12 @@ async fn retry_after_delays_the_redelivery() {
     let queue = unique("retry-after");
     let delay = Duration::from_secs(1);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
-        .unwrap()
-        .handle("later", move |_, ctx: Arc<JobCtx>| {
+    let worker =
+        Worker::new(client.clone(), [queue.as_str()], LEASE).unwrap().handle("later", move |_, ctx: Arc<JobCtx>| {
             let tx = tx.clone();
             async move {
                 tx.send((ctx.attempt, Instant::now())).unwrap();
-                if ctx.attempt == 1 {
-                    Err(HandlerError::retry_after("busy", delay))
-                } else {
-                    Ok(())
-                }
+                if ctx.attempt == 1 { Err(HandlerError::retry_after("busy", delay)) } else { Ok(()) }
             }
         });
     let running = start(worker.unwrap());
@@ -196,15 +150,10 @@ async fn a_permanent_error_dead_letters_the_job_with_its_reason() {
     let queue = unique("permanent");
     let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
         .unwrap()
-        .handle("doomed", |_, _| async {
-            Err(HandlerError::permanent("malformed input"))
-        })
+        .handle("doomed", |_, _| async { Err(HandlerError::permanent("malformed input")) })
         .unwrap();
     let running = start(worker);
-    let ack = client
-        .enqueue(job(&queue, "doomed").with_max_attempts(5))
-        .await
-        .unwrap();
+    let ack = client.enqueue(job(&queue, "doomed").with_max_attempts(5)).await.unwrap();
     let record = dead_letter(&client, &queue).await;
     running.stop().await;
     assert_eq!(record.job_id, ack.job_id);
@@ -219,9 +168,8 @@ async fn a_panicking_handler_is_nacked_with_backoff_and_the_worker_carries_on() 
     let client = server.client().await;
     let queue = unique("panic");
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
-        .unwrap()
-        .handle("fragile", move |_, ctx: Arc<JobCtx>| {
+    let worker =
+        Worker::new(client.clone(), [queue.as_str()], LEASE).unwrap().handle("fragile", move |_, ctx: Arc<JobCtx>| {
             let tx = tx.clone();
             async move {
                 tx.send((ctx.attempt, Instant::now())).unwrap();
@@ -234,10 +182,7 @@ async fn a_panicking_handler_is_nacked_with_backoff_and_the_worker_carries_on() 
     let (first, panicked_at) = signalled("attempt 1", &mut rx).await;
     let (second, redelivered_at) = signalled("attempt 2", &mut rx).await;
     assert_eq!((first, second), (1, 2));
-    assert!(
-        redelivered_at.duration_since(panicked_at) >= Duration::from_secs(2),
-        "min(2^1, 60) s backoff"
-    );
+    assert!(redelivered_at.duration_since(panicked_at) >= Duration::from_secs(2), "min(2^1, 60) s backoff");
     running.stop().await;
     assert!(is_empty(&client, &queue).await);
 }
@@ -247,28 +192,17 @@ async fn a_job_type_without_handler_is_nacked_with_backoff_never_acked() {
     let server = Server::start();
     let client = server.client().await;
     let queue = unique("unhandled");
-    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
-        .unwrap()
-        .handle("known", |_, _| async { Ok(()) })
-        .unwrap();
+    let worker =
+        Worker::new(client.clone(), [queue.as_str()], LEASE).unwrap().handle("known", |_, _| async { Ok(()) }).unwrap();
     let running = start(worker);
-    client
-        .enqueue(job(&queue, "mystery").with_max_attempts(2))
-        .await
-        .unwrap();
+    client.enqueue(job(&queue, "mystery").with_max_attempts(2)).await.unwrap();
     let record = dead_letter(&client, &queue).await;
     running.stop().await;
     assert_eq!(record.cause, DeadLetterCause::AttemptsExhausted);
     assert_eq!(record.final_attempt, 2);
-    assert_eq!(
-        record.last_reason.as_deref(),
-        Some("no handler registered for job_type")
-    );
+    assert_eq!(record.last_reason.as_deref(), Some("no handler registered for job_type"));
     let between = record.failed_at.duration_since(record.enqueued_at).unwrap();
-    assert!(
-        between >= Duration::from_secs(2),
-        "the second attempt waited min(2^1, 60) s: {between:?}"
-    );
+    assert!(between >= Duration::from_secs(2), "the second attempt waited min(2^1, 60) s: {between:?}");
 }
 
 #[tokio::test]
@@ -286,12 +220,7 @@ async fn max_in_flight_bounds_the_jobs_a_worker_holds() {
         .handle("slow", {
             let (running_now, most) = (running_now.clone(), most.clone());
             move |_, ctx: Arc<JobCtx>| {
-                let (tx, closed, running_now, most) = (
-                    tx.clone(),
-                    closed.clone(),
-                    running_now.clone(),
-                    most.clone(),
-                );
+                let (tx, closed, running_now, most) = (tx.clone(), closed.clone(), running_now.clone(), most.clone());
                 async move {
                     let now = running_now.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
@@ -303,19 +232,14 @@ async fn max_in_flight_bounds_the_jobs_a_worker_holds() {
             }
         })
         .unwrap();
-    client
-        .enqueue_batch((0..5).map(|_| job(&queue, "slow")))
-        .await
-        .unwrap();
+    client.enqueue_batch((0..5).map(|_| job(&queue, "slow"))).await.unwrap();
     let running = start(worker);
     signalled("first handler", &mut rx).await;
     signalled("second handler", &mut rx).await;
     // Both permits are held, so the worker cannot have leased more than these two: the other
     // three are still there for anyone else.
-    let options = ReserveOptions::new([queue.as_str()], LEASE)
-        .unwrap()
-        .with_wait_timeout(Duration::ZERO)
-        .with_max_jobs(10);
+    let options =
+        ReserveOptions::new([queue.as_str()], LEASE).unwrap().with_wait_timeout(Duration::ZERO).with_max_jobs(10);
     let rest = client.reserve(&options).await.unwrap().unwrap();
     assert_eq!(rest.len(), 3);
     for job in &rest {
@@ -323,10 +247,7 @@ async fn max_in_flight_bounds_the_jobs_a_worker_holds() {
     }
     open.send(true).unwrap();
     // Freed permits are used again.
-    client
-        .enqueue_batch((0..3).map(|_| job(&queue, "slow")))
-        .await
-        .unwrap();
+    client.enqueue_batch((0..3).map(|_| job(&queue, "slow"))).await.unwrap();
     for _ in 0..3 {
         signalled("a later handler", &mut rx).await;
     }
@@ -368,31 +289,16 @@ async fn shutdown_stops_reserving_and_drains_in_flight_jobs() {
     // The only permit is held by the running job, so no reserve can run before the worker sees
     // the shutdown: this job stays in the queue.
     let second = client.enqueue(job(&queue, "work")).await.unwrap();
-    assert!(
-        !running.task.is_finished(),
-        "run waits for the in-flight job"
-    );
+    assert!(!running.task.is_finished(), "run waits for the in-flight job");
     open.send(true).unwrap();
-    tokio::time::timeout(STOP_TIMEOUT, running.task)
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(STOP_TIMEOUT, running.task).await.unwrap().unwrap();
     assert!(finished.load(Ordering::SeqCst));
 
-    let options = ReserveOptions::new([queue.as_str()], LEASE)
-        .unwrap()
-        .with_wait_timeout(Duration::ZERO)
-        .with_max_jobs(10);
+    let options =
+        ReserveOptions::new([queue.as_str()], LEASE).unwrap().with_wait_timeout(Duration::ZERO).with_max_jobs(10);
     let left = client.reserve(&options).await.unwrap().unwrap();
-    assert_eq!(
-        left.len(),
-        1,
-        "the drained job was acked; the later one was never reserved"
-    );
-    assert_eq!(
-        (left[0].ctx.id.as_str(), left[0].ctx.attempt),
-        (second.job_id.as_str(), 1)
-    );
+    assert_eq!(left.len(), 1, "the drained job was acked; the later one was never reserved");
+    assert_eq!((left[0].ctx.id.as_str(), left[0].ctx.attempt), (second.job_id.as_str(), 1));
     assert!(rx.try_recv().is_err());
 }
 
@@ -423,26 +329,16 @@ async fn auto_extend_keeps_a_long_job_leased_past_its_first_lease() {
     let first_expiry = ctx.lease_expires_at;
     // Wait until the first lease is well past: only extensions can have kept the job ours.
     eventually("the first lease to pass", || async {
-        (SystemTime::now() > first_expiry + Duration::from_secs(1)
-            && ctx.lease_expiry() > SystemTime::now())
-        .then_some(())
+        (SystemTime::now() > first_expiry + Duration::from_secs(1) && ctx.lease_expiry() > SystemTime::now())
+            .then_some(())
     })
     .await;
     assert!(ctx.lease_expiry() > first_expiry);
     open.send(true).unwrap();
     running.stop().await;
     assert!(rx.try_recv().is_err(), "the job was never redelivered");
-    assert!(
-        is_empty(&client, &queue).await,
-        "the job was acked under its extended lease"
-    );
-    assert!(
-        client
-            .drain_dead_letters(Some(&queue), 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(is_empty(&client, &queue).await, "the job was acked under its extended lease");
+    assert!(client.drain_dead_letters(Some(&queue), 10).await.unwrap().is_empty());
 }
 
 /// Sends a signal when dropped: tells the test that an aborted handler's future was dropped.
@@ -484,24 +380,14 @@ async fn losing_the_lease_aborts_the_handler_and_settles_nothing() {
         })
         .unwrap();
     let running = start(worker);
-    let ack = client
-        .enqueue(job(&queue, "stuck").with_max_attempts(1))
-        .await
-        .unwrap();
+    let ack = client.enqueue(job(&queue, "stuck").with_max_attempts(1)).await.unwrap();
     assert_eq!(signalled("the handler to start", &mut rx).await, "started");
-    assert_eq!(
-        signalled("the handler to be aborted", &mut rx).await,
-        "dropped"
-    );
+    assert_eq!(signalled("the handler to be aborted", &mut rx).await, "dropped");
     running.stop().await;
     assert!(!completed.load(Ordering::SeqCst));
     let record = dead_letter(&client, &queue).await;
     assert_eq!(record.job_id, ack.job_id);
-    assert_eq!(
-        record.cause,
-        DeadLetterCause::LeaseExpired,
-        "the worker neither acked nor nacked it"
-    );
+    assert_eq!(record.cause, DeadLetterCause::LeaseExpired, "the worker neither acked nor nacked it");
     assert_eq!(record.last_reason, None);
 }
 
@@ -513,10 +399,7 @@ async fn the_worker_id_is_sent_with_the_lease() {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let default = Worker::new(client.clone(), [queue.as_str()], LEASE).unwrap();
     let generated = default.worker_id().to_owned();
-    assert!(
-        generated.contains(&format!("-{}-", std::process::id())),
-        "{generated}"
-    );
+    assert!(generated.contains(&format!("-{}-", std::process::id())), "{generated}");
     let worker = default
         .with_worker_id("mailer-7")
         .unwrap()
@@ -531,9 +414,6 @@ async fn the_worker_id_is_sent_with_the_lease() {
     assert_eq!(worker.worker_id(), "mailer-7");
     let running = start(worker);
     client.enqueue(job(&queue, "t")).await.unwrap();
-    assert_eq!(
-        signalled("the handler", &mut rx).await.as_deref(),
-        Some("mailer-7")
-    );
+    assert_eq!(signalled("the handler", &mut rx).await.as_deref(), Some("mailer-7"));
     running.stop().await;
 }

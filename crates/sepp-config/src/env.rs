@@ -56,10 +56,7 @@ fn env_path(var: &str) -> Option<Vec<String>> {
     if !head.eq_ignore_ascii_case(PREFIX) || var.eq_ignore_ascii_case(CONFIG_VAR) {
         return None;
     }
-    let path: Vec<String> = var[PREFIX.len()..]
-        .split("__")
-        .map(str::to_ascii_lowercase)
-        .collect();
+    let path: Vec<String> = var[PREFIX.len()..].split("__").map(str::to_ascii_lowercase).collect();
     if path.iter().any(String::is_empty) {
         return None;
     }
@@ -68,8 +65,7 @@ fn env_path(var: &str) -> Option<Vec<String>> {
 
 /// Reads a value as a TOML literal, else as a plain string.
 fn parse_value(raw: &str) -> Value {
-    raw.parse::<Value>()
-        .unwrap_or_else(|_| Value::String(raw.to_owned()))
+    raw.parse::<Value>().unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
 /// The overrides among `env`, shortest key first so that a more specific variable wins over a
@@ -78,12 +74,7 @@ pub(crate) fn overrides(env: &[(String, String)]) -> Vec<EnvOverride> {
     let mut found: Vec<EnvOverride> = env
         .iter()
         .filter_map(|(var, raw)| {
-            Some(EnvOverride {
-                var: var.clone(),
-                path: env_path(var)?,
-                value: parse_value(raw),
-                raw: raw.clone(),
-            })
+            Some(EnvOverride { var: var.clone(), path: env_path(var)?, value: parse_value(raw), raw: raw.clone() })
         })
         .collect();
     found.sort_by_key(|o| o.path.len());
@@ -97,9 +88,7 @@ pub(crate) fn apply(table: &mut Table, overrides: &[EnvOverride]) {
         let (last, sections) = o.path.split_last().expect("env paths are never empty");
         let mut current = &mut *table;
         for section in sections {
-            let entry = current
-                .entry(section.clone())
-                .or_insert_with(|| Value::Table(Table::new()));
+            let entry = current.entry(section.clone()).or_insert_with(|| Value::Table(Table::new()));
             if !entry.is_table() {
                 *entry = Value::Table(Table::new());
             }
@@ -114,22 +103,13 @@ mod tests {
     use super::*;
 
     fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn variable_names_map_to_lowercase_dotted_keys() {
-        assert_eq!(
-            env_key("SEPP_SERVER__LISTEN_ADDR").as_deref(),
-            Some("server.listen_addr")
-        );
-        assert_eq!(
-            env_key("sepp_limits__max_queue_depth").as_deref(),
-            Some("limits.max_queue_depth")
-        );
+        assert_eq!(env_key("SEPP_SERVER__LISTEN_ADDR").as_deref(), Some("server.listen_addr"));
+        assert_eq!(env_key("sepp_limits__max_queue_depth").as_deref(), Some("limits.max_queue_depth"));
         assert_eq!(env_key("Sepp_Auth").as_deref(), Some("auth"));
     }
 
@@ -150,15 +130,9 @@ mod tests {
         assert_eq!(parse_value("true"), Value::Boolean(true));
         assert_eq!(parse_value("0.5"), Value::Float(0.5));
         assert_eq!(parse_value("\"quoted\""), Value::String("quoted".into()));
-        assert_eq!(
-            parse_value("0.0.0.0:6000"),
-            Value::String("0.0.0.0:6000".into())
-        );
+        assert_eq!(parse_value("0.0.0.0:6000"), Value::String("0.0.0.0:6000".into()));
         assert_eq!(parse_value("/tmp/x"), Value::String("/tmp/x".into()));
-        assert_eq!(
-            parse_value("info,sepp=debug"),
-            Value::String("info,sepp=debug".into())
-        );
+        assert_eq!(parse_value("info,sepp=debug"), Value::String("info,sepp=debug".into()));
         let keys = parse_value(r#"[{name="x",key="y"}]"#);
         let entry = &keys.as_array().unwrap()[0];
         assert_eq!(entry.get("name").and_then(Value::as_str), Some("x"));
@@ -167,19 +141,13 @@ mod tests {
 
     #[test]
     fn a_value_with_a_second_line_does_not_smuggle_in_other_keys() {
-        assert_eq!(
-            parse_value("1\nother = 2"),
-            Value::String("1\nother = 2".into())
-        );
+        assert_eq!(parse_value("1\nother = 2"), Value::String("1\nother = 2".into()));
     }
 
     #[test]
     fn the_more_specific_variable_wins() {
         let mut table = Table::new();
-        let env = vars(&[
-            ("SEPP_AUTH__API_KEYS", "[]"),
-            ("SEPP_AUTH", r#"{api_keys=[{name="a",key="b"}]}"#),
-        ]);
+        let env = vars(&[("SEPP_AUTH__API_KEYS", "[]"), ("SEPP_AUTH", r#"{api_keys=[{name="a",key="b"}]}"#)]);
         apply(&mut table, &overrides(&env));
         let keys = table["auth"]["api_keys"].as_array().unwrap();
         assert!(keys.is_empty());
@@ -188,10 +156,7 @@ mod tests {
     #[test]
     fn overrides_create_missing_sections_and_replace_file_values() {
         let mut table: Table = toml::from_str("[server]\ndb_path = \"/data\"\n").unwrap();
-        let env = vars(&[
-            ("SEPP_SERVER__DB_PATH", "/tmp/x"),
-            ("SEPP_LIMITS__DEFAULT_PRIORITY", "5"),
-        ]);
+        let env = vars(&[("SEPP_SERVER__DB_PATH", "/tmp/x"), ("SEPP_LIMITS__DEFAULT_PRIORITY", "5")]);
         apply(&mut table, &overrides(&env));
         assert_eq!(table["server"]["db_path"].as_str(), Some("/tmp/x"));
         assert_eq!(table["limits"]["default_priority"].as_integer(), Some(5));

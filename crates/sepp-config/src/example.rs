@@ -159,16 +159,7 @@ mod tests {
 
     /// Every key of SPEC 4.2, by section.
     const EVERY_KEY: &[(&str, &[&str])] = &[
-        (
-            "server",
-            &[
-                "listen_addr",
-                "db_path",
-                "tls_cert_path",
-                "tls_key_path",
-                "strict_queues",
-            ],
-        ),
+        ("server", &["listen_addr", "db_path", "tls_cert_path", "tls_key_path", "strict_queues"]),
         ("auth", &["api_keys"]),
         (
             "limits",
@@ -213,31 +204,14 @@ mod tests {
             ],
         ),
         ("logging", &["level", "format"]),
-        (
-            "tracing",
-            &["enabled", "otlp_endpoint", "service_name", "sample_ratio"],
-        ),
+        ("tracing", &["enabled", "otlp_endpoint", "service_name", "sample_ratio"]),
         (
             "metrics",
-            &[
-                "enabled",
-                "otlp_endpoint",
-                "export_interval_ms",
-                "prometheus_enabled",
-                "prometheus_listen_addr",
-            ],
+            &["enabled", "otlp_endpoint", "export_interval_ms", "prometheus_enabled", "prometheus_listen_addr"],
         ),
         (
             "admin",
-            &[
-                "enabled",
-                "listen_addr",
-                "tls_cert_path",
-                "tls_key_path",
-                "keys",
-                "session_ttl_ms",
-                "stats_history_ms",
-            ],
+            &["enabled", "listen_addr", "tls_cert_path", "tls_key_path", "keys", "session_ttl_ms", "stats_history_ms"],
         ),
         (
             "[queues]",
@@ -266,16 +240,9 @@ mod tests {
     /// The lines of `section` in the example, commented-out ones included.
     fn section_lines(section: &str) -> Vec<&'static str> {
         let header = format!("[{section}]");
-        let mut lines = EXAMPLE
-            .lines()
-            .skip_while(|line| line.trim_start_matches("# ") != header);
-        assert!(
-            lines.next().is_some(),
-            "the example has no {header} section"
-        );
-        lines
-            .take_while(|line| !line.trim_start_matches("# ").starts_with('['))
-            .collect()
+        let mut lines = EXAMPLE.lines().skip_while(|line| line.trim_start_matches("# ") != header);
+        assert!(lines.next().is_some(), "the example has no {header} section");
+        lines.take_while(|line| !line.trim_start_matches("# ").starts_with('[')).collect()
     }
 
     #[test]

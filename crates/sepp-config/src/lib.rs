@@ -29,8 +29,7 @@ pub use example::example;
 pub use load::{ConfigError, ConfigSource, discover, load, load_str, load_with_env};
 pub use policy::RESTART_ONLY;
 pub use schema::{
-    AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, Config, LimitsConfig, LogFormat,
-    LoggingConfig, MetricsConfig, PersistMode, QueueConfig, RetryBackoff, ServerConfig,
-    StorageConfig, TracingConfig,
+    AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, Config, LimitsConfig, LogFormat, LoggingConfig,
+    MetricsConfig, PersistMode, QueueConfig, RetryBackoff, ServerConfig, StorageConfig, TracingConfig,
 };
 pub use watch::{ConfigWatcher, watch};

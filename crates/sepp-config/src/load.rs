@@ -50,20 +50,11 @@ pub enum ConfigError {
 /// missing). `env` looks up one environment variable; an empty `SEPP_CONFIG` counts as unset.
 pub fn discover(flag: Option<PathBuf>, env: &dyn Fn(&str) -> Option<String>) -> ConfigSource {
     if let Some(path) = flag {
-        return ConfigSource {
-            path,
-            explicit: true,
-        };
+        return ConfigSource { path, explicit: true };
     }
     match env("SEPP_CONFIG").filter(|value| !value.is_empty()) {
-        Some(path) => ConfigSource {
-            path: PathBuf::from(path),
-            explicit: true,
-        },
-        None => ConfigSource {
-            path: PathBuf::from("./sepp.toml"),
-            explicit: false,
-        },
+        Some(path) => ConfigSource { path: PathBuf::from(path), explicit: true },
+        None => ConfigSource { path: PathBuf::from("./sepp.toml"), explicit: false },
     }
 }
 
@@ -78,25 +69,17 @@ pub fn load(source: &ConfigSource) -> Result<Config, ConfigError> {
 
 /// Loads `source` with `env` as the override layer: defaults, then the file, then `env`, then
 /// validation. A missing file is an error only when the path was explicit.
-pub fn load_with_env(
-    source: &ConfigSource,
-    env: &[(String, String)],
-) -> Result<Config, ConfigError> {
+pub fn load_with_env(source: &ConfigSource, env: &[(String, String)]) -> Result<Config, ConfigError> {
     let text = match std::fs::read_to_string(&source.path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             if source.explicit {
-                return Err(ConfigError::NotFound {
-                    path: source.path.clone(),
-                });
+                return Err(ConfigError::NotFound { path: source.path.clone() });
             }
             String::new()
         }
         Err(source_error) => {
-            return Err(ConfigError::Read {
-                path: source.path.clone(),
-                source: source_error,
-            });
+            return Err(ConfigError::Read { path: source.path.clone(), source: source_error });
         }
     };
     load_text(&text, &source.path.display().to_string(), env)
@@ -107,20 +90,12 @@ pub fn load_str(toml_text: &str, env: &[(String, String)]) -> Result<Config, Con
     load_text(toml_text, "<inline config>", env)
 }
 
-fn load_text(
-    text: &str,
-    file_label: &str,
-    env: &[(String, String)],
-) -> Result<Config, ConfigError> {
+fn load_text(text: &str, file_label: &str, env: &[(String, String)]) -> Result<Config, ConfigError> {
     let file: Table = toml::from_str(text).map_err(|error| ConfigError::Parse {
         origin: file_label.to_owned(),
         message: describe_parse_error(text, &error),
     })?;
-    let mut layers = Layers {
-        file_label: file_label.to_owned(),
-        file,
-        env: env::overrides(env),
-    };
+    let mut layers = Layers { file_label: file_label.to_owned(), file, env: env::overrides(env) };
     let config = layers.deserialize()?;
     validate::validate(&config).map_err(|problem| layers.invalid(problem))?;
     Ok(config)
@@ -134,14 +109,8 @@ fn describe_parse_error(text: &str, error: &toml::de::Error) -> String {
         Some(span) => {
             let before = &text.as_bytes()[..span.start.min(text.len())];
             let line = before.iter().filter(|b| **b == b'\n').count() + 1;
-            let line_start = before
-                .iter()
-                .rposition(|b| *b == b'\n')
-                .map_or(0, |at| at + 1);
-            let column = String::from_utf8_lossy(&before[line_start..])
-                .chars()
-                .count()
-                + 1;
+            let line_start = before.iter().rposition(|b| *b == b'\n').map_or(0, |at| at + 1);
+            let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
             format!("{message} (line {line}, column {column})")
         }
         None => message.to_owned(),
@@ -176,17 +145,9 @@ impl Layers {
             let (path, message) = describe_type_error(&error);
             let wrong_type = error.inner().message().starts_with("invalid type: ");
             let retried = wrong_type
-                && self
-                    .env
-                    .iter_mut()
-                    .rev()
-                    .find(|o| covers(o, &path))
-                    .is_some_and(EnvOverride::fall_back_to_string);
+                && self.env.iter_mut().rev().find(|o| covers(o, &path)).is_some_and(EnvOverride::fall_back_to_string);
             if !retried {
-                return Err(self.invalid(Problem {
-                    keys: vec![path],
-                    message,
-                }));
+                return Err(self.invalid(Problem { keys: vec![path], message }));
             }
         }
     }
@@ -195,11 +156,7 @@ impl Layers {
         if let Some(o) = self.env.iter().rev().find(|o| covers(o, path)) {
             return Origin::Env(&o.var);
         }
-        if lookup(&self.file, path).is_some() {
-            Origin::File
-        } else {
-            Origin::Default
-        }
+        if lookup(&self.file, path).is_some() { Origin::File } else { Origin::Default }
     }
 
     fn invalid(&self, problem: Problem) -> ConfigError {
@@ -217,10 +174,7 @@ impl Layers {
         if origins.is_empty() {
             origins.push(self.file_label.clone());
         }
-        ConfigError::Invalid {
-            origin: origins.join(" and "),
-            message: problem.message,
-        }
+        ConfigError::Invalid { origin: origins.join(" and "), message: problem.message }
     }
 }
 
@@ -268,10 +222,7 @@ fn describe_type_error(error: &serde_path_to_error::Error<toml::de::Error>) -> (
     if let Some(field) = backticked_after(message, "unknown field ") {
         push_field(&mut path, field);
         let expected = message.split_once(", ").map_or("", |(_, rest)| rest);
-        return (
-            path.clone(),
-            format!("{} is not a known key ({expected})", label(&path)),
-        );
+        return (path.clone(), format!("{} is not a known key ({expected})", label(&path)));
     }
     if let Some(field) = backticked_after(message, "missing field ") {
         push_field(&mut path, field);
@@ -281,11 +232,7 @@ fn describe_type_error(error: &serde_path_to_error::Error<toml::de::Error>) -> (
         path.get(..2),
         Some([Seg::Key(a), Seg::Key(b)]) if (a == "auth" && b == "api_keys") || (a == "admin" && b == "keys")
     );
-    let message = if holds_keys {
-        redact_value(message)
-    } else {
-        message.to_owned()
-    };
+    let message = if holds_keys { redact_value(message) } else { message.to_owned() };
     let message = in_plain_words(&message);
     if path.is_empty() {
         return (path, message);

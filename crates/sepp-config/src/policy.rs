@@ -56,11 +56,7 @@ impl Config {
                 (queue.name.clone(), limits)
             })
             .collect();
-        Policy {
-            server: self.server_limits(),
-            defaults,
-            declared,
-        }
+        Policy { server: self.server_limits(), defaults, declared }
     }
 
     fn server_limits(&self) -> ServerLimits {
@@ -105,18 +101,14 @@ impl Config {
             "server.tls_key_path" => a.server.tls_key_path == b.server.tls_key_path,
             "limits.max_message_bytes" => a.limits.max_message_bytes == b.limits.max_message_bytes,
             "storage.persist_mode" => a.storage.persist_mode == b.storage.persist_mode,
-            "storage.sweep_interval_ms" => {
-                a.storage.sweep_interval_ms == b.storage.sweep_interval_ms
-            }
+            "storage.sweep_interval_ms" => a.storage.sweep_interval_ms == b.storage.sweep_interval_ms,
             "storage.sweep_limit" => a.storage.sweep_limit == b.storage.sweep_limit,
             "storage.dead_letter_retention_ms" => {
                 a.storage.dead_letter_retention_ms == b.storage.dead_letter_retention_ms
             }
             "storage.dedup_window_ms" => a.storage.dedup_window_ms == b.storage.dedup_window_ms,
             "queues[].dedup_window_ms" => queue_dedup_windows(a) == queue_dedup_windows(b),
-            "storage.command_queue_capacity" => {
-                a.storage.command_queue_capacity == b.storage.command_queue_capacity
-            }
+            "storage.command_queue_capacity" => a.storage.command_queue_capacity == b.storage.command_queue_capacity,
             "storage.cache_size_bytes" => a.storage.cache_size_bytes == b.storage.cache_size_bytes,
             "storage.max_journaling_size_bytes" => {
                 a.storage.max_journaling_size_bytes == b.storage.max_journaling_size_bytes
@@ -138,11 +130,7 @@ impl Config {
 /// Every queue's own dedup window, for the queues that set one. Adding or removing a queue
 /// without a window is a hot change; setting, changing or dropping a window is not.
 fn queue_dedup_windows(config: &Config) -> BTreeMap<&str, u64> {
-    config
-        .queues
-        .iter()
-        .filter_map(|q| Some((q.name.as_str(), q.dedup_window_ms?)))
-        .collect()
+    config.queues.iter().filter_map(|q| Some((q.name.as_str(), q.dedup_window_ms?))).collect()
 }
 
 /// The limits of an undeclared queue.
@@ -173,9 +161,7 @@ pub(crate) fn global_limits(limits: &LimitsConfig, dedup_window_ms: u64) -> Queu
 pub(crate) fn merged_limits(globals: &QueueLimits, queue: &QueueConfig) -> QueueLimits {
     let g = globals;
     QueueLimits {
-        max_lease_duration_ms: queue
-            .max_lease_duration_ms
-            .unwrap_or(g.max_lease_duration_ms),
+        max_lease_duration_ms: queue.max_lease_duration_ms.unwrap_or(g.max_lease_duration_ms),
         default_max_attempts: queue.default_max_attempts.unwrap_or(g.default_max_attempts),
         max_attempts_ceiling: queue.max_attempts_ceiling.unwrap_or(g.max_attempts_ceiling),
         default_priority: queue.default_priority.unwrap_or(g.default_priority),
@@ -183,18 +169,11 @@ pub(crate) fn merged_limits(globals: &QueueLimits, queue: &QueueConfig) -> Queue
         retry_backoff: queue.retry_backoff.map_or(g.retry_backoff, Into::into),
         retry_delay_max_ms: queue.retry_delay_max_ms.unwrap_or(g.retry_delay_max_ms),
         max_payload_bytes: queue.max_payload_bytes.unwrap_or(g.max_payload_bytes),
-        allowed_encodings: queue
-            .allowed_encodings
-            .clone()
-            .or_else(|| g.allowed_encodings.clone()),
+        allowed_encodings: queue.allowed_encodings.clone().or_else(|| g.allowed_encodings.clone()),
         allowed_job_types: queue.allowed_job_types.clone(),
-        max_schedule_horizon_ms: queue
-            .max_schedule_horizon_ms
-            .unwrap_or(g.max_schedule_horizon_ms),
+        max_schedule_horizon_ms: queue.max_schedule_horizon_ms.unwrap_or(g.max_schedule_horizon_ms),
         max_custom_entries: queue.max_custom_entries.unwrap_or(g.max_custom_entries),
-        max_custom_total_bytes: queue
-            .max_custom_total_bytes
-            .unwrap_or(g.max_custom_total_bytes),
+        max_custom_total_bytes: queue.max_custom_total_bytes.unwrap_or(g.max_custom_total_bytes),
         max_custom_key_bytes: queue.max_custom_key_bytes.unwrap_or(g.max_custom_key_bytes),
         dedup_window_ms: queue.dedup_window_ms.unwrap_or(g.dedup_window_ms),
         max_queue_depth: queue.max_queue_depth.or(g.max_queue_depth),

@@ -71,10 +71,7 @@ pub struct ApiKey {
 
 impl fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApiKey")
-            .field("name", &self.name)
-            .field("key", &Redacted)
-            .finish()
+        f.debug_struct("ApiKey").field("name", &self.name).field("key", &Redacted).finish()
     }
 }
 
@@ -223,10 +220,7 @@ pub struct LoggingConfig {
 
 impl Default for LoggingConfig {
     fn default() -> Self {
-        LoggingConfig {
-            level: "info,lsm_tree=warn,fjall=warn".to_owned(),
-            format: LogFormat::Text,
-        }
+        LoggingConfig { level: "info,lsm_tree=warn,fjall=warn".to_owned(), format: LogFormat::Text }
     }
 }
 
@@ -324,11 +318,7 @@ pub struct AdminKey {
 
 impl fmt::Debug for AdminKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AdminKey")
-            .field("name", &self.name)
-            .field("key", &Redacted)
-            .field("role", &self.role)
-            .finish()
+        f.debug_struct("AdminKey").field("name", &self.name).field("key", &Redacted).field("role", &self.role).finish()
     }
 }
 
@@ -394,12 +384,7 @@ mod tests {
     #[test]
     fn debug_of_api_and_admin_keys_never_prints_the_key() {
         let config = Config {
-            auth: AuthConfig {
-                api_keys: Some(vec![ApiKey {
-                    name: "worker".into(),
-                    key: "s3cret-api".into(),
-                }]),
-            },
+            auth: AuthConfig { api_keys: Some(vec![ApiKey { name: "worker".into(), key: "s3cret-api".into() }]) },
             admin: AdminConfig {
                 keys: Some(vec![AdminKey {
                     name: "ops".into(),
@@ -418,13 +403,7 @@ mod tests {
 
     #[test]
     fn core_retry_backoff_mapping_keeps_the_meaning() {
-        assert_eq!(
-            sepp_core::RetryBackoff::from(RetryBackoff::None),
-            sepp_core::RetryBackoff::None
-        );
-        assert_eq!(
-            sepp_core::RetryBackoff::from(RetryBackoff::Exponential),
-            sepp_core::RetryBackoff::Exponential
-        );
+        assert_eq!(sepp_core::RetryBackoff::from(RetryBackoff::None), sepp_core::RetryBackoff::None);
+        assert_eq!(sepp_core::RetryBackoff::from(RetryBackoff::Exponential), sepp_core::RetryBackoff::Exponential);
     }
 }

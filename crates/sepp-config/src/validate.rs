@@ -39,47 +39,30 @@ struct Key {
 }
 
 fn key(section: &str, field: &str) -> Key {
-    Key {
-        label: format!("{section}.{field}"),
-        path: vec![Seg::Key(section.into()), Seg::Key(field.into())],
-    }
+    Key { label: format!("{section}.{field}"), path: vec![Seg::Key(section.into()), Seg::Key(field.into())] }
 }
 
 fn entry_key(section: &str, list: &str, index: usize, field: &str) -> Key {
     Key {
         label: format!("{section}.{list}[{index}].{field}"),
-        path: vec![
-            Seg::Key(section.into()),
-            Seg::Key(list.into()),
-            Seg::Index(index),
-            Seg::Key(field.into()),
-        ],
+        path: vec![Seg::Key(section.into()), Seg::Key(list.into()), Seg::Index(index), Seg::Key(field.into())],
     }
 }
 
 fn problem(keys: &[&Key], message: String) -> Problem {
-    Problem {
-        keys: keys.iter().map(|k| k.path.clone()).collect(),
-        message,
-    }
+    Problem { keys: keys.iter().map(|k| k.path.clone()).collect(), message }
 }
 
 fn at_least(k: &Key, value: u64, min: u64) -> Check {
     if value < min {
-        return Err(problem(
-            &[k],
-            format!("{} must be at least {min} (got {value})", k.label),
-        ));
+        return Err(problem(&[k], format!("{} must be at least {min} (got {value})", k.label)));
     }
     Ok(())
 }
 
 fn between(k: &Key, value: u64, min: u64, max: u64) -> Check {
     if !(min..=max).contains(&value) {
-        return Err(problem(
-            &[k],
-            format!("{} must be between {min} and {max} (got {value})", k.label),
-        ));
+        return Err(problem(&[k], format!("{} must be between {min} and {max} (got {value})", k.label)));
     }
     Ok(())
 }
@@ -88,10 +71,7 @@ fn not_above(small: &Key, small_value: u64, big: &Key, big_value: u64) -> Check 
     if small_value > big_value {
         return Err(problem(
             &[small, big],
-            format!(
-                "{} ({small_value}) must not exceed {} ({big_value})",
-                small.label, big.label
-            ),
+            format!("{} ({small_value}) must not exceed {} ({big_value})", small.label, big.label),
         ));
     }
     Ok(())
@@ -110,9 +90,7 @@ pub(crate) fn validate(config: &Config) -> Check {
     auth(&config.auth)?;
     server_wide_limits(&config.limits)?;
     let globals = global_limits(&config.limits, config.storage.dedup_window_ms);
-    queue_limits(&globals, config.limits.max_message_bytes, &|field| {
-        global_key(field)
-    })?;
+    queue_limits(&globals, config.limits.max_message_bytes, &|field| global_key(field))?;
     storage(config)?;
     observability(config)?;
     admin(&config.admin)?;
@@ -121,27 +99,15 @@ pub(crate) fn validate(config: &Config) -> Check {
 
 fn server(server: &ServerConfig) -> Check {
     non_empty(&key("server", "db_path"), &server.db_path.to_string_lossy())?;
-    tls_pair(
-        "server",
-        server.tls_cert_path.as_deref(),
-        server.tls_key_path.as_deref(),
-    )
+    tls_pair("server", server.tls_cert_path.as_deref(), server.tls_key_path.as_deref())
 }
 
-fn tls_pair(
-    section: &str,
-    cert: Option<&std::path::Path>,
-    tls_key: Option<&std::path::Path>,
-) -> Check {
+fn tls_pair(section: &str, cert: Option<&std::path::Path>, tls_key: Option<&std::path::Path>) -> Check {
     let cert_key = key(section, "tls_cert_path");
     let key_key = key(section, "tls_key_path");
     match (cert, tls_key) {
         (Some(_), None) | (None, Some(_)) => {
-            let (set, unset) = if cert.is_some() {
-                (&cert_key, &key_key)
-            } else {
-                (&key_key, &cert_key)
-            };
+            let (set, unset) = if cert.is_some() { (&cert_key, &key_key) } else { (&key_key, &cert_key) };
             Err(problem(
                 &[set],
                 format!(
@@ -185,10 +151,7 @@ fn key_list<'a>(
         if let Some(first) = materials.insert(material, index) {
             return Err(problem(
                 &[&material_key],
-                format!(
-                    "{} is the same key as {section}.{list}[{first}].key; keys must be unique",
-                    material_key.label
-                ),
+                format!("{} is the same key as {section}.{list}[{first}].key; keys must be unique", material_key.label),
             ));
         }
     }
@@ -204,13 +167,7 @@ fn auth(auth: &AuthConfig) -> Check {
         if material.bytes().all(|b| (0x21..=0x7E).contains(&b)) {
             return Ok(());
         }
-        Err(problem(
-            &[k],
-            format!(
-                "{} must contain only visible ASCII characters (0x21 to 0x7E, no spaces)",
-                k.label
-            ),
-        ))
+        Err(problem(&[k], format!("{} must contain only visible ASCII characters (0x21 to 0x7E, no spaces)", k.label)))
     })
 }
 
@@ -222,20 +179,12 @@ fn server_wide_limits(limits: &LimitsConfig) -> Check {
         ("max_enqueue_batch", u64::from(limits.max_enqueue_batch)),
         ("max_message_bytes", limits.max_message_bytes),
         ("max_job_type_bytes", u64::from(limits.max_job_type_bytes)),
-        (
-            "max_idempotency_key_bytes",
-            u64::from(limits.max_idempotency_key_bytes),
-        ),
+        ("max_idempotency_key_bytes", u64::from(limits.max_idempotency_key_bytes)),
     ];
     for (field, value) in at_least_one {
         at_least(&key("limits", field), value, 1)?;
     }
-    between(
-        &key("limits", "max_queue_name_bytes"),
-        u64::from(limits.max_queue_name_bytes),
-        1,
-        65_535,
-    )
+    between(&key("limits", "max_queue_name_bytes"), u64::from(limits.max_queue_name_bytes), 1, 65_535)
 }
 
 /// The global key of an overridable field.
@@ -248,30 +197,17 @@ fn global_key(field: &str) -> Key {
 
 /// The rules every set of effective queue limits obeys. `key_of` names the key a field's value
 /// came from (a queue's override or the global), so errors point at what to edit.
-fn queue_limits(
-    limits: &QueueLimits,
-    max_message_bytes: u64,
-    key_of: &dyn Fn(&str) -> Key,
-) -> Check {
+fn queue_limits(limits: &QueueLimits, max_message_bytes: u64, key_of: &dyn Fn(&str) -> Key) -> Check {
     let at_least_one = [
         ("max_lease_duration_ms", limits.max_lease_duration_ms),
-        (
-            "max_attempts_ceiling",
-            u64::from(limits.max_attempts_ceiling),
-        ),
-        (
-            "default_max_attempts",
-            u64::from(limits.default_max_attempts),
-        ),
+        ("max_attempts_ceiling", u64::from(limits.max_attempts_ceiling)),
+        ("default_max_attempts", u64::from(limits.default_max_attempts)),
         ("retry_delay_max_ms", limits.retry_delay_max_ms),
         ("max_payload_bytes", limits.max_payload_bytes),
         ("max_schedule_horizon_ms", limits.max_schedule_horizon_ms),
         ("max_custom_entries", u64::from(limits.max_custom_entries)),
         ("max_custom_total_bytes", limits.max_custom_total_bytes),
-        (
-            "max_custom_key_bytes",
-            u64::from(limits.max_custom_key_bytes),
-        ),
+        ("max_custom_key_bytes", u64::from(limits.max_custom_key_bytes)),
         ("dedup_window_ms", limits.dedup_window_ms),
     ];
     for (field, value) in at_least_one {
@@ -281,10 +217,7 @@ fn queue_limits(
     if limits.default_priority > 9 {
         return Err(problem(
             &[&priority],
-            format!(
-                "{} must be at most 9 (got {})",
-                priority.label, limits.default_priority
-            ),
+            format!("{} must be at most 9 (got {})", priority.label, limits.default_priority),
         ));
     }
     not_above(
@@ -308,10 +241,7 @@ fn queue_limits(
     if let Some(encodings) = &limits.allowed_encodings {
         let list = key_of("allowed_encodings");
         if encodings.iter().any(String::is_empty) {
-            return Err(problem(
-                &[&list],
-                format!("{} must not contain an empty encoding", list.label),
-            ));
+            return Err(problem(&[&list], format!("{} must not contain an empty encoding", list.label)));
         }
     }
     Ok(())
@@ -319,24 +249,12 @@ fn queue_limits(
 
 fn storage(config: &Config) -> Check {
     let storage = &config.storage;
-    at_least(
-        &key("storage", "sweep_interval_ms"),
-        storage.sweep_interval_ms,
-        1,
-    )?;
+    at_least(&key("storage", "sweep_interval_ms"), storage.sweep_interval_ms, 1)?;
     at_least(&key("storage", "sweep_limit"), storage.sweep_limit, 1)?;
-    at_least(
-        &key("storage", "command_queue_capacity"),
-        storage.command_queue_capacity as u64,
-        1,
-    )?;
+    at_least(&key("storage", "command_queue_capacity"), storage.command_queue_capacity as u64, 1)?;
     let engine = [
         ("cache_size_bytes", storage.cache_size_bytes, 1),
-        (
-            "max_journaling_size_bytes",
-            storage.max_journaling_size_bytes,
-            64 * 1024 * 1024,
-        ),
+        ("max_journaling_size_bytes", storage.max_journaling_size_bytes, 64 * 1024 * 1024),
         ("max_cached_files", storage.max_cached_files, 10),
         ("worker_threads", storage.worker_threads, 1),
     ];
@@ -356,32 +274,18 @@ fn observability(config: &Config) -> Check {
     }
     if !(0.0..=1.0).contains(&tracing.sample_ratio) {
         let k = key("tracing", "sample_ratio");
-        return Err(problem(
-            &[&k],
-            format!(
-                "{} must be between 0 and 1 (got {})",
-                k.label, tracing.sample_ratio
-            ),
-        ));
+        return Err(problem(&[&k], format!("{} must be between 0 and 1 (got {})", k.label, tracing.sample_ratio)));
     }
     let metrics = &config.metrics;
     if metrics.enabled {
         non_empty(&key("metrics", "otlp_endpoint"), &metrics.otlp_endpoint)?;
-        at_least(
-            &key("metrics", "export_interval_ms"),
-            metrics.export_interval_ms,
-            1,
-        )?;
+        at_least(&key("metrics", "export_interval_ms"), metrics.export_interval_ms, 1)?;
     }
     Ok(())
 }
 
 fn admin(admin: &AdminConfig) -> Check {
-    tls_pair(
-        "admin",
-        admin.tls_cert_path.as_deref(),
-        admin.tls_key_path.as_deref(),
-    )?;
+    tls_pair("admin", admin.tls_cert_path.as_deref(), admin.tls_key_path.as_deref())?;
     if let Some(keys) = &admin.keys {
         let entries = keys.iter().map(|k| (k.name.as_str(), k.key.as_str()));
         key_list("admin", "keys", entries, |_, _| Ok(()))?;
@@ -397,18 +301,8 @@ fn admin(admin: &AdminConfig) -> Check {
             ),
         ));
     }
-    between(
-        &key("admin", "session_ttl_ms"),
-        admin.session_ttl_ms,
-        60_000,
-        31_536_000_000,
-    )?;
-    between(
-        &key("admin", "stats_history_ms"),
-        admin.stats_history_ms,
-        60_000,
-        21_600_000,
-    )
+    between(&key("admin", "session_ttl_ms"), admin.session_ttl_ms, 60_000, 31_536_000_000)?;
+    between(&key("admin", "stats_history_ms"), admin.stats_history_ms, 60_000, 21_600_000)
 }
 
 /// Why `name` is not a valid queue name (SPEC 2.0), if it is not. Length is a separate check.
@@ -432,14 +326,7 @@ fn queue_key(index: usize, queue: &QueueConfig, field: &str) -> Key {
     } else {
         format!("queues[{index}].{field}")
     };
-    Key {
-        label,
-        path: vec![
-            Seg::Key("queues".into()),
-            Seg::Index(index),
-            Seg::Key(field.into()),
-        ],
-    }
+    Key { label, path: vec![Seg::Key("queues".into()), Seg::Index(index), Seg::Key(field.into())] }
 }
 
 fn queues(config: &Config, globals: &QueueLimits) -> Check {
@@ -447,19 +334,12 @@ fn queues(config: &Config, globals: &QueueLimits) -> Check {
     for (index, queue) in config.queues.iter().enumerate() {
         let name_key = Key {
             label: format!("queues[{index}].name"),
-            path: vec![
-                Seg::Key("queues".into()),
-                Seg::Index(index),
-                Seg::Key("name".into()),
-            ],
+            path: vec![Seg::Key("queues".into()), Seg::Index(index), Seg::Key("name".into())],
         };
         if let Some(why) = queue_name_problem(&queue.name) {
             return Err(problem(
                 &[&name_key],
-                format!(
-                    "{} {:?} is not a valid queue name: it {why}",
-                    name_key.label, queue.name
-                ),
+                format!("{} {:?} is not a valid queue name: it {why}", name_key.label, queue.name),
             ));
         }
         let max_name_bytes = config.limits.max_queue_name_bytes;
@@ -489,26 +369,16 @@ fn queues(config: &Config, globals: &QueueLimits) -> Check {
             if types.is_empty() {
                 return Err(problem(
                     &[&k],
-                    format!(
-                        "{} must list at least one job type (leave it out to accept any)",
-                        k.label
-                    ),
+                    format!("{} must list at least one job type (leave it out to accept any)", k.label),
                 ));
             }
             if types.iter().any(String::is_empty) {
-                return Err(problem(
-                    &[&k],
-                    format!("{} must not contain an empty job type", k.label),
-                ));
+                return Err(problem(&[&k], format!("{} must not contain an empty job type", k.label)));
             }
         }
         let merged = merged_limits(globals, queue);
         let key_of = |field: &str| {
-            if overrides(queue, field) {
-                queue_key(index, queue, field)
-            } else {
-                global_key(field)
-            }
+            if overrides(queue, field) { queue_key(index, queue, field) } else { global_key(field) }
         };
         queue_limits(&merged, config.limits.max_message_bytes, &key_of)?;
     }
@@ -524,17 +394,7 @@ mod tests {
         for good in ["emails", "a.b", "...", "x..y", "ünïcödé", "with space"] {
             assert_eq!(queue_name_problem(good), None, "{good}");
         }
-        for bad in [
-            "",
-            ".",
-            "..",
-            "a/b",
-            "/",
-            "tab\there",
-            "nl\n",
-            "del\u{7f}",
-            "c1\u{85}",
-        ] {
+        for bad in ["", ".", "..", "a/b", "/", "tab\there", "nl\n", "del\u{7f}", "c1\u{85}"] {
             assert!(queue_name_problem(bad).is_some(), "{bad:?}");
         }
     }

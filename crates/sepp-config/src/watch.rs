@@ -42,14 +42,8 @@ impl std::fmt::Debug for ConfigWatcher {
 
 /// Calls `on_change` (on a thread of its own) each time the file at `path` is written, created,
 /// or replaced by a rename, at most once per 500 ms burst.
-pub fn watch(
-    path: &Path,
-    on_change: impl Fn() + Send + 'static,
-) -> Result<ConfigWatcher, ConfigError> {
-    let watch_error = |source| ConfigError::Watch {
-        path: path.to_path_buf(),
-        source,
-    };
+pub fn watch(path: &Path, on_change: impl Fn() + Send + 'static) -> Result<ConfigWatcher, ConfigError> {
+    let watch_error = |source| ConfigError::Watch { path: path.to_path_buf(), source };
     let file_name: OsString = path
         .file_name()
         .ok_or_else(|| watch_error(notify::Error::generic("the path does not name a file")))?
@@ -60,11 +54,8 @@ pub fn watch(
     };
 
     let (events, received) = std::sync::mpsc::channel::<()>();
-    let mut watcher =
-        notify::recommended_watcher(forward_changes_to(file_name, events)).map_err(watch_error)?;
-    watcher
-        .watch(&directory, RecursiveMode::NonRecursive)
-        .map_err(watch_error)?;
+    let mut watcher = notify::recommended_watcher(forward_changes_to(file_name, events)).map_err(watch_error)?;
+    watcher.watch(&directory, RecursiveMode::NonRecursive).map_err(watch_error)?;
 
     let stopped = Arc::new(AtomicBool::new(false));
     let stopped_for_thread = Arc::clone(&stopped);
@@ -72,18 +63,12 @@ pub fn watch(
         .name("sepp-config-watch".into())
         .spawn(move || debounce(&received, DEBOUNCE, &stopped_for_thread, on_change))
         .map_err(|error| watch_error(notify::Error::io(error)))?;
-    Ok(ConfigWatcher {
-        _watcher: watcher,
-        stopped,
-    })
+    Ok(ConfigWatcher { _watcher: watcher, stopped })
 }
 
 /// The notify handler: one message per relevant event. When the watcher is dropped, so is this
 /// handler and its sender, which ends the debounce thread.
-fn forward_changes_to(
-    file_name: OsString,
-    events: Sender<()>,
-) -> impl FnMut(notify::Result<Event>) + Send + 'static {
+fn forward_changes_to(file_name: OsString, events: Sender<()>) -> impl FnMut(notify::Result<Event>) + Send + 'static {
     move |event| match event {
         Ok(event) if changes_data_of(&event, &file_name) => {
             let _ = events.send(());
@@ -103,9 +88,7 @@ fn changes_data_of(event: &Event, file_name: &OsStr) -> bool {
         EventKind::Create(_) => any_path(),
         EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any | ModifyKind::Other) => any_path(),
         // `Both` carries [from, to]: only the destination matters.
-        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
-            event.paths.last().is_some_and(names_file)
-        }
+        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => event.paths.last().is_some_and(names_file),
         EventKind::Modify(ModifyKind::Name(RenameMode::From)) => false,
         EventKind::Modify(ModifyKind::Name(_)) => any_path(),
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => any_path(),
@@ -143,9 +126,7 @@ mod tests {
     use notify::event::{CreateKind, DataChange, MetadataKind, RemoveKind};
 
     fn event(kind: EventKind, paths: &[&str]) -> Event {
-        paths
-            .iter()
-            .fold(Event::new(kind), |e, p| e.add_path(PathBuf::from(p)))
+        paths.iter().fold(Event::new(kind), |e, p| e.add_path(PathBuf::from(p)))
     }
 
     const FILE: &str = "/etc/sepp/sepp.toml";
@@ -154,21 +135,12 @@ mod tests {
     fn writes_creates_and_renames_onto_the_file_count_as_changes() {
         let name = OsStr::new("sepp.toml");
         let changes = [
-            event(
-                EventKind::Modify(ModifyKind::Data(DataChange::Any)),
-                &[FILE],
-            ),
+            event(EventKind::Modify(ModifyKind::Data(DataChange::Any)), &[FILE]),
             event(EventKind::Modify(ModifyKind::Any), &[FILE]),
             event(EventKind::Create(CreateKind::File), &[FILE]),
-            event(
-                EventKind::Access(AccessKind::Close(AccessMode::Write)),
-                &[FILE],
-            ),
+            event(EventKind::Access(AccessKind::Close(AccessMode::Write)), &[FILE]),
             event(EventKind::Modify(ModifyKind::Name(RenameMode::To)), &[FILE]),
-            event(
-                EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
-                &["/etc/sepp/.sepp.toml.tmp", FILE],
-            ),
+            event(EventKind::Modify(ModifyKind::Name(RenameMode::Both)), &["/etc/sepp/.sepp.toml.tmp", FILE]),
         ];
         for change in changes {
             assert!(changes_data_of(&change, name), "{change:?}");
@@ -179,32 +151,14 @@ mod tests {
     fn reads_metadata_removals_and_other_files_do_not_count() {
         let name = OsStr::new("sepp.toml");
         let ignored = [
-            event(
-                EventKind::Access(AccessKind::Open(AccessMode::Any)),
-                &[FILE],
-            ),
+            event(EventKind::Access(AccessKind::Open(AccessMode::Any)), &[FILE]),
             event(EventKind::Access(AccessKind::Read), &[FILE]),
-            event(
-                EventKind::Access(AccessKind::Close(AccessMode::Read)),
-                &[FILE],
-            ),
-            event(
-                EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
-                &[FILE],
-            ),
+            event(EventKind::Access(AccessKind::Close(AccessMode::Read)), &[FILE]),
+            event(EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)), &[FILE]),
             event(EventKind::Remove(RemoveKind::File), &[FILE]),
-            event(
-                EventKind::Modify(ModifyKind::Name(RenameMode::From)),
-                &[FILE],
-            ),
-            event(
-                EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
-                &[FILE, "/etc/sepp/sepp.toml.bak"],
-            ),
-            event(
-                EventKind::Modify(ModifyKind::Data(DataChange::Any)),
-                &["/etc/sepp/other.toml"],
-            ),
+            event(EventKind::Modify(ModifyKind::Name(RenameMode::From)), &[FILE]),
+            event(EventKind::Modify(ModifyKind::Name(RenameMode::Both)), &[FILE, "/etc/sepp/sepp.toml.bak"]),
+            event(EventKind::Modify(ModifyKind::Data(DataChange::Any)), &["/etc/sepp/other.toml"]),
             event(EventKind::Any, &[FILE]),
         ];
         for not_a_change in ignored {

@@ -4,21 +4,16 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use sepp_config::{
-    AdminRole, ApiKey, Config, ConfigError, ConfigSource, LogFormat, PersistMode, RetryBackoff,
-    discover, load_str, load_with_env,
+    AdminRole, ApiKey, Config, ConfigError, ConfigSource, LogFormat, PersistMode, RetryBackoff, discover, load_str,
+    load_with_env,
 };
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 fn error_of(toml: &str) -> String {
-    load_str(toml, &[])
-        .expect_err("the config should be rejected")
-        .to_string()
+    load_str(toml, &[]).expect_err("the config should be rejected").to_string()
 }
 
 fn addr(text: &str) -> SocketAddr {
@@ -28,10 +23,7 @@ fn addr(text: &str) -> SocketAddr {
 fn file_with(dir: &Path, text: &str) -> ConfigSource {
     let path = dir.join("sepp.toml");
     std::fs::write(&path, text).unwrap();
-    ConfigSource {
-        path,
-        explicit: true,
-    }
+    ConfigSource { path, explicit: true }
 }
 
 #[test]
@@ -43,61 +35,24 @@ fn empty_file_gives_all_defaults() {
     assert!(!c.server.strict_queues);
     assert_eq!(c.auth.api_keys, None);
     let l = &c.limits;
-    assert_eq!(
-        (
-            l.max_lease_duration_ms,
-            l.default_max_attempts,
-            l.max_attempts_ceiling
-        ),
-        (300_000, 3, 100)
-    );
+    assert_eq!((l.max_lease_duration_ms, l.default_max_attempts, l.max_attempts_ceiling), (300_000, 3, 100));
     assert_eq!((l.default_priority, l.retry_delay_ms), (0, 0));
     assert_eq!(l.retry_backoff, RetryBackoff::None);
     assert_eq!(l.retry_delay_max_ms, 3_600_000);
-    assert_eq!(
-        (
-            l.max_reserve_batch,
-            l.max_reserve_queues,
-            l.max_enqueue_batch
-        ),
-        (256, 32, 256)
-    );
+    assert_eq!((l.max_reserve_batch, l.max_reserve_queues, l.max_enqueue_batch), (256, 32, 256));
     assert_eq!(l.max_wait_timeout_ms, 300_000);
     assert_eq!(l.max_queue_depth, None);
-    assert_eq!(
-        (l.max_payload_bytes, l.max_message_bytes),
-        (1_048_576, 16_777_216)
-    );
-    assert_eq!(
-        (
-            l.max_custom_entries,
-            l.max_custom_total_bytes,
-            l.max_custom_key_bytes
-        ),
-        (64, 16_384, 256)
-    );
-    assert_eq!(
-        (
-            l.max_queue_name_bytes,
-            l.max_job_type_bytes,
-            l.max_idempotency_key_bytes
-        ),
-        (512, 256, 256)
-    );
+    assert_eq!((l.max_payload_bytes, l.max_message_bytes), (1_048_576, 16_777_216));
+    assert_eq!((l.max_custom_entries, l.max_custom_total_bytes, l.max_custom_key_bytes), (64, 16_384, 256));
+    assert_eq!((l.max_queue_name_bytes, l.max_job_type_bytes, l.max_idempotency_key_bytes), (512, 256, 256));
     assert_eq!(l.max_schedule_horizon_ms, 2_592_000_000);
     assert_eq!(l.allowed_encodings, None);
     let s = &c.storage;
     assert_eq!(s.persist_mode, PersistMode::SyncAll);
     assert_eq!((s.sweep_interval_ms, s.sweep_limit), (1_000, 10_000));
-    assert_eq!(
-        (s.dedup_window_ms, s.dead_letter_retention_ms),
-        (86_400_000, 0)
-    );
+    assert_eq!((s.dedup_window_ms, s.dead_letter_retention_ms), (86_400_000, 0));
     assert_eq!(s.command_queue_capacity, 4_096);
-    assert_eq!(
-        (s.cache_size_bytes, s.max_journaling_size_bytes),
-        (None, None)
-    );
+    assert_eq!((s.cache_size_bytes, s.max_journaling_size_bytes), (None, None));
     assert_eq!((s.max_cached_files, s.worker_threads), (None, None));
     assert_eq!(c.logging.level, "info,lsm_tree=warn,fjall=warn");
     assert_eq!(c.logging.format, LogFormat::Text);
@@ -112,10 +67,7 @@ fn empty_file_gives_all_defaults() {
     assert!(c.admin.enabled);
     assert_eq!(c.admin.listen_addr, addr("127.0.0.1:9465"));
     assert_eq!((&c.admin.tls_cert_path, &c.admin.keys), (&None, &None));
-    assert_eq!(
-        (c.admin.session_ttl_ms, c.admin.stats_history_ms),
-        (43_200_000, 3_600_000)
-    );
+    assert_eq!((c.admin.session_ttl_ms, c.admin.stats_history_ms), (43_200_000, 3_600_000));
     assert!(c.queues.is_empty());
     assert_eq!(c, Config::default());
 }
@@ -125,10 +77,7 @@ fn a_file_with_every_key_of_spec_4_2_set_loads() {
     let text = include_str!("fixtures/every-key.toml");
     let c = load_str(text, &[]).expect("the 0.1-style file loads");
     assert_eq!(c.server.listen_addr, addr("127.0.0.1:6000"));
-    assert_eq!(
-        c.server.tls_key_path,
-        Some(PathBuf::from("/etc/sepp/grpc.key"))
-    );
+    assert_eq!(c.server.tls_key_path, Some(PathBuf::from("/etc/sepp/grpc.key")));
     assert!(c.server.strict_queues);
     assert_eq!(c.auth.api_keys.as_ref().unwrap()[1].name, "mailer");
     assert_eq!(c.limits.retry_backoff, RetryBackoff::Exponential);
@@ -141,32 +90,14 @@ fn a_file_with_every_key_of_spec_4_2_set_loads() {
     assert_eq!(c.logging.format, LogFormat::Json);
     assert_eq!(c.tracing.sample_ratio, 0.25);
     assert_eq!(c.metrics.prometheus_listen_addr, addr("127.0.0.1:9100"));
-    let roles: Vec<AdminRole> = c
-        .admin
-        .keys
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|k| k.role)
-        .collect();
-    assert_eq!(
-        roles,
-        [
-            AdminRole::Admin,
-            AdminRole::Operator,
-            AdminRole::Viewer,
-            AdminRole::Admin
-        ]
-    );
+    let roles: Vec<AdminRole> = c.admin.keys.as_ref().unwrap().iter().map(|k| k.role).collect();
+    assert_eq!(roles, [AdminRole::Admin, AdminRole::Operator, AdminRole::Viewer, AdminRole::Admin]);
     assert_eq!(c.queues.len(), 2);
     let emails = &c.queues[0];
     assert_eq!(emails.dedup_window_ms, Some(600_000));
     assert_eq!(emails.max_queue_depth, Some(5_000));
     assert_eq!(emails.retry_backoff, Some(RetryBackoff::None));
-    assert_eq!(
-        emails.allowed_job_types.as_deref(),
-        Some(&["welcome".to_string(), "receipt".to_string()][..])
-    );
+    assert_eq!(emails.allowed_job_types.as_deref(), Some(&["welcome".to_string(), "receipt".to_string()][..]));
     assert_eq!(c.queues[1].name, "reports.daily");
     assert_eq!(c.queues[1].default_priority, None);
 }
@@ -177,59 +108,29 @@ fn discovery_prefers_the_flag_then_sepp_config_then_the_working_directory() {
     let no_env = |_: &str| None;
     assert_eq!(
         discover(Some(PathBuf::from("/flag.toml")), &with_env),
-        ConfigSource {
-            path: PathBuf::from("/flag.toml"),
-            explicit: true
-        }
+        ConfigSource { path: PathBuf::from("/flag.toml"), explicit: true }
     );
-    assert_eq!(
-        discover(None, &with_env),
-        ConfigSource {
-            path: PathBuf::from("/etc/sepp/sepp.toml"),
-            explicit: true
-        }
-    );
-    assert_eq!(
-        discover(None, &no_env),
-        ConfigSource {
-            path: PathBuf::from("./sepp.toml"),
-            explicit: false
-        }
-    );
+    assert_eq!(discover(None, &with_env), ConfigSource { path: PathBuf::from("/etc/sepp/sepp.toml"), explicit: true });
+    assert_eq!(discover(None, &no_env), ConfigSource { path: PathBuf::from("./sepp.toml"), explicit: false });
 }
 
 #[test]
 fn an_explicit_path_that_does_not_exist_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sepp.toml");
-    let source = ConfigSource {
-        path: path.clone(),
-        explicit: true,
-    };
+    let source = ConfigSource { path: path.clone(), explicit: true };
     let error = load_with_env(&source, &[]).unwrap_err();
     assert!(matches!(error, ConfigError::NotFound { .. }), "{error:?}");
-    assert_eq!(
-        error.to_string(),
-        format!("config file not found: {}", path.display())
-    );
+    assert_eq!(error.to_string(), format!("config file not found: {}", path.display()));
 }
 
 #[test]
 fn a_missing_default_file_gives_defaults_plus_environment() {
     let dir = tempfile::tempdir().unwrap();
-    let source = ConfigSource {
-        path: dir.path().join("sepp.toml"),
-        explicit: false,
-    };
+    let source = ConfigSource { path: dir.path().join("sepp.toml"), explicit: false };
     let c = load_with_env(&source, &env(&[("SEPP_SERVER__STRICT_QUEUES", "true")])).unwrap();
     assert!(c.server.strict_queues);
-    assert_eq!(
-        Config {
-            server: Default::default(),
-            ..c
-        },
-        Config::default()
-    );
+    assert_eq!(Config { server: Default::default(), ..c }, Config::default());
 }
 
 #[test]
@@ -241,10 +142,7 @@ fn env_override_wins_over_file() {
     );
     let c = load_with_env(
         &source,
-        &env(&[
-            ("SEPP_SERVER__LISTEN_ADDR", "0.0.0.0:6000"),
-            ("SEPP_LIMITS__DEFAULT_PRIORITY", "7"),
-        ]),
+        &env(&[("SEPP_SERVER__LISTEN_ADDR", "0.0.0.0:6000"), ("SEPP_LIMITS__DEFAULT_PRIORITY", "7")]),
     )
     .unwrap();
     assert_eq!(c.server.listen_addr, addr("0.0.0.0:6000"));
@@ -270,14 +168,7 @@ fn env_values_that_are_not_toml_literals_are_plain_strings() {
 
 #[test]
 fn an_env_literal_of_the_wrong_type_is_taken_as_its_string() {
-    let c = load_str(
-        "",
-        &env(&[
-            ("SEPP_SERVER__DB_PATH", "2024"),
-            ("SEPP_TRACING__SERVICE_NAME", "true"),
-        ]),
-    )
-    .unwrap();
+    let c = load_str("", &env(&[("SEPP_SERVER__DB_PATH", "2024"), ("SEPP_TRACING__SERVICE_NAME", "true")])).unwrap();
     assert_eq!(c.server.db_path, PathBuf::from("2024"));
     assert_eq!(c.tracing.service_name, "true");
 }
@@ -293,17 +184,8 @@ fn env_arrays_and_inline_tables_set_lists() {
         ]),
     )
     .unwrap();
-    assert_eq!(
-        c.auth.api_keys,
-        Some(vec![ApiKey {
-            name: "x".into(),
-            key: "y".into()
-        }])
-    );
-    assert_eq!(
-        c.limits.allowed_encodings,
-        Some(vec!["json".to_string(), "proto".to_string()])
-    );
+    assert_eq!(c.auth.api_keys, Some(vec![ApiKey { name: "x".into(), key: "y".into() }]));
+    assert_eq!(c.limits.allowed_encodings, Some(vec!["json".to_string(), "proto".to_string()]));
     assert_eq!(c.limits.max_queue_depth, Some(10));
 }
 
@@ -311,11 +193,7 @@ fn env_arrays_and_inline_tables_set_lists() {
 fn sepp_config_and_unrelated_variables_are_not_overrides() {
     let c = load_str(
         "",
-        &env(&[
-            ("SEPP_CONFIG", "/etc/sepp/sepp.toml"),
-            ("PATH", "/usr/bin"),
-            ("SEPP_NOT_A_SECTION", "1"),
-        ]),
+        &env(&[("SEPP_CONFIG", "/etc/sepp/sepp.toml"), ("PATH", "/usr/bin"), ("SEPP_NOT_A_SECTION", "1")]),
     )
     .unwrap();
     assert_eq!(c, Config::default());
@@ -323,21 +201,14 @@ fn sepp_config_and_unrelated_variables_are_not_overrides() {
 
 #[test]
 fn an_invalid_env_value_is_reported_against_the_variable() {
-    let error = load_str("", &env(&[("SEPP_LIMITS__DEFAULT_PRIORITY", "12")]))
-        .unwrap_err()
-        .to_string();
+    let error = load_str("", &env(&[("SEPP_LIMITS__DEFAULT_PRIORITY", "12")])).unwrap_err().to_string();
     assert_eq!(
         error,
         "invalid configuration in environment variable SEPP_LIMITS__DEFAULT_PRIORITY: \
          limits.default_priority must be at most 9 (got 12)"
     );
-    let error = load_str("", &env(&[("SEPP_ADMIN__LISTEN_ADDR", "nowhere")]))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        error.contains("environment variable SEPP_ADMIN__LISTEN_ADDR"),
-        "{error}"
-    );
+    let error = load_str("", &env(&[("SEPP_ADMIN__LISTEN_ADDR", "nowhere")])).unwrap_err().to_string();
+    assert!(error.contains("environment variable SEPP_ADMIN__LISTEN_ADDR"), "{error}");
     assert!(error.contains("admin.listen_addr"), "{error}");
 }
 
@@ -345,12 +216,7 @@ fn an_invalid_env_value_is_reported_against_the_variable() {
 fn a_rule_broken_between_file_and_environment_names_both() {
     let dir = tempfile::tempdir().unwrap();
     let source = file_with(dir.path(), "[limits]\ndefault_max_attempts = 50\n");
-    let error = load_with_env(
-        &source,
-        &env(&[("SEPP_LIMITS__MAX_ATTEMPTS_CEILING", "10")]),
-    )
-    .unwrap_err()
-    .to_string();
+    let error = load_with_env(&source, &env(&[("SEPP_LIMITS__MAX_ATTEMPTS_CEILING", "10")])).unwrap_err().to_string();
     assert_eq!(
         error,
         format!(
@@ -378,17 +244,11 @@ fn default_priority_above_9_is_rejected_naming_the_key() {
 #[test]
 fn a_syntax_error_names_the_file_and_line_without_quoting_it() {
     let dir = tempfile::tempdir().unwrap();
-    let source = file_with(
-        dir.path(),
-        "[auth]\napi_keys = [{ name = \"a\", key = \"s3cret }]\n",
-    );
+    let source = file_with(dir.path(), "[auth]\napi_keys = [{ name = \"a\", key = \"s3cret }]\n");
     let error = load_with_env(&source, &[]).unwrap_err();
     assert!(matches!(error, ConfigError::Parse { .. }), "{error:?}");
     let text = error.to_string();
-    assert!(
-        text.starts_with(&format!("could not parse {}: ", source.path.display())),
-        "{text}"
-    );
+    assert!(text.starts_with(&format!("could not parse {}: ", source.path.display())), "{text}");
     assert!(text.contains("line 2"), "{text}");
     assert!(!text.contains("s3cret"), "{text}");
 }
@@ -396,10 +256,7 @@ fn a_syntax_error_names_the_file_and_line_without_quoting_it() {
 #[test]
 fn a_value_of_the_wrong_type_names_the_key() {
     let error = error_of("[limits]\nmax_enqueue_batch = \"many\"\n");
-    assert!(
-        error.starts_with("invalid configuration in <inline config>: limits.max_enqueue_batch: "),
-        "{error}"
-    );
+    assert!(error.starts_with("invalid configuration in <inline config>: limits.max_enqueue_batch: "), "{error}");
     let error = error_of("[storage]\npersist_mode = \"sometimes\"\n");
     assert!(error.contains("storage.persist_mode"), "{error}");
     let error = error_of("[[queues]]\nname = \"a\"\ndefault_priority = -1\n");
@@ -415,36 +272,22 @@ fn a_malformed_key_entry_does_not_echo_the_key() {
     ] {
         let error = error_of(toml);
         assert!(!error.contains("s3cret"), "{error}");
-        assert!(
-            error.contains("api_keys") || error.contains("admin.keys"),
-            "{error}"
-        );
+        assert!(error.contains("api_keys") || error.contains("admin.keys"), "{error}");
     }
 }
 
 #[test]
 fn unknown_key_in_admin_is_rejected() {
     let error = error_of("[admin]\nenabeld = false\n");
-    assert!(
-        error.starts_with(
-            "invalid configuration in <inline config>: admin.enabeld is not a known key"
-        ),
-        "{error}"
-    );
+    assert!(error.starts_with("invalid configuration in <inline config>: admin.enabeld is not a known key"), "{error}");
 }
 
 #[test]
 fn unknown_key_in_a_key_entry_is_rejected() {
     let error = error_of("[auth]\napi_keys = [{ name = \"a\", key = \"b\", role = \"admin\" }]\n");
-    assert!(
-        error.contains("auth.api_keys[0].role is not a known key"),
-        "{error}"
-    );
+    assert!(error.contains("auth.api_keys[0].role is not a known key"), "{error}");
     let error = error_of("[admin]\nkeys = [{ name = \"a\", key = \"b\", scope = \"all\" }]\n");
-    assert!(
-        error.contains("admin.keys[0].scope is not a known key"),
-        "{error}"
-    );
+    assert!(error.contains("admin.keys[0].scope is not a known key"), "{error}");
 }
 
 #[test]
@@ -457,36 +300,15 @@ fn unknown_key_elsewhere_is_ignored() {
     )
     .unwrap();
     assert_eq!(c.queues.len(), 1);
-    assert_eq!(
-        Config {
-            queues: Vec::new(),
-            ..c
-        },
-        Config::default()
-    );
+    assert_eq!(Config { queues: Vec::new(), ..c }, Config::default());
 }
 
 #[test]
 fn api_keys_tristate() {
     assert_eq!(load_str("", &[]).unwrap().auth.api_keys, None);
-    assert_eq!(
-        load_str("[auth]\napi_keys = []\n", &[])
-            .unwrap()
-            .auth
-            .api_keys,
-        Some(vec![])
-    );
-    let listed = load_str("[auth]\napi_keys = [{ name = \"w\", key = \"k1\" }]\n", &[])
-        .unwrap()
-        .auth
-        .api_keys;
-    assert_eq!(
-        listed,
-        Some(vec![ApiKey {
-            name: "w".into(),
-            key: "k1".into()
-        }])
-    );
+    assert_eq!(load_str("[auth]\napi_keys = []\n", &[]).unwrap().auth.api_keys, Some(vec![]));
+    let listed = load_str("[auth]\napi_keys = [{ name = \"w\", key = \"k1\" }]\n", &[]).unwrap().auth.api_keys;
+    assert_eq!(listed, Some(vec![ApiKey { name: "w".into(), key: "k1".into() }]));
 }
 
 #[test]
@@ -499,9 +321,7 @@ fn admin_key_role_defaults_to_admin_and_must_be_known() {
 
 #[test]
 fn an_env_list_with_a_bad_entry_is_reported_not_taken_as_a_string() {
-    let error = load_str("", &env(&[("SEPP_AUTH__API_KEYS", r#"[{name="a"}]"#)]))
-        .unwrap_err()
-        .to_string();
+    let error = load_str("", &env(&[("SEPP_AUTH__API_KEYS", r#"[{name="a"}]"#)])).unwrap_err().to_string();
     assert_eq!(
         error,
         "invalid configuration in environment variable SEPP_AUTH__API_KEYS: \
@@ -517,8 +337,5 @@ fn type_errors_use_the_words_of_a_toml_file() {
         "{error}"
     );
     let error = error_of("server = 5\n");
-    assert!(
-        error.ends_with("server: invalid type: integer `5`, expected a table"),
-        "{error}"
-    );
+    assert!(error.ends_with("server: invalid type: integer `5`, expected a table"), "{error}");
 }

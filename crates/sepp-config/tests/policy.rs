@@ -25,10 +25,7 @@ fn undeclared_queues_get_the_globals_and_server_limits_are_carried() {
     assert_eq!(policy.defaults.default_priority, 3);
     assert_eq!(policy.defaults.dedup_window_ms, 42);
     assert_eq!(policy.defaults.max_queue_depth, Some(50));
-    assert_eq!(
-        policy.defaults.allowed_encodings,
-        Some(vec!["json".to_string()])
-    );
+    assert_eq!(policy.defaults.allowed_encodings, Some(vec!["json".to_string()]));
     assert_eq!(policy.defaults.allowed_job_types, None);
     assert!(policy.declared.is_empty());
     assert_eq!(policy.queue("anything"), &policy.defaults);
@@ -110,10 +107,7 @@ fn a_queue_encoding_list_replaces_the_global_one_and_depth_falls_back_to_the_glo
     let policy = c.policy(&c);
     assert_eq!(policy.queue("open").allowed_encodings, Some(vec![]));
     assert_eq!(policy.queue("open").max_queue_depth, Some(100));
-    assert_eq!(
-        policy.queue("inherits").allowed_encodings,
-        Some(vec!["json".to_string()])
-    );
+    assert_eq!(policy.queue("inherits").allowed_encodings, Some(vec!["json".to_string()]));
 }
 
 #[test]
@@ -164,65 +158,29 @@ fn restart_only_is_the_list_of_spec_4_4() {
 fn each_restart_only_field_is_detected_on_its_own() {
     type Change = fn(&mut Config);
     let changes: &[(&str, Change)] = &[
-        ("server.listen_addr", |c| {
-            c.server.listen_addr = "127.0.0.1:1".parse().unwrap()
-        }),
-        ("server.db_path", |c| {
-            c.server.db_path = PathBuf::from("/elsewhere")
-        }),
-        ("server.tls_cert_path", |c| {
-            c.server.tls_cert_path = Some("/c".into())
-        }),
-        ("server.tls_key_path", |c| {
-            c.server.tls_key_path = Some("/k".into())
-        }),
-        ("limits.max_message_bytes", |c| {
-            c.limits.max_message_bytes += 1
-        }),
-        ("storage.persist_mode", |c| {
-            c.storage.persist_mode = PersistMode::Buffer
-        }),
-        ("storage.sweep_interval_ms", |c| {
-            c.storage.sweep_interval_ms += 1
-        }),
+        ("server.listen_addr", |c| c.server.listen_addr = "127.0.0.1:1".parse().unwrap()),
+        ("server.db_path", |c| c.server.db_path = PathBuf::from("/elsewhere")),
+        ("server.tls_cert_path", |c| c.server.tls_cert_path = Some("/c".into())),
+        ("server.tls_key_path", |c| c.server.tls_key_path = Some("/k".into())),
+        ("limits.max_message_bytes", |c| c.limits.max_message_bytes += 1),
+        ("storage.persist_mode", |c| c.storage.persist_mode = PersistMode::Buffer),
+        ("storage.sweep_interval_ms", |c| c.storage.sweep_interval_ms += 1),
         ("storage.sweep_limit", |c| c.storage.sweep_limit += 1),
-        ("storage.dead_letter_retention_ms", |c| {
-            c.storage.dead_letter_retention_ms += 1
-        }),
-        ("storage.dedup_window_ms", |c| {
-            c.storage.dedup_window_ms += 1
-        }),
-        ("queues[].dedup_window_ms", |c| {
-            c.queues[0].dedup_window_ms = Some(7)
-        }),
-        ("storage.command_queue_capacity", |c| {
-            c.storage.command_queue_capacity += 1
-        }),
-        ("storage.cache_size_bytes", |c| {
-            c.storage.cache_size_bytes = Some(1)
-        }),
-        ("storage.max_journaling_size_bytes", |c| {
-            c.storage.max_journaling_size_bytes = Some(1 << 30)
-        }),
-        ("storage.max_cached_files", |c| {
-            c.storage.max_cached_files = Some(20)
-        }),
-        ("storage.worker_threads", |c| {
-            c.storage.worker_threads = Some(2)
-        }),
+        ("storage.dead_letter_retention_ms", |c| c.storage.dead_letter_retention_ms += 1),
+        ("storage.dedup_window_ms", |c| c.storage.dedup_window_ms += 1),
+        ("queues[].dedup_window_ms", |c| c.queues[0].dedup_window_ms = Some(7)),
+        ("storage.command_queue_capacity", |c| c.storage.command_queue_capacity += 1),
+        ("storage.cache_size_bytes", |c| c.storage.cache_size_bytes = Some(1)),
+        ("storage.max_journaling_size_bytes", |c| c.storage.max_journaling_size_bytes = Some(1 << 30)),
+        ("storage.max_cached_files", |c| c.storage.max_cached_files = Some(20)),
+        ("storage.worker_threads", |c| c.storage.worker_threads = Some(2)),
         ("logging", |c| c.logging.format = LogFormat::Json),
         ("tracing", |c| c.tracing.sample_ratio = 0.5),
         ("metrics", |c| c.metrics.prometheus_enabled = true),
         ("admin.enabled", |c| c.admin.enabled = false),
-        ("admin.listen_addr", |c| {
-            c.admin.listen_addr = "127.0.0.1:1".parse().unwrap()
-        }),
-        ("admin.tls_cert_path", |c| {
-            c.admin.tls_cert_path = Some("/c".into())
-        }),
-        ("admin.tls_key_path", |c| {
-            c.admin.tls_key_path = Some("/k".into())
-        }),
+        ("admin.listen_addr", |c| c.admin.listen_addr = "127.0.0.1:1".parse().unwrap()),
+        ("admin.tls_cert_path", |c| c.admin.tls_cert_path = Some("/c".into())),
+        ("admin.tls_key_path", |c| c.admin.tls_key_path = Some("/k".into())),
     ];
     assert_eq!(changes.len(), RESTART_ONLY.len());
     let base = config("[[queues]]\nname = \"q\"\n");
@@ -236,19 +194,15 @@ fn each_restart_only_field_is_detected_on_its_own() {
 
 #[test]
 fn restart_only_changes_lists_changed_fields() {
-    let running = config(
-        "[server]\nlisten_addr = \"0.0.0.0:50051\"\n[[queues]]\nname = \"a\"\ndedup_window_ms = 100\n",
-    );
+    let running =
+        config("[server]\nlisten_addr = \"0.0.0.0:50051\"\n[[queues]]\nname = \"a\"\ndedup_window_ms = 100\n");
     let edited = config(
         "[server]\nlisten_addr = \"0.0.0.0:6000\"\nstrict_queues = true\n\
          [auth]\napi_keys = []\n[limits]\ndefault_priority = 5\n\
          [logging]\nlevel = \"debug\"\n[admin]\nsession_ttl_ms = 60000\n\
          [[queues]]\nname = \"a\"\ndedup_window_ms = 200\n[[queues]]\nname = \"new\"\n",
     );
-    assert_eq!(
-        running.restart_only_changes(&edited),
-        ["server.listen_addr", "queues[].dedup_window_ms", "logging"]
-    );
+    assert_eq!(running.restart_only_changes(&edited), ["server.listen_addr", "queues[].dedup_window_ms", "logging"]);
 }
 
 #[test]

@@ -13,15 +13,9 @@ fn rejected(toml: &str) -> String {
 
 fn assert_rejected_naming(toml: &str, keys: &[&str]) {
     let message = rejected(toml);
-    assert!(
-        message.starts_with("invalid configuration in <inline config>: "),
-        "{message}"
-    );
+    assert!(message.starts_with("invalid configuration in <inline config>: "), "{message}");
     for key in keys {
-        assert!(
-            message.contains(key),
-            "the error for\n{toml}\nshould name {key}: {message}"
-        );
+        assert!(message.contains(key), "the error for\n{toml}\nshould name {key}: {message}");
     }
 }
 
@@ -29,153 +23,51 @@ fn assert_rejected_naming(toml: &str, keys: &[&str]) {
 fn every_single_key_range_rule_rejects_its_bad_value() {
     let cases: &[(&str, &str)] = &[
         ("[server]\ndb_path = \"\"", "server.db_path"),
-        (
-            "[limits]\nmax_lease_duration_ms = 0",
-            "limits.max_lease_duration_ms",
-        ),
-        (
-            "[limits]\ndefault_max_attempts = 0",
-            "limits.default_max_attempts",
-        ),
-        (
-            "[limits]\nmax_attempts_ceiling = 0",
-            "limits.max_attempts_ceiling",
-        ),
+        ("[limits]\nmax_lease_duration_ms = 0", "limits.max_lease_duration_ms"),
+        ("[limits]\ndefault_max_attempts = 0", "limits.default_max_attempts"),
+        ("[limits]\nmax_attempts_ceiling = 0", "limits.max_attempts_ceiling"),
         ("[limits]\ndefault_priority = 10", "limits.default_priority"),
-        (
-            "[limits]\nretry_backoff = \"linear\"",
-            "limits.retry_backoff",
-        ),
-        (
-            "[limits]\nretry_delay_max_ms = 0",
-            "limits.retry_delay_max_ms",
-        ),
-        (
-            "[limits]\nmax_reserve_batch = 0",
-            "limits.max_reserve_batch",
-        ),
-        (
-            "[limits]\nmax_reserve_queues = 0",
-            "limits.max_reserve_queues",
-        ),
-        (
-            "[limits]\nmax_wait_timeout_ms = 0",
-            "limits.max_wait_timeout_ms",
-        ),
-        (
-            "[limits]\nmax_enqueue_batch = 0",
-            "limits.max_enqueue_batch",
-        ),
-        (
-            "[limits]\nmax_payload_bytes = 0",
-            "limits.max_payload_bytes",
-        ),
-        (
-            "[limits]\nmax_message_bytes = 0",
-            "limits.max_message_bytes",
-        ),
-        (
-            "[limits]\nmax_custom_entries = 0",
-            "limits.max_custom_entries",
-        ),
-        (
-            "[limits]\nmax_custom_total_bytes = 0",
-            "limits.max_custom_total_bytes",
-        ),
-        (
-            "[limits]\nmax_custom_key_bytes = 0",
-            "limits.max_custom_key_bytes",
-        ),
-        (
-            "[limits]\nmax_queue_name_bytes = 0",
-            "limits.max_queue_name_bytes",
-        ),
-        (
-            "[limits]\nmax_queue_name_bytes = 65536",
-            "limits.max_queue_name_bytes",
-        ),
-        (
-            "[limits]\nmax_job_type_bytes = 0",
-            "limits.max_job_type_bytes",
-        ),
-        (
-            "[limits]\nmax_idempotency_key_bytes = 0",
-            "limits.max_idempotency_key_bytes",
-        ),
-        (
-            "[limits]\nmax_schedule_horizon_ms = 0",
-            "limits.max_schedule_horizon_ms",
-        ),
-        (
-            "[limits]\nallowed_encodings = [\"json\", \"\"]",
-            "limits.allowed_encodings",
-        ),
-        (
-            "[storage]\npersist_mode = \"fsync\"",
-            "storage.persist_mode",
-        ),
-        (
-            "[storage]\nsweep_interval_ms = 0",
-            "storage.sweep_interval_ms",
-        ),
+        ("[limits]\nretry_backoff = \"linear\"", "limits.retry_backoff"),
+        ("[limits]\nretry_delay_max_ms = 0", "limits.retry_delay_max_ms"),
+        ("[limits]\nmax_reserve_batch = 0", "limits.max_reserve_batch"),
+        ("[limits]\nmax_reserve_queues = 0", "limits.max_reserve_queues"),
+        ("[limits]\nmax_wait_timeout_ms = 0", "limits.max_wait_timeout_ms"),
+        ("[limits]\nmax_enqueue_batch = 0", "limits.max_enqueue_batch"),
+        ("[limits]\nmax_payload_bytes = 0", "limits.max_payload_bytes"),
+        ("[limits]\nmax_message_bytes = 0", "limits.max_message_bytes"),
+        ("[limits]\nmax_custom_entries = 0", "limits.max_custom_entries"),
+        ("[limits]\nmax_custom_total_bytes = 0", "limits.max_custom_total_bytes"),
+        ("[limits]\nmax_custom_key_bytes = 0", "limits.max_custom_key_bytes"),
+        ("[limits]\nmax_queue_name_bytes = 0", "limits.max_queue_name_bytes"),
+        ("[limits]\nmax_queue_name_bytes = 65536", "limits.max_queue_name_bytes"),
+        ("[limits]\nmax_job_type_bytes = 0", "limits.max_job_type_bytes"),
+        ("[limits]\nmax_idempotency_key_bytes = 0", "limits.max_idempotency_key_bytes"),
+        ("[limits]\nmax_schedule_horizon_ms = 0", "limits.max_schedule_horizon_ms"),
+        ("[limits]\nallowed_encodings = [\"json\", \"\"]", "limits.allowed_encodings"),
+        ("[storage]\npersist_mode = \"fsync\"", "storage.persist_mode"),
+        ("[storage]\nsweep_interval_ms = 0", "storage.sweep_interval_ms"),
         ("[storage]\nsweep_limit = 0", "storage.sweep_limit"),
         ("[storage]\ndedup_window_ms = 0", "storage.dedup_window_ms"),
         ("[storage]\ndedup_window_ms = -5", "storage.dedup_window_ms"),
-        (
-            "[storage]\ncommand_queue_capacity = 0",
-            "storage.command_queue_capacity",
-        ),
-        (
-            "[storage]\ncache_size_bytes = 0",
-            "storage.cache_size_bytes",
-        ),
-        (
-            "[storage]\nmax_journaling_size_bytes = 67108863",
-            "storage.max_journaling_size_bytes",
-        ),
-        (
-            "[storage]\nmax_cached_files = 9",
-            "storage.max_cached_files",
-        ),
+        ("[storage]\ncommand_queue_capacity = 0", "storage.command_queue_capacity"),
+        ("[storage]\ncache_size_bytes = 0", "storage.cache_size_bytes"),
+        ("[storage]\nmax_journaling_size_bytes = 67108863", "storage.max_journaling_size_bytes"),
+        ("[storage]\nmax_cached_files = 9", "storage.max_cached_files"),
         ("[storage]\nworker_threads = 0", "storage.worker_threads"),
         ("[logging]\nformat = \"xml\"", "logging.format"),
         ("[tracing]\nsample_ratio = 1.5", "tracing.sample_ratio"),
         ("[tracing]\nsample_ratio = -0.1", "tracing.sample_ratio"),
         ("[tracing]\nsample_ratio = nan", "tracing.sample_ratio"),
-        (
-            "[tracing]\nenabled = true\nservice_name = \"\"",
-            "tracing.service_name",
-        ),
-        (
-            "[tracing]\nenabled = true\notlp_endpoint = \"\"",
-            "tracing.otlp_endpoint",
-        ),
-        (
-            "[metrics]\nenabled = true\notlp_endpoint = \"\"",
-            "metrics.otlp_endpoint",
-        ),
-        (
-            "[metrics]\nenabled = true\nexport_interval_ms = 0",
-            "metrics.export_interval_ms",
-        ),
-        (
-            "[metrics]\nprometheus_listen_addr = \"localhost\"",
-            "metrics.prometheus_listen_addr",
-        ),
+        ("[tracing]\nenabled = true\nservice_name = \"\"", "tracing.service_name"),
+        ("[tracing]\nenabled = true\notlp_endpoint = \"\"", "tracing.otlp_endpoint"),
+        ("[metrics]\nenabled = true\notlp_endpoint = \"\"", "metrics.otlp_endpoint"),
+        ("[metrics]\nenabled = true\nexport_interval_ms = 0", "metrics.export_interval_ms"),
+        ("[metrics]\nprometheus_listen_addr = \"localhost\"", "metrics.prometheus_listen_addr"),
         ("[server]\nlisten_addr = \"0.0.0.0\"", "server.listen_addr"),
         ("[admin]\nsession_ttl_ms = 59999", "admin.session_ttl_ms"),
-        (
-            "[admin]\nsession_ttl_ms = 31536000001",
-            "admin.session_ttl_ms",
-        ),
-        (
-            "[admin]\nstats_history_ms = 59999",
-            "admin.stats_history_ms",
-        ),
-        (
-            "[admin]\nstats_history_ms = 21600001",
-            "admin.stats_history_ms",
-        ),
+        ("[admin]\nsession_ttl_ms = 31536000001", "admin.session_ttl_ms"),
+        ("[admin]\nstats_history_ms = 59999", "admin.stats_history_ms"),
+        ("[admin]\nstats_history_ms = 21600001", "admin.stats_history_ms"),
     ];
     for (toml, key) in cases {
         assert_rejected_naming(toml, &[key]);
@@ -232,14 +124,8 @@ fn cross_field_rules_name_both_keys() {
 
 #[test]
 fn tls_cert_and_key_must_be_set_together() {
-    assert_rejected_naming(
-        "[server]\ntls_cert_path = \"/c.pem\"",
-        &["server.tls_cert_path", "server.tls_key_path"],
-    );
-    assert_rejected_naming(
-        "[admin]\ntls_key_path = \"/k.pem\"",
-        &["admin.tls_cert_path", "admin.tls_key_path"],
-    );
+    assert_rejected_naming("[server]\ntls_cert_path = \"/c.pem\"", &["server.tls_cert_path", "server.tls_key_path"]);
+    assert_rejected_naming("[admin]\ntls_key_path = \"/k.pem\"", &["admin.tls_cert_path", "admin.tls_key_path"]);
     assert_rejected_naming(
         "[server]\ntls_cert_path = \"\"\ntls_key_path = \"/k.pem\"",
         &["server.tls_cert_path must not be empty"],
@@ -250,10 +136,7 @@ fn tls_cert_and_key_must_be_set_together() {
 
 #[test]
 fn a_non_loopback_admin_listener_needs_keys_unless_disabled() {
-    assert_rejected_naming(
-        "[admin]\nlisten_addr = \"0.0.0.0:9465\"",
-        &["admin.listen_addr", "admin.keys"],
-    );
+    assert_rejected_naming("[admin]\nlisten_addr = \"0.0.0.0:9465\"", &["admin.listen_addr", "admin.keys"]);
     assert_rejected_naming("[admin]\nlisten_addr = \"10.1.2.3:9465\"", &["admin.keys"]);
     for ok in [
         "[admin]\nlisten_addr = \"0.0.0.0:9465\"\nenabled = false",
@@ -268,30 +151,15 @@ fn a_non_loopback_admin_listener_needs_keys_unless_disabled() {
 #[test]
 fn api_key_names_and_keys_are_non_empty_unique_and_keys_visible_ascii() {
     let cases: &[(&str, &str)] = &[
-        (
-            r#"[{ name = "", key = "k" }]"#,
-            "auth.api_keys[0].name must not be empty",
-        ),
-        (
-            r#"[{ name = "a", key = "" }]"#,
-            "auth.api_keys[0].key must not be empty",
-        ),
-        (
-            r#"[{ name = "a", key = "k1" }, { name = "a", key = "k2" }]"#,
-            "auth.api_keys[1].name",
-        ),
+        (r#"[{ name = "", key = "k" }]"#, "auth.api_keys[0].name must not be empty"),
+        (r#"[{ name = "a", key = "" }]"#, "auth.api_keys[0].key must not be empty"),
+        (r#"[{ name = "a", key = "k1" }, { name = "a", key = "k2" }]"#, "auth.api_keys[1].name"),
         (
             r#"[{ name = "a", key = "dupkey" }, { name = "b", key = "dupkey" }]"#,
             "auth.api_keys[1].key is the same key as auth.api_keys[0].key",
         ),
-        (
-            r#"[{ name = "a", key = "has space" }]"#,
-            "auth.api_keys[0].key",
-        ),
-        (
-            r#"[{ name = "a", key = "tab\tkey" }]"#,
-            "auth.api_keys[0].key",
-        ),
+        (r#"[{ name = "a", key = "has space" }]"#, "auth.api_keys[0].key"),
+        (r#"[{ name = "a", key = "tab\tkey" }]"#, "auth.api_keys[0].key"),
         (r#"[{ name = "a", key = "clé" }]"#, "auth.api_keys[0].key"),
     ];
     for (list, key) in cases {
@@ -310,27 +178,15 @@ fn admin_key_names_and_keys_are_non_empty_and_unique() {
     let cases: &[(&str, &str)] = &[
         (r#"[{ name = "", key = "k" }]"#, "admin.keys[0].name"),
         (r#"[{ name = "a", key = "" }]"#, "admin.keys[0].key"),
-        (
-            r#"[{ name = "a", key = "k1" }, { name = "a", key = "k2" }]"#,
-            "admin.keys[1].name",
-        ),
-        (
-            r#"[{ name = "a", key = "k" }, { name = "b", key = "k", role = "viewer" }]"#,
-            "admin.keys[1].key",
-        ),
+        (r#"[{ name = "a", key = "k1" }, { name = "a", key = "k2" }]"#, "admin.keys[1].name"),
+        (r#"[{ name = "a", key = "k" }, { name = "b", key = "k", role = "viewer" }]"#, "admin.keys[1].key"),
     ];
     for (list, key) in cases {
         let message = rejected(&format!("[admin]\nkeys = {list}\n"));
         assert!(message.contains(key), "{list}: {message}");
     }
     // Admin keys are compared as given; the visible-ASCII rule is the API keys' only.
-    assert!(
-        load_str(
-            "[admin]\nkeys = [{ name = \"a\", key = \"pass phrase\" }]\n",
-            &[]
-        )
-        .is_ok()
-    );
+    assert!(load_str("[admin]\nkeys = [{ name = \"a\", key = \"pass phrase\" }]\n", &[]).is_ok());
 }
 
 #[test]
@@ -341,14 +197,8 @@ fn queue_names_must_be_valid_unique_and_short_enough() {
         ("[[queues]]\nname = \"..\"", "queues[0].name"),
         ("[[queues]]\nname = \"a/b\"", "queues[0].name"),
         ("[[queues]]\nname = \"bell\\u0007\"", "queues[0].name"),
-        (
-            "[[queues]]\ndefault_priority = 1",
-            "queues[0].name is required",
-        ),
-        (
-            "[[queues]]\nname = \"a\"\n[[queues]]\nname = \"a\"",
-            "queues[1].name \"a\" is already declared by queues[0]",
-        ),
+        ("[[queues]]\ndefault_priority = 1", "queues[0].name is required"),
+        ("[[queues]]\nname = \"a\"\n[[queues]]\nname = \"a\"", "queues[1].name \"a\" is already declared by queues[0]"),
         (
             "[limits]\nmax_queue_name_bytes = 3\n[[queues]]\nname = \"abcd\"",
             "queues[0].name is 4 bytes long, more than limits.max_queue_name_bytes (3)",
@@ -363,21 +213,12 @@ fn queue_names_must_be_valid_unique_and_short_enough() {
 
 #[test]
 fn allowed_job_types_is_a_non_empty_list_of_non_empty_strings() {
-    assert_rejected_naming(
-        "[[queues]]\nname = \"q\"\nallowed_job_types = []",
-        &["queues.q.allowed_job_types"],
-    );
+    assert_rejected_naming("[[queues]]\nname = \"q\"\nallowed_job_types = []", &["queues.q.allowed_job_types"]);
     assert_rejected_naming(
         "[[queues]]\nname = \"q\"\nallowed_job_types = [\"a\", \"\"]",
         &["queues.q.allowed_job_types"],
     );
-    assert!(
-        load_str(
-            "[[queues]]\nname = \"q\"\nallowed_job_types = [\"a\"]\n",
-            &[]
-        )
-        .is_ok()
-    );
+    assert!(load_str("[[queues]]\nname = \"q\"\nallowed_job_types = [\"a\"]\n", &[]).is_ok());
 }
 
 #[test]
@@ -385,9 +226,7 @@ fn each_queues_merged_limits_pass_the_global_rules() {
     // A queue override against a global value: both keys are named.
     assert_rejected_naming(
         "[[queues]]\nname = \"emails\"\ndefault_max_attempts = 101",
-        &[
-            "queues.emails.default_max_attempts (101) must not exceed limits.max_attempts_ceiling (100)",
-        ],
+        &["queues.emails.default_max_attempts (101) must not exceed limits.max_attempts_ceiling (100)"],
     );
     // A global value against a queue override.
     assert_rejected_naming(
@@ -395,36 +234,21 @@ fn each_queues_merged_limits_pass_the_global_rules() {
         &["limits.default_max_attempts (5) must not exceed queues.emails.max_attempts_ceiling (4)"],
     );
     let cases: &[(&str, &str)] = &[
-        (
-            "default_priority = 10",
-            "queues.q.default_priority must be at most 9",
-        ),
+        ("default_priority = 10", "queues.q.default_priority must be at most 9"),
         ("retry_delay_ms = 3600001", "queues.q.retry_delay_ms"),
         ("retry_delay_max_ms = 0", "queues.q.retry_delay_max_ms"),
         ("max_payload_bytes = 16777217", "queues.q.max_payload_bytes"),
-        (
-            "max_lease_duration_ms = 0",
-            "queues.q.max_lease_duration_ms",
-        ),
-        (
-            "max_schedule_horizon_ms = 0",
-            "queues.q.max_schedule_horizon_ms",
-        ),
+        ("max_lease_duration_ms = 0", "queues.q.max_lease_duration_ms"),
+        ("max_schedule_horizon_ms = 0", "queues.q.max_schedule_horizon_ms"),
         ("max_custom_entries = 0", "queues.q.max_custom_entries"),
-        (
-            "max_custom_total_bytes = 0",
-            "queues.q.max_custom_total_bytes",
-        ),
+        ("max_custom_total_bytes = 0", "queues.q.max_custom_total_bytes"),
         ("max_custom_key_bytes = 0", "queues.q.max_custom_key_bytes"),
         ("dedup_window_ms = 0", "queues.q.dedup_window_ms"),
         ("allowed_encodings = [\"\"]", "queues.q.allowed_encodings"),
         ("retry_backoff = \"linear\"", "queues[0].retry_backoff"),
     ];
     for (override_line, expected) in cases {
-        assert_rejected_naming(
-            &format!("[[queues]]\nname = \"q\"\n{override_line}\n"),
-            &[expected],
-        );
+        assert_rejected_naming(&format!("[[queues]]\nname = \"q\"\n{override_line}\n"), &[expected]);
     }
     // The same values are fine when the queue's other limits make room for them.
     let roomy = "[[queues]]\nname = \"q\"\nretry_delay_ms = 3600001\nretry_delay_max_ms = 7200000\n\

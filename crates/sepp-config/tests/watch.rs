@@ -25,9 +25,7 @@ fn writing_the_file_fires_the_callback() {
     std::fs::write(&path, "").unwrap();
     let (_watcher, calls) = watched(&path);
     std::fs::write(&path, "[server]\nstrict_queues = true\n").unwrap();
-    calls
-        .recv_timeout(GENEROUS)
-        .expect("a write triggers a reload");
+    calls.recv_timeout(GENEROUS).expect("a write triggers a reload");
 }
 
 #[test]
@@ -40,9 +38,7 @@ fn replacing_the_file_by_rename_fires_the_callback() {
     std::fs::write(&temp, "[limits]\ndefault_priority = 3\n").unwrap();
     std::fs::remove_file(&path).unwrap();
     std::fs::rename(&temp, &path).unwrap();
-    calls
-        .recv_timeout(GENEROUS)
-        .expect("an atomic replace triggers a reload");
+    calls.recv_timeout(GENEROUS).expect("an atomic replace triggers a reload");
 }
 
 #[test]
@@ -51,9 +47,7 @@ fn creating_a_file_that_did_not_exist_fires_the_callback() {
     let path = dir.path().join("sepp.toml");
     let (_watcher, calls) = watched(&path);
     std::fs::write(&path, "").unwrap();
-    calls
-        .recv_timeout(GENEROUS)
-        .expect("creating the file triggers a reload");
+    calls.recv_timeout(GENEROUS).expect("creating the file triggers a reload");
 }
 
 #[test]

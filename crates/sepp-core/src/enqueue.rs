@@ -93,10 +93,7 @@ impl State {
     fn insert(&mut self, now_ms: TimeMs, id: JobId, new: NewJob, out: &mut Vec<Record>) -> Enqueued {
         let limits = self.policy.queue(&new.queue);
         let priority = new.priority.map_or(limits.default_priority, |priority| priority as u8);
-        let max_attempts = new
-            .max_attempts
-            .unwrap_or(limits.default_max_attempts)
-            .min(limits.max_attempts_ceiling);
+        let max_attempts = new.max_attempts.unwrap_or(limits.default_max_attempts).min(limits.max_attempts_ceiling);
         let dedup_window_ms = limits.dedup_window_ms;
         let queue = self.intern(&new.queue);
         let job = Job {

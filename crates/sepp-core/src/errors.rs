@@ -6,21 +6,61 @@ use crate::types::TimeMs;
 /// Why one job of an enqueue was not accepted (the `JobRejection` oneof of the wire contract).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Rejection {
-    UnknownQueue { queue: String },
-    PayloadTooLarge { limit: u64, actual: u64 },
-    EncodingNotAllowed { encoding: String, allowed: Vec<String> },
-    JobTypeNotAllowed { job_type: String, allowed: Vec<String> },
-    CustomEntriesTooMany { limit: u32, actual: u32 },
-    CustomMapTooLarge { limit: u64, actual: u64 },
-    CustomKeyTooLong { key: String, limit: u32, actual: u64 },
-    QueueNameTooLong { limit: u32, actual: u64 },
-    JobTypeNameTooLong { limit: u32, actual: u64 },
-    IdempotencyKeyTooLong { limit: u32, actual: u64 },
+    UnknownQueue {
+        queue: String,
+    },
+    PayloadTooLarge {
+        limit: u64,
+        actual: u64,
+    },
+    EncodingNotAllowed {
+        encoding: String,
+        allowed: Vec<String>,
+    },
+    JobTypeNotAllowed {
+        job_type: String,
+        allowed: Vec<String>,
+    },
+    CustomEntriesTooMany {
+        limit: u32,
+        actual: u32,
+    },
+    CustomMapTooLarge {
+        limit: u64,
+        actual: u64,
+    },
+    CustomKeyTooLong {
+        key: String,
+        limit: u32,
+        actual: u64,
+    },
+    QueueNameTooLong {
+        limit: u32,
+        actual: u64,
+    },
+    JobTypeNameTooLong {
+        limit: u32,
+        actual: u64,
+    },
+    IdempotencyKeyTooLong {
+        limit: u32,
+        actual: u64,
+    },
     /// `horizon_ms` is the queue's horizon, `actual_ms` the requested `scheduled_at`.
-    ScheduledTooFar { horizon_ms: u64, actual_ms: TimeMs },
-    InvalidRequest { message: String },
-    QueueFull { queue: String, limit: u64 },
-    QueueClosing { queue: String },
+    ScheduledTooFar {
+        horizon_ms: u64,
+        actual_ms: TimeMs,
+    },
+    InvalidRequest {
+        message: String,
+    },
+    QueueFull {
+        queue: String,
+        limit: u64,
+    },
+    QueueClosing {
+        queue: String,
+    },
 }
 
 impl Rejection {

@@ -32,7 +32,8 @@ pub(crate) struct JobTable {
 /// Job ids are random (UUID v4, assigned by the server), so their bytes are already a good hash.
 fn hash(id: &JobId) -> u64 {
     let bytes = id.as_bytes();
-    u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) ^ u64::from_le_bytes(bytes[8..].try_into().expect("8 bytes"))
+    u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"))
+        ^ u64::from_le_bytes(bytes[8..].try_into().expect("8 bytes"))
 }
 
 impl JobTable {
@@ -41,7 +42,9 @@ impl JobTable {
     }
 
     pub fn slot(&self, id: &JobId) -> Option<Slot> {
-        self.by_id.find(hash(id), |slot| self.slots[*slot as usize].as_ref().is_some_and(|live| live.job.id == *id)).copied()
+        self.by_id
+            .find(hash(id), |slot| self.slots[*slot as usize].as_ref().is_some_and(|live| live.job.id == *id))
+            .copied()
     }
 
     pub fn get(&self, id: &JobId) -> Option<&LiveJob> {
@@ -76,7 +79,8 @@ impl JobTable {
             }
         };
         let slots = &self.slots;
-        self.by_id.insert_unique(hash(&id), slot, |slot| hash(&slots[*slot as usize].as_ref().expect("occupied").job.id));
+        self.by_id
+            .insert_unique(hash(&id), slot, |slot| hash(&slots[*slot as usize].as_ref().expect("occupied").job.id));
         slot
     }
 

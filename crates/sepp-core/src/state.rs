@@ -172,9 +172,10 @@ impl State {
     /// The next time a sweep has work: a due scheduled job, an expired lease, an ended dedup
     /// window, or a dead letter past its retention.
     pub fn next_deadline_ms(&self) -> Option<TimeMs> {
-        let retention = self.dead_index.first().map(|(failed_at_ms, _, _)| {
-            failed_at_ms.saturating_add(self.rules.dead_letter_retention_ms as TimeMs)
-        });
+        let retention = self
+            .dead_index
+            .first()
+            .map(|(failed_at_ms, _, _)| failed_at_ms.saturating_add(self.rules.dead_letter_retention_ms as TimeMs));
         [
             self.scheduled.keys().next().map(|(due_ms, _)| *due_ms),
             self.leases.keys().next().map(|(deadline_ms, _)| *deadline_ms),

@@ -124,9 +124,10 @@ impl Job {
     /// Roughly what this job takes when encoded: enough to compare live data with log history.
     pub fn approx_bytes(&self) -> u64 {
         let payload = self.payload.as_ref().map_or(0, |payload| payload.data.len() + payload.encoding.len());
-        let trace = self.trace_context.as_ref().map_or(0, |context| {
-            context.traceparent.len() + context.tracestate.as_ref().map_or(0, String::len)
-        });
+        let trace = self
+            .trace_context
+            .as_ref()
+            .map_or(0, |context| context.traceparent.len() + context.tracestate.as_ref().map_or(0, String::len));
         let custom: u64 = self.custom.iter().map(|(key, value)| key.len() as u64 + value.size_bytes() + 5).sum();
         (payload + trace + self.queue.len() + self.job_type.len()) as u64 + custom + 80
     }
@@ -143,9 +144,9 @@ pub enum JobState {
 impl JobState {
     pub fn attempt(&self) -> u32 {
         match *self {
-            JobState::Ready { attempt }
-            | JobState::Scheduled { attempt, .. }
-            | JobState::Inflight { attempt, .. } => attempt,
+            JobState::Ready { attempt } | JobState::Scheduled { attempt, .. } | JobState::Inflight { attempt, .. } => {
+                attempt
+            }
         }
     }
 }

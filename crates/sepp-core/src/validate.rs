@@ -77,10 +77,7 @@ fn check_limits(policy: &Policy, job: &NewJob, now_ms: TimeMs) -> Result<(), Rej
     let server = &policy.server;
     let limits = policy.queue(&job.queue);
     if job.queue.len() as u64 > u64::from(server.max_queue_name_bytes) {
-        return Err(Rejection::QueueNameTooLong {
-            limit: server.max_queue_name_bytes,
-            actual: job.queue.len() as u64,
-        });
+        return Err(Rejection::QueueNameTooLong { limit: server.max_queue_name_bytes, actual: job.queue.len() as u64 });
     }
     if job.job_type.len() as u64 > u64::from(server.max_job_type_bytes) {
         return Err(Rejection::JobTypeNameTooLong {
@@ -91,10 +88,7 @@ fn check_limits(policy: &Policy, job: &NewJob, now_ms: TimeMs) -> Result<(), Rej
     if let Some(allowed) = &limits.allowed_job_types
         && !allowed.contains(&job.job_type)
     {
-        return Err(Rejection::JobTypeNotAllowed {
-            job_type: job.job_type.clone(),
-            allowed: allowed.clone(),
-        });
+        return Err(Rejection::JobTypeNotAllowed { job_type: job.job_type.clone(), allowed: allowed.clone() });
     }
     if let Some(key) = &job.idempotency_key
         && key.len() as u64 > u64::from(server.max_idempotency_key_bytes)
@@ -114,16 +108,12 @@ fn check_limits(policy: &Policy, job: &NewJob, now_ms: TimeMs) -> Result<(), Rej
         if let Some(allowed) = &limits.allowed_encodings
             && !allowed.contains(&payload.encoding)
         {
-            return Err(Rejection::EncodingNotAllowed {
-                encoding: payload.encoding.clone(),
-                allowed: allowed.clone(),
-            });
+            return Err(Rejection::EncodingNotAllowed { encoding: payload.encoding.clone(), allowed: allowed.clone() });
         }
     }
     check_custom(limits, job)?;
     if let Some(scheduled_at_ms) = job.scheduled_at_ms
-        && i128::from(scheduled_at_ms)
-            > i128::from(now_ms) + i128::from(limits.max_schedule_horizon_ms)
+        && i128::from(scheduled_at_ms) > i128::from(now_ms) + i128::from(limits.max_schedule_horizon_ms)
     {
         return Err(Rejection::ScheduledTooFar {
             horizon_ms: limits.max_schedule_horizon_ms,
@@ -141,11 +131,7 @@ fn check_custom(limits: &crate::QueueLimits, job: &NewJob) -> Result<(), Rejecti
             actual: u32::try_from(entries).unwrap_or(u32::MAX),
         });
     }
-    if let Some(key) = job
-        .custom
-        .keys()
-        .find(|key| key.len() as u64 > u64::from(limits.max_custom_key_bytes))
-    {
+    if let Some(key) = job.custom.keys().find(|key| key.len() as u64 > u64::from(limits.max_custom_key_bytes)) {
         return Err(Rejection::CustomKeyTooLong {
             key: key.clone(),
             limit: limits.max_custom_key_bytes,
@@ -222,23 +208,13 @@ pub fn plan_reserve(policy: &Policy, request: ReserveRequest) -> Result<ReserveP
     if request.queues.len() as u64 > u64::from(server.max_reserve_queues) {
         return invalid(format!("reserve exceeds max_reserve_queues ({})", server.max_reserve_queues));
     }
-    if let Some(queue) = request
-        .queues
-        .iter()
-        .find(|queue| queue.len() as u64 > u64::from(server.max_queue_name_bytes))
+    if let Some(queue) = request.queues.iter().find(|queue| queue.len() as u64 > u64::from(server.max_queue_name_bytes))
     {
-        return invalid(format!(
-            "queue \"{queue}\" exceeds max_queue_name_bytes ({})",
-            server.max_queue_name_bytes
-        ));
+        return invalid(format!("queue \"{queue}\" exceeds max_queue_name_bytes ({})", server.max_queue_name_bytes));
     }
     if server.strict_queues {
-        let undeclared: Vec<&str> = request
-            .queues
-            .iter()
-            .filter(|queue| !policy.is_declared(queue))
-            .map(String::as_str)
-            .collect();
+        let undeclared: Vec<&str> =
+            request.queues.iter().filter(|queue| !policy.is_declared(queue)).map(String::as_str).collect();
         if !undeclared.is_empty() {
             return Err(CallError::FailedPrecondition(format!(
                 "strict_queues is on and these queues are not declared: {}",
@@ -246,12 +222,8 @@ pub fn plan_reserve(policy: &Policy, request: ReserveRequest) -> Result<ReserveP
             )));
         }
     }
-    let lease_cap_ms = request
-        .queues
-        .iter()
-        .map(|queue| policy.queue(queue).max_lease_duration_ms)
-        .min()
-        .unwrap_or(u64::MAX);
+    let lease_cap_ms =
+        request.queues.iter().map(|queue| policy.queue(queue).max_lease_duration_ms).min().unwrap_or(u64::MAX);
     Ok(ReservePlan {
         wait_ms: (request.wait_timeout_ms.unwrap_or(0) as u64).min(server.max_wait_timeout_ms),
         lease_ms: lease_ms.min(lease_cap_ms).max(1),
@@ -269,11 +241,7 @@ pub enum LeaseTarget {
 }
 
 /// Checks the fields every lease operation shares: job id, attempt and worker id (SPEC 2.5).
-pub fn validate_lease_fields(
-    job_id: &str,
-    attempt: u32,
-    worker_id: Option<&str>,
-) -> Result<LeaseTarget, CallError> {
+pub fn validate_lease_fields(job_id: &str, attempt: u32, worker_id: Option<&str>) -> Result<LeaseTarget, CallError> {
     let target = parse_job_id(job_id)?;
     if attempt == 0 {
         return Err(CallError::InvalidArgument("attempt must be >= 1".into()));
@@ -311,9 +279,7 @@ fn parse_job_id(job_id: &str) -> Result<LeaseTarget, CallError> {
 pub fn validate_lease_duration(lease_duration_ms: Option<i64>) -> Result<u64, CallError> {
     match lease_duration_ms {
         None => Err(CallError::InvalidArgument("lease_duration is required".into())),
-        Some(lease) if lease <= 0 => {
-            Err(CallError::InvalidArgument("lease_duration must be greater than 0".into()))
-        }
+        Some(lease) if lease <= 0 => Err(CallError::InvalidArgument("lease_duration must be greater than 0".into())),
         Some(lease) => Ok(lease as u64),
     }
 }

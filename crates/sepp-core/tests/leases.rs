@@ -6,12 +6,10 @@ mod common;
 use common::{Harness, JobBuilder, declare, job, job_id, policy_with, retention};
 use sepp_core::retry::retry_delay_ms;
 use sepp_core::validate::{
-    LeaseTarget, NackRequestRetry, NackStrategy, plan_drain, validate_lease_duration,
-    validate_lease_fields, validate_nack_strategy, validate_worker_id,
+    LeaseTarget, NackRequestRetry, NackStrategy, plan_drain, validate_lease_duration, validate_lease_fields,
+    validate_nack_strategy, validate_worker_id,
 };
-use sepp_core::{
-    CallError, DeadLetterCause, Depths, JobId, JobState, LeaseError, Nacked, RetryBackoff, TimeMs,
-};
+use sepp_core::{CallError, DeadLetterCause, Depths, JobId, JobState, LeaseError, Nacked, RetryBackoff, TimeMs};
 
 const NOW_MS: TimeMs = 5_000_000;
 
@@ -24,24 +22,15 @@ fn invalid_argument(message: &str) -> CallError {
 #[test]
 fn a_lowercase_canonical_job_id_names_that_job() {
     let id = job_id(42);
-    assert_eq!(
-        validate_lease_fields(&id.to_string(), 1, Some("w")),
-        Ok(LeaseTarget::Job(id))
-    );
+    assert_eq!(validate_lease_fields(&id.to_string(), 1, Some("w")), Ok(LeaseTarget::Job(id)));
 }
 
 #[test]
 fn an_uppercase_job_id_validates_but_names_no_job() {
     let upper = job_id(0xabcdef).to_string().to_uppercase();
-    assert_eq!(
-        validate_lease_fields(&upper, 1, None),
-        Ok(LeaseTarget::NoSuchJob)
-    );
+    assert_eq!(validate_lease_fields(&upper, 1, None), Ok(LeaseTarget::NoSuchJob));
     let mixed = "0000000a-0000-4000-8000-00000000000A";
-    assert_eq!(
-        validate_lease_fields(mixed, 1, None),
-        Ok(LeaseTarget::NoSuchJob)
-    );
+    assert_eq!(validate_lease_fields(mixed, 1, None), Ok(LeaseTarget::NoSuchJob));
 }
 
 #[test]
@@ -69,10 +58,7 @@ fn a_job_id_that_is_not_a_canonical_uuid_is_rejected() {
 
 #[test]
 fn attempt_zero_is_rejected() {
-    assert_eq!(
-        validate_lease_fields(&job_id(1).to_string(), 0, None),
-        Err(invalid_argument("attempt must be >= 1"))
-    );
+    assert_eq!(validate_lease_fields(&job_id(1).to_string(), 0, None), Err(invalid_argument("attempt must be >= 1")));
 }
 
 #[test]
@@ -82,18 +68,12 @@ fn an_empty_worker_id_is_rejected_and_an_absent_one_is_fine() {
         Err(invalid_argument("worker_id must not be empty"))
     );
     assert_eq!(validate_worker_id(None), Ok(()));
-    assert_eq!(
-        validate_worker_id(Some("")),
-        Err(invalid_argument("worker_id must not be empty"))
-    );
+    assert_eq!(validate_worker_id(Some("")), Err(invalid_argument("worker_id must not be empty")));
 }
 
 #[test]
 fn lease_fields_are_checked_job_id_then_attempt_then_worker_id() {
-    assert_eq!(
-        validate_lease_fields("nope", 0, Some("")),
-        Err(invalid_argument("job_id must be a UUID"))
-    );
+    assert_eq!(validate_lease_fields("nope", 0, Some("")), Err(invalid_argument("job_id must be a UUID")));
     assert_eq!(
         validate_lease_fields(&job_id(1).to_string(), 0, Some("")),
         Err(invalid_argument("attempt must be >= 1"))
@@ -102,36 +82,18 @@ fn lease_fields_are_checked_job_id_then_attempt_then_worker_id() {
 
 #[test]
 fn an_extend_lease_duration_is_required_and_positive() {
-    assert_eq!(
-        validate_lease_duration(None),
-        Err(invalid_argument("lease_duration is required"))
-    );
-    assert_eq!(
-        validate_lease_duration(Some(0)),
-        Err(invalid_argument("lease_duration must be greater than 0"))
-    );
-    assert_eq!(
-        validate_lease_duration(Some(-1)),
-        Err(invalid_argument("lease_duration must be greater than 0"))
-    );
+    assert_eq!(validate_lease_duration(None), Err(invalid_argument("lease_duration is required")));
+    assert_eq!(validate_lease_duration(Some(0)), Err(invalid_argument("lease_duration must be greater than 0")));
+    assert_eq!(validate_lease_duration(Some(-1)), Err(invalid_argument("lease_duration must be greater than 0")));
     assert_eq!(validate_lease_duration(Some(250)), Ok(250));
 }
 
 #[test]
 fn a_nack_retry_field_must_set_its_strategy_and_a_non_negative_delay() {
     assert_eq!(validate_nack_strategy(None), Ok(NackStrategy::Default));
-    assert_eq!(
-        validate_nack_strategy(Some(None)),
-        Err(invalid_argument("retry strategy is required"))
-    );
-    assert_eq!(
-        validate_nack_strategy(Some(Some(NackRequestRetry::Default))),
-        Ok(NackStrategy::Default)
-    );
-    assert_eq!(
-        validate_nack_strategy(Some(Some(NackRequestRetry::DeadLetter))),
-        Ok(NackStrategy::DeadLetter)
-    );
+    assert_eq!(validate_nack_strategy(Some(None)), Err(invalid_argument("retry strategy is required")));
+    assert_eq!(validate_nack_strategy(Some(Some(NackRequestRetry::Default))), Ok(NackStrategy::Default));
+    assert_eq!(validate_nack_strategy(Some(Some(NackRequestRetry::DeadLetter))), Ok(NackStrategy::DeadLetter));
     assert_eq!(
         validate_nack_strategy(Some(Some(NackRequestRetry::Delay { delay_ms: -1 }))),
         Err(invalid_argument("retry delay must not be negative"))
@@ -182,9 +144,7 @@ fn ack_with_a_lower_or_higher_attempt_is_an_attempt_mismatch() {
     let mut harness = Harness::default();
     let job_id = harness.add(NOW_MS, job("q").max_attempts(5));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    harness
-        .nack(NOW_MS, job_id, 1, NackStrategy::Default, None)
-        .unwrap();
+    harness.nack(NOW_MS, job_id, 1, NackStrategy::Default, None).unwrap();
     let delivery = harness.reserve_one(NOW_MS, "q", 1_000);
     assert_eq!(delivery.attempt, 2);
     let before = harness.records.len();
@@ -209,10 +169,7 @@ fn ack_after_the_lease_expired_is_not_found_until_the_job_is_leased_again() {
     let job_id = harness.add(NOW_MS, job("q"));
     harness.reserve_one(NOW_MS, "q", 1_000);
     harness.sweep(NOW_MS + 1_000);
-    assert_eq!(
-        harness.state.job_state(&job_id),
-        Some(JobState::Ready { attempt: 2 })
-    );
+    assert_eq!(harness.state.job_state(&job_id), Some(JobState::Ready { attempt: 2 }));
     assert_eq!(harness.ack(job_id, 1), Err(LeaseError::NotFound));
     harness.reserve_one(NOW_MS + 1_000, "q", 1_000);
     assert_eq!(harness.ack(job_id, 1), Err(LeaseError::AttemptMismatch));
@@ -224,9 +181,7 @@ fn ack_after_dead_lettering_is_not_found() {
     let mut harness = Harness::with_rules(retention(60_000));
     let job_id = harness.add(NOW_MS, job("q"));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    harness
-        .nack(NOW_MS, job_id, 1, NackStrategy::DeadLetter, None)
-        .unwrap();
+    harness.nack(NOW_MS, job_id, 1, NackStrategy::DeadLetter, None).unwrap();
     assert_eq!(harness.ack(job_id, 1), Err(LeaseError::NotFound));
 }
 
@@ -236,14 +191,7 @@ fn ack_leaves_other_jobs_alone() {
     let ids = harness.add_all(NOW_MS, vec![job("q"), job("q"), job("q")]);
     harness.reserve(NOW_MS, &["q"], 2, 1_000);
     harness.ack(ids[0], 1).unwrap();
-    assert_eq!(
-        harness.state.depths("q"),
-        Depths {
-            ready: 1,
-            inflight: 1,
-            ..Depths::default()
-        }
-    );
+    assert_eq!(harness.state.depths("q"), Depths { ready: 1, inflight: 1, ..Depths::default() });
 }
 
 // ---- Nack ----
@@ -256,15 +204,9 @@ fn nack_with_the_default_policy_and_no_retry_delay_makes_the_job_ready_with_the_
     let generation = harness.state.ready_generation();
     assert_eq!(
         harness.nack(NOW_MS + 5, job_id, 1, NackStrategy::Default, Some("flaky")),
-        Ok(Nacked {
-            dead_lettered: false,
-            retry_delay_ms: 0
-        })
+        Ok(Nacked { dead_lettered: false, retry_delay_ms: 0 })
     );
-    assert_eq!(
-        harness.state.job_state(&job_id),
-        Some(JobState::Ready { attempt: 2 })
-    );
+    assert_eq!(harness.state.job_state(&job_id), Some(JobState::Ready { attempt: 2 }));
     assert!(harness.state.ready_generation() > generation);
     assert_eq!(harness.reserve_one(NOW_MS + 5, "q", 1_000).attempt, 2);
 }
@@ -286,23 +228,14 @@ fn nack_with_the_default_policy_schedules_the_retry_after_the_queue_retry_delay(
         assert_eq!(delivery.attempt, attempt);
         let expected_delay_ms = retry_delay_ms(policy.queue("q"), &job_id, attempt);
         let grown_ms = 1_000 << (attempt - 1);
-        assert!(
-            (grown_ms - grown_ms / 4..=grown_ms).contains(&expected_delay_ms),
-            "{expected_delay_ms}"
-        );
+        assert!((grown_ms - grown_ms / 4..=grown_ms).contains(&expected_delay_ms), "{expected_delay_ms}");
         assert_eq!(
             harness.nack(now_ms, job_id, attempt, NackStrategy::Default, None),
-            Ok(Nacked {
-                dead_lettered: false,
-                retry_delay_ms: expected_delay_ms
-            })
+            Ok(Nacked { dead_lettered: false, retry_delay_ms: expected_delay_ms })
         );
         assert_eq!(
             harness.state.job_state(&job_id),
-            Some(JobState::Scheduled {
-                attempt: attempt + 1,
-                due_ms: now_ms + expected_delay_ms as TimeMs
-            })
+            Some(JobState::Scheduled { attempt: attempt + 1, due_ms: now_ms + expected_delay_ms as TimeMs })
         );
     }
 }
@@ -314,57 +247,23 @@ fn nack_with_an_explicit_delay_uses_it_exactly_without_jitter() {
     let job_id = harness.add(NOW_MS, job("q"));
     harness.reserve_one(NOW_MS, "q", 1_000);
     assert_eq!(
-        harness.nack(
-            NOW_MS,
-            job_id,
-            1,
-            NackStrategy::Delay { delay_ms: 1_234 },
-            None
-        ),
-        Ok(Nacked {
-            dead_lettered: false,
-            retry_delay_ms: 1_234
-        })
+        harness.nack(NOW_MS, job_id, 1, NackStrategy::Delay { delay_ms: 1_234 }, None),
+        Ok(Nacked { dead_lettered: false, retry_delay_ms: 1_234 })
     );
-    assert_eq!(
-        harness.state.job_state(&job_id),
-        Some(JobState::Scheduled {
-            attempt: 2,
-            due_ms: NOW_MS + 1_234
-        })
-    );
+    assert_eq!(harness.state.job_state(&job_id), Some(JobState::Scheduled { attempt: 2, due_ms: NOW_MS + 1_234 }));
 }
 
 #[test]
 fn nack_with_an_explicit_delay_is_clamped_to_the_schedule_horizon() {
-    let policy = policy_with(|policy| {
-        declare(policy, "q", |limits| {
-            limits.max_schedule_horizon_ms = 10_000
-        })
-    });
+    let policy = policy_with(|policy| declare(policy, "q", |limits| limits.max_schedule_horizon_ms = 10_000));
     let mut harness = Harness::with_policy(policy);
     let job_id = harness.add(NOW_MS, job("q"));
     harness.reserve_one(NOW_MS, "q", 1_000);
     assert_eq!(
-        harness.nack(
-            NOW_MS,
-            job_id,
-            1,
-            NackStrategy::Delay { delay_ms: u64::MAX },
-            None
-        ),
-        Ok(Nacked {
-            dead_lettered: false,
-            retry_delay_ms: 10_000
-        })
+        harness.nack(NOW_MS, job_id, 1, NackStrategy::Delay { delay_ms: u64::MAX }, None),
+        Ok(Nacked { dead_lettered: false, retry_delay_ms: 10_000 })
     );
-    assert_eq!(
-        harness.state.job_state(&job_id),
-        Some(JobState::Scheduled {
-            attempt: 2,
-            due_ms: NOW_MS + 10_000
-        })
-    );
+    assert_eq!(harness.state.job_state(&job_id), Some(JobState::Scheduled { attempt: 2, due_ms: NOW_MS + 10_000 }));
 }
 
 #[test]
@@ -373,13 +272,8 @@ fn nack_with_an_explicit_zero_delay_makes_the_job_ready_now() {
     let mut harness = Harness::with_policy(policy);
     let job_id = harness.add(NOW_MS, job("q"));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    harness
-        .nack(NOW_MS, job_id, 1, NackStrategy::Delay { delay_ms: 0 }, None)
-        .unwrap();
-    assert_eq!(
-        harness.state.job_state(&job_id),
-        Some(JobState::Ready { attempt: 2 })
-    );
+    harness.nack(NOW_MS, job_id, 1, NackStrategy::Delay { delay_ms: 0 }, None).unwrap();
+    assert_eq!(harness.state.job_state(&job_id), Some(JobState::Ready { attempt: 2 }));
 }
 
 #[test]
@@ -387,15 +281,7 @@ fn a_delayed_retry_is_not_reservable_until_the_sweep_promotes_it() {
     let mut harness = Harness::default();
     let job_id = harness.add(NOW_MS, job("q"));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    harness
-        .nack(
-            NOW_MS,
-            job_id,
-            1,
-            NackStrategy::Delay { delay_ms: 500 },
-            None,
-        )
-        .unwrap();
+    harness.nack(NOW_MS, job_id, 1, NackStrategy::Delay { delay_ms: 500 }, None).unwrap();
     assert!(harness.reserve(NOW_MS + 499, &["q"], 1, 1_000).is_empty());
     harness.sweep(NOW_MS + 499);
     assert!(harness.reserve(NOW_MS + 499, &["q"], 1, 1_000).is_empty());
@@ -409,17 +295,8 @@ fn nack_with_the_dead_letter_strategy_dead_letters_as_rejected_with_the_reason()
     let job_id = harness.add(NOW_MS, job("q").max_attempts(10));
     harness.reserve_one(NOW_MS, "q", 1_000);
     assert_eq!(
-        harness.nack(
-            NOW_MS + 7,
-            job_id,
-            1,
-            NackStrategy::DeadLetter,
-            Some("poison")
-        ),
-        Ok(Nacked {
-            dead_lettered: true,
-            retry_delay_ms: 0
-        })
+        harness.nack(NOW_MS + 7, job_id, 1, NackStrategy::DeadLetter, Some("poison")),
+        Ok(Nacked { dead_lettered: true, retry_delay_ms: 0 })
     );
     assert_eq!(harness.state.job_state(&job_id), None);
     let dead = harness.drain(Some("q"), 10);
@@ -436,22 +313,11 @@ fn nack_on_the_final_attempt_dead_letters_with_attempts_exhausted_even_with_an_e
     let mut harness = Harness::with_rules(retention(60_000));
     let job_id = harness.add(NOW_MS, job("q").max_attempts(2));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    harness
-        .nack(NOW_MS, job_id, 1, NackStrategy::Default, None)
-        .unwrap();
+    harness.nack(NOW_MS, job_id, 1, NackStrategy::Default, None).unwrap();
     harness.reserve_one(NOW_MS, "q", 1_000);
     assert_eq!(
-        harness.nack(
-            NOW_MS + 1,
-            job_id,
-            2,
-            NackStrategy::Delay { delay_ms: 5_000 },
-            Some("again")
-        ),
-        Ok(Nacked {
-            dead_lettered: true,
-            retry_delay_ms: 0
-        })
+        harness.nack(NOW_MS + 1, job_id, 2, NackStrategy::Delay { delay_ms: 5_000 }, Some("again")),
+        Ok(Nacked { dead_lettered: true, retry_delay_ms: 0 })
     );
     let dead = harness.drain(None, 10);
     assert_eq!(dead.len(), 1);
@@ -465,9 +331,7 @@ fn the_dead_letter_strategy_on_the_final_attempt_counts_as_rejected() {
     let mut harness = Harness::with_rules(retention(60_000));
     let job_id = harness.add(NOW_MS, job("q").max_attempts(1));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    harness
-        .nack(NOW_MS, job_id, 1, NackStrategy::DeadLetter, Some("no"))
-        .unwrap();
+    harness.nack(NOW_MS, job_id, 1, NackStrategy::DeadLetter, Some("no")).unwrap();
     assert_eq!(harness.drain(None, 1)[0].cause, DeadLetterCause::Rejected);
 }
 
@@ -476,14 +340,9 @@ fn nack_of_a_single_attempt_job_dead_letters_it_at_once() {
     let mut harness = Harness::with_rules(retention(60_000));
     let job_id = harness.add(NOW_MS, job("q").max_attempts(1));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    let nacked = harness
-        .nack(NOW_MS, job_id, 1, NackStrategy::Default, None)
-        .unwrap();
+    let nacked = harness.nack(NOW_MS, job_id, 1, NackStrategy::Default, None).unwrap();
     assert!(nacked.dead_lettered);
-    assert_eq!(
-        harness.drain(None, 1)[0].cause,
-        DeadLetterCause::AttemptsExhausted
-    );
+    assert_eq!(harness.drain(None, 1)[0].cause, DeadLetterCause::AttemptsExhausted);
 }
 
 #[test]
@@ -491,12 +350,7 @@ fn nack_without_retention_deletes_the_dead_job_outright() {
     let mut harness = Harness::default();
     let job_id = harness.add(NOW_MS, job("q").max_attempts(1));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    assert!(
-        harness
-            .nack(NOW_MS, job_id, 1, NackStrategy::Default, None)
-            .unwrap()
-            .dead_lettered
-    );
+    assert!(harness.nack(NOW_MS, job_id, 1, NackStrategy::Default, None).unwrap().dead_lettered);
     assert_eq!(harness.state.depths("q"), Depths::default());
     assert!(harness.drain(None, 10).is_empty());
     assert!(harness.state.queue_names().is_empty());
@@ -506,21 +360,12 @@ fn nack_without_retention_deletes_the_dead_job_outright() {
 fn nack_is_fenced_like_ack() {
     let mut harness = Harness::default();
     let leased = harness.add(NOW_MS, job("q"));
-    assert_eq!(
-        harness.nack(NOW_MS, leased, 1, NackStrategy::Default, None),
-        Err(LeaseError::NotFound)
-    );
+    assert_eq!(harness.nack(NOW_MS, leased, 1, NackStrategy::Default, None), Err(LeaseError::NotFound));
     harness.reserve_one(NOW_MS, "q", 1_000);
     let before = harness.records.len();
-    assert_eq!(
-        harness.nack(NOW_MS, leased, 2, NackStrategy::DeadLetter, None),
-        Err(LeaseError::AttemptMismatch)
-    );
+    assert_eq!(harness.nack(NOW_MS, leased, 2, NackStrategy::DeadLetter, None), Err(LeaseError::AttemptMismatch));
     assert!(harness.records_since(before).is_empty());
-    assert_eq!(
-        harness.nack(NOW_MS, job_id(7), 1, NackStrategy::Default, None),
-        Err(LeaseError::NotFound)
-    );
+    assert_eq!(harness.nack(NOW_MS, job_id(7), 1, NackStrategy::Default, None), Err(LeaseError::NotFound));
 }
 
 #[test]
@@ -530,13 +375,8 @@ fn retried_jobs_keep_their_original_position_in_their_priority_band() {
     let first = harness.reserve_one(NOW_MS, "q", 1_000);
     assert_eq!(first.job.id, ids[0]);
     let later = harness.add(NOW_MS + 10, job("q"));
-    harness
-        .nack(NOW_MS + 10, ids[0], 1, NackStrategy::Default, None)
-        .unwrap();
-    assert_eq!(
-        harness.reserve_ids(NOW_MS + 10, &["q"], 4),
-        vec![ids[0], ids[1], ids[2], later]
-    );
+    harness.nack(NOW_MS + 10, ids[0], 1, NackStrategy::Default, None).unwrap();
+    assert_eq!(harness.reserve_ids(NOW_MS + 10, &["q"], 4), vec![ids[0], ids[1], ids[2], later]);
 }
 
 #[test]
@@ -545,9 +385,7 @@ fn a_retried_job_still_yields_to_higher_priority_jobs() {
     let low = harness.add(NOW_MS, job("q").priority(1));
     harness.reserve_one(NOW_MS, "q", 1_000);
     let high = harness.add(NOW_MS + 1, job("q").priority(8));
-    harness
-        .nack(NOW_MS + 1, low, 1, NackStrategy::Default, None)
-        .unwrap();
+    harness.nack(NOW_MS + 1, low, 1, NackStrategy::Default, None).unwrap();
     assert_eq!(harness.reserve_ids(NOW_MS + 1, &["q"], 2), vec![high, low]);
 }
 
@@ -558,16 +396,10 @@ fn extend_sets_the_deadline_from_now_not_from_the_old_deadline() {
     let mut harness = Harness::default();
     let job_id = harness.add(NOW_MS, job("q"));
     harness.reserve_one(NOW_MS, "q", 10_000);
-    assert_eq!(
-        harness.extend(NOW_MS + 4_000, job_id, 1, 10_000),
-        Ok(NOW_MS + 14_000)
-    );
+    assert_eq!(harness.extend(NOW_MS + 4_000, job_id, 1, 10_000), Ok(NOW_MS + 14_000));
     assert_eq!(
         harness.state.job_state(&job_id),
-        Some(JobState::Inflight {
-            attempt: 1,
-            lease_deadline_ms: NOW_MS + 14_000
-        })
+        Some(JobState::Inflight { attempt: 1, lease_deadline_ms: NOW_MS + 14_000 })
     );
     // The old deadline passes without expiring the lease.
     assert!(harness.sweep(NOW_MS + 10_000).is_empty());
@@ -587,9 +419,7 @@ fn extend_can_shorten_a_lease() {
 fn extend_is_clamped_to_the_max_lease_of_the_jobs_own_queue() {
     let policy = policy_with(|policy| {
         policy.defaults.max_lease_duration_ms = 100_000;
-        declare(policy, "short", |limits| {
-            limits.max_lease_duration_ms = 3_000
-        });
+        declare(policy, "short", |limits| limits.max_lease_duration_ms = 3_000);
     });
     let mut harness = Harness::with_policy(policy);
     let short = harness.add(NOW_MS, job("short"));
@@ -597,14 +427,8 @@ fn extend_is_clamped_to_the_max_lease_of_the_jobs_own_queue() {
     harness.reserve_one(NOW_MS, "short", 1_000);
     harness.reserve_one(NOW_MS, "plain", 1_000);
     assert_eq!(harness.extend(NOW_MS, short, 1, 50_000), Ok(NOW_MS + 3_000));
-    assert_eq!(
-        harness.extend(NOW_MS, plain, 1, 50_000),
-        Ok(NOW_MS + 50_000)
-    );
-    assert_eq!(
-        harness.extend(NOW_MS, plain, 1, 500_000),
-        Ok(NOW_MS + 100_000)
-    );
+    assert_eq!(harness.extend(NOW_MS, plain, 1, 50_000), Ok(NOW_MS + 50_000));
+    assert_eq!(harness.extend(NOW_MS, plain, 1, 500_000), Ok(NOW_MS + 100_000));
 }
 
 #[test]
@@ -631,27 +455,15 @@ fn extend_keeps_the_attempt() {
 fn extend_is_fenced_like_ack() {
     let mut harness = Harness::default();
     let leased = harness.add(NOW_MS, job("q"));
-    assert_eq!(
-        harness.extend(NOW_MS, leased, 1, 1_000),
-        Err(LeaseError::NotFound)
-    );
+    assert_eq!(harness.extend(NOW_MS, leased, 1, 1_000), Err(LeaseError::NotFound));
     harness.reserve_one(NOW_MS, "q", 1_000);
     let before = harness.records.len();
-    assert_eq!(
-        harness.extend(NOW_MS, leased, 2, 1_000),
-        Err(LeaseError::AttemptMismatch)
-    );
+    assert_eq!(harness.extend(NOW_MS, leased, 2, 1_000), Err(LeaseError::AttemptMismatch));
     assert!(harness.records_since(before).is_empty());
     harness.sweep(NOW_MS + 1_000);
-    assert_eq!(
-        harness.extend(NOW_MS + 1_000, leased, 1, 1_000),
-        Err(LeaseError::NotFound)
-    );
+    assert_eq!(harness.extend(NOW_MS + 1_000, leased, 1, 1_000), Err(LeaseError::NotFound));
     let unknown: JobId = job_id(99);
-    assert_eq!(
-        harness.extend(NOW_MS, unknown, 1, 1_000),
-        Err(LeaseError::NotFound)
-    );
+    assert_eq!(harness.extend(NOW_MS, unknown, 1, 1_000), Err(LeaseError::NotFound));
 }
 
 // ---- Drain arguments ----
@@ -659,14 +471,8 @@ fn extend_is_fenced_like_ack() {
 #[test]
 fn drain_arguments_are_checked_and_max_is_clamped() {
     let policy = policy_with(|policy| policy.server.max_reserve_batch = 5);
-    assert_eq!(
-        plan_drain(&policy, Some(""), Some(1)),
-        Err(invalid_argument("queue must not be empty"))
-    );
-    assert_eq!(
-        plan_drain(&policy, None, Some(0)),
-        Err(invalid_argument("max must be >= 1"))
-    );
+    assert_eq!(plan_drain(&policy, Some(""), Some(1)), Err(invalid_argument("queue must not be empty")));
+    assert_eq!(plan_drain(&policy, None, Some(0)), Err(invalid_argument("max must be >= 1")));
     assert_eq!(plan_drain(&policy, None, None), Ok(1));
     assert_eq!(plan_drain(&policy, Some("q"), Some(3)), Ok(3));
     assert_eq!(plan_drain(&policy, None, Some(500)), Ok(5));

@@ -24,37 +24,22 @@ fn busy_harness() -> Harness {
     let ids = harness.add_all(
         NOW_MS,
         vec![
-            job("a")
-                .priority(3)
-                .key("k1")
-                .custom("n", Primitive::Double(1.5)),
+            job("a").priority(3).key("k1").custom("n", Primitive::Double(1.5)),
             job("a").payload(b"data", "raw"),
             job("retry").max_attempts(5),
             job("b").scheduled_at(NOW_MS + 50),
             job("b").max_attempts(1),
         ],
     );
-    harness
-        .enqueue_atomic(NOW_MS, vec![job("a").key("k1"), job("c").key("k2")])
-        .unwrap();
+    harness.enqueue_atomic(NOW_MS, vec![job("a").key("k1"), job("c").key("k2")]).unwrap();
 
     harness.reserve(NOW_MS, &["a", "retry", "b"], 10, 500);
     harness.ack(ids[0], 1).unwrap();
     harness.extend(NOW_MS + 10, ids[1], 1, 2_000).unwrap();
-    harness
-        .nack(NOW_MS + 10, ids[2], 1, NackStrategy::Default, Some("later"))
-        .unwrap();
+    harness.nack(NOW_MS + 10, ids[2], 1, NackStrategy::Default, Some("later")).unwrap();
     harness.sweep(NOW_MS + 500); // b's lease expires on its only attempt; the retry is promoted.
     harness.reserve(NOW_MS + 500, &["retry"], 1, 100);
-    harness
-        .nack(
-            NOW_MS + 510,
-            ids[2],
-            2,
-            NackStrategy::DeadLetter,
-            Some("gave up"),
-        )
-        .unwrap();
+    harness.nack(NOW_MS + 510, ids[2], 2, NackStrategy::DeadLetter, Some("gave up")).unwrap();
     harness.sweep(NOW_MS + 1_000); // keys expire
     harness.drain(Some("retry"), 1);
     harness
@@ -104,17 +89,10 @@ fn replaying_every_record_into_a_fresh_state_rebuilds_the_same_state() {
     assert_eq!(replayed.fingerprint(), harness.state.fingerprint());
     assert_eq!(replayed.check_invariants(), Ok(()));
     for queue in ["a", "b", "c", "retry"] {
-        assert_eq!(
-            replayed.depths(queue),
-            harness.state.depths(queue),
-            "{queue}"
-        );
+        assert_eq!(replayed.depths(queue), harness.state.depths(queue), "{queue}");
     }
     assert_eq!(replayed.total_depths(), harness.state.total_depths());
-    assert_eq!(
-        replayed.next_deadline_ms(),
-        harness.state.next_deadline_ms()
-    );
+    assert_eq!(replayed.next_deadline_ms(), harness.state.next_deadline_ms());
 }
 
 #[test]
@@ -130,39 +108,16 @@ fn every_prefix_of_the_records_replays_to_the_state_at_that_point() {
             replayed.apply(record);
         }
         applied = records.len();
-        assert_eq!(
-            replayed.fingerprint(),
-            live.fingerprint(),
-            "after {applied} records"
-        );
+        assert_eq!(replayed.fingerprint(), live.fingerprint(), "after {applied} records");
     };
 
     let ids: Vec<_> = (1..=3).map(common::job_id).collect();
-    live.enqueue(
-        NOW_MS,
-        ids.iter()
-            .map(|id| (*id, job("q").max_attempts(2)))
-            .collect(),
-        &mut records,
-    );
+    live.enqueue(NOW_MS, ids.iter().map(|id| (*id, job("q").max_attempts(2))).collect(), &mut records);
     check(&live, &records);
-    let plan = sepp_core::validate::ReservePlan {
-        queues: vec!["q".into()],
-        wait_ms: 0,
-        lease_ms: 100,
-        max_jobs: 3,
-    };
+    let plan = sepp_core::validate::ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 100, max_jobs: 3 };
     live.reserve(NOW_MS, &plan, &mut records);
     check(&live, &records);
-    live.nack(
-        NOW_MS,
-        ids[0],
-        1,
-        NackStrategy::Delay { delay_ms: 10 },
-        None,
-        &mut records,
-    )
-    .unwrap();
+    live.nack(NOW_MS, ids[0], 1, NackStrategy::Delay { delay_ms: 10 }, None, &mut records).unwrap();
     check(&live, &records);
     live.ack(ids[1], 1, &mut records).unwrap();
     check(&live, &records);
@@ -201,9 +156,7 @@ fn a_replayed_state_continues_acceptance_order_where_the_run_left_off() {
     let next_id = harness.fresh_id();
     let mut live_records = Vec::new();
     let mut replay_records = Vec::new();
-    harness
-        .state
-        .enqueue(NOW_MS, vec![(next_id, job("q"))], &mut live_records);
+    harness.state.enqueue(NOW_MS, vec![(next_id, job("q"))], &mut live_records);
     replayed.enqueue(NOW_MS, vec![(next_id, job("q"))], &mut replay_records);
     assert_eq!(live_records, replay_records);
     let Record::JobAccepted { job, .. } = &live_records[0] else {
@@ -230,9 +183,6 @@ fn a_replayed_state_continues_to_behave_like_the_original() {
     assert!(!live.is_empty());
     assert_eq!(live, again);
     assert_eq!(replayed.fingerprint(), harness.state.fingerprint());
-    assert_eq!(
-        replayed.sweep(now_ms + 10_000, &mut replay_records),
-        harness.sweep(now_ms + 10_000)
-    );
+    assert_eq!(replayed.sweep(now_ms + 10_000, &mut replay_records), harness.sweep(now_ms + 10_000));
     assert_eq!(replayed.fingerprint(), harness.state.fingerprint());
 }

@@ -58,20 +58,14 @@ fn reserve_with_an_invalid_queue_name_is_rejected_as_a_queues_item() {
 fn reserve_with_a_negative_wait_is_rejected() {
     let mut negative = request(&["q"]);
     negative.wait_timeout_ms = Some(-1);
-    assert_eq!(
-        plan_reserve(&Policy::default(), negative),
-        Err(invalid_argument("wait_timeout must not be negative"))
-    );
+    assert_eq!(plan_reserve(&Policy::default(), negative), Err(invalid_argument("wait_timeout must not be negative")));
 }
 
 #[test]
 fn reserve_requires_a_positive_lease_duration() {
     let mut unset = request(&["q"]);
     unset.lease_duration_ms = None;
-    assert_eq!(
-        plan_reserve(&Policy::default(), unset),
-        Err(invalid_argument("lease_duration is required"))
-    );
+    assert_eq!(plan_reserve(&Policy::default(), unset), Err(invalid_argument("lease_duration is required")));
     for lease in [0, -5] {
         let mut not_positive = request(&["q"]);
         not_positive.lease_duration_ms = Some(lease);
@@ -86,10 +80,7 @@ fn reserve_requires_a_positive_lease_duration() {
 fn reserve_with_an_empty_worker_id_is_rejected() {
     let mut empty = request(&["q"]);
     empty.worker_id = Some(String::new());
-    assert_eq!(
-        plan_reserve(&Policy::default(), empty),
-        Err(invalid_argument("worker_id must not be empty"))
-    );
+    assert_eq!(plan_reserve(&Policy::default(), empty), Err(invalid_argument("worker_id must not be empty")));
     let mut named = request(&["q"]);
     named.worker_id = Some("worker-1".into());
     assert!(plan_reserve(&Policy::default(), named).is_ok());
@@ -99,10 +90,7 @@ fn reserve_with_an_empty_worker_id_is_rejected() {
 fn reserve_with_max_jobs_zero_is_rejected() {
     let mut zero = request(&["q"]);
     zero.max_jobs = Some(0);
-    assert_eq!(
-        plan_reserve(&Policy::default(), zero),
-        Err(invalid_argument("max_jobs must be >= 1"))
-    );
+    assert_eq!(plan_reserve(&Policy::default(), zero), Err(invalid_argument("max_jobs must be >= 1")));
 }
 
 #[test]
@@ -119,9 +107,7 @@ fn reserve_over_max_reserve_queues_names_the_limit() {
 fn reserve_with_a_queue_name_over_the_byte_limit_names_the_queue_and_the_limit() {
     let policy = policy_with(|policy| policy.server.max_queue_name_bytes = 7);
     assert!(plan_reserve(&policy, request(&["seven77"])).is_ok());
-    let Err(CallError::InvalidArgument(message)) =
-        plan_reserve(&policy, request(&["ok", "eight888"]))
-    else {
+    let Err(CallError::InvalidArgument(message)) = plan_reserve(&policy, request(&["ok", "eight888"])) else {
         panic!("expected an invalid argument");
     };
     assert!(message.contains("eight888"), "{message}");
@@ -135,15 +121,11 @@ fn strict_reserve_of_undeclared_queues_is_a_failed_precondition_naming_them() {
         declare(policy, "known", |_| {});
     });
     assert!(plan_reserve(&policy, request(&["known"])).is_ok());
-    let Err(CallError::FailedPrecondition(message)) =
-        plan_reserve(&policy, request(&["ghost", "known", "phantom"]))
+    let Err(CallError::FailedPrecondition(message)) = plan_reserve(&policy, request(&["ghost", "known", "phantom"]))
     else {
         panic!("expected a failed precondition");
     };
-    assert!(
-        message.contains("ghost") && message.contains("phantom"),
-        "{message}"
-    );
+    assert!(message.contains("ghost") && message.contains("phantom"), "{message}");
     assert!(!message.contains("known"), "{message}");
 }
 
@@ -162,10 +144,7 @@ fn reserve_checks_run_in_the_documented_order() {
         max_jobs: Some(0),
     };
     let expect = |bad: &ReserveRequest, message: &str| {
-        assert_eq!(
-            plan_reserve(&policy, bad.clone()),
-            Err(invalid_argument(message))
-        );
+        assert_eq!(plan_reserve(&policy, bad.clone()), Err(invalid_argument(message)));
     };
     expect(&bad, "queues item must not contain '/'");
     bad.queues[0] = "ab".into();
@@ -185,10 +164,7 @@ fn reserve_checks_run_in_the_documented_order() {
         matches!(plan_reserve(&policy, bad.clone()), Err(CallError::InvalidArgument(message)) if message.contains("ab"))
     );
     bad.queues[0] = "a".into();
-    assert!(matches!(
-        plan_reserve(&policy, bad),
-        Err(CallError::FailedPrecondition(_))
-    ));
+    assert!(matches!(plan_reserve(&policy, bad), Err(CallError::FailedPrecondition(_))));
 }
 
 // ---- Reserve: clamps ----
@@ -197,12 +173,8 @@ fn reserve_checks_run_in_the_documented_order() {
 fn the_lease_is_clamped_to_the_smallest_max_among_the_listed_queues() {
     let policy = policy_with(|policy| {
         policy.defaults.max_lease_duration_ms = 60_000;
-        declare(policy, "short", |limits| {
-            limits.max_lease_duration_ms = 2_000
-        });
-        declare(policy, "medium", |limits| {
-            limits.max_lease_duration_ms = 9_000
-        });
+        declare(policy, "short", |limits| limits.max_lease_duration_ms = 2_000);
+        declare(policy, "medium", |limits| limits.max_lease_duration_ms = 9_000);
     });
     let mut long = request(&["plain", "medium", "short"]);
     long.lease_duration_ms = Some(50_000);
@@ -272,10 +244,7 @@ fn higher_priority_jobs_are_reserved_first() {
     let high = harness.add(NOW_MS + 1, job("q").priority(9));
     let middle = harness.add(NOW_MS + 2, job("q").priority(5));
     let default = harness.add(NOW_MS + 3, job("q"));
-    assert_eq!(
-        harness.reserve_ids(NOW_MS + 3, &["q"], 10),
-        vec![high, middle, low, default]
-    );
+    assert_eq!(harness.reserve_ids(NOW_MS + 3, &["q"], 10), vec![high, middle, low, default]);
 }
 
 #[test]
@@ -291,11 +260,7 @@ fn fifo_follows_acceptance_order_not_job_id_order() {
     let mut harness = Harness::default();
     let ids = [job_id(1), job_id(900), job_id(5)];
     let mut records = Vec::new();
-    harness.state.enqueue(
-        NOW_MS,
-        ids.iter().map(|id| (*id, job("q"))).collect(),
-        &mut records,
-    );
+    harness.state.enqueue(NOW_MS, ids.iter().map(|id| (*id, job("q"))).collect(), &mut records);
     harness.records.extend(records);
     assert_eq!(harness.reserve_ids(NOW_MS, &["q"], 3), ids.to_vec());
 }
@@ -303,19 +268,9 @@ fn fifo_follows_acceptance_order_not_job_id_order() {
 #[test]
 fn fifo_holds_across_batches_and_priorities_mixed() {
     let mut harness = Harness::default();
-    let first = harness.add_all(
-        NOW_MS,
-        vec![
-            job("q").priority(2),
-            job("q").priority(7),
-            job("q").priority(2),
-        ],
-    );
+    let first = harness.add_all(NOW_MS, vec![job("q").priority(2), job("q").priority(7), job("q").priority(2)]);
     let second = harness.add_all(NOW_MS, vec![job("q").priority(7), job("q").priority(2)]);
-    assert_eq!(
-        harness.reserve_ids(NOW_MS, &["q"], 5),
-        vec![first[1], second[0], first[0], first[2], second[1]]
-    );
+    assert_eq!(harness.reserve_ids(NOW_MS, &["q"], 5), vec![first[1], second[0], first[0], first[2], second[1]]);
 }
 
 #[test]
@@ -325,10 +280,7 @@ fn queues_are_drained_in_listed_order() {
     let b = harness.add_all(NOW_MS, vec![job("b").priority(9), job("b")]);
     let c = harness.add_all(NOW_MS, vec![job("c"), job("c")]);
     // Listed order wins over priority: b's priority-9 job waits until c and a are empty.
-    assert_eq!(
-        harness.reserve_ids(NOW_MS, &["c", "a", "b"], 5),
-        vec![c[0], c[1], a[0], a[1], b[0]]
-    );
+    assert_eq!(harness.reserve_ids(NOW_MS, &["c", "a", "b"], 5), vec![c[0], c[1], a[0], a[1], b[0]]);
     assert_eq!(harness.reserve_ids(NOW_MS, &["c", "a", "b"], 5), vec![b[1]]);
 }
 
@@ -337,10 +289,7 @@ fn a_reserve_stops_at_max_jobs_even_when_earlier_queues_have_more() {
     let mut harness = Harness::default();
     let a = harness.add_all(NOW_MS, vec![job("a"), job("a"), job("a")]);
     harness.add(NOW_MS, job("b"));
-    assert_eq!(
-        harness.reserve_ids(NOW_MS, &["a", "b"], 2),
-        vec![a[0], a[1]]
-    );
+    assert_eq!(harness.reserve_ids(NOW_MS, &["a", "b"], 2), vec![a[0], a[1]]);
     assert_eq!(harness.state.depths("b").ready, 1);
 }
 
@@ -349,18 +298,13 @@ fn reserving_from_empty_or_unknown_queues_returns_nothing_and_writes_nothing() {
     let mut harness = Harness::default();
     harness.add(NOW_MS, job("elsewhere"));
     let before = harness.records.len();
-    assert!(
-        harness
-            .reserve(NOW_MS, &["nothing", "here"], 10, 1_000)
-            .is_empty()
-    );
+    assert!(harness.reserve(NOW_MS, &["nothing", "here"], 10, 1_000).is_empty());
     assert!(harness.records_since(before).is_empty());
 }
 
 #[test]
 fn a_delivery_carries_the_job_its_attempt_and_the_lease_deadline() {
-    let policy =
-        policy_with(|policy| declare(policy, "q", |limits| limits.max_lease_duration_ms = 4_000));
+    let policy = policy_with(|policy| declare(policy, "q", |limits| limits.max_lease_duration_ms = 4_000));
     let mut harness = Harness::with_policy(policy);
     let job_id = harness.add(NOW_MS - 100, job("q").priority(4).payload(b"data", "raw"));
     let delivery = harness.reserve_one(NOW_MS, "q", 10_000);
@@ -368,26 +312,14 @@ fn a_delivery_carries_the_job_its_attempt_and_the_lease_deadline() {
     assert_eq!(&*delivery.job.queue, "q");
     assert_eq!(delivery.job.enqueued_at_ms, NOW_MS - 100);
     assert_eq!(delivery.job.priority, 4);
-    assert_eq!(
-        payload_of(&delivery.job),
-        Some((b"data".to_vec(), "raw".to_string()))
-    );
+    assert_eq!(payload_of(&delivery.job), Some((b"data".to_vec(), "raw".to_string())));
     assert_eq!(delivery.attempt, 1);
     assert_eq!(delivery.lease_deadline_ms, NOW_MS + 4_000);
     assert_eq!(
         harness.state.job_state(&job_id),
-        Some(JobState::Inflight {
-            attempt: 1,
-            lease_deadline_ms: NOW_MS + 4_000
-        })
+        Some(JobState::Inflight { attempt: 1, lease_deadline_ms: NOW_MS + 4_000 })
     );
-    assert_eq!(
-        harness.state.depths("q"),
-        Depths {
-            inflight: 1,
-            ..Depths::default()
-        }
-    );
+    assert_eq!(harness.state.depths("q"), Depths { inflight: 1, ..Depths::default() });
 }
 
 #[test]
@@ -395,9 +327,6 @@ fn every_job_of_one_reserve_shares_the_lease_deadline() {
     let mut harness = Harness::default();
     harness.add_all(NOW_MS, vec![job("a"), job("b")]);
     let deliveries = harness.reserve(NOW_MS, &["a", "b"], 2, 7_000);
-    let deadlines: Vec<TimeMs> = deliveries
-        .iter()
-        .map(|delivery| delivery.lease_deadline_ms)
-        .collect();
+    let deadlines: Vec<TimeMs> = deliveries.iter().map(|delivery| delivery.lease_deadline_ms).collect();
     assert_eq!(deadlines, vec![NOW_MS + 7_000, NOW_MS + 7_000]);
 }

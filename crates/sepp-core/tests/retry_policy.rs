@@ -9,11 +9,7 @@ use sepp_core::retry::retry_delay_ms;
 use sepp_core::{QueueLimits, RetryBackoff};
 
 fn limits(retry_delay_ms: u64, retry_backoff: RetryBackoff) -> QueueLimits {
-    QueueLimits {
-        retry_delay_ms,
-        retry_backoff,
-        ..QueueLimits::default()
-    }
+    QueueLimits { retry_delay_ms, retry_backoff, ..QueueLimits::default() }
 }
 
 /// The jitter window of SPEC 2.6: up to a quarter of the capped delay is subtracted.
@@ -57,21 +53,13 @@ fn exponential_backoff_doubles_the_delay_with_each_attempt() {
 fn exponential_backoff_grows_strictly_while_under_the_cap() {
     // With up to 25 % jitter, 2x growth still outruns the previous attempt's maximum.
     let policy = limits(400, RetryBackoff::Exponential);
-    let delays: Vec<u64> = (1..=8)
-        .map(|attempt| retry_delay_ms(&policy, &job_id(9), attempt))
-        .collect();
-    assert!(
-        delays.windows(2).all(|pair| pair[0] < pair[1]),
-        "{delays:?}"
-    );
+    let delays: Vec<u64> = (1..=8).map(|attempt| retry_delay_ms(&policy, &job_id(9), attempt)).collect();
+    assert!(delays.windows(2).all(|pair| pair[0] < pair[1]), "{delays:?}");
 }
 
 #[test]
 fn the_grown_delay_is_capped_by_retry_delay_max() {
-    let policy = QueueLimits {
-        retry_delay_max_ms: 5_000,
-        ..limits(1_000, RetryBackoff::Exponential)
-    };
+    let policy = QueueLimits { retry_delay_max_ms: 5_000, ..limits(1_000, RetryBackoff::Exponential) };
     // 1000, 2000, 4000, then 8000 -> 5000 and stays there.
     for attempt in 4..=40 {
         assert_jittered(retry_delay_ms(&policy, &job_id(4), attempt), 5_000);
@@ -89,10 +77,7 @@ fn the_grown_delay_is_capped_by_the_schedule_horizon() {
     for attempt in 3..=10 {
         assert_jittered(retry_delay_ms(&policy, &job_id(5), attempt), 3_000);
     }
-    let flat = QueueLimits {
-        max_schedule_horizon_ms: 700,
-        ..limits(10_000, RetryBackoff::None)
-    };
+    let flat = QueueLimits { max_schedule_horizon_ms: 700, ..limits(10_000, RetryBackoff::None) };
     assert_jittered(retry_delay_ms(&flat, &job_id(5), 1), 700);
 }
 
@@ -115,10 +100,7 @@ fn delays_too_small_to_jitter_are_exact() {
     // capped / 4 == 0 leaves no room to subtract anything.
     for base_ms in 1..=3 {
         for n in 0..50 {
-            assert_eq!(
-                retry_delay_ms(&limits(base_ms, RetryBackoff::None), &job_id(n), 1),
-                base_ms
-            );
+            assert_eq!(retry_delay_ms(&limits(base_ms, RetryBackoff::None), &job_id(n), 1), base_ms);
         }
     }
 }
@@ -147,34 +129,16 @@ fn the_delay_is_the_same_for_the_same_job_and_attempt() {
 #[test]
 fn the_delay_varies_across_jobs() {
     let policy = limits(60_000, RetryBackoff::None);
-    let distinct: HashSet<u64> = (0..100)
-        .map(|n| retry_delay_ms(&policy, &job_id(n), 1))
-        .collect();
-    assert!(
-        distinct.len() >= 50,
-        "only {} distinct delays over 100 jobs",
-        distinct.len()
-    );
+    let distinct: HashSet<u64> = (0..100).map(|n| retry_delay_ms(&policy, &job_id(n), 1)).collect();
+    assert!(distinct.len() >= 50, "only {} distinct delays over 100 jobs", distinct.len());
     // The jitter uses the whole window, not just a corner of it.
-    let (low, high) = (
-        distinct.iter().min().unwrap(),
-        distinct.iter().max().unwrap(),
-    );
-    assert!(
-        *low < 50_000 && *high > 55_000,
-        "delays span only [{low}, {high}]"
-    );
+    let (low, high) = (distinct.iter().min().unwrap(), distinct.iter().max().unwrap());
+    assert!(*low < 50_000 && *high > 55_000, "delays span only [{low}, {high}]");
 }
 
 #[test]
 fn the_delay_varies_across_attempts_of_one_job() {
     let policy = limits(60_000, RetryBackoff::None);
-    let distinct: HashSet<u64> = (1..=20)
-        .map(|attempt| retry_delay_ms(&policy, &job_id(8), attempt))
-        .collect();
-    assert!(
-        distinct.len() >= 10,
-        "only {} distinct delays over 20 attempts",
-        distinct.len()
-    );
+    let distinct: HashSet<u64> = (1..=20).map(|attempt| retry_delay_ms(&policy, &job_id(8), attempt)).collect();
+    assert!(distinct.len() >= 10, "only {} distinct delays over 20 attempts", distinct.len());
 }

@@ -5,17 +5,12 @@ mod common;
 
 use common::{Harness, JobBuilder, job, payload_of, policy_with, retention};
 use sepp_core::validate::NackStrategy;
-use sepp_core::{
-    DeadLetterCause, Depths, JobId, JobState, Primitive, Record, StorageRules, TimeMs,
-};
+use sepp_core::{DeadLetterCause, Depths, JobId, JobState, Primitive, Record, StorageRules, TimeMs};
 
 const NOW_MS: TimeMs = 9_000_000;
 
 fn rules(dead_letter_retention_ms: u64, sweep_limit: usize) -> StorageRules {
-    StorageRules {
-        dead_letter_retention_ms,
-        sweep_limit,
-    }
+    StorageRules { dead_letter_retention_ms, sweep_limit }
 }
 
 /// Leases `job_id` (the only ready job of `queue`) and dead-letters it at `now_ms` with the
@@ -23,15 +18,7 @@ fn rules(dead_letter_retention_ms: u64, sweep_limit: usize) -> StorageRules {
 fn dead_letter_now(harness: &mut Harness, queue: &str, job_id: JobId, now_ms: TimeMs) {
     let delivery = harness.reserve_one(now_ms, queue, 1_000);
     assert_eq!(delivery.job.id, job_id);
-    let nacked = harness
-        .nack(
-            now_ms,
-            job_id,
-            delivery.attempt,
-            NackStrategy::DeadLetter,
-            None,
-        )
-        .unwrap();
+    let nacked = harness.nack(now_ms, job_id, delivery.attempt, NackStrategy::DeadLetter, None).unwrap();
     assert!(nacked.dead_lettered);
 }
 
@@ -48,10 +35,7 @@ fn a_scheduled_job_is_promoted_exactly_at_its_due_time_and_not_before() {
 
     let report = harness.sweep(NOW_MS + 1_000);
     assert_eq!(report.promoted, vec![job_id]);
-    assert_eq!(
-        harness.state.job_state(&job_id),
-        Some(JobState::Ready { attempt: 1 })
-    );
+    assert_eq!(harness.state.job_state(&job_id), Some(JobState::Ready { attempt: 1 }));
     assert!(harness.state.has_ready("q"));
     assert!(harness.state.ready_generation() > generation);
     assert_eq!(harness.reserve_one(NOW_MS + 1_000, "q", 1_000).attempt, 1);
@@ -73,10 +57,7 @@ fn a_promoted_job_keeps_its_place_by_acceptance_order_not_due_time() {
     let scheduled_first = harness.add(NOW_MS, job("q").scheduled_at(NOW_MS + 100));
     let ready_later = harness.add(NOW_MS + 50, job("q"));
     harness.sweep(NOW_MS + 100);
-    assert_eq!(
-        harness.reserve_ids(NOW_MS + 100, &["q"], 2),
-        vec![scheduled_first, ready_later]
-    );
+    assert_eq!(harness.reserve_ids(NOW_MS + 100, &["q"], 2), vec![scheduled_first, ready_later]);
 }
 
 #[test]
@@ -84,20 +65,9 @@ fn a_delayed_retry_is_promoted_with_its_next_attempt() {
     let mut harness = Harness::default();
     let job_id = harness.add(NOW_MS, job("q"));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    harness
-        .nack(
-            NOW_MS,
-            job_id,
-            1,
-            NackStrategy::Delay { delay_ms: 200 },
-            None,
-        )
-        .unwrap();
+    harness.nack(NOW_MS, job_id, 1, NackStrategy::Delay { delay_ms: 200 }, None).unwrap();
     assert_eq!(harness.sweep(NOW_MS + 200).promoted, vec![job_id]);
-    assert_eq!(
-        harness.state.job_state(&job_id),
-        Some(JobState::Ready { attempt: 2 })
-    );
+    assert_eq!(harness.state.job_state(&job_id), Some(JobState::Ready { attempt: 2 }));
 }
 
 // ---- Lease expiry ----
@@ -112,10 +82,7 @@ fn an_expired_lease_is_redelivered_with_the_next_attempt_at_its_deadline_and_not
     let report = harness.sweep(NOW_MS + 2_000);
     assert_eq!(report.redelivered, vec![job_id]);
     assert!(report.lease_dead_lettered.is_empty());
-    assert_eq!(
-        harness.state.job_state(&job_id),
-        Some(JobState::Ready { attempt: 2 })
-    );
+    assert_eq!(harness.state.job_state(&job_id), Some(JobState::Ready { attempt: 2 }));
     assert!(harness.state.ready_generation() > generation);
     let delivery = harness.reserve_one(NOW_MS + 2_000, "q", 2_000);
     assert_eq!(delivery.attempt, 2);
@@ -124,9 +91,7 @@ fn an_expired_lease_is_redelivered_with_the_next_attempt_at_its_deadline_and_not
 
 #[test]
 fn a_redelivered_job_goes_back_to_its_original_place_and_ignores_the_retry_policy() {
-    let mut harness = Harness::with_policy(policy_with(|policy| {
-        policy.defaults.retry_delay_ms = 60_000
-    }));
+    let mut harness = Harness::with_policy(policy_with(|policy| policy.defaults.retry_delay_ms = 60_000));
     let ids = harness.add_all(NOW_MS, vec![job("q"), job("q")]);
     harness.reserve_one(NOW_MS, "q", 1_000);
     harness.sweep(NOW_MS + 1_000);
@@ -136,26 +101,15 @@ fn a_redelivered_job_goes_back_to_its_original_place_and_ignores_the_retry_polic
 #[test]
 fn an_expired_lease_on_the_final_attempt_dead_letters_with_lease_expired_and_no_reason() {
     let mut harness = Harness::with_rules(retention(60_000));
-    let job_id = harness.add(
-        NOW_MS,
-        job("q").max_attempts(2).custom("k", Primitive::Int(4)),
-    );
+    let job_id = harness.add(NOW_MS, job("q").max_attempts(2).custom("k", Primitive::Int(4)));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    harness
-        .nack(NOW_MS, job_id, 1, NackStrategy::Default, Some("first"))
-        .unwrap();
+    harness.nack(NOW_MS, job_id, 1, NackStrategy::Default, Some("first")).unwrap();
     harness.reserve_one(NOW_MS, "q", 1_000);
     let report = harness.sweep(NOW_MS + 1_000);
     assert_eq!(report.lease_dead_lettered, vec![job_id]);
     assert!(report.redelivered.is_empty());
     assert_eq!(harness.state.job_state(&job_id), None);
-    assert_eq!(
-        harness.state.depths("q"),
-        Depths {
-            dead_letter: 1,
-            ..Depths::default()
-        }
-    );
+    assert_eq!(harness.state.depths("q"), Depths { dead_letter: 1, ..Depths::default() });
 
     let dead = harness.drain(Some("q"), 5);
     assert_eq!(dead.len(), 1);
@@ -174,17 +128,10 @@ fn without_retention_a_final_lease_expiry_deletes_the_job_outright() {
     let mut harness = Harness::with_rules(StorageRules::default());
     let job_id = harness.add(NOW_MS, job("q").max_attempts(1));
     harness.reserve_one(NOW_MS, "q", 1_000);
-    assert_eq!(
-        harness.sweep(NOW_MS + 1_000).lease_dead_lettered,
-        vec![job_id]
-    );
+    assert_eq!(harness.sweep(NOW_MS + 1_000).lease_dead_lettered, vec![job_id]);
     assert!(matches!(
         harness.records.last(),
-        Some(Record::DeadLettered {
-            kept: false,
-            cause: DeadLetterCause::LeaseExpired,
-            ..
-        })
+        Some(Record::DeadLettered { kept: false, cause: DeadLetterCause::LeaseExpired, .. })
     ));
     assert_eq!(harness.state.depths("q"), Depths::default());
     assert_eq!(harness.state.total_depths(), Depths::default());
@@ -198,19 +145,12 @@ fn without_retention_a_final_lease_expiry_deletes_the_job_outright() {
 
 #[test]
 fn the_sweep_removes_a_dedup_binding_when_its_window_ends() {
-    let mut harness =
-        Harness::with_policy(policy_with(|policy| policy.defaults.dedup_window_ms = 300));
+    let mut harness = Harness::with_policy(policy_with(|policy| policy.defaults.dedup_window_ms = 300));
     let original = harness.add(NOW_MS, job("q").key("k"));
     assert_eq!(harness.sweep(NOW_MS + 299).dedup_expired, 0);
     let before = harness.records.len();
     assert_eq!(harness.sweep(NOW_MS + 300).dedup_expired, 1);
-    assert_eq!(
-        harness.records_since(before),
-        &[Record::DedupExpired {
-            queue: "q".into(),
-            key: "k".into()
-        }]
-    );
+    assert_eq!(harness.records_since(before), &[Record::DedupExpired { queue: "q".into(), key: "k".into() }]);
     let again = harness.enqueue(NOW_MS + 300, vec![job("q").key("k")]);
     let replacement = again[0].clone().unwrap();
     assert!(!replacement.deduplicated);
@@ -219,8 +159,7 @@ fn the_sweep_removes_a_dedup_binding_when_its_window_ends() {
 
 #[test]
 fn a_rebound_key_survives_the_end_of_its_old_window() {
-    let mut harness =
-        Harness::with_policy(policy_with(|policy| policy.defaults.dedup_window_ms = 300));
+    let mut harness = Harness::with_policy(policy_with(|policy| policy.defaults.dedup_window_ms = 300));
     harness.add(NOW_MS, job("q").key("k"));
     // The old binding ended but was never swept; the key is bound again with a new window.
     let rebound = harness.add(NOW_MS + 400, job("q").key("k"));
@@ -260,10 +199,7 @@ fn without_retention_nothing_is_kept_and_drain_returns_nothing() {
 
 #[test]
 fn each_sweep_phase_has_its_own_budget_and_the_rest_waits_for_the_next_sweep() {
-    let mut harness = Harness::new(
-        policy_with(|policy| policy.defaults.dedup_window_ms = 100),
-        rules(100, 2),
-    );
+    let mut harness = Harness::new(policy_with(|policy| policy.defaults.dedup_window_ms = 100), rules(100, 2));
     // Three leases that will expire, and three dead letters to age out.
     let leased = harness.add_all(NOW_MS, vec![job("lease"), job("lease"), job("lease")]);
     harness.reserve(NOW_MS, &["lease"], 3, 500);
@@ -286,23 +222,14 @@ fn each_sweep_phase_has_its_own_budget_and_the_rest_waits_for_the_next_sweep() {
     assert_eq!(first.redelivered.len(), 2);
     assert_eq!(first.dedup_expired, 2);
     assert_eq!(first.dead_letters_expired, 2);
-    assert_eq!(
-        harness.state.next_deadline_ms(),
-        Some(NOW_MS + 100),
-        "more work is due at once"
-    );
+    assert_eq!(harness.state.next_deadline_ms(), Some(NOW_MS + 100), "more work is due at once");
 
     let second = harness.sweep(NOW_MS + 1_000);
     assert_eq!(second.promoted, vec![scheduled[2]]);
     assert_eq!(second.redelivered.len(), 1);
     assert_eq!(second.dedup_expired, 1);
     assert_eq!(second.dead_letters_expired, 1);
-    let mut redelivered: Vec<JobId> = first
-        .redelivered
-        .iter()
-        .chain(&second.redelivered)
-        .copied()
-        .collect();
+    let mut redelivered: Vec<JobId> = first.redelivered.iter().chain(&second.redelivered).copied().collect();
     redelivered.sort();
     let mut expected = leased.clone();
     expected.sort();
@@ -321,10 +248,7 @@ fn an_empty_state_has_no_next_deadline() {
 
 #[test]
 fn the_next_deadline_is_the_earliest_pending_transition() {
-    let mut harness = Harness::new(
-        policy_with(|policy| policy.defaults.dedup_window_ms = 10_000),
-        retention(7_000),
-    );
+    let mut harness = Harness::new(policy_with(|policy| policy.defaults.dedup_window_ms = 10_000), retention(7_000));
     harness.add(NOW_MS, job("q").scheduled_at(NOW_MS + 5_000));
     assert_eq!(harness.state.next_deadline_ms(), Some(NOW_MS + 5_000));
     harness.add(NOW_MS, job("k").key("key"));
@@ -333,30 +257,14 @@ fn the_next_deadline_is_the_earliest_pending_transition() {
     assert_eq!(harness.state.next_deadline_ms(), Some(NOW_MS + 3_000));
     let dying = harness.add(NOW_MS - 5_000, job("d"));
     dead_letter_now(&mut harness, "d", dying, NOW_MS - 5_000);
-    assert_eq!(
-        harness.state.next_deadline_ms(),
-        Some(NOW_MS + 2_000),
-        "retention ends first"
-    );
+    assert_eq!(harness.state.next_deadline_ms(), Some(NOW_MS + 2_000), "retention ends first");
 
     harness.sweep(NOW_MS + 2_000);
-    assert_eq!(
-        harness.state.next_deadline_ms(),
-        Some(NOW_MS + 3_000),
-        "then the lease"
-    );
+    assert_eq!(harness.state.next_deadline_ms(), Some(NOW_MS + 3_000), "then the lease");
     harness.sweep(NOW_MS + 3_000);
-    assert_eq!(
-        harness.state.next_deadline_ms(),
-        Some(NOW_MS + 5_000),
-        "then the scheduled job"
-    );
+    assert_eq!(harness.state.next_deadline_ms(), Some(NOW_MS + 5_000), "then the scheduled job");
     harness.sweep(NOW_MS + 5_000);
-    assert_eq!(
-        harness.state.next_deadline_ms(),
-        Some(NOW_MS + 10_000),
-        "then the key"
-    );
+    assert_eq!(harness.state.next_deadline_ms(), Some(NOW_MS + 10_000), "then the key");
     harness.sweep(NOW_MS + 10_000);
     assert_eq!(harness.state.next_deadline_ms(), None);
 }
@@ -388,25 +296,14 @@ fn drain_returns_the_oldest_dead_letters_first_up_to_max_and_removes_them() {
     let oldest: Vec<JobId> = dead.iter().map(|(_, job_id)| *job_id).collect();
 
     let before = harness.records.len();
-    let first: Vec<JobId> = harness
-        .drain(None, 3)
-        .iter()
-        .map(|dead| dead.job.id)
-        .collect();
+    let first: Vec<JobId> = harness.drain(None, 3).iter().map(|dead| dead.job.id).collect();
     assert_eq!(first, oldest[..3].to_vec());
     assert_eq!(
         harness.records_since(before),
-        &oldest[..3]
-            .iter()
-            .map(|job_id| Record::DeadLetterRemoved { job_id: *job_id })
-            .collect::<Vec<_>>()[..]
+        &oldest[..3].iter().map(|job_id| Record::DeadLetterRemoved { job_id: *job_id }).collect::<Vec<_>>()[..]
     );
     assert_eq!(harness.state.total_depths().dead_letter, 1);
-    let rest: Vec<JobId> = harness
-        .drain(None, 3)
-        .iter()
-        .map(|dead| dead.job.id)
-        .collect();
+    let rest: Vec<JobId> = harness.drain(None, 3).iter().map(|dead| dead.job.id).collect();
     assert_eq!(rest, vec![oldest[3]]);
     assert!(harness.drain(None, 3).is_empty());
 }
@@ -418,11 +315,7 @@ fn dead_letters_failing_in_the_same_millisecond_drain_by_queue_name() {
     let in_a = harness.add(NOW_MS, job("a"));
     dead_letter_now(&mut harness, "b", in_b, NOW_MS);
     dead_letter_now(&mut harness, "a", in_a, NOW_MS);
-    let drained: Vec<JobId> = harness
-        .drain(None, 2)
-        .iter()
-        .map(|dead| dead.job.id)
-        .collect();
+    let drained: Vec<JobId> = harness.drain(None, 2).iter().map(|dead| dead.job.id).collect();
     assert_eq!(drained, vec![in_a, in_b]);
 }
 
@@ -438,11 +331,7 @@ fn a_queue_filtered_drain_returns_only_that_queue_oldest_first() {
             mine.push(job_id);
         }
     }
-    let drained: Vec<JobId> = harness
-        .drain(Some("mine"), 2)
-        .iter()
-        .map(|dead| dead.job.id)
-        .collect();
+    let drained: Vec<JobId> = harness.drain(Some("mine"), 2).iter().map(|dead| dead.job.id).collect();
     assert_eq!(drained, mine[..2].to_vec());
     assert_eq!(harness.state.depths("other").dead_letter, 3);
     assert_eq!(harness.state.depths("mine").dead_letter, 1);
@@ -458,59 +347,32 @@ fn a_queue_filtered_drain_does_not_under_return_when_other_queues_hold_older_rec
     let deliveries = harness.reserve(NOW_MS, &["noisy"], 50, 1_000);
     assert_eq!(deliveries.len(), 50);
     for job_id in &older {
-        harness
-            .nack(NOW_MS, *job_id, 1, NackStrategy::DeadLetter, None)
-            .unwrap();
+        harness.nack(NOW_MS, *job_id, 1, NackStrategy::DeadLetter, None).unwrap();
     }
     let quiet: Vec<JobId> = harness.add_all(NOW_MS, (0..3).map(|_| job("quiet")).collect());
     for job_id in &quiet {
         dead_letter_now(&mut harness, "quiet", *job_id, NOW_MS + 100);
     }
-    let drained: Vec<JobId> = harness
-        .drain(Some("quiet"), 2)
-        .iter()
-        .map(|dead| dead.job.id)
-        .collect();
+    let drained: Vec<JobId> = harness.drain(Some("quiet"), 2).iter().map(|dead| dead.job.id).collect();
     assert_eq!(drained.len(), 2);
     let mut expected = quiet.clone();
     expected.sort();
-    assert_eq!(
-        drained,
-        expected[..2].to_vec(),
-        "same failed_at: job id order"
-    );
+    assert_eq!(drained, expected[..2].to_vec(), "same failed_at: job id order");
     assert_eq!(harness.state.depths("noisy").dead_letter, 50);
 }
 
 #[test]
 fn a_drained_dead_letter_carries_the_job_snapshot() {
     let mut harness = Harness::with_rules(retention(1_000_000));
-    let job_id = harness.add(
-        NOW_MS,
-        job("q")
-            .job_type("resize")
-            .payload(b"img", "image/png")
-            .priority(6)
-            .scheduled_at(NOW_MS - 1),
-    );
+    let job_id = harness
+        .add(NOW_MS, job("q").job_type("resize").payload(b"img", "image/png").priority(6).scheduled_at(NOW_MS - 1));
     let delivery = harness.reserve_one(NOW_MS + 5, "q", 1_000);
-    harness
-        .nack(
-            NOW_MS + 6,
-            job_id,
-            delivery.attempt,
-            NackStrategy::DeadLetter,
-            Some("corrupt"),
-        )
-        .unwrap();
+    harness.nack(NOW_MS + 6, job_id, delivery.attempt, NackStrategy::DeadLetter, Some("corrupt")).unwrap();
     let dead = harness.drain(None, 1).remove(0);
     assert_eq!(dead.job.id, job_id);
     assert_eq!(&*dead.job.queue, "q");
     assert_eq!(&*dead.job.job_type, "resize");
-    assert_eq!(
-        payload_of(&dead.job),
-        Some((b"img".to_vec(), "image/png".to_string()))
-    );
+    assert_eq!(payload_of(&dead.job), Some((b"img".to_vec(), "image/png".to_string())));
     assert_eq!(dead.job.priority, 6);
     assert_eq!(dead.job.enqueued_at_ms, NOW_MS);
     assert_eq!(dead.job.scheduled_at_ms, Some(NOW_MS - 1));

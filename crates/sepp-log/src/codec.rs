@@ -134,12 +134,9 @@ pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), D
     let mut r = Reader { bytes, at: 0, source };
     let record = match r.u8()? {
         tag::JOB_ACCEPTED => Record::JobAccepted { job: Arc::new(r.job()?), due_ms: r.opt_i64()? },
-        tag::DEDUP_BOUND => Record::DedupBound {
-            queue: Arc::from(r.str()?),
-            key: r.str()?,
-            job_id: r.id()?,
-            deadline_ms: r.i64()?,
-        },
+        tag::DEDUP_BOUND => {
+            Record::DedupBound { queue: Arc::from(r.str()?), key: r.str()?, job_id: r.id()?, deadline_ms: r.i64()? }
+        }
         tag::LEASED => Record::Leased { job_id: r.id()?, lease_deadline_ms: r.i64()? },
         tag::LEASE_EXTENDED => Record::LeaseExtended { job_id: r.id()?, lease_deadline_ms: r.i64()? },
         tag::ACKED => Record::Acked { job_id: r.id()? },

@@ -28,9 +28,9 @@ use std::os::unix::fs::FileExt;
 
 use sepp_core::{JobId, JobPayload, PayloadData, Record, StoredPayload};
 
+use crate::Log;
 use crate::codec::{Placement, Source};
 use crate::frame::{self, Read};
-use crate::Log;
 
 const FORMAT: &str = "sepp-log 1\n";
 const SEGMENT_MAGIC: &[u8; 8] = b"SEPPLOG1";
@@ -71,7 +71,9 @@ pub enum OpenError {
     Io { path: PathBuf, source: io::Error },
     #[error("data directory {path} has format {found:?}, which this sepp does not know (it writes {:?}); refusing to open it", FORMAT.trim_end())]
     UnknownFormat { path: PathBuf, found: String },
-    #[error("{path} is not empty and has no FORMAT file, so it is not a sepp data directory this version can open (sepp 0.1 data directories are not readable by this version)")]
+    #[error(
+        "{path} is not empty and has no FORMAT file, so it is not a sepp data directory this version can open (sepp 0.1 data directories are not readable by this version)"
+    )]
     NotADataDirectory { path: PathBuf },
     #[error("data directory {path} is in use by another sepp process")]
     Locked { path: PathBuf },
@@ -168,7 +170,12 @@ impl DurableLog {
         fs::create_dir_all(dir).map_err(io_error(dir))?;
         check_format(dir)?;
         let lock_path = dir.join("LOCK");
-        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io_error(&lock_path))?;
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_error(&lock_path))?;
         lock.try_lock().map_err(|_| OpenError::Locked { path: dir.to_path_buf() })?;
 
         let (segments, checkpoints) = list(dir, true)?;
@@ -181,7 +188,8 @@ impl DurableLog {
             recovery.records += read_checkpoint(&path, checkpoint_file(base), &mut apply)?;
             recovery.checkpoint = Some(path);
         }
-        let live_segments: Vec<u64> = segments.iter().copied().filter(|index| base.is_none_or(|base| *index >= base)).collect();
+        let live_segments: Vec<u64> =
+            segments.iter().copied().filter(|index| base.is_none_or(|base| *index >= base)).collect();
         if let Some(first) = live_segments.first() {
             // Segments are numbered from 1 and only a checkpoint replaces those before its base,
             // so the first segment is the checkpoint's base, or segment 1 when there is none.
@@ -285,7 +293,6 @@ impl DurableLog {
         self.history.insert(index, self.segment_len);
         Ok(())
     }
-
 }
 
 impl Log for DurableLog {
@@ -383,7 +390,9 @@ impl PayloadReader {
     fn read(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>> {
         let file = match self.files.entry(stored.file) {
             std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-            std::collections::hash_map::Entry::Vacant(entry) => entry.insert(File::open(file_path(&self.dir, stored.file))?),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(File::open(file_path(&self.dir, stored.file))?)
+            }
         };
         let mut bytes = vec![0; stored.len as usize];
         file.read_exact_at(&mut bytes, stored.offset)?;
@@ -541,9 +550,14 @@ fn replay_segment(
     apply: &mut impl FnMut(&Record),
 ) -> Result<(u64, u64, Option<TruncatedTail>), OpenError> {
     let bytes = fs::read(path).map_err(io_error(path))?;
-    let corrupt = |offset: usize, reason| OpenError::Corrupt { file: path.to_path_buf(), offset: offset as u64, reason };
+    let corrupt =
+        |offset: usize, reason| OpenError::Corrupt { file: path.to_path_buf(), offset: offset as u64, reason };
     if bytes.len() < SEGMENT_MAGIC.len() {
-        return if last && SEGMENT_MAGIC.starts_with(&bytes) { Ok((0, 0, None)) } else { Err(corrupt(0, "segment header is missing")) };
+        return if last && SEGMENT_MAGIC.starts_with(&bytes) {
+            Ok((0, 0, None))
+        } else {
+            Err(corrupt(0, "segment header is missing"))
+        };
     }
     if &bytes[..SEGMENT_MAGIC.len()] != SEGMENT_MAGIC {
         return Err(corrupt(0, "not a sepp log segment"));
@@ -592,7 +606,8 @@ fn intact_frame_follows(bytes: &[u8], at: usize) -> bool {
 
 fn read_checkpoint(path: &Path, file: u32, apply: &mut impl FnMut(&Record)) -> Result<u64, OpenError> {
     let bytes = fs::read(path).map_err(io_error(path))?;
-    let corrupt = |offset: usize, reason| OpenError::Corrupt { file: path.to_path_buf(), offset: offset as u64, reason };
+    let corrupt =
+        |offset: usize, reason| OpenError::Corrupt { file: path.to_path_buf(), offset: offset as u64, reason };
     if !bytes.starts_with(CHECKPOINT_MAGIC) {
         return Err(corrupt(0, "not a sepp checkpoint"));
     }
@@ -720,7 +735,8 @@ fn load_payload(record: &Record, readers: &mut PayloadReader) -> io::Result<Reco
         return Ok(record.clone());
     };
     let mut loaded = (**job).clone();
-    loaded.payload = Some(JobPayload { encoding: encoding.clone(), data: PayloadData::Inline(readers.read(stored)?.into()) });
+    loaded.payload =
+        Some(JobPayload { encoding: encoding.clone(), data: PayloadData::Inline(readers.read(stored)?.into()) });
     let loaded = std::sync::Arc::new(loaded);
     Ok(match record {
         Record::JobRestored { state, .. } => Record::JobRestored { job: loaded, state: *state },

@@ -28,11 +28,7 @@ fn a_checkpoint_is_written_in_the_background_and_replaces_the_segments_before_it
         checkpoint_then_write(&mut opened.log, dir.path(), snapshot.clone(), &after)
     };
     let base = index_of(&checkpoint);
-    assert_eq!(
-        index_of(&segments(dir.path())[0]),
-        base,
-        "the first segment kept is the checkpoint's base"
-    );
+    assert_eq!(index_of(&segments(dir.path())[0]), base, "the first segment kept is the checkpoint's base");
     let reopened = open_ok(dir.path());
     assert_eq!(reopened.records, [snapshot, flatten(&after)].concat());
     assert_eq!(reopened.recovery.checkpoint, Some(checkpoint));
@@ -42,10 +38,7 @@ fn a_checkpoint_is_written_in_the_background_and_replaces_the_segments_before_it
 #[test]
 fn wants_checkpoint_needs_disk_use_beyond_the_slack_and_twice_the_live_data() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = LogOptions {
-        checkpoint_slack_bytes: 20_000,
-        ..small_segments()
-    };
+    let options = LogOptions { checkpoint_slack_bytes: 20_000, ..small_segments() };
     let mut opened = open(dir.path(), options).expect("open");
     let log = &mut opened.log;
     let mut rng = Rng::new(51);
@@ -56,21 +49,12 @@ fn wants_checkpoint_needs_disk_use_beyond_the_slack_and_twice_the_live_data() {
     }
     assert!(log.wants_checkpoint(0));
     let disk_bytes = log.disk_bytes();
-    assert!(
-        !log.wants_checkpoint(disk_bytes / 2),
-        "disk use is not above twice the live data plus the slack"
-    );
+    assert!(!log.wants_checkpoint(disk_bytes / 2), "disk use is not above twice the live data plus the slack");
     assert!(log.wants_checkpoint((disk_bytes - 20_000).saturating_sub(2) / 2));
-    assert!(
-        !log.wants_checkpoint(u64::MAX),
-        "huge live data saturates instead of overflowing"
-    );
+    assert!(!log.wants_checkpoint(u64::MAX), "huge live data saturates instead of overflowing");
 
     log.checkpoint(Vec::new()).expect("checkpoint");
-    assert!(
-        !log.wants_checkpoint(0),
-        "no second checkpoint while one is in flight"
-    );
+    assert!(!log.wants_checkpoint(0), "no second checkpoint while one is in flight");
     wait_for_checkpoint(dir.path(), || {
         log.poll_checkpoint();
         log.reclaim();
@@ -79,10 +63,7 @@ fn wants_checkpoint_needs_disk_use_beyond_the_slack_and_twice_the_live_data() {
         write_cycles(log, &[Vec::new()]);
         log.disk_bytes() < 20_000
     });
-    assert!(
-        !log.wants_checkpoint(0),
-        "right after a checkpoint, disk use is back within the slack"
-    );
+    assert!(!log.wants_checkpoint(0), "right after a checkpoint, disk use is back within the slack");
 }
 
 #[test]
@@ -100,29 +81,11 @@ fn a_flipped_bit_in_a_checkpoint_refuses_to_open_naming_the_file_and_offset() {
     assert_eq!(starts.len(), 3, "two frames of records and the end mark");
     flip_bit(&checkpoint, starts[1] + 100);
     match open_err(dir.path()) {
-        OpenError::Corrupt {
-            file,
-            offset,
-            reason,
-        } => {
-            assert_eq!(
-                (&file, offset, reason),
-                (&checkpoint, starts[1], "checksum mismatch")
-            );
-            let message = OpenError::Corrupt {
-                file,
-                offset,
-                reason,
-            }
-            .to_string();
-            assert!(
-                message.contains(&checkpoint.display().to_string()),
-                "{message}"
-            );
-            assert!(
-                message.contains(&format!("byte offset {}", starts[1])),
-                "{message}"
-            );
+        OpenError::Corrupt { file, offset, reason } => {
+            assert_eq!((&file, offset, reason), (&checkpoint, starts[1], "checksum mismatch"));
+            let message = OpenError::Corrupt { file, offset, reason }.to_string();
+            assert!(message.contains(&checkpoint.display().to_string()), "{message}");
+            assert!(message.contains(&format!("byte offset {}", starts[1])), "{message}");
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
@@ -146,11 +109,7 @@ fn a_checkpoint_without_its_end_mark_or_with_bytes_after_it_refuses_to_open() {
     ] {
         fs::write(&checkpoint, damaged).expect("write");
         match open_err(dir.path()) {
-            OpenError::Corrupt {
-                file,
-                offset: found,
-                ..
-            } => assert_eq!((file, found), (checkpoint.clone(), offset)),
+            OpenError::Corrupt { file, offset: found, .. } => assert_eq!((file, found), (checkpoint.clone(), offset)),
             other => panic!("expected Corrupt, got {other:?}"),
         }
     }
@@ -189,28 +148,18 @@ fn leftovers_of_an_interrupted_reclaim_are_removed_on_open() {
         fill(&mut opened.log, dir.path(), &mut rng, 3);
         let old_segment = segments(dir.path())[0].clone();
         let saved = fs::read(&old_segment).expect("read");
-        let checkpoint =
-            checkpoint_then_write(&mut opened.log, dir.path(), snapshot.clone(), &after);
+        let checkpoint = checkpoint_then_write(&mut opened.log, dir.path(), snapshot.clone(), &after);
         // Put back what a crash between the checkpoint's rename and its reclaim would leave:
         // a segment older than the checkpoint, and an older checkpoint.
         fs::write(&old_segment, saved).expect("restore old segment");
-        let old_checkpoint = dir
-            .path()
-            .join(format!("checkpoint-{:020}.ckpt", index_of(&old_segment)));
+        let old_checkpoint = dir.path().join(format!("checkpoint-{:020}.ckpt", index_of(&old_segment)));
         fs::copy(&checkpoint, &old_checkpoint).expect("copy");
         (checkpoint, old_segment, old_checkpoint)
     };
     let reopened = open_ok(dir.path());
-    assert_eq!(
-        reopened.recovery.checkpoint,
-        Some(checkpoint.clone()),
-        "the newest checkpoint is used"
-    );
+    assert_eq!(reopened.recovery.checkpoint, Some(checkpoint.clone()), "the newest checkpoint is used");
     assert_eq!(reopened.records, [snapshot, flatten(&after)].concat());
-    assert!(
-        !old_segment.exists(),
-        "a segment older than the checkpoint is removed"
-    );
+    assert!(!old_segment.exists(), "a segment older than the checkpoint is removed");
     assert!(!old_checkpoint.exists(), "an older checkpoint is removed");
     assert!(checkpoint.exists());
 }
@@ -220,21 +169,13 @@ fn a_checkpoint_in_flight_is_finished_before_a_dropped_log_lets_go_of_the_direct
     let dir = tempfile::tempdir().expect("tempdir");
     let mut rng = Rng::new(72);
     // Large enough that writing it takes far longer than dropping the log.
-    let snapshot: Vec<Record> = (0..200_000)
-        .map(|_| Record::Acked {
-            job_id: rng.job_id(),
-        })
-        .collect();
+    let snapshot: Vec<Record> = (0..200_000).map(|_| Record::Acked { job_id: rng.job_id() }).collect();
     {
         let mut opened = open_ok(dir.path());
         fill(&mut opened.log, dir.path(), &mut rng, 3);
         opened.log.checkpoint(snapshot.clone()).expect("checkpoint");
     }
-    assert_eq!(
-        checkpoints(dir.path()).len(),
-        1,
-        "the checkpoint was finished, not abandoned mid-write"
-    );
+    assert_eq!(checkpoints(dir.path()).len(), 1, "the checkpoint was finished, not abandoned mid-write");
     assert!(files_with(dir.path(), "", ".tmp").is_empty());
     let reopened = open_ok(dir.path());
     assert_eq!(reopened.records, snapshot);
@@ -252,21 +193,14 @@ fn new_job(queue: &str, payload_bytes: usize) -> NewJob {
     NewJob {
         queue: queue.into(),
         job_type: "work".into(),
-        payload: (payload_bytes > 0).then(|| Payload {
-            data: vec![7; payload_bytes],
-            encoding: "application/octet-stream".into(),
-        }),
+        payload: (payload_bytes > 0)
+            .then(|| Payload { data: vec![7; payload_bytes], encoding: "application/octet-stream".into() }),
         ..NewJob::default()
     }
 }
 
 fn plan(queue: &str, max_jobs: u32) -> ReservePlan {
-    ReservePlan {
-        queues: vec![queue.into()],
-        wait_ms: 0,
-        lease_ms: 60_000,
-        max_jobs,
-    }
+    ReservePlan { queues: vec![queue.into()], wait_ms: 0, lease_ms: 60_000, max_jobs }
 }
 
 /// A state and its log driven the way the committer drives them: each cycle's records are
@@ -283,21 +217,9 @@ struct Node {
 impl Node {
     fn open(dir: &Path, options: LogOptions) -> (Node, Recovery) {
         let mut state = new_state();
-        let (log, recovery) =
-            DurableLog::open(dir, options, |record| state.apply(record)).expect("open");
-        state
-            .check_invariants()
-            .expect("recovered state is consistent");
-        (
-            Node {
-                state,
-                log,
-                next_id: 1,
-                checkpoints_started: 0,
-                bytes_written: 0,
-            },
-            recovery,
-        )
+        let (log, recovery) = DurableLog::open(dir, options, |record| state.apply(record)).expect("open");
+        state.check_invariants().expect("recovered state is consistent");
+        (Node { state, log, next_id: 1, checkpoints_started: 0, bytes_written: 0 }, recovery)
     }
 
     fn cycle(&mut self, operation: impl FnOnce(&mut State, &mut Vec<Record>)) {
@@ -315,9 +237,7 @@ impl Node {
         }
         self.maintain();
         if self.log.wants_checkpoint(self.state.live_bytes()) {
-            self.log
-                .checkpoint(self.state.snapshot())
-                .expect("checkpoint");
+            self.log.checkpoint(self.state.snapshot()).expect("checkpoint");
             self.checkpoints_started += 1;
         }
     }
@@ -341,10 +261,7 @@ impl Node {
         let jobs: Vec<(JobId, NewJob)> = (0..count)
             .map(|_| {
                 self.next_id += 1;
-                (
-                    JobId::from_u128(self.next_id << 64 | 0x4000_8000),
-                    new_job("work", payload_bytes),
-                )
+                (JobId::from_u128(self.next_id << 64 | 0x4000_8000), new_job("work", payload_bytes))
             })
             .collect();
         self.cycle(|state, records| {
@@ -356,14 +273,10 @@ impl Node {
     /// Reserves up to `count` jobs in one cycle and acks them in the next.
     fn reserve_and_ack(&mut self, now_ms: TimeMs, count: u32) -> usize {
         let mut deliveries = Vec::new();
-        self.cycle(|state, records| {
-            deliveries = state.reserve(now_ms, &plan("work", count), records)
-        });
+        self.cycle(|state, records| deliveries = state.reserve(now_ms, &plan("work", count), records));
         self.cycle(|state, records| {
             for delivery in &deliveries {
-                state
-                    .ack(delivery.job.id, delivery.attempt, records)
-                    .expect("ack");
+                state.ack(delivery.job.id, delivery.attempt, records).expect("ack");
             }
         });
         deliveries.len()
@@ -373,10 +286,7 @@ impl Node {
 #[test]
 fn a_state_rebuilt_from_a_checkpoint_and_later_segments_matches_the_live_one() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = LogOptions {
-        checkpoint_slack_bytes: 16 << 10,
-        ..small_segments()
-    };
+    let options = LogOptions { checkpoint_slack_bytes: 16 << 10, ..small_segments() };
     let (mut node, _) = Node::open(dir.path(), options);
     let mut now_ms = START_MS;
     while node.checkpoints_started == 0 {
@@ -397,21 +307,15 @@ fn a_state_rebuilt_from_a_checkpoint_and_later_segments_matches_the_live_one() {
     let expected = node.fingerprint();
     drop(node);
     let (mut reopened, recovery) = Node::open(dir.path(), options);
-    assert!(
-        recovery.checkpoint.is_some(),
-        "recovery starts from the checkpoint"
-    );
+    assert!(recovery.checkpoint.is_some(), "recovery starts from the checkpoint");
     assert_eq!(reopened.fingerprint(), expected);
 }
 
 #[test]
 fn disk_use_follows_the_live_data_not_the_history() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = LogOptions {
-        persist_mode: PersistMode::Buffer,
-        segment_bytes: 64 << 10,
-        checkpoint_slack_bytes: 256 << 10,
-    };
+    let options =
+        LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 64 << 10, checkpoint_slack_bytes: 256 << 10 };
     let (mut node, _) = Node::open(dir.path(), options);
     let mut now_ms = START_MS;
     for _ in 0..200 {
@@ -431,32 +335,20 @@ fn disk_use_follows_the_live_data_not_the_history() {
             wait_for_checkpoint(dir.path(), || node.maintain());
         }
     }
-    assert!(
-        node.checkpoints_started >= 2,
-        "only {} checkpoints were started",
-        node.checkpoints_started
-    );
+    assert!(node.checkpoints_started >= 2, "only {} checkpoints were started", node.checkpoints_started);
     // The last checkpoint may still be in flight: wait until the directory settles.
     wait_for_checkpoint(dir.path(), || node.maintain());
-    let files: Vec<PathBuf> = fs::read_dir(dir.path())
-        .expect("read dir")
-        .map(|entry| entry.expect("entry").path())
-        .collect();
+    let files: Vec<PathBuf> =
+        fs::read_dir(dir.path()).expect("read dir").map(|entry| entry.expect("entry").path()).collect();
     let total: u64 = files.iter().map(|path| file_len(path)).sum();
     let written = node.bytes_written;
     assert!(written > 3 << 20, "the history is large: {written} bytes");
     // What is left: FORMAT, LOCK, a checkpoint of (almost) nothing, and the segments written
     // since, which stay within the slack plus the segment being filled.
     assert!(files.len() <= 8, "{} files left: {files:?}", files.len());
-    assert!(
-        total < (256 + 64 + 64) << 10,
-        "{total} bytes on disk after writing {written} and deleting it all"
-    );
+    assert!(total < (256 + 64 + 64) << 10, "{total} bytes on disk after writing {written} and deleting it all");
     drop(node);
     let (reopened, _) = Node::open(dir.path(), options);
     assert_eq!(reopened.state.total_depths(), sepp_core::Depths::default());
-    assert!(
-        reopened.state.snapshot().is_empty(),
-        "nothing is live after every job was acked"
-    );
+    assert!(reopened.state.snapshot().is_empty(), "nothing is live after every job was acked");
 }

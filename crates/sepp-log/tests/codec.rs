@@ -6,9 +6,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
-use sepp_core::{
-    DeadLetter, DeadLetterCause, Job, JobId, JobState, Primitive, Record, TraceContext,
-};
+use sepp_core::{DeadLetter, DeadLetterCause, Job, JobId, JobState, Primitive, Record, TraceContext};
 use sepp_log::codec::{self, DecodeError};
 use sepp_log::frame::{self, Read};
 
@@ -22,10 +20,7 @@ fn id(n: u128) -> JobId {
 /// and a custom value of every type.
 fn full_job() -> Arc<Job> {
     let mut custom = BTreeMap::new();
-    custom.insert(
-        "string".to_string(),
-        Primitive::String("héllo 🦀".to_string()),
-    );
+    custom.insert("string".to_string(), Primitive::String("héllo 🦀".to_string()));
     custom.insert("empty".to_string(), Primitive::String(String::new()));
     custom.insert("double".to_string(), Primitive::Double(-1.5e300));
     custom.insert("int".to_string(), Primitive::Int(i64::MIN));
@@ -70,10 +65,7 @@ fn bare_job() -> Arc<Job> {
 fn traced_job() -> Arc<Job> {
     let mut job = (*bare_job()).clone();
     job.id = id(2);
-    job.trace_context = Some(Box::new(TraceContext {
-        traceparent: "00-abc-def-00".into(),
-        tracestate: None,
-    }));
+    job.trace_context = Some(Box::new(TraceContext { traceparent: "00-abc-def-00".into(), tracestate: None }));
     job.payload = Some(common::inline_payload(Vec::new(), ""));
     job.custom.insert("only".into(), Primitive::Double(0.0));
     Arc::new(job)
@@ -91,40 +83,19 @@ const CAUSES: [DeadLetterCause; 4] = [
 fn every_record() -> Vec<Record> {
     let mut records = Vec::new();
     for job in [full_job(), bare_job(), traced_job()] {
-        records.push(Record::JobAccepted {
-            job: job.clone(),
-            due_ms: None,
-        });
-        records.push(Record::JobAccepted {
-            job: job.clone(),
-            due_ms: Some(i64::MAX),
-        });
+        records.push(Record::JobAccepted { job: job.clone(), due_ms: None });
+        records.push(Record::JobAccepted { job: job.clone(), due_ms: Some(i64::MAX) });
         for state in [
             JobState::Ready { attempt: 1 },
-            JobState::Scheduled {
-                attempt: 2,
-                due_ms: i64::MIN,
-            },
-            JobState::Inflight {
-                attempt: u32::MAX,
-                lease_deadline_ms: 1_700_000_000_000,
-            },
+            JobState::Scheduled { attempt: 2, due_ms: i64::MIN },
+            JobState::Inflight { attempt: u32::MAX, lease_deadline_ms: 1_700_000_000_000 },
         ] {
-            records.push(Record::JobRestored {
-                job: job.clone(),
-                state,
-            });
+            records.push(Record::JobRestored { job: job.clone(), state });
         }
         for cause in CAUSES {
             for last_reason in [None, Some("boom: ünïcode".to_string()), Some(String::new())] {
                 records.push(Record::DeadLetterRestored {
-                    dead: DeadLetter {
-                        job: job.clone(),
-                        cause,
-                        failed_at_ms: 42,
-                        final_attempt: 3,
-                        last_reason,
-                    },
+                    dead: DeadLetter { job: job.clone(), cause, failed_at_ms: 42, final_attempt: 3, last_reason },
                 });
             }
         }
@@ -135,50 +106,20 @@ fn every_record() -> Vec<Record> {
         job_id: id(7),
         deadline_ms: 1_700_086_400_000,
     });
-    records.push(Record::DedupBound {
-        queue: Arc::from(""),
-        key: String::new(),
-        job_id: id(0),
-        deadline_ms: 0,
-    });
-    records.push(Record::Leased {
-        job_id: id(3),
-        lease_deadline_ms: 1_700_000_030_000,
-    });
-    records.push(Record::LeaseExtended {
-        job_id: id(3),
-        lease_deadline_ms: -1,
-    });
-    records.push(Record::Acked {
-        job_id: id(u128::MAX),
-    });
-    records.push(Record::Retried {
-        job_id: id(4),
-        attempt: 2,
-        due_ms: None,
-    });
-    records.push(Record::Retried {
-        job_id: id(4),
-        attempt: 3,
-        due_ms: Some(1_700_000_001_000),
-    });
+    records.push(Record::DedupBound { queue: Arc::from(""), key: String::new(), job_id: id(0), deadline_ms: 0 });
+    records.push(Record::Leased { job_id: id(3), lease_deadline_ms: 1_700_000_030_000 });
+    records.push(Record::LeaseExtended { job_id: id(3), lease_deadline_ms: -1 });
+    records.push(Record::Acked { job_id: id(u128::MAX) });
+    records.push(Record::Retried { job_id: id(4), attempt: 2, due_ms: None });
+    records.push(Record::Retried { job_id: id(4), attempt: 3, due_ms: Some(1_700_000_001_000) });
     records.push(Record::Promoted { job_id: id(5) });
     for cause in CAUSES {
         for (last_reason, kept) in [(None, false), (Some("bad input".to_string()), true)] {
-            records.push(Record::DeadLettered {
-                job_id: id(6),
-                cause,
-                failed_at_ms: 9,
-                last_reason,
-                kept,
-            });
+            records.push(Record::DeadLettered { job_id: id(6), cause, failed_at_ms: 9, last_reason, kept });
         }
     }
     records.push(Record::DeadLetterRemoved { job_id: id(6) });
-    records.push(Record::DedupExpired {
-        queue: Arc::from("emails"),
-        key: "order-17".into(),
-    });
+    records.push(Record::DedupExpired { queue: Arc::from("emails"), key: "order-17".into() });
     records
 }
 
@@ -225,27 +166,13 @@ fn the_fixture_covers_every_variant_state_cause_and_optional_field() {
         .collect();
     assert_eq!(causes, BTreeSet::from([1, 2, 3, 4]));
     let jobs: Vec<&Job> = records.iter().filter_map(job_of).collect();
-    let custom_kinds: HashSet<_> = jobs
-        .iter()
-        .flat_map(|job| job.custom.values())
-        .map(std::mem::discriminant)
-        .collect();
+    let custom_kinds: HashSet<_> =
+        jobs.iter().flat_map(|job| job.custom.values()).map(std::mem::discriminant).collect();
     assert_eq!(custom_kinds.len(), 4);
-    assert!(jobs.iter().any(|job| {
-        job.trace_context
-            .as_ref()
-            .is_some_and(|trace| trace.tracestate.is_some())
-    }));
-    assert!(jobs.iter().any(|job| {
-        job.trace_context
-            .as_ref()
-            .is_some_and(|trace| trace.tracestate.is_none())
-    }));
+    assert!(jobs.iter().any(|job| { job.trace_context.as_ref().is_some_and(|trace| trace.tracestate.is_some()) }));
+    assert!(jobs.iter().any(|job| { job.trace_context.as_ref().is_some_and(|trace| trace.tracestate.is_none()) }));
     assert!(jobs.iter().any(|job| job.trace_context.is_none()));
-    assert!(
-        jobs.iter().any(|job| job.payload.is_some())
-            && jobs.iter().any(|job| job.payload.is_none())
-    );
+    assert!(jobs.iter().any(|job| job.payload.is_some()) && jobs.iter().any(|job| job.payload.is_none()));
     assert!(jobs.iter().any(|job| job.scheduled_at_ms.is_some()));
     assert!(jobs.iter().any(|job| job.scheduled_at_ms.is_none()));
 }
@@ -254,8 +181,7 @@ fn the_fixture_covers_every_variant_state_cause_and_optional_field() {
 fn every_record_round_trips_through_the_codec() {
     for record in every_record() {
         let bytes = encoded(&record);
-        let (decoded, used) =
-            codec::decode(&bytes, None).unwrap_or_else(|error| panic!("{record:?}: {error}"));
+        let (decoded, used) = codec::decode(&bytes, None).unwrap_or_else(|error| panic!("{record:?}: {error}"));
         assert_eq!(decoded, record);
         assert_eq!(used, bytes.len(), "{record:?} left bytes unread");
     }
@@ -283,10 +209,7 @@ fn every_record_round_trips_through_a_frame_of_its_own_and_a_shared_frame() {
     let records = every_record();
     for record in &records {
         let bytes = framed(std::slice::from_ref(record));
-        assert_eq!(
-            frame::read(&bytes, None),
-            Read::Frame(vec![record.clone()], bytes.len())
-        );
+        assert_eq!(frame::read(&bytes, None), Read::Frame(vec![record.clone()], bytes.len()));
     }
     let bytes = framed(&records);
     assert_eq!(frame::read(&bytes, None), Read::Frame(records, bytes.len()));
@@ -309,9 +232,7 @@ fn consecutive_frames_are_read_one_at_a_time() {
     }
     let mut at = 0;
     for cycle in &cycles {
-        let Read::Frame(records, used) = frame::read(&bytes[at..], None) else {
-            panic!("frame at {at}")
-        };
+        let Read::Frame(records, used) = frame::read(&bytes[at..], None) else { panic!("frame at {at}") };
         assert_eq!(&records, cycle);
         at += used;
     }
@@ -323,16 +244,11 @@ fn a_nan_custom_value_survives_bit_for_bit() {
     let mut job = (*bare_job()).clone();
     let nan = f64::from_bits(0x7ff8_dead_beef_0001);
     job.custom.insert("nan".into(), Primitive::Double(nan));
-    let bytes = encoded(&Record::JobAccepted {
-        job: Arc::new(job),
-        due_ms: None,
-    });
+    let bytes = encoded(&Record::JobAccepted { job: Arc::new(job), due_ms: None });
     let (Record::JobAccepted { job, .. }, _) = codec::decode(&bytes, None).expect("decodes") else {
         panic!("wrong variant");
     };
-    let Some(Primitive::Double(value)) = job.custom.get("nan") else {
-        panic!("custom value lost")
-    };
+    let Some(Primitive::Double(value)) = job.custom.get("nan") else { panic!("custom value lost") };
     assert_eq!(value.to_bits(), nan.to_bits());
 }
 
@@ -341,10 +257,7 @@ fn every_truncated_prefix_of_a_record_is_a_decode_error() {
     for record in every_record() {
         let bytes = encoded(&record);
         for len in 0..bytes.len() {
-            assert!(
-                codec::decode(&bytes[..len], None).is_err(),
-                "{record:?} cut to {len} bytes decoded"
-            );
+            assert!(codec::decode(&bytes[..len], None).is_err(), "{record:?} cut to {len} bytes decoded");
         }
     }
 }
@@ -354,11 +267,7 @@ fn every_truncated_prefix_of_a_frame_is_torn_and_the_empty_prefix_is_the_end() {
     let bytes = framed(&every_record());
     assert_eq!(frame::read(&[], None), Read::End);
     for len in 1..bytes.len() {
-        assert_eq!(
-            frame::read(&bytes[..len], None),
-            Read::Torn,
-            "frame cut to {len} bytes"
-        );
+        assert_eq!(frame::read(&bytes[..len], None), Read::Torn, "frame cut to {len} bytes");
     }
 }
 
@@ -398,11 +307,7 @@ fn a_checksummed_body_that_does_not_decode_is_corrupt() {
         (&missing_record, "record ends early"),
     ];
     for (body, reason) in cases {
-        assert_eq!(
-            frame::read(&frame_around(body), None),
-            Read::Corrupt(reason),
-            "body {body:?}"
-        );
+        assert_eq!(frame::read(&frame_around(body), None), Read::Corrupt(reason), "body {body:?}");
     }
 }
 
@@ -410,28 +315,19 @@ fn a_checksummed_body_that_does_not_decode_is_corrupt() {
 fn a_frame_length_beyond_the_maximum_is_corrupt_rather_than_torn() {
     let mut bytes = ((frame::MAX_BODY_BYTES + 1) as u32).to_le_bytes().to_vec();
     bytes.extend_from_slice(&[0; 4]);
-    assert_eq!(
-        frame::read(&bytes, None),
-        Read::Corrupt("frame length out of range")
-    );
+    assert_eq!(frame::read(&bytes, None), Read::Corrupt("frame length out of range"));
     bytes[..4].copy_from_slice(&(frame::MAX_BODY_BYTES as u32).to_le_bytes());
     assert_eq!(frame::read(&bytes, None), Read::Torn);
 }
 
 #[test]
 fn out_of_range_enum_and_flag_bytes_are_decode_errors() {
-    let job = encoded(&Record::JobRestored {
-        job: bare_job(),
-        state: JobState::Ready { attempt: 1 },
-    });
+    let job = encoded(&Record::JobRestored { job: bare_job(), state: JobState::Ready { attempt: 1 } });
     // The job state tag is the byte after the job: 5 bytes before the end (tag + attempt).
     let mut bad_state = job.clone();
     let state_at = bad_state.len() - 5;
     bad_state[state_at] = 3;
-    assert_eq!(
-        codec::decode(&bad_state, None),
-        Err(DecodeError("unknown job state"))
-    );
+    assert_eq!(codec::decode(&bad_state, None), Err(DecodeError("unknown job state")));
 
     let dead = Record::DeadLettered {
         job_id: id(1),
@@ -443,39 +339,24 @@ fn out_of_range_enum_and_flag_bytes_are_decode_errors() {
     let bytes = encoded(&dead);
     let mut bad_cause = bytes.clone();
     bad_cause[17] = 0;
-    assert_eq!(
-        codec::decode(&bad_cause, None),
-        Err(DecodeError("unknown dead-letter cause"))
-    );
+    assert_eq!(codec::decode(&bad_cause, None), Err(DecodeError("unknown dead-letter cause")));
     let mut bad_kept = bytes.clone();
     *bad_kept.last_mut().expect("not empty") = 2;
-    assert_eq!(
-        codec::decode(&bad_kept, None),
-        Err(DecodeError("invalid boolean"))
-    );
+    assert_eq!(codec::decode(&bad_kept, None), Err(DecodeError("invalid boolean")));
     let mut bad_option = bytes;
     let option_at = bad_option.len() - 2;
     bad_option[option_at] = 7;
-    assert_eq!(
-        codec::decode(&bad_option, None),
-        Err(DecodeError("invalid option tag"))
-    );
+    assert_eq!(codec::decode(&bad_option, None), Err(DecodeError("invalid option tag")));
 
     let mut priority_job = (*bare_job()).clone();
     priority_job.priority = 10;
-    let bytes = encoded(&Record::JobAccepted {
-        job: Arc::new(priority_job),
-        due_ms: None,
-    });
+    let bytes = encoded(&Record::JobAccepted { job: Arc::new(priority_job), due_ms: None });
     assert_eq!(codec::decode(&bytes, None), Err(DecodeError("priority above 9")));
 }
 
 #[test]
 fn invalid_utf8_in_a_string_is_a_decode_error() {
-    let record = Record::DedupExpired {
-        queue: Arc::from("ab"),
-        key: "cd".into(),
-    };
+    let record = Record::DedupExpired { queue: Arc::from("ab"), key: "cd".into() };
     let mut bytes = encoded(&record);
     // Tag, then the queue's u32 length, then its bytes.
     bytes[5] = 0xff;
@@ -587,24 +468,14 @@ fn mutated_frames_are_detected_unless_their_checksum_matches() {
                 // Only possible when the change is outside the frame (inserted at its very end)
                 // or the damaged bytes carry a matching checksum; flips never do.
                 assert!(
-                    !matches!(
-                        mutation,
-                        "one bit flipped" | "a few bits flipped" | "one byte changed"
-                    ),
+                    !matches!(mutation, "one bit flipped" | "a few bits flipped" | "one byte changed"),
                     "round {round}: {mutation} was accepted"
                 );
                 if !same {
                     let body = &bytes[frame::HEADER_BYTES..used];
                     let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-                    assert_eq!(
-                        crc32c::crc32c(body),
-                        crc,
-                        "round {round}: accepted a frame whose CRC differs"
-                    );
-                    assert_ne!(
-                        read, records,
-                        "round {round}: changed bytes decoded to the same records"
-                    );
+                    assert_eq!(crc32c::crc32c(body), crc, "round {round}: accepted a frame whose CRC differs");
+                    assert_ne!(read, records, "round {round}: changed bytes decoded to the same records");
                 } else {
                     assert_eq!(read, records);
                 }

@@ -14,20 +14,13 @@ use sepp_log::{Log, LogOptions, OpenError, PersistMode};
 use common::Rng;
 use common::disk::*;
 
-const MODES: [PersistMode; 3] = [
-    PersistMode::SyncAll,
-    PersistMode::SyncData,
-    PersistMode::Buffer,
-];
+const MODES: [PersistMode; 3] = [PersistMode::SyncAll, PersistMode::SyncData, PersistMode::Buffer];
 
 #[test]
 fn persisted_records_come_back_in_order_after_a_reopen_in_every_persist_mode() {
     for mode in MODES {
         let dir = tempfile::tempdir().expect("tempdir");
-        let options = LogOptions {
-            persist_mode: mode,
-            ..small_segments()
-        };
+        let options = LogOptions { persist_mode: mode, ..small_segments() };
         let mut rng = Rng::new(1);
         let cycles: Vec<Vec<Record>> = (0..60).map(|_| rng.records(0, 8)).collect();
         {
@@ -38,10 +31,7 @@ fn persisted_records_come_back_in_order_after_a_reopen_in_every_persist_mode() {
         let reopened = open(dir.path(), options).expect("reopen");
         assert_eq!(reopened.records, flatten(&cycles), "{mode:?}");
         assert_eq!(reopened.recovery.records, flatten(&cycles).len() as u64);
-        assert!(
-            reopened.recovery.segments > 3,
-            "{mode:?}: expected many 4 KiB segments"
-        );
+        assert!(reopened.recovery.segments > 3, "{mode:?}: expected many 4 KiB segments");
         assert_eq!(reopened.recovery.segments, segments(dir.path()).len());
         assert!(reopened.recovery.truncated.is_none());
         assert!(reopened.recovery.checkpoint.is_none());
@@ -82,10 +72,7 @@ fn a_fresh_directory_gets_a_format_file_and_one_segment() {
     let parent = tempfile::tempdir().expect("tempdir");
     let dir = parent.path().join("not").join("yet").join("there");
     let opened = open_ok(&dir);
-    assert_eq!(
-        fs::read_to_string(dir.join("FORMAT")).expect("FORMAT"),
-        "sepp-log 1\n"
-    );
+    assert_eq!(fs::read_to_string(dir.join("FORMAT")).expect("FORMAT"), "sepp-log 1\n");
     assert_eq!(segments(&dir).len(), 1);
     assert_eq!(opened.recovery.records, 0);
 }
@@ -109,54 +96,27 @@ fn check_tail_damage(seed: u64, damage: impl FnOnce(&Path, &mut Rng, &[Vec<Recor
         fill(&mut opened.log, dir.path(), &mut rng, 3)
     };
     let last = segments(dir.path()).pop().expect("a segment");
-    let Damage {
-        offset,
-        damaged_len,
-        expected,
-        reason,
-    } = damage(&last, &mut rng, &cycles);
+    let Damage { offset, damaged_len, expected, reason } = damage(&last, &mut rng, &cycles);
     let mut opened = open_ok(dir.path());
-    assert_eq!(
-        opened.records, expected,
-        "records before the damaged tail must survive"
-    );
-    let tail = opened
-        .recovery
-        .truncated
-        .as_ref()
-        .expect("the damaged tail is reported");
+    assert_eq!(opened.records, expected, "records before the damaged tail must survive");
+    let tail = opened.recovery.truncated.as_ref().expect("the damaged tail is reported");
     assert_eq!(tail.file, last);
     assert_eq!(tail.offset, offset);
     assert_eq!(tail.bytes_dropped, damaged_len - offset);
-    assert!(
-        reason.is_none_or(|reason| tail.reason == reason),
-        "{tail:?}"
-    );
+    assert!(reason.is_none_or(|reason| tail.reason == reason), "{tail:?}");
     assert_eq!(file_len(&last), offset, "the tail is cut off the file");
 
     let after = rng.records(1, 4);
     write_cycles(&mut opened.log, std::slice::from_ref(&after));
     drop(opened);
     let reopened = open_ok(dir.path());
-    assert_eq!(
-        reopened.records,
-        [expected, after].concat(),
-        "writes after the truncation must survive"
-    );
-    assert!(
-        reopened.recovery.truncated.is_none(),
-        "a truncated log reopens cleanly"
-    );
+    assert_eq!(reopened.records, [expected, after].concat(), "writes after the truncation must survive");
+    assert!(reopened.recovery.truncated.is_none(), "a truncated log reopens cleanly");
 }
 
 #[test]
 fn a_last_segment_cut_mid_frame_is_truncated_reported_and_then_appended_to() {
-    for (seed, cut) in [
-        (10, "header"),
-        (11, "first body byte"),
-        (12, "middle"),
-        (13, "last byte"),
-    ] {
+    for (seed, cut) in [(10, "header"), (11, "first body byte"), (12, "middle"), (13, "last byte")] {
         check_tail_damage(seed, |last, _, cycles| {
             let start = *frame_starts(last).last().expect("frames");
             let len = frames_end(last);
@@ -166,12 +126,7 @@ fn a_last_segment_cut_mid_frame_is_truncated_reported_and_then_appended_to() {
                 "middle" => start + (len - start) / 2,
                 _ => len - 1,
             };
-            OpenOptions::new()
-                .write(true)
-                .open(last)
-                .expect("open")
-                .set_len(cut_at)
-                .expect("cut");
+            OpenOptions::new().write(true).open(last).expect("open").set_len(cut_at).expect("cut");
             // The cut frame is the last cycle written: everything before it survives.
             Damage {
                 offset: start,
@@ -191,20 +146,12 @@ fn garbage_after_the_last_frame_is_truncated_reported_and_then_appended_to() {
             let (garbage, reason) = match kind {
                 "random" => (rng.bytes(300), None),
                 "short" => (vec![0xab; 3], Some("the last write was cut short")),
-                _ => (
-                    [u32::MAX.to_le_bytes(), [1, 2, 3, 4]].concat(),
-                    Some("frame length out of range"),
-                ),
+                _ => ([u32::MAX.to_le_bytes(), [1, 2, 3, 4]].concat(), Some("frame length out of range")),
             };
             let offset = file_len(last);
             let mut file = OpenOptions::new().append(true).open(last).expect("open");
             file.write_all(&garbage).expect("append garbage");
-            Damage {
-                offset,
-                damaged_len: offset + garbage.len() as u64,
-                expected: flatten(cycles),
-                reason,
-            }
+            Damage { offset, damaged_len: offset + garbage.len() as u64, expected: flatten(cycles), reason }
         });
     }
 }
@@ -250,34 +197,18 @@ fn a_flipped_bit_in_an_older_segment_refuses_to_open_naming_the_file_and_offset(
     let damaged = fs::read(&old).expect("read");
     for attempt in 0..2 {
         match open_err(dir.path()) {
-            OpenError::Corrupt {
-                file,
-                offset,
-                reason,
-            } => {
+            OpenError::Corrupt { file, offset, reason } => {
                 assert_eq!(file, old);
                 assert_eq!(offset, frame_at);
                 assert_eq!(reason, "checksum mismatch");
-                let message = OpenError::Corrupt {
-                    file,
-                    offset,
-                    reason,
-                }
-                .to_string();
+                let message = OpenError::Corrupt { file, offset, reason }.to_string();
                 assert!(message.contains(&old.display().to_string()), "{message}");
-                assert!(
-                    message.contains(&format!("byte offset {frame_at}")),
-                    "{message}"
-                );
+                assert!(message.contains(&format!("byte offset {frame_at}")), "{message}");
             }
             other => panic!("attempt {attempt}: expected Corrupt, got {other:?}"),
         }
     }
-    assert_eq!(
-        fs::read(&old).expect("read"),
-        damaged,
-        "a refused open must not change the segment"
-    );
+    assert_eq!(fs::read(&old).expect("read"), damaged, "a refused open must not change the segment");
 }
 
 #[test]
@@ -307,12 +238,7 @@ fn an_older_segment_cut_short_refuses_to_open_instead_of_truncating() {
     let old = segments(dir.path())[0].clone();
     let last_frame = *frame_starts(&old).last().expect("frames");
     let len = file_len(&old);
-    OpenOptions::new()
-        .write(true)
-        .open(&old)
-        .expect("open")
-        .set_len(len - 1)
-        .expect("cut");
+    OpenOptions::new().write(true).open(&old).expect("open").set_len(len - 1).expect("cut");
     match open_err(dir.path()) {
         OpenError::Corrupt { file, offset, .. } => {
             assert_eq!((file, offset), (old.clone(), last_frame))
@@ -391,18 +317,9 @@ fn an_unknown_format_refuses_to_open_with_a_clear_message() {
         }
         other => panic!("expected UnknownFormat, got {other:?}"),
     }
-    assert!(
-        message.contains(&dir.path().display().to_string()),
-        "{message}"
-    );
-    assert!(
-        message.contains("\"sepp-log 2\""),
-        "names the format found: {message}"
-    );
-    assert!(
-        message.contains("\"sepp-log 1\""),
-        "names the format it writes: {message}"
-    );
+    assert!(message.contains(&dir.path().display().to_string()), "{message}");
+    assert!(message.contains("\"sepp-log 2\""), "names the format found: {message}");
+    assert!(message.contains("\"sepp-log 1\""), "names the format it writes: {message}");
     assert!(message.contains("refusing to open"), "{message}");
 }
 
@@ -414,22 +331,10 @@ fn a_non_empty_directory_without_a_format_file_is_not_a_data_directory() {
     fs::write(dir.path().join("version"), "1").expect("write");
     let error = open_err(dir.path());
     let message = error.to_string();
-    assert!(
-        matches!(&error, OpenError::NotADataDirectory { path } if path == dir.path()),
-        "{error:?}"
-    );
-    assert!(
-        message.contains(&dir.path().display().to_string()) && message.contains("FORMAT"),
-        "{message}"
-    );
-    assert!(
-        !dir.path().join("FORMAT").exists(),
-        "a refused directory is left as it was"
-    );
-    assert!(
-        !dir.path().join("LOCK").exists(),
-        "a refused directory is left as it was"
-    );
+    assert!(matches!(&error, OpenError::NotADataDirectory { path } if path == dir.path()), "{error:?}");
+    assert!(message.contains(&dir.path().display().to_string()) && message.contains("FORMAT"), "{message}");
+    assert!(!dir.path().join("FORMAT").exists(), "a refused directory is left as it was");
+    assert!(!dir.path().join("LOCK").exists(), "a refused directory is left as it was");
 }
 
 #[test]
@@ -437,14 +342,8 @@ fn a_second_open_of_an_open_directory_is_locked_until_the_first_closes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let first = open_ok(dir.path());
     let error = open_err(dir.path());
-    assert!(
-        matches!(&error, OpenError::Locked { path } if path == dir.path()),
-        "{error:?}"
-    );
-    assert!(
-        error.to_string().contains("in use by another sepp process"),
-        "{error}"
-    );
+    assert!(matches!(&error, OpenError::Locked { path } if path == dir.path()), "{error:?}");
+    assert!(error.to_string().contains("in use by another sepp process"), "{error}");
     drop(first);
     open_ok(dir.path());
 }

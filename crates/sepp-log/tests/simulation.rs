@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use sepp_core::validate::{NackStrategy, ReservePlan, validate_new_job};
 use sepp_core::{
-    JobId, NewJob, Payload, Policy, Primitive, QueueLimits, Record, RetryBackoff, State,
-    StorageRules, TimeMs, TraceContext,
+    JobId, NewJob, Payload, Policy, Primitive, QueueLimits, Record, RetryBackoff, State, StorageRules, TimeMs,
+    TraceContext,
 };
 use sepp_log::{DurableLog, Log, LogOptions, PersistMode};
 
@@ -39,10 +39,7 @@ struct SeedReport(u64);
 impl Drop for SeedReport {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!(
-                "simulation failed with seed {0}; replay it with SEPP_SIM_SEED={0}",
-                self.0
-            );
+            eprintln!("simulation failed with seed {0}; replay it with SEPP_SIM_SEED={0}", self.0);
         }
     }
 }
@@ -62,18 +59,11 @@ enum Tail {
 /// checkpoint stores the live jobs only, so a state rebuilt from one continues the sequence after
 /// its highest live job rather than after the highest job ever accepted.
 fn without_next_seq(fingerprint: &str) -> String {
-    fingerprint
-        .lines()
-        .filter(|line| !line.starts_with("next_seq="))
-        .collect::<Vec<_>>()
-        .join("\n")
+    fingerprint.lines().filter(|line| !line.starts_with("next_seq=")).collect::<Vec<_>>().join("\n")
 }
 
 fn next_seq(fingerprint: &str) -> u64 {
-    let line = fingerprint
-        .lines()
-        .find_map(|line| line.strip_prefix("next_seq="))
-        .expect("next_seq line");
+    let line = fingerprint.lines().find_map(|line| line.strip_prefix("next_seq=")).expect("next_seq line");
     line.parse().expect("numeric next_seq")
 }
 
@@ -130,17 +120,8 @@ impl Sim {
             dedup_window_ms: rng.range(500, 20_000),
             ..QueueLimits::default()
         };
-        let mut policy = Policy {
-            defaults: defaults.clone(),
-            ..Policy::default()
-        };
-        policy.declared.insert(
-            "c".into(),
-            QueueLimits {
-                max_queue_depth: Some(12),
-                ..defaults
-            },
-        );
+        let mut policy = Policy { defaults: defaults.clone(), ..Policy::default() };
+        policy.declared.insert("c".into(), QueueLimits { max_queue_depth: Some(12), ..defaults });
         let rules = StorageRules {
             dead_letter_retention_ms: *rng.pick(&[0, 3_000, 60_000]),
             sweep_limit: rng.range(1, 20) as usize,
@@ -148,10 +129,8 @@ impl Sim {
         let policy = Arc::new(policy);
         let state = State::new(policy.clone(), rules);
         let dir = tempfile::tempdir().expect("tempdir");
-        let (log, recovery) = DurableLog::open(dir.path(), options, |_| {
-            panic!("a fresh log has no records")
-        })
-        .expect("open a fresh log");
+        let (log, recovery) =
+            DurableLog::open(dir.path(), options, |_| panic!("a fresh log has no records")).expect("open a fresh log");
         assert_eq!(recovery.records, 0);
         Sim {
             rng,
@@ -182,9 +161,7 @@ impl Sim {
                 self.maybe_checkpoint();
             }
             if cycle % 25 == 0 {
-                self.state
-                    .check_invariants()
-                    .unwrap_or_else(|problem| panic!("cycle {cycle}: {problem}"));
+                self.state.check_invariants().unwrap_or_else(|problem| panic!("cycle {cycle}: {problem}"));
             }
             if self.rng.percent(3) {
                 self.crash_and_recover();
@@ -195,22 +172,14 @@ impl Sim {
     }
 
     fn advance_time(&mut self) {
-        self.now_ms += if self.rng.percent(5) {
-            self.rng.range(1_000, 30_000)
-        } else {
-            self.rng.below(100)
-        } as TimeMs;
+        self.now_ms += if self.rng.percent(5) { self.rng.range(1_000, 30_000) } else { self.rng.below(100) } as TimeMs;
     }
 
     /// One cycle's operations, with the sweep first when something is due (as the committer).
     /// `at_least_one` guarantees a record, for an unacknowledged cycle that must leave a frame.
     fn operations(&mut self, at_least_one: bool) -> Vec<Record> {
         let mut records = Vec::new();
-        if self
-            .state
-            .next_deadline_ms()
-            .is_some_and(|deadline_ms| deadline_ms <= self.now_ms)
-        {
+        if self.state.next_deadline_ms().is_some_and(|deadline_ms| deadline_ms <= self.now_ms) {
             self.state.sweep(self.now_ms, &mut records);
         }
         for _ in 0..self.rng.range(0, 6) {
@@ -246,32 +215,18 @@ impl Sim {
         let rng = &mut self.rng;
         let mut custom = BTreeMap::new();
         if rng.percent(30) {
-            custom.insert(
-                "attempted_by".to_string(),
-                Some(Primitive::String(rng.text())),
-            );
-            custom.insert(
-                "weight".to_string(),
-                Some(Primitive::Double(rng.below(1000) as f64 / 8.0)),
-            );
-            custom.insert(
-                "tenant".to_string(),
-                Some(Primitive::Int(rng.below(50) as i64)),
-            );
+            custom.insert("attempted_by".to_string(), Some(Primitive::String(rng.text())));
+            custom.insert("weight".to_string(), Some(Primitive::Double(rng.below(1000) as f64 / 8.0)));
+            custom.insert("tenant".to_string(), Some(Primitive::Int(rng.below(50) as i64)));
             custom.insert("urgent".to_string(), Some(Primitive::Bool(rng.percent(50))));
         }
-        let payload_bytes = if rng.percent(5) {
-            rng.range(500, 3_000)
-        } else {
-            rng.range(1, 100)
-        } as usize;
+        let payload_bytes = if rng.percent(5) { rng.range(500, 3_000) } else { rng.range(1, 100) } as usize;
         let job = NewJob {
             queue: rng.pick(&QUEUES).to_string(),
             job_type: rng.pick(&["email", "resize", "report"]).to_string(),
-            payload: rng.percent(80).then(|| Payload {
-                data: rng.bytes(payload_bytes),
-                encoding: "application/octet-stream".into(),
-            }),
+            payload: rng
+                .percent(80)
+                .then(|| Payload { data: rng.bytes(payload_bytes), encoding: "application/octet-stream".into() }),
             idempotency_key: rng.percent(30).then(|| format!("key-{}", rng.below(12))),
             priority: rng.percent(40).then(|| rng.below(10) as u32),
             max_attempts: rng.percent(40).then(|| rng.range(1, 4) as u32),
@@ -280,13 +235,10 @@ impl Sim {
                 tracestate: rng.percent(50).then(|| "vendor=value".to_string()),
             }),
             custom,
-            scheduled_at_ms: rng
-                .percent(25)
-                .then(|| self.now_ms + rng.range(0, 4_000) as TimeMs - 1_000),
+            scheduled_at_ms: rng.percent(25).then(|| self.now_ms + rng.range(0, 4_000) as TimeMs - 1_000),
         };
-        validate_new_job(&self.policy, &job, self.now_ms).unwrap_or_else(|rejection| {
-            panic!("the generator made an invalid job {job:?}: {rejection:?}")
-        });
+        validate_new_job(&self.policy, &job, self.now_ms)
+            .unwrap_or_else(|rejection| panic!("the generator made an invalid job {job:?}: {rejection:?}"));
         (self.rng.job_id(), job)
     }
 
@@ -301,11 +253,8 @@ impl Sim {
     }
 
     fn reserve(&mut self, records: &mut Vec<Record>) {
-        let queues: Vec<String> = QUEUES
-            .iter()
-            .filter(|_| self.rng.percent(60))
-            .map(|queue| queue.to_string())
-            .collect();
+        let queues: Vec<String> =
+            QUEUES.iter().filter(|_| self.rng.percent(60)).map(|queue| queue.to_string()).collect();
         if queues.is_empty() {
             return;
         }
@@ -327,14 +276,7 @@ impl Sim {
         }
         let index = self.rng.below(self.leases.len() as u64) as usize;
         let (job_id, attempt) = self.leases.swap_remove(index);
-        Some((
-            job_id,
-            if self.rng.percent(5) {
-                attempt + 1
-            } else {
-                attempt
-            },
-        ))
+        Some((job_id, if self.rng.percent(5) { attempt + 1 } else { attempt }))
     }
 
     fn ack(&mut self, records: &mut Vec<Record>) {
@@ -349,15 +291,11 @@ impl Sim {
         };
         let strategy = match self.rng.below(3) {
             0 => NackStrategy::Default,
-            1 => NackStrategy::Delay {
-                delay_ms: self.rng.below(1_500),
-            },
+            1 => NackStrategy::Delay { delay_ms: self.rng.below(1_500) },
             _ => NackStrategy::DeadLetter,
         };
         let reason = self.rng.percent(50).then(|| "worker said no".to_string());
-        let _ = self
-            .state
-            .nack(self.now_ms, job_id, attempt, strategy, reason, records);
+        let _ = self.state.nack(self.now_ms, job_id, attempt, strategy, reason, records);
     }
 
     fn extend(&mut self, records: &mut Vec<Record>) {
@@ -365,11 +303,7 @@ impl Sim {
             return;
         };
         let lease_ms = self.rng.range(1, 10_000);
-        if self
-            .state
-            .extend(self.now_ms, job_id, attempt, lease_ms, records)
-            .is_ok()
-        {
+        if self.state.extend(self.now_ms, job_id, attempt, lease_ms, records).is_ok() {
             self.leases.push((job_id, attempt));
         }
     }
@@ -427,22 +361,14 @@ impl Sim {
         let mut expected_tail = None;
         if let Some((segment, acknowledged_len)) = torn {
             // The crash came before the rotation that the unacknowledged write may have caused.
-            for newer in segments(self.dir.path())
-                .into_iter()
-                .filter(|path| *path > segment)
-            {
+            for newer in segments(self.dir.path()).into_iter().filter(|path| *path > segment) {
                 fs::remove_file(newer).expect("remove the segment the crash never created");
                 self.stats.torn_before_rotation += 1;
             }
             let written_len = frames_end(&segment);
             assert!(written_len > acknowledged_len);
             let cut = self.rng.range(acknowledged_len + 1, written_len - 1);
-            OpenOptions::new()
-                .write(true)
-                .open(&segment)
-                .expect("open")
-                .set_len(cut)
-                .expect("cut");
+            OpenOptions::new().write(true).open(&segment).expect("open").set_len(cut).expect("cut");
             expected_tail = Some((segment, acknowledged_len));
             self.stats.torn += 1;
         }
@@ -452,12 +378,7 @@ impl Sim {
             let len = fs::metadata(&segment).expect("metadata").len();
             let garbage_len = self.rng.range(1, 300) as usize;
             let garbage = self.rng.bytes(garbage_len);
-            OpenOptions::new()
-                .append(true)
-                .open(&segment)
-                .expect("open")
-                .write_all(&garbage)
-                .expect("garbage");
+            OpenOptions::new().append(true).open(&segment).expect("open").write_all(&garbage).expect("garbage");
             expected_tail.get_or_insert((segment, len));
             self.stats.garbage += 1;
         }
@@ -472,29 +393,17 @@ impl Sim {
 
     fn recover(&mut self, acknowledged: &str, expected_tail: Option<(PathBuf, u64)>) {
         let mut state = State::new(self.policy.clone(), self.rules);
-        let (mut log, recovery) =
-            DurableLog::open(self.dir.path(), self.options, |record| state.apply(record))
-                .unwrap_or_else(|error| panic!("cycle {}: reopening failed: {error}", self.cycle));
-        state
-            .check_invariants()
-            .unwrap_or_else(|problem| panic!("cycle {}: recovered state: {problem}", self.cycle));
+        let (mut log, recovery) = DurableLog::open(self.dir.path(), self.options, |record| state.apply(record))
+            .unwrap_or_else(|error| panic!("cycle {}: reopening failed: {error}", self.cycle));
+        state.check_invariants().unwrap_or_else(|problem| panic!("cycle {}: recovered state: {problem}", self.cycle));
         match (&recovery.truncated, &expected_tail) {
             (None, None) => {}
             (Some(tail), Some((segment, offset))) => {
-                assert_eq!(
-                    (&tail.file, tail.offset),
-                    (segment, *offset),
-                    "cycle {}: truncated tail",
-                    self.cycle
-                );
+                assert_eq!((&tail.file, tail.offset), (segment, *offset), "cycle {}: truncated tail", self.cycle);
             }
-            (found, expected) => panic!(
-                "cycle {}: truncated {found:?}, expected {expected:?}",
-                self.cycle
-            ),
+            (found, expected) => panic!("cycle {}: truncated {found:?}, expected {expected:?}", self.cycle),
         }
-        let recovered =
-            state.fingerprint_with(&mut |stored| log.read_payload(stored).expect("read payload"));
+        let recovered = state.fingerprint_with(&mut |stored| log.read_payload(stored).expect("read payload"));
         assert_eq!(
             without_next_seq(&recovered),
             without_next_seq(acknowledged),
@@ -514,17 +423,9 @@ impl Sim {
                 .max()
                 .unwrap_or(0);
             let next = next_seq(&recovered);
-            assert!(
-                next > highest_live && next <= next_seq(acknowledged),
-                "cycle {}: next_seq {next}",
-                self.cycle
-            );
+            assert!(next > highest_live && next <= next_seq(acknowledged), "cycle {}: next_seq {next}", self.cycle);
         } else {
-            assert_eq!(
-                recovered, acknowledged,
-                "cycle {}: without a checkpoint replay is exact",
-                self.cycle
-            );
+            assert_eq!(recovered, acknowledged, "cycle {}: without a checkpoint replay is exact", self.cycle);
         }
         self.state = state;
         self.log = Some(log);
@@ -535,8 +436,7 @@ fn seeds() -> Vec<u64> {
     if let Ok(seed) = std::env::var("SEPP_SIM_SEED") {
         return vec![seed.parse().expect("SEPP_SIM_SEED is a number")];
     }
-    let count = std::env::var("SEPP_SIM_SEEDS")
-        .map_or(DEFAULT_SEEDS, |count| count.parse().expect("a number"));
+    let count = std::env::var("SEPP_SIM_SEEDS").map_or(DEFAULT_SEEDS, |count| count.parse().expect("a number"));
     (1..=count).collect()
 }
 
@@ -562,14 +462,8 @@ fn recovery_after_a_crash_at_any_point_rebuilds_the_last_acknowledged_state() {
     eprintln!("simulation totals: {totals:?}");
     // The mix must reach every path it claims to test.
     if std::env::var("SEPP_SIM_SEED").is_err() {
-        assert!(
-            totals.torn > 20 && totals.garbage > 20 && totals.torn_before_rotation > 0,
-            "{totals:?}"
-        );
-        assert!(
-            totals.checkpoints > 10 && totals.recovered_from_checkpoint > 10,
-            "{totals:?}"
-        );
+        assert!(totals.torn > 20 && totals.garbage > 20 && totals.torn_before_rotation > 0, "{totals:?}");
+        assert!(totals.checkpoints > 10 && totals.recovered_from_checkpoint > 10, "{totals:?}");
         // Every record an operation can produce (the restore records come from checkpoints).
         assert_eq!(totals.variants.len(), 10, "{totals:?}");
     }

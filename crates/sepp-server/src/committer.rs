@@ -33,10 +33,23 @@ pub struct Loaded<T> {
 
 /// A request to the committer, with the channel its answer goes back on.
 pub enum Command {
-    Enqueue { jobs: Vec<(JobId, NewJob)>, reply: Reply<Vec<Result<Enqueued, Rejection>>> },
-    EnqueueAtomic { jobs: Vec<(JobId, NewJob)>, reply: Reply<AtomicOutcome> },
-    Reserve { plan: ReservePlan, reply: Reply<Vec<Loaded<Delivery>>> },
-    Ack { job_id: JobId, attempt: u32, reply: Reply<Result<(), LeaseError>> },
+    Enqueue {
+        jobs: Vec<(JobId, NewJob)>,
+        reply: Reply<Vec<Result<Enqueued, Rejection>>>,
+    },
+    EnqueueAtomic {
+        jobs: Vec<(JobId, NewJob)>,
+        reply: Reply<AtomicOutcome>,
+    },
+    Reserve {
+        plan: ReservePlan,
+        reply: Reply<Vec<Loaded<Delivery>>>,
+    },
+    Ack {
+        job_id: JobId,
+        attempt: u32,
+        reply: Reply<Result<(), LeaseError>>,
+    },
     Nack {
         job_id: JobId,
         attempt: u32,
@@ -44,8 +57,17 @@ pub enum Command {
         reason: Option<String>,
         reply: Reply<Result<Nacked, LeaseError>>,
     },
-    Extend { job_id: JobId, attempt: u32, lease_ms: u64, reply: Reply<Result<TimeMs, LeaseError>> },
-    DrainDeadLetters { queue: Option<String>, max: u32, reply: Reply<Vec<Loaded<DeadLetter>>> },
+    Extend {
+        job_id: JobId,
+        attempt: u32,
+        lease_ms: u64,
+        reply: Reply<Result<TimeMs, LeaseError>>,
+    },
+    DrainDeadLetters {
+        queue: Option<String>,
+        max: u32,
+        reply: Reply<Vec<Loaded<DeadLetter>>>,
+    },
     /// A hot reload produced a new policy.
     SetPolicy(Arc<Policy>),
     /// Shutdown began: answer parked reserves empty and stop parking new ones.
@@ -210,11 +232,8 @@ impl Committer {
     /// deadline, or the sweep interval, whichever is first.
     fn next_wake(&self) -> Instant {
         let now = now_ms();
-        let deadlines = self
-            .state
-            .next_deadline_ms()
-            .into_iter()
-            .chain(self.waiters.iter().map(|waiter| waiter.deadline_ms));
+        let deadlines =
+            self.state.next_deadline_ms().into_iter().chain(self.waiters.iter().map(|waiter| waiter.deadline_ms));
         let wait = deadlines
             .min()
             .map_or(self.sweep_interval, |deadline_ms| {
@@ -323,7 +342,6 @@ impl Committer {
             let _ = waiter.reply.send(Vec::new());
         }
     }
-
 
     /// Writes and persists the cycle's records. A failure poisons the store: nothing of this
     /// cycle is acknowledged (the answers are dropped, callers see INTERNAL) and the process

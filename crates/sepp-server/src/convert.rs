@@ -5,7 +5,9 @@
 
 use prost_types::{Duration, Timestamp};
 use sepp_core::validate::{NackRequestRetry, ReserveRequest};
-use sepp_core::{DeadLetter, DeadLetterCause, Delivery, Job, NewJob, Payload, Primitive, Rejection, TimeMs, TraceContext};
+use sepp_core::{
+    DeadLetter, DeadLetterCause, Delivery, Job, NewJob, Payload, Primitive, Rejection, TimeMs, TraceContext,
+};
 
 use crate::committer::Loaded;
 use crate::proto::v1 as pb;
@@ -99,10 +101,11 @@ pub fn job(job: &Job, payload_data: Option<Vec<u8>>, attempt: u32, lease_expires
     pb::Job {
         id: job.id.hyphenated().to_string(),
         job_type: job.job_type.to_string(),
-        payload: job.payload.as_ref().zip(payload_data).map(|(payload, data)| pb::Payload {
-            data,
-            encoding: payload.encoding.to_string(),
-        }),
+        payload: job
+            .payload
+            .as_ref()
+            .zip(payload_data)
+            .map(|(payload, data)| pb::Payload { data, encoding: payload.encoding.to_string() }),
         priority: u32::from(job.priority),
         trace_context: job.trace_context.as_ref().map(|context| pb::TraceContext {
             traceparent: context.traceparent.clone(),
@@ -162,7 +165,9 @@ pub fn rejection(rejection: Rejection) -> pb::JobRejection {
         Rejection::CustomKeyTooLong { key, limit, actual } => {
             Reason::CustomKeyTooLong(pb::CustomKeyTooLong { key, limit, actual })
         }
-        Rejection::QueueNameTooLong { limit, actual } => Reason::QueueNameTooLong(pb::QueueNameTooLong { limit, actual }),
+        Rejection::QueueNameTooLong { limit, actual } => {
+            Reason::QueueNameTooLong(pb::QueueNameTooLong { limit, actual })
+        }
         Rejection::JobTypeNameTooLong { limit, actual } => {
             Reason::JobTypeNameTooLong(pb::JobTypeNameTooLong { limit, actual })
         }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sepp_config::{Config, PersistMode};
-use sepp_log::{DurableLog, LogOptions};
 use sepp_core::{State, StorageRules};
+use sepp_log::{DurableLog, LogOptions};
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
@@ -99,7 +99,8 @@ pub async fn run(
     let queue_service = QueueServiceServer::new(api)
         .max_decoding_message_size(boot.limits.max_message_bytes as usize)
         .max_encoding_message_size(usize::MAX);
-    let queue_service = tonic::service::interceptor::InterceptedService::new(queue_service, ApiKeyCheck { live: live.clone() });
+    let queue_service =
+        tonic::service::interceptor::InterceptedService::new(queue_service, ApiKeyCheck { live: live.clone() });
 
     let stopping = Arc::new(tokio::sync::Notify::new());
     let graceful = {
@@ -117,10 +118,8 @@ pub async fn run(
     // caller, so accepted sockets get TCP_NODELAY here (without it, every small reply waits out
     // a delayed ACK of tens of milliseconds).
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let serving = builder
-        .add_service(health_service)
-        .add_service(queue_service)
-        .serve_with_incoming_shutdown(incoming, graceful);
+    let serving =
+        builder.add_service(health_service).add_service(queue_service).serve_with_incoming_shutdown(incoming, graceful);
     // In-flight calls get a bounded grace period: a peer that never answers the transport's
     // goodbye (a stalled client) must not keep the server from stopping.
     let served = tokio::select! {
@@ -232,7 +231,11 @@ fn persist_mode_name(mode: PersistMode) -> &'static str {
 
 /// Starts the config watcher when the file exists; each change reloads, validates and, when the
 /// new configuration is valid, publishes it (restart-only fields are reported, not applied).
-fn watch_config(reload: ReloadSource, live: Arc<LiveConfig>, committer: CommitterHandle) -> Option<sepp_config::ConfigWatcher> {
+fn watch_config(
+    reload: ReloadSource,
+    live: Arc<LiveConfig>,
+    committer: CommitterHandle,
+) -> Option<sepp_config::ConfigWatcher> {
     let path = reload.source.path.clone();
     if !path.exists() {
         tracing::info!("no config file; hot reload is disabled and config changes apply after a restart");

@@ -11,11 +11,11 @@ use sepp_core::{JobId, Rejection};
 use tokio::sync::oneshot;
 use tonic::{Request, Response, Status};
 
-use crate::committer::{now_ms, Command, CommitterHandle};
+use crate::committer::{Command, CommitterHandle, now_ms};
 use crate::convert;
 use crate::live::LiveConfig;
 use crate::proto::v1 as pb;
-use crate::status::{is_server_fault, ApiError};
+use crate::status::{ApiError, is_server_fault};
 
 /// The version this server reports; clients of 0.1 check it.
 pub const SERVER_VERSION: &str = "0.1.1";
@@ -93,7 +93,9 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let result = async {
             let plan = validate::plan_reserve(&self.live.get().policy, convert::reserve_request(request.into_inner()))?;
             let deliveries = self.ask(|reply| Command::Reserve { plan, reply }).await?;
-            Ok::<_, ApiError>(Response::new(pb::ReserveResponse { jobs: deliveries.into_iter().map(convert::delivery).collect() }))
+            Ok::<_, ApiError>(Response::new(pb::ReserveResponse {
+                jobs: deliveries.into_iter().map(convert::delivery).collect(),
+            }))
         };
         logged("Reserve", result.await)
     }
@@ -101,7 +103,8 @@ impl pb::queue_service_server::QueueService for QueueApi {
     async fn ack(&self, request: Request<pb::AckRequest>) -> Result<Response<pb::AckResponse>, Status> {
         let request = request.into_inner();
         let result = async {
-            let target = validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
+            let target =
+                validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
             let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
             let attempt = request.attempt;
             self.ask(|reply| Command::Ack { job_id, attempt, reply }).await??;
@@ -113,7 +116,8 @@ impl pb::queue_service_server::QueueService for QueueApi {
     async fn nack(&self, request: Request<pb::NackRequest>) -> Result<Response<pb::NackResponse>, Status> {
         let request = request.into_inner();
         let result = async {
-            let target = validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
+            let target =
+                validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
             let strategy = validate::validate_nack_strategy(convert::nack_retry(request.retry))?;
             let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
             let (attempt, reason) = (request.attempt, request.reason.clone());
@@ -121,7 +125,10 @@ impl pb::queue_service_server::QueueService for QueueApi {
             if nacked.dead_lettered {
                 tracing::info!(%job_id, attempt, reason = request.reason.as_deref().unwrap_or("<none>"), "job dead-lettered via nack");
             }
-            Ok::<_, ApiError>(Response::new(pb::NackResponse { job_id: request.job_id.clone(), dead_lettered: nacked.dead_lettered }))
+            Ok::<_, ApiError>(Response::new(pb::NackResponse {
+                job_id: request.job_id.clone(),
+                dead_lettered: nacked.dead_lettered,
+            }))
         };
         logged("Nack", result.await)
     }
@@ -130,7 +137,8 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let request = request.into_inner();
         let result = async {
             let target = validate::validate_lease_fields(&request.job_id, request.attempt, None)?;
-            let lease_ms = validate::validate_lease_duration(request.lease_duration.as_ref().map(convert::duration_ms))?;
+            let lease_ms =
+                validate::validate_lease_duration(request.lease_duration.as_ref().map(convert::duration_ms))?;
             validate::validate_worker_id(request.worker_id.as_deref())?;
             let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
             let attempt = request.attempt;
@@ -153,7 +161,9 @@ impl pb::queue_service_server::QueueService for QueueApi {
             let queue = request.queue;
             let records = self.ask(|reply| Command::DrainDeadLetters { queue, max, reply }).await?;
             tracing::warn!(drained = records.len(), "drained dead-letter records");
-            Ok::<_, ApiError>(Response::new(pb::DrainDeadLettersResponse { records: records.into_iter().map(convert::dead_letter).collect() }))
+            Ok::<_, ApiError>(Response::new(pb::DrainDeadLettersResponse {
+                records: records.into_iter().map(convert::dead_letter).collect(),
+            }))
         };
         logged("DrainDeadLetters", result.await)
     }
@@ -190,7 +200,10 @@ impl pb::queue_service_server::QueueService for QueueApi {
 }
 
 impl QueueApi {
-    async fn enqueue_batch_inner(&self, request: pb::EnqueueBatchRequest) -> Result<Response<pb::EnqueueBatchResponse>, ApiError> {
+    async fn enqueue_batch_inner(
+        &self,
+        request: pb::EnqueueBatchRequest,
+    ) -> Result<Response<pb::EnqueueBatchResponse>, ApiError> {
         let queues: Vec<String> = request.jobs.iter().map(|job| job.queue.clone()).collect();
         let screened = self.screen(request.jobs)?;
         let accepted: Vec<_> = screened.iter().filter_map(|job| job.as_ref().ok().cloned()).collect();
@@ -220,7 +233,10 @@ impl QueueApi {
         Ok(Response::new(pb::EnqueueBatchResponse { results }))
     }
 
-    async fn enqueue_atomic_inner(&self, request: pb::EnqueueBatchRequest) -> Result<Response<pb::EnqueueAtomicResponse>, ApiError> {
+    async fn enqueue_atomic_inner(
+        &self,
+        request: pb::EnqueueBatchRequest,
+    ) -> Result<Response<pb::EnqueueAtomicResponse>, ApiError> {
         use pb::enqueue_atomic_response::Outcome;
         let queues: Vec<String> = request.jobs.iter().map(|job| job.queue.clone()).collect();
         let screened = self.screen(request.jobs)?;
@@ -243,7 +259,12 @@ impl QueueApi {
                 errors: failures
                     .into_iter()
                     .map(|(index, rejection)| {
-                        tracing::info!(index, queue = queues[index as usize], reason = rejection.label(), "enqueue_atomic rejected job");
+                        tracing::info!(
+                            index,
+                            queue = queues[index as usize],
+                            reason = rejection.label(),
+                            "enqueue_atomic rejected job"
+                        );
                         pb::JobValidationError { index, rejection: Some(convert::rejection(rejection)) }
                     })
                     .collect(),

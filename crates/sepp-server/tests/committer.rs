@@ -33,7 +33,8 @@ fn checkpoints(dir: &std::path::Path) -> usize {
 async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behind_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = State::new(Arc::new(Policy::default()), StorageRules::default());
-    let options = LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 16 << 10, checkpoint_slack_bytes: 32 << 10 };
+    let options =
+        LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 16 << 10, checkpoint_slack_bytes: 32 << 10 };
     let (log, _) = DurableLog::open(dir.path(), options, |_| unreachable!("a new directory")).expect("open the log");
     let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
     let (committer, thread) = committer::spawn(state, Box::new(log), settings);

@@ -12,8 +12,7 @@ use common::*;
 use sepp_rs::client::{EnqueueError, LeaseError, ReserveError, RetryDirective, SeppClient};
 use sepp_rs::worker::{HandlerError, Worker};
 use sepp_rs::{
-    AtomicEnqueueError, DeadLetterCause, EnqueueRequest, JobRejection, Payload, Primitive,
-    Priority, ReserveOptions,
+    AtomicEnqueueError, DeadLetterCause, EnqueueRequest, JobRejection, Payload, Primitive, Priority, ReserveOptions,
 };
 use tokio::sync::mpsc;
 
@@ -24,15 +23,9 @@ fn request(queue: &str, job_type: &str) -> EnqueueRequest {
 }
 
 fn options(queues: &[&str]) -> ReserveOptions {
-    ReserveOptions::new(
-        queues
-            .iter()
-            .map(|queue| queue.to_string())
-            .collect::<Vec<_>>(),
-        LEASE,
-    )
-    .expect("valid options")
-    .with_wait_timeout(Duration::ZERO)
+    ReserveOptions::new(queues.iter().map(|queue| queue.to_string()).collect::<Vec<_>>(), LEASE)
+        .expect("valid options")
+        .with_wait_timeout(Duration::ZERO)
 }
 
 async fn reserve_one(client: &SeppClient, queue: &str) -> sepp_rs::Job {
@@ -71,11 +64,7 @@ async fn enqueue_reserve_extend_ack_round_trip() {
         .expect("worker id")
         .with_max_jobs(5);
     let before = SystemTime::now();
-    let jobs = client
-        .reserve(&options)
-        .await
-        .expect("reserve")
-        .expect("one job");
+    let jobs = client.reserve(&options).await.expect("reserve").expect("one job");
     assert_eq!(jobs.len(), 1);
     let job = &jobs[0];
     let ctx = &job.ctx;
@@ -85,43 +74,22 @@ async fn enqueue_reserve_extend_ack_round_trip() {
     assert_eq!(ctx.priority, Priority::P7);
     assert_eq!((ctx.attempt, ctx.max_attempts), (1, 4));
     assert_eq!(ctx.scheduled_at, Some(scheduled));
-    assert_eq!(
-        ctx.custom.get("tenant"),
-        Some(&Primitive::String("acme".into()))
-    );
+    assert_eq!(ctx.custom.get("tenant"), Some(&Primitive::String("acme".into())));
     assert_eq!(ctx.custom.get("size"), Some(&Primitive::Int(3)));
     assert_eq!(ctx.custom.get("ratio"), Some(&Primitive::Double(0.5)));
     assert_eq!(ctx.custom.get("urgent"), Some(&Primitive::Bool(true)));
     let payload = job.payload.as_ref().expect("payload");
-    assert_eq!(
-        (payload.data.as_slice(), payload.encoding.as_str()),
-        (&b"{\"w\":10}"[..], "application/json")
-    );
+    assert_eq!((payload.data.as_slice(), payload.encoding.as_str()), (&b"{\"w\":10}"[..], "application/json"));
     assert!(ctx.lease_expires_at > before + Duration::from_secs(20));
 
-    let extended = client
-        .extend(ctx, Duration::from_secs(120))
-        .await
-        .expect("extend");
+    let extended = client.extend(ctx, Duration::from_secs(120)).await.expect("extend");
     assert!(extended > before + Duration::from_secs(100));
-    let through_ctx = ctx
-        .extend(Duration::from_secs(90))
-        .await
-        .expect("extend through the job context");
-    assert!(
-        through_ctx < extended,
-        "an extension counts from now and may shorten the lease"
-    );
+    let through_ctx = ctx.extend(Duration::from_secs(90)).await.expect("extend through the job context");
+    assert!(through_ctx < extended, "an extension counts from now and may shorten the lease");
 
     client.ack(ctx).await.expect("ack");
-    assert!(matches!(
-        client.ack(ctx).await,
-        Err(LeaseError::JobNotFound)
-    ));
-    assert!(
-        client.reserve(&options).await.expect("reserve").is_none(),
-        "an empty reserve is None"
-    );
+    assert!(matches!(client.ack(ctx).await, Err(LeaseError::JobNotFound)));
+    assert!(client.reserve(&options).await.expect("reserve").is_none(), "an empty reserve is None");
 }
 
 #[tokio::test]
@@ -156,10 +124,7 @@ async fn enqueue_batch_reports_every_rejection_kind_per_job() {
         request(&queue, "ok").with_payload(Payload::new(vec![1; 9], "json")),
         request(&queue, "ok").with_payload(Payload::new(b"{}".to_vec(), "xml")),
         request(&queue, "nope"),
-        request(&queue, "ok")
-            .with_custom_entry("a", 1_i64)
-            .with_custom_entry("b", 2_i64)
-            .with_custom_entry("c", 3_i64),
+        request(&queue, "ok").with_custom_entry("a", 1_i64).with_custom_entry("b", 2_i64).with_custom_entry("c", 3_i64),
         request(&queue, "ok").with_custom_entry("toolong", "v"),
         request(&queue, "ok").with_custom_entry("k", "0123456789012345678901234567890"),
         request(&long_queue, "ok"),
@@ -174,106 +139,35 @@ async fn enqueue_batch_reports_every_rejection_kind_per_job() {
     assert_eq!(results.len(), 14);
     assert!(results[0].is_ok(), "{:?}", results[0]);
     let rejection = |index: usize| results[index].as_ref().expect_err("a rejection").clone();
-    assert!(
-        matches!(
-            rejection(1),
-            JobRejection::PayloadTooLarge {
-                limit: 8,
-                actual: 9
-            }
-        ),
-        "{:?}",
-        rejection(1)
-    );
+    assert!(matches!(rejection(1), JobRejection::PayloadTooLarge { limit: 8, actual: 9 }), "{:?}", rejection(1));
     match rejection(2) {
         JobRejection::EncodingNotAllowed { encoding, allowed } => {
-            assert_eq!(
-                (encoding.as_str(), allowed),
-                ("xml", vec!["json".to_string()])
-            );
+            assert_eq!((encoding.as_str(), allowed), ("xml", vec!["json".to_string()]));
         }
         other => panic!("{other:?}"),
     }
     match rejection(3) {
         JobRejection::JobTypeNotAllowed { job_type, allowed } => {
-            assert_eq!(
-                (job_type.as_str(), allowed),
-                ("nope", vec!["ok".to_string(), "small".to_string()])
-            );
+            assert_eq!((job_type.as_str(), allowed), ("nope", vec!["ok".to_string(), "small".to_string()]));
         }
         other => panic!("{other:?}"),
     }
-    assert!(
-        matches!(
-            rejection(4),
-            JobRejection::CustomEntriesTooMany {
-                limit: 2,
-                actual: 3
-            }
-        ),
-        "{:?}",
-        rejection(4)
-    );
+    assert!(matches!(rejection(4), JobRejection::CustomEntriesTooMany { limit: 2, actual: 3 }), "{:?}", rejection(4));
     match rejection(5) {
         JobRejection::CustomKeyTooLong { key, limit, actual } => {
             assert_eq!((key.as_str(), limit, actual), ("toolong", 6, 7))
         }
         other => panic!("{other:?}"),
     }
-    assert!(
-        matches!(
-            rejection(6),
-            JobRejection::CustomMapTooLarge {
-                limit: 30,
-                actual: 32
-            }
-        ),
-        "{:?}",
-        rejection(6)
-    );
-    assert!(
-        matches!(
-            rejection(7),
-            JobRejection::QueueNameTooLong {
-                limit: 40,
-                actual: 41
-            }
-        ),
-        "{:?}",
-        rejection(7)
-    );
-    assert!(
-        matches!(
-            rejection(8),
-            JobRejection::JobTypeNameTooLong {
-                limit: 10,
-                actual: 13
-            }
-        ),
-        "{:?}",
-        rejection(8)
-    );
-    assert!(
-        matches!(
-            rejection(9),
-            JobRejection::IdempotencyKeyTooLong {
-                limit: 8,
-                actual: 9
-            }
-        ),
-        "{:?}",
-        rejection(9)
-    );
+    assert!(matches!(rejection(6), JobRejection::CustomMapTooLarge { limit: 30, actual: 32 }), "{:?}", rejection(6));
+    assert!(matches!(rejection(7), JobRejection::QueueNameTooLong { limit: 40, actual: 41 }), "{:?}", rejection(7));
+    assert!(matches!(rejection(8), JobRejection::JobTypeNameTooLong { limit: 10, actual: 13 }), "{:?}", rejection(8));
+    assert!(matches!(rejection(9), JobRejection::IdempotencyKeyTooLong { limit: 8, actual: 9 }), "{:?}", rejection(9));
     match rejection(10) {
         JobRejection::ScheduledTooFar { horizon, actual } => {
             assert_eq!(horizon, Duration::from_secs(60));
-            let delta = actual
-                .duration_since(far)
-                .unwrap_or_else(|error| error.duration());
-            assert!(
-                delta < Duration::from_millis(1),
-                "actual {actual:?} vs requested {far:?}"
-            );
+            let delta = actual.duration_since(far).unwrap_or_else(|error| error.duration());
+            assert!(delta < Duration::from_millis(1), "actual {actual:?} vs requested {far:?}");
         }
         other => panic!("{other:?}"),
     }
@@ -303,50 +197,25 @@ async fn enqueue_batch_reports_every_rejection_kind_per_job() {
 #[tokio::test]
 async fn enqueue_atomic_reports_indices_or_commits_everything() {
     let queue = unique("rs-atomic");
-    let server = TestServer::start(&format!(
-        "[[queues]]\nname = \"{queue}\"\nallowed_job_types = [\"ok\"]\n"
-    ));
+    let server = TestServer::start(&format!("[[queues]]\nname = \"{queue}\"\nallowed_job_types = [\"ok\"]\n"));
     let client = server.sepp_rs_client().await;
-    let bad = vec![
-        request(&queue, "ok"),
-        request(&queue, "bad"),
-        request(&queue, "ok"),
-        request(&queue, "worse"),
-    ];
+    let bad = vec![request(&queue, "ok"), request(&queue, "bad"), request(&queue, "ok"), request(&queue, "worse")];
     match client.enqueue_atomic(bad).await {
         Err(AtomicEnqueueError::Validation(errors)) => {
             let indices: Vec<u32> = errors.iter().map(|error| error.index).collect();
             assert_eq!(indices, vec![1, 3]);
-            assert!(
-                errors
-                    .iter()
-                    .all(|error| matches!(error.rejection, JobRejection::JobTypeNotAllowed { .. }))
-            );
+            assert!(errors.iter().all(|error| matches!(error.rejection, JobRejection::JobTypeNotAllowed { .. })));
         }
         other => panic!("expected a validation failure, got {other:?}"),
     }
-    assert!(
-        client
-            .reserve(&options(&[&queue]))
-            .await
-            .expect("reserve")
-            .is_none(),
-        "nothing was written"
-    );
+    assert!(client.reserve(&options(&[&queue])).await.expect("reserve").is_none(), "nothing was written");
 
     let keyed = request(&queue, "ok").with_idempotency_key("same");
-    let acks = client
-        .enqueue_atomic(vec![request(&queue, "ok"), keyed.clone(), keyed])
-        .await
-        .expect("atomic success");
+    let acks = client.enqueue_atomic(vec![request(&queue, "ok"), keyed.clone(), keyed]).await.expect("atomic success");
     assert_eq!(acks.len(), 3);
     assert!(!acks[0].deduplicated && !acks[1].deduplicated && acks[2].deduplicated);
     assert_eq!(acks[1].job_id, acks[2].job_id);
-    let jobs = client
-        .reserve(&options(&[&queue]).with_max_jobs(10))
-        .await
-        .expect("reserve")
-        .expect("jobs");
+    let jobs = client.reserve(&options(&[&queue]).with_max_jobs(10)).await.expect("reserve").expect("jobs");
     assert_eq!(jobs.len(), 2);
 }
 
@@ -355,82 +224,31 @@ async fn nack_follows_each_retry_directive() {
     let server = TestServer::start("[storage]\nsweep_interval_ms = 50\n");
     let client = server.sepp_rs_client().await;
     let queue = unique("rs-nack");
-    client
-        .enqueue(request(&queue, "t").with_max_attempts(5))
-        .await
-        .expect("enqueue");
+    client.enqueue(request(&queue, "t").with_max_attempts(5)).await.expect("enqueue");
 
     let first = reserve_one(&client, &queue).await;
     assert_eq!(first.ctx.attempt, 1);
-    assert!(
-        !client
-            .nack(&first.ctx, RetryDirective::Default, "try again")
-            .await
-            .expect("nack default")
-    );
+    assert!(!client.nack(&first.ctx, RetryDirective::Default, "try again").await.expect("nack default"));
     let second = reserve_one(&client, &queue).await;
-    assert_eq!(
-        (second.ctx.id.as_str(), second.ctx.attempt),
-        (first.ctx.id.as_str(), 2)
-    );
+    assert_eq!((second.ctx.id.as_str(), second.ctx.attempt), (first.ctx.id.as_str(), 2));
 
     let nacked_at = Instant::now();
     assert!(
-        !client
-            .nack(
-                &second.ctx,
-                RetryDirective::After(Duration::from_millis(300)),
-                ""
-            )
-            .await
-            .expect("nack after")
+        !client.nack(&second.ctx, RetryDirective::After(Duration::from_millis(300)), "").await.expect("nack after")
     );
-    assert!(
-        client
-            .reserve(&options(&[&queue]))
-            .await
-            .expect("reserve")
-            .is_none(),
-        "a delayed retry came back at once"
-    );
+    assert!(client.reserve(&options(&[&queue])).await.expect("reserve").is_none(), "a delayed retry came back at once");
     let third = reserve_one(&client, &queue).await;
-    assert!(
-        nacked_at.elapsed() >= Duration::from_millis(290),
-        "redelivered after {:?}",
-        nacked_at.elapsed()
-    );
+    assert!(nacked_at.elapsed() >= Duration::from_millis(290), "redelivered after {:?}", nacked_at.elapsed());
     assert_eq!(third.ctx.attempt, 3);
 
-    assert!(
-        client
-            .nack(&third.ctx, RetryDirective::DeadLetter, "poison")
-            .await
-            .expect("nack dead letter")
-    );
-    assert!(
-        client
-            .reserve(&options(&[&queue]))
-            .await
-            .expect("reserve")
-            .is_none()
-    );
-    assert!(matches!(
-        client.nack(&third.ctx, RetryDirective::Default, "").await,
-        Err(LeaseError::JobNotFound)
-    ));
+    assert!(client.nack(&third.ctx, RetryDirective::DeadLetter, "poison").await.expect("nack dead letter"));
+    assert!(client.reserve(&options(&[&queue])).await.expect("reserve").is_none());
+    assert!(matches!(client.nack(&third.ctx, RetryDirective::Default, "").await, Err(LeaseError::JobNotFound)));
 
     // The final attempt dead-letters whatever the directive.
-    client
-        .enqueue(request(&queue, "once").with_max_attempts(1))
-        .await
-        .expect("enqueue");
+    client.enqueue(request(&queue, "once").with_max_attempts(1)).await.expect("enqueue");
     let only = reserve_one(&client, &queue).await;
-    assert!(
-        client
-            .nack(&only.ctx, RetryDirective::Default, "")
-            .await
-            .expect("nack")
-    );
+    assert!(client.nack(&only.ctx, RetryDirective::Default, "").await.expect("nack"));
 }
 
 #[tokio::test]
@@ -439,44 +257,18 @@ async fn lease_errors_distinguish_a_missing_job_from_a_stale_attempt() {
     let client = server.sepp_rs_client().await;
     let queue = unique("rs-lease");
     client.enqueue(request(&queue, "t")).await.expect("enqueue");
-    let short =
-        ReserveOptions::new(vec![queue.clone()], Duration::from_millis(200)).expect("options");
-    let stale = client
-        .reserve(&short.with_wait_timeout(Duration::ZERO))
-        .await
-        .expect("reserve")
-        .expect("a job");
+    let short = ReserveOptions::new(vec![queue.clone()], Duration::from_millis(200)).expect("options");
+    let stale = client.reserve(&short.with_wait_timeout(Duration::ZERO)).await.expect("reserve").expect("a job");
     let stale = &stale[0];
     // The lease runs out; the job comes back as attempt 2.
     let current = reserve_one(&client, &queue).await;
-    assert_eq!(
-        (current.ctx.id.as_str(), current.ctx.attempt),
-        (stale.ctx.id.as_str(), 2)
-    );
-    assert!(matches!(
-        client.ack(&stale.ctx).await,
-        Err(LeaseError::AttemptMismatch)
-    ));
-    assert!(matches!(
-        client.extend(&stale.ctx, LEASE).await,
-        Err(LeaseError::AttemptMismatch)
-    ));
-    assert!(matches!(
-        client.nack(&stale.ctx, RetryDirective::Default, "").await,
-        Err(LeaseError::AttemptMismatch)
-    ));
-    client
-        .ack(&current.ctx)
-        .await
-        .expect("ack the current attempt");
-    assert!(matches!(
-        client.ack(&current.ctx).await,
-        Err(LeaseError::JobNotFound)
-    ));
-    assert!(matches!(
-        client.extend(&current.ctx, LEASE).await,
-        Err(LeaseError::JobNotFound)
-    ));
+    assert_eq!((current.ctx.id.as_str(), current.ctx.attempt), (stale.ctx.id.as_str(), 2));
+    assert!(matches!(client.ack(&stale.ctx).await, Err(LeaseError::AttemptMismatch)));
+    assert!(matches!(client.extend(&stale.ctx, LEASE).await, Err(LeaseError::AttemptMismatch)));
+    assert!(matches!(client.nack(&stale.ctx, RetryDirective::Default, "").await, Err(LeaseError::AttemptMismatch)));
+    client.ack(&current.ctx).await.expect("ack the current attempt");
+    assert!(matches!(client.ack(&current.ctx).await, Err(LeaseError::JobNotFound)));
+    assert!(matches!(client.extend(&current.ctx, LEASE).await, Err(LeaseError::JobNotFound)));
 }
 
 #[tokio::test]
@@ -492,36 +284,14 @@ async fn dead_letters_drain_and_replay_through_to_enqueue_request() {
         .with_custom_entry("batch", 12_i64)
         .with_idempotency_key("import-12");
     let ack = client.enqueue(original).await.expect("enqueue");
-    client
-        .enqueue(request(&other, "x"))
-        .await
-        .expect("enqueue elsewhere");
+    client.enqueue(request(&other, "x")).await.expect("enqueue elsewhere");
     let job = reserve_one(&client, &queue).await;
-    assert!(
-        client
-            .nack(&job.ctx, RetryDirective::DeadLetter, "malformed row")
-            .await
-            .expect("nack")
-    );
+    assert!(client.nack(&job.ctx, RetryDirective::DeadLetter, "malformed row").await.expect("nack"));
     let job = reserve_one(&client, &other).await;
-    assert!(
-        client
-            .nack(&job.ctx, RetryDirective::DeadLetter, "")
-            .await
-            .expect("nack")
-    );
+    assert!(client.nack(&job.ctx, RetryDirective::DeadLetter, "").await.expect("nack"));
 
-    assert!(
-        client
-            .drain_dead_letters(Some(&queue), 0)
-            .await
-            .expect("max 0")
-            .is_empty()
-    );
-    let records = client
-        .drain_dead_letters(Some(&queue), 10)
-        .await
-        .expect("drain");
+    assert!(client.drain_dead_letters(Some(&queue), 0).await.expect("max 0").is_empty());
+    let records = client.drain_dead_letters(Some(&queue), 10).await.expect("drain");
     assert_eq!(records.len(), 1);
     let record = &records[0];
     assert_eq!(record.queue, queue);
@@ -534,63 +304,34 @@ async fn dead_letters_drain_and_replay_through_to_enqueue_request() {
     assert_eq!(record.last_reason.as_deref(), Some("malformed row"));
     assert_eq!(record.custom.get("batch"), Some(&Primitive::Int(12)));
     let payload = record.payload.as_ref().expect("payload");
-    assert_eq!(
-        (payload.data.as_slice(), payload.encoding.as_str()),
-        (&b"row"[..], "text/csv")
-    );
+    assert_eq!((payload.data.as_slice(), payload.encoding.as_str()), (&b"row"[..], "text/csv"));
     assert!(record.failed_at <= SystemTime::now() + Duration::from_secs(1));
 
     // Replay: no idempotency key, so the dedup record of the original does not swallow it.
-    let replayed = client
-        .enqueue(record.to_enqueue_request())
-        .await
-        .expect("replay");
+    let replayed = client.enqueue(record.to_enqueue_request()).await.expect("replay");
     assert!(!replayed.deduplicated);
     assert_ne!(replayed.job_id.to_string(), ack.job_id.to_string());
     let again = reserve_one(&client, &queue).await;
     assert_eq!(again.ctx.job_type, "import");
-    assert_eq!(
-        (
-            again.ctx.attempt,
-            again.ctx.max_attempts,
-            again.ctx.priority
-        ),
-        (1, 2, Priority::P4)
-    );
+    assert_eq!((again.ctx.attempt, again.ctx.max_attempts, again.ctx.priority), (1, 2, Priority::P4));
     assert_eq!(again.ctx.custom.get("batch"), Some(&Primitive::Int(12)));
-    assert_eq!(
-        again.payload.as_ref().map(|payload| payload.data.clone()),
-        Some(b"row".to_vec())
-    );
+    assert_eq!(again.payload.as_ref().map(|payload| payload.data.clone()), Some(b"row".to_vec()));
 
     // Drained records are gone; the other queue's record is still there.
-    assert!(
-        client
-            .drain_dead_letters(Some(&queue), 10)
-            .await
-            .expect("drain")
-            .is_empty()
-    );
-    let rest = client
-        .drain_dead_letters(None, 10)
-        .await
-        .expect("drain all");
+    assert!(client.drain_dead_letters(Some(&queue), 10).await.expect("drain").is_empty());
+    let rest = client.drain_dead_letters(None, 10).await.expect("drain all");
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].queue, other);
 }
 
 #[tokio::test]
 async fn server_info_decodes_every_field() {
-    let server =
-        TestServer::start("[limits]\nmax_reserve_batch = 17\nallowed_encodings = [\"json\"]\n");
+    let server = TestServer::start("[limits]\nmax_reserve_batch = 17\nallowed_encodings = [\"json\"]\n");
     let client = server.sepp_rs_client().await;
     let info = client.get_server_info().await.expect("server info");
     assert_eq!(info.version, "0.1.1");
     assert_eq!(info.supported_protocol_versions, vec!["v1".to_string()]);
-    let skew = info
-        .server_time
-        .duration_since(SystemTime::now())
-        .unwrap_or_else(|error| error.duration());
+    let skew = info.server_time.duration_since(SystemTime::now()).unwrap_or_else(|error| error.duration());
     assert!(skew < Duration::from_secs(5));
     assert!(info.restricts_encodings);
     assert_eq!(info.allowed_encodings, vec!["json".to_string()]);
@@ -606,9 +347,7 @@ async fn server_info_decodes_every_field() {
 #[tokio::test]
 async fn strict_mode_surfaces_unknown_queues() {
     let declared = unique("rs-declared");
-    let server = TestServer::start(&format!(
-        "[server]\nstrict_queues = true\n[[queues]]\nname = \"{declared}\"\n"
-    ));
+    let server = TestServer::start(&format!("[server]\nstrict_queues = true\n[[queues]]\nname = \"{declared}\"\n"));
     let client = server.sepp_rs_client().await;
     let stranger = unique("rs-stranger");
     match client.reserve(&options(&[&declared, &stranger])).await {
@@ -623,17 +362,8 @@ async fn strict_mode_surfaces_unknown_queues() {
         }
         other => panic!("expected an UnknownQueue rejection, got {other:?}"),
     }
-    client
-        .enqueue(request(&declared, "t"))
-        .await
-        .expect("a declared queue works");
-    assert!(
-        client
-            .reserve(&options(&[&declared]))
-            .await
-            .expect("reserve")
-            .is_some()
-    );
+    client.enqueue(request(&declared, "t")).await.expect("a declared queue works");
+    assert!(client.reserve(&options(&[&declared])).await.expect("reserve").is_some());
 }
 
 // ---- the worker ----------------------------------------------------------------------------
@@ -657,15 +387,9 @@ async fn a_worker_runs_handlers_and_acks_their_jobs() {
     let client = server.sepp_rs_client().await;
     let queue = unique("rs-worker");
     for index in 0..5_i64 {
-        client
-            .enqueue(request(&queue, "square").with_custom_entry("n", index))
-            .await
-            .expect("enqueue");
+        client.enqueue(request(&queue, "square").with_custom_entry("n", index)).await.expect("enqueue");
     }
-    client
-        .enqueue(request(&queue, "other").with_payload(Payload::new(b"x".to_vec(), "raw")))
-        .await
-        .expect("enqueue");
+    client.enqueue(request(&queue, "other").with_payload(Payload::new(b"x".to_vec(), "raw"))).await.expect("enqueue");
     let (done, mut finished) = mpsc::unbounded_channel::<String>();
     let square_done = done.clone();
     let worker = Worker::new(client.clone(), vec![queue.clone()], LEASE)
@@ -682,11 +406,7 @@ async fn a_worker_runs_handlers_and_acks_their_jobs() {
         .with_catch_all_handler(move |payload, ctx| {
             let done = done.clone();
             async move {
-                let _ = done.send(format!(
-                    "catch-all {} {:?}",
-                    ctx.job_type,
-                    payload.map(|payload| payload.data)
-                ));
+                let _ = done.send(format!("catch-all {} {:?}", ctx.job_type, payload.map(|payload| payload.data)));
                 Ok(())
             }
         });
@@ -710,18 +430,11 @@ async fn a_worker_runs_handlers_and_acks_their_jobs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_errors_retry_later_or_dead_letter() {
-    let server =
-        TestServer::start("[storage]\ndead_letter_retention_ms = 600000\nsweep_interval_ms = 50\n");
+    let server = TestServer::start("[storage]\ndead_letter_retention_ms = 600000\nsweep_interval_ms = 50\n");
     let client = server.sepp_rs_client().await;
     let queue = unique("rs-handler-errors");
-    client
-        .enqueue(request(&queue, "flaky").with_max_attempts(5))
-        .await
-        .expect("enqueue");
-    client
-        .enqueue(request(&queue, "doomed").with_max_attempts(5))
-        .await
-        .expect("enqueue");
+    client.enqueue(request(&queue, "flaky").with_max_attempts(5)).await.expect("enqueue");
+    client.enqueue(request(&queue, "doomed").with_max_attempts(5)).await.expect("enqueue");
     let (events, mut received) = mpsc::unbounded_channel::<(String, u32, Instant)>();
     let flaky_events = events.clone();
     let worker = Worker::new(client.clone(), vec![queue.clone()], LEASE)
@@ -732,10 +445,7 @@ async fn handler_errors_retry_later_or_dead_letter() {
             async move {
                 let _ = events.send(("flaky".into(), ctx.attempt, Instant::now()));
                 if ctx.attempt == 1 {
-                    Err(HandlerError::retry_after(
-                        "not yet",
-                        Duration::from_millis(400),
-                    ))
+                    Err(HandlerError::retry_after("not yet", Duration::from_millis(400)))
                 } else {
                     Ok(())
                 }
@@ -761,44 +471,18 @@ async fn handler_errors_retry_later_or_dead_letter() {
     join_worker(task).await;
 
     let flaky: Vec<_> = seen.iter().filter(|(kind, _, _)| kind == "flaky").collect();
-    assert_eq!(
-        flaky
-            .iter()
-            .map(|(_, attempt, _)| *attempt)
-            .collect::<Vec<_>>(),
-        vec![1, 2]
-    );
+    assert_eq!(flaky.iter().map(|(_, attempt, _)| *attempt).collect::<Vec<_>>(), vec![1, 2]);
     let gap = flaky[1].2 - flaky[0].2;
-    assert!(
-        gap >= Duration::from_millis(350),
-        "retry_after(400 ms) redelivered after {gap:?}"
-    );
-    let doomed: Vec<_> = seen
-        .iter()
-        .filter(|(kind, _, _)| kind == "doomed")
-        .collect();
+    assert!(gap >= Duration::from_millis(350), "retry_after(400 ms) redelivered after {gap:?}");
+    let doomed: Vec<_> = seen.iter().filter(|(kind, _, _)| kind == "doomed").collect();
     assert_eq!(doomed.len(), 1, "a permanent error is not retried");
 
-    let records = client
-        .drain_dead_letters(Some(&queue), 10)
-        .await
-        .expect("drain");
+    let records = client.drain_dead_letters(Some(&queue), 10).await.expect("drain");
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].job_type, "doomed");
     assert_eq!(records[0].cause, DeadLetterCause::Rejected);
-    assert!(
-        records[0]
-            .last_reason
-            .as_deref()
-            .is_some_and(|reason| reason.contains("cannot ever work"))
-    );
-    assert!(
-        client
-            .reserve(&options(&[&queue]))
-            .await
-            .expect("reserve")
-            .is_none()
-    );
+    assert!(records[0].last_reason.as_deref().is_some_and(|reason| reason.contains("cannot ever work")));
+    assert!(client.reserve(&options(&[&queue])).await.expect("reserve").is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -806,10 +490,7 @@ async fn a_panicking_handler_is_nacked_for_a_later_retry() {
     let server = TestServer::start("[storage]\nsweep_interval_ms = 50\n");
     let client = server.sepp_rs_client().await;
     let queue = unique("rs-panic");
-    let ack = client
-        .enqueue(request(&queue, "explode"))
-        .await
-        .expect("enqueue");
+    let ack = client.enqueue(request(&queue, "explode")).await.expect("enqueue");
     let (events, mut received) = mpsc::unbounded_channel::<u32>();
     let worker = Worker::new(client.clone(), vec![queue.clone()], LEASE)
         .expect("worker")
@@ -827,35 +508,17 @@ async fn a_panicking_handler_is_nacked_for_a_later_retry() {
         .expect("register");
     let shutdown = worker.shutdown_handle();
     let task = spawn_worker(worker);
-    let first = tokio::time::timeout(Duration::from_secs(10), received.recv())
-        .await
-        .expect("handler ran");
+    let first = tokio::time::timeout(Duration::from_secs(10), received.recv()).await.expect("handler ran");
     assert_eq!(first, Some(1));
     let panicked_at = Instant::now();
     // The panic is nacked with a backoff of 2^1 s, then the job comes back as attempt 2.
-    let second = tokio::time::timeout(Duration::from_secs(10), received.recv())
-        .await
-        .expect("redelivered");
+    let second = tokio::time::timeout(Duration::from_secs(10), received.recv()).await.expect("redelivered");
     assert_eq!(second, Some(2));
-    assert!(
-        panicked_at.elapsed() >= Duration::from_millis(1500),
-        "retried after {:?}",
-        panicked_at.elapsed()
-    );
-    assert!(
-        panicked_at.elapsed() < LEASE,
-        "the job came back by lease expiry, not by a nack"
-    );
+    assert!(panicked_at.elapsed() >= Duration::from_millis(1500), "retried after {:?}", panicked_at.elapsed());
+    assert!(panicked_at.elapsed() < LEASE, "the job came back by lease expiry, not by a nack");
     shutdown.shutdown();
     join_worker(task).await;
-    assert!(
-        client
-            .reserve(&options(&[&queue]))
-            .await
-            .expect("reserve")
-            .is_none(),
-        "attempt 2 was acked"
-    );
+    assert!(client.reserve(&options(&[&queue])).await.expect("reserve").is_none(), "attempt 2 was acked");
     let _ = ack;
 }
 
@@ -864,52 +527,36 @@ async fn auto_extend_keeps_a_slow_job_past_a_short_lease() {
     let server = TestServer::start("[storage]\nsweep_interval_ms = 20\n");
     let client = server.sepp_rs_client().await;
     let queue = unique("rs-auto-extend");
-    client
-        .enqueue(request(&queue, "slow"))
-        .await
-        .expect("enqueue");
+    client.enqueue(request(&queue, "slow")).await.expect("enqueue");
     let calls = Arc::new(AtomicU32::new(0));
     let handler_calls = calls.clone();
     let (done, mut finished) = mpsc::unbounded_channel::<u32>();
-    let worker = Worker::new(
-        client.clone(),
-        vec![queue.clone()],
-        Duration::from_millis(500),
-    )
-    .expect("worker")
-    .with_wait_timeout(Duration::from_secs(1))
-    .with_auto_extend()
-    .handle("slow", move |_payload, ctx| {
-        let calls = handler_calls.clone();
-        let done = done.clone();
-        async move {
-            calls.fetch_add(1, Ordering::SeqCst);
-            // The work itself: three times the lease.
-            tokio::time::sleep(Duration::from_millis(1500)).await;
-            let _ = done.send(ctx.attempt);
-            Ok(())
-        }
-    })
-    .expect("register");
+    let worker = Worker::new(client.clone(), vec![queue.clone()], Duration::from_millis(500))
+        .expect("worker")
+        .with_wait_timeout(Duration::from_secs(1))
+        .with_auto_extend()
+        .handle("slow", move |_payload, ctx| {
+            let calls = handler_calls.clone();
+            let done = done.clone();
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                // The work itself: three times the lease.
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                let _ = done.send(ctx.attempt);
+                Ok(())
+            }
+        })
+        .expect("register");
     let shutdown = worker.shutdown_handle();
     let task = spawn_worker(worker);
-    let attempt = tokio::time::timeout(Duration::from_secs(10), finished.recv())
-        .await
-        .expect("handler finished");
+    let attempt = tokio::time::timeout(Duration::from_secs(10), finished.recv()).await.expect("handler finished");
     assert_eq!(attempt, Some(1));
     shutdown.shutdown();
     join_worker(task).await;
-    assert_eq!(
-        calls.load(Ordering::SeqCst),
-        1,
-        "the lease expired and the job was redelivered"
-    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the lease expired and the job was redelivered");
     // The ack landed: nothing comes back, even after a lease's worth of time.
     let wait = options(&[&queue]).with_wait_timeout(Duration::from_millis(1_000));
-    assert!(
-        client.reserve(&wait).await.expect("reserve").is_none(),
-        "the job was not acked"
-    );
+    assert!(client.reserve(&wait).await.expect("reserve").is_none(), "the job was not acked");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -917,10 +564,7 @@ async fn shutdown_waits_for_in_flight_jobs_then_run_returns() {
     let server = TestServer::start("");
     let client = server.sepp_rs_client().await;
     let queue = unique("rs-shutdown");
-    client
-        .enqueue(request(&queue, "hold"))
-        .await
-        .expect("enqueue");
+    client.enqueue(request(&queue, "hold")).await.expect("enqueue");
     let (started, mut started_rx) = mpsc::unbounded_channel::<()>();
     let release = Arc::new(tokio::sync::Notify::new());
     let handler_release = release.clone();
@@ -939,27 +583,15 @@ async fn shutdown_waits_for_in_flight_jobs_then_run_returns() {
         .expect("register");
     let shutdown = worker.shutdown_handle();
     let task = spawn_worker(worker);
-    tokio::time::timeout(Duration::from_secs(10), started_rx.recv())
-        .await
-        .expect("the handler started");
+    tokio::time::timeout(Duration::from_secs(10), started_rx.recv()).await.expect("the handler started");
 
     shutdown.shutdown();
     // A bounded check that `run` does not return while a job is in flight.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        !task.is_finished(),
-        "run returned before its in-flight job finished"
-    );
+    assert!(!task.is_finished(), "run returned before its in-flight job finished");
     release.notify_one();
     join_worker(task).await;
-    assert!(
-        client
-            .reserve(&options(&[&queue]))
-            .await
-            .expect("reserve")
-            .is_none(),
-        "the drained job was acked"
-    );
+    assert!(client.reserve(&options(&[&queue])).await.expect("reserve").is_none(), "the drained job was acked");
 
     // A worker with nothing to do stops promptly, its long-poll cancelled.
     let idle = Worker::new(client.clone(), vec![queue.clone()], LEASE)

@@ -34,11 +34,7 @@ fn bounce(server: &mut TestServer, stop: Stop) {
 }
 
 fn kill9(server: &mut TestServer) {
-    let sent = Command::new("kill")
-        .arg("-KILL")
-        .arg(server.pid().to_string())
-        .status()
-        .expect("run kill");
+    let sent = Command::new("kill").arg("-KILL").arg(server.pid().to_string()).status().expect("run kill");
     assert!(sent.success(), "kill -KILL failed");
     server.wait_exit(Duration::from_secs(20));
 }
@@ -47,41 +43,21 @@ fn new_job(queue: &str, payload: &[u8]) -> pb::EnqueueRequest {
     pb::EnqueueRequest {
         queue: queue.into(),
         job_type: "work".into(),
-        payload: Some(pb::Payload {
-            data: payload.to_vec(),
-            encoding: "application/octet-stream".into(),
-        }),
+        payload: Some(pb::Payload { data: payload.to_vec(), encoding: "application/octet-stream".into() }),
         ..Default::default()
     }
 }
 
 /// Enqueues one job and returns its id (panics on any rejection).
-async fn enqueue(
-    client: &mut QueueServiceClient<Channel>,
-    job: pb::EnqueueRequest,
-) -> pb::EnqueueResponse {
-    let response = client
-        .enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] })
-        .await
-        .expect("enqueue");
-    match response
-        .into_inner()
-        .results
-        .remove(0)
-        .outcome
-        .expect("an outcome")
-    {
+async fn enqueue(client: &mut QueueServiceClient<Channel>, job: pb::EnqueueRequest) -> pb::EnqueueResponse {
+    let response = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.expect("enqueue");
+    match response.into_inner().results.remove(0).outcome.expect("an outcome") {
         pb::job_result::Outcome::Success(success) => success,
         pb::job_result::Outcome::Rejection(rejection) => panic!("rejected: {rejection:?}"),
     }
 }
 
-async fn reserve(
-    client: &mut QueueServiceClient<Channel>,
-    queue: &str,
-    lease_ms: u64,
-    wait_ms: u64,
-) -> Vec<pb::Job> {
+async fn reserve(client: &mut QueueServiceClient<Channel>, queue: &str, lease_ms: u64, wait_ms: u64) -> Vec<pb::Job> {
     let request = pb::ReserveRequest {
         queues: vec![queue.into()],
         wait_timeout: Some(duration(wait_ms)),
@@ -89,28 +65,17 @@ async fn reserve(
         worker_id: None,
         max_jobs: Some(16),
     };
-    client
-        .reserve(request)
-        .await
-        .expect("reserve")
-        .into_inner()
-        .jobs
+    client.reserve(request).await.expect("reserve").into_inner().jobs
 }
 
 fn duration(ms: u64) -> prost_types::Duration {
-    prost_types::Duration {
-        seconds: (ms / 1000) as i64,
-        nanos: ((ms % 1000) * 1_000_000) as i32,
-    }
+    prost_types::Duration { seconds: (ms / 1000) as i64, nanos: ((ms % 1000) * 1_000_000) as i32 }
 }
 
 fn timestamp_in(ms: u64) -> prost_types::Timestamp {
     let at = std::time::SystemTime::now() + Duration::from_millis(ms);
     let since = at.duration_since(std::time::UNIX_EPOCH).unwrap();
-    prost_types::Timestamp {
-        seconds: since.as_secs() as i64,
-        nanos: since.subsec_nanos() as i32,
-    }
+    prost_types::Timestamp { seconds: since.as_secs() as i64, nanos: since.subsec_nanos() as i32 }
 }
 
 async fn queued_and_scheduled_jobs_with_payloads_survive(stop: Stop) {
@@ -170,18 +135,11 @@ async fn leases_that_expire_while_down_are_redelivered_or_dead_lettered(stop: St
 
     let mut client = server.raw_client().await;
     let again = reserve(&mut client, &queue, 30_000, 5_000).await;
-    assert_eq!(
-        again.len(),
-        1,
-        "only the job with attempts left comes back: {again:?}"
-    );
+    assert_eq!(again.len(), 1, "only the job with attempts left comes back: {again:?}");
     assert_eq!(again[0].id, retried.job_id);
     assert_eq!(again[0].attempt, 2);
     let drained = client
-        .drain_dead_letters(pb::DrainDeadLettersRequest {
-            queue: Some(queue.clone()),
-            max: Some(10),
-        })
+        .drain_dead_letters(pb::DrainDeadLettersRequest { queue: Some(queue.clone()), max: Some(10) })
         .await
         .expect("drain")
         .into_inner()
@@ -216,33 +174,11 @@ async fn live_leases_keep_their_attempt(stop: Stop) {
     bounce(&mut server, stop);
 
     let mut client = server.raw_client().await;
-    assert!(
-        reserve(&mut client, &queue, 60_000, 0).await.is_empty(),
-        "a held lease is not redelivered"
-    );
-    let stale = client
-        .ack(pb::AckRequest {
-            job_id: id.clone(),
-            attempt: 2,
-            worker_id: None,
-        })
-        .await;
+    assert!(reserve(&mut client, &queue, 60_000, 0).await.is_empty(), "a held lease is not redelivered");
+    let stale = client.ack(pb::AckRequest { job_id: id.clone(), attempt: 2, worker_id: None }).await;
     assert_eq!(stale.unwrap_err().code(), Code::FailedPrecondition);
-    client
-        .ack(pb::AckRequest {
-            job_id: id.clone(),
-            attempt: 1,
-            worker_id: None,
-        })
-        .await
-        .expect("the holder acks");
-    let again = client
-        .ack(pb::AckRequest {
-            job_id: id,
-            attempt: 1,
-            worker_id: None,
-        })
-        .await;
+    client.ack(pb::AckRequest { job_id: id.clone(), attempt: 1, worker_id: None }).await.expect("the holder acks");
+    let again = client.ack(pb::AckRequest { job_id: id, attempt: 1, worker_id: None }).await;
     assert_eq!(again.unwrap_err().code(), Code::NotFound);
 }
 
@@ -268,14 +204,7 @@ async fn dedup_records_keep_their_pinned_deadline(stop: Stop) {
     let inserted = Instant::now();
     let first = enqueue(&mut client, keyed.clone()).await;
     let jobs = reserve(&mut client, &queue, 30_000, 0).await;
-    client
-        .ack(pb::AckRequest {
-            job_id: jobs[0].id.clone(),
-            attempt: 1,
-            worker_id: None,
-        })
-        .await
-        .expect("ack");
+    client.ack(pb::AckRequest { job_id: jobs[0].id.clone(), attempt: 1, worker_id: None }).await.expect("ack");
     drop(client);
 
     server.write_config("[storage]\ndedup_window_ms = 86400000\n");
@@ -284,10 +213,7 @@ async fn dedup_records_keep_their_pinned_deadline(stop: Stop) {
     let mut client = server.raw_client().await;
     let hit = enqueue(&mut client, keyed.clone()).await;
     if inserted.elapsed() < Duration::from_millis(1400) {
-        assert_eq!(
-            (hit.job_id.as_str(), hit.deduplicated),
-            (first.job_id.as_str(), true)
-        );
+        assert_eq!((hit.job_id.as_str(), hit.deduplicated), (first.job_id.as_str(), true));
     }
     // The window pinned at insert (1.5 s) ends; the new configuration does not lengthen it.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -295,16 +221,10 @@ async fn dedup_records_keep_their_pinned_deadline(stop: Stop) {
         let attempt = enqueue(&mut client, keyed.clone()).await;
         if !attempt.deduplicated {
             assert_ne!(attempt.job_id, first.job_id);
-            assert!(
-                inserted.elapsed() >= Duration::from_millis(1500),
-                "the key expired before its window"
-            );
+            assert!(inserted.elapsed() >= Duration::from_millis(1500), "the key expired before its window");
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the key never expired: the window was not pinned"
-        );
+        assert!(Instant::now() < deadline, "the key never expired: the window was not pinned");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -330,29 +250,17 @@ async fn dead_letters_survive_with_their_records(stop: Stop) {
         job_id: id.clone(),
         attempt: 1,
         reason: Some("broken input".into()),
-        retry: Some(pb::NackRetry {
-            strategy: Some(pb::nack_retry::Strategy::DeadLetter(())),
-        }),
+        retry: Some(pb::NackRetry { strategy: Some(pb::nack_retry::Strategy::DeadLetter(())) }),
         worker_id: None,
     };
-    assert!(
-        client
-            .nack(nack)
-            .await
-            .expect("nack")
-            .into_inner()
-            .dead_lettered
-    );
+    assert!(client.nack(nack).await.expect("nack").into_inner().dead_lettered);
     drop(client);
 
     bounce(&mut server, stop);
 
     let mut client = server.raw_client().await;
     let drained = client
-        .drain_dead_letters(pb::DrainDeadLettersRequest {
-            queue: Some(queue),
-            max: Some(10),
-        })
+        .drain_dead_letters(pb::DrainDeadLettersRequest { queue: Some(queue), max: Some(10) })
         .await
         .expect("drain")
         .into_inner()
@@ -360,10 +268,7 @@ async fn dead_letters_survive_with_their_records(stop: Stop) {
     assert_eq!(drained.len(), 1);
     let record = &drained[0];
     assert_eq!(record.job.as_ref().unwrap().id, id);
-    assert_eq!(
-        record.job.as_ref().unwrap().payload.as_ref().unwrap().data,
-        big
-    );
+    assert_eq!(record.job.as_ref().unwrap().payload.as_ref().unwrap().data, big);
     assert_eq!(record.cause, pb::DeadLetterCause::Rejected as i32);
     assert_eq!(record.last_reason.as_deref(), Some("broken input"));
 }
@@ -395,13 +300,7 @@ struct Ledger {
 
 const CRASH_LEASE_MS: u64 = 1_500;
 
-async fn produce(
-    addr: String,
-    queue: String,
-    ledger: Arc<Mutex<Ledger>>,
-    stop: Arc<AtomicBool>,
-    next: Arc<AtomicU64>,
-) {
+async fn produce(addr: String, queue: String, ledger: Arc<Mutex<Ledger>>, stop: Arc<AtomicBool>, next: Arc<AtomicU64>) {
     let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
         return;
     };
@@ -409,19 +308,11 @@ async fn produce(
     while !stop.load(Ordering::Relaxed) {
         let payload = format!("job-{}", next.fetch_add(1, Ordering::Relaxed)).into_bytes();
         ledger.lock().unwrap().attempted.insert(payload.clone());
-        let request = pb::EnqueueBatchRequest {
-            jobs: vec![new_job(&queue, &payload)],
-        };
+        let request = pb::EnqueueBatchRequest { jobs: vec![new_job(&queue, &payload)] };
         match client.enqueue_batch(request).await {
             Ok(response) => {
-                if let Some(pb::job_result::Outcome::Success(success)) =
-                    &response.get_ref().results[0].outcome
-                {
-                    ledger
-                        .lock()
-                        .unwrap()
-                        .enqueued
-                        .insert(success.job_id.clone(), payload);
+                if let Some(pb::job_result::Outcome::Success(success)) = &response.get_ref().results[0].outcome {
+                    ledger.lock().unwrap().enqueued.insert(success.job_id.clone(), payload);
                 }
             }
             Err(_) => return,
@@ -429,13 +320,7 @@ async fn produce(
     }
 }
 
-async fn work(
-    addr: String,
-    queue: String,
-    ledger: Arc<Mutex<Ledger>>,
-    stop: Arc<AtomicBool>,
-    clock: Arc<AtomicU64>,
-) {
+async fn work(addr: String, queue: String, ledger: Arc<Mutex<Ledger>>, stop: Arc<AtomicBool>, clock: Arc<AtomicU64>) {
     let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
         return;
     };
@@ -453,42 +338,23 @@ async fn work(
         };
         for job in response.into_inner().jobs {
             let event = clock.fetch_add(1, Ordering::SeqCst);
-            let payload = job
-                .payload
-                .as_ref()
-                .map(|payload| payload.data.clone())
-                .unwrap_or_default();
+            let payload = job.payload.as_ref().map(|payload| payload.data.clone()).unwrap_or_default();
             {
                 let mut ledger = ledger.lock().unwrap();
-                ledger
-                    .deliveries
-                    .entry(job.id.clone())
-                    .or_default()
-                    .push((event, job.attempt));
+                ledger.deliveries.entry(job.id.clone()).or_default().push((event, job.attempt));
                 ledger.delivered_payloads.insert(job.id.clone(), payload);
             }
             // Leave a few jobs unacked so redelivery after a crash is exercised too.
-            if job
-                .payload
-                .as_ref()
-                .is_some_and(|payload| payload.data.ends_with(b"7"))
-                && job.attempt == 1
-            {
+            if job.payload.as_ref().is_some_and(|payload| payload.data.ends_with(b"7")) && job.attempt == 1 {
                 continue;
             }
-            let ack = pb::AckRequest {
-                job_id: job.id.clone(),
-                attempt: job.attempt,
-                worker_id: None,
-            };
+            let ack = pb::AckRequest { job_id: job.id.clone(), attempt: job.attempt, worker_id: None };
             match client.ack(ack).await {
                 Ok(_) => {
                     let event = clock.fetch_add(1, Ordering::SeqCst);
                     ledger.lock().unwrap().acked.insert(job.id, event);
                 }
-                Err(status)
-                    if status.code() == Code::NotFound
-                        || status.code() == Code::FailedPrecondition => {}
+                Err(status) if status.code() == Code::NotFound || status.code() == Code::FailedPrecondition => {}
                 Err(_) => return,
             }
         }
@@ -518,13 +384,7 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
                 stop.clone(),
                 next_payload.clone(),
             )));
-            tasks.push(tokio::spawn(work(
-                server.addr(),
-                queue.clone(),
-                ledger.clone(),
-                stop.clone(),
-                clock.clone(),
-            )));
+            tasks.push(tokio::spawn(work(server.addr(), queue.clone(), ledger.clone(), stop.clone(), clock.clone())));
         }
         // Let work happen, then crash wherever the server is: after a varying number of
         // acknowledged enqueues rather than after a fixed time.
@@ -544,15 +404,7 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
     // Drain: workers run until every acknowledged enqueue was delivered at least once.
     let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = (0..4)
-        .map(|_| {
-            tokio::spawn(work(
-                server.addr(),
-                queue.clone(),
-                ledger.clone(),
-                stop.clone(),
-                clock.clone(),
-            ))
-        })
+        .map(|_| tokio::spawn(work(server.addr(), queue.clone(), ledger.clone(), stop.clone(), clock.clone())))
         .collect();
     let drained_by = Instant::now() + Duration::from_secs(60);
     while Instant::now() < drained_by {
@@ -590,44 +442,25 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
     }
 
     let ledger = ledger.lock().unwrap();
-    assert!(
-        ledger.enqueued.len() as u64 >= CYCLES * 10,
-        "too little work happened: {}",
-        ledger.enqueued.len()
-    );
+    assert!(ledger.enqueued.len() as u64 >= CYCLES * 10, "too little work happened: {}", ledger.enqueued.len());
     // An ack whose answer the crash swallowed may have completed a job without the worker
     // knowing, so "delivered" (not "acked") is what an acknowledged enqueue promises.
     for (id, payload) in &ledger.enqueued {
-        assert!(
-            ledger.deliveries.contains_key(id),
-            "acknowledged enqueue {id} ({payload:?}) was never delivered"
-        );
+        assert!(ledger.deliveries.contains_key(id), "acknowledged enqueue {id} ({payload:?}) was never delivered");
     }
     for (id, deliveries) in &ledger.deliveries {
         let payload = &ledger.delivered_payloads[id];
-        assert!(
-            ledger.attempted.contains(payload),
-            "delivered {id} with {payload:?}, which nobody enqueued"
-        );
+        assert!(ledger.attempted.contains(payload), "delivered {id} with {payload:?}, which nobody enqueued");
         if let Some(enqueued) = ledger.enqueued.get(id) {
             assert_eq!(enqueued, payload, "{id} came back with another payload");
         }
         for pair in deliveries.windows(2) {
-            assert!(
-                pair[0].1 < pair[1].1,
-                "attempts of {id} did not grow: {deliveries:?}"
-            );
+            assert!(pair[0].1 < pair[1].1, "attempts of {id} did not grow: {deliveries:?}");
         }
         assert!(deliveries[0].1 >= 1);
         if let Some(acked_at) = ledger.acked.get(id) {
-            let after: Vec<_> = deliveries
-                .iter()
-                .filter(|(event, _)| event > acked_at)
-                .collect();
-            assert!(
-                after.is_empty(),
-                "{id} was delivered again after its ack was acknowledged: {after:?}"
-            );
+            let after: Vec<_> = deliveries.iter().filter(|(event, _)| event > acked_at).collect();
+            assert!(after.is_empty(), "{id} was delivered again after its ack was acknowledged: {after:?}");
         }
     }
     eprintln!(

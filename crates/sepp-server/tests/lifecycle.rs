@@ -16,11 +16,7 @@ use pb::job_rejection::Reason;
 const RELOAD_DEADLINE: Duration = Duration::from_secs(15);
 
 async fn server_info(client: &mut QueueServiceClient<Channel>) -> pb::GetServerInfoResponse {
-    client
-        .get_server_info(pb::GetServerInfoRequest {})
-        .await
-        .expect("server info")
-        .into_inner()
+    client.get_server_info(pb::GetServerInfoRequest {}).await.expect("server info").into_inner()
 }
 
 // ---- command line --------------------------------------------------------------------------
@@ -42,57 +38,27 @@ fn an_explicit_config_path_that_does_not_exist_is_fatal() {
     let missing = missing.to_str().unwrap();
     let run = run_to_exit(&["--config", missing], dir.path(), &[]);
     assert_eq!(run.status.code(), Some(1), "stdout: {}", run.stdout);
-    assert!(
-        run.stderr
-            .contains(&format!("config file not found: {missing}")),
-        "stderr: {}",
-        run.stderr
-    );
+    assert!(run.stderr.contains(&format!("config file not found: {missing}")), "stderr: {}", run.stderr);
     // The same through SEPP_CONFIG.
     let run = run_to_exit(&[], dir.path(), &[("SEPP_CONFIG", missing)]);
     assert_eq!(run.status.code(), Some(1), "stdout: {}", run.stdout);
-    assert!(
-        run.stderr
-            .contains(&format!("config file not found: {missing}")),
-        "stderr: {}",
-        run.stderr
-    );
+    assert!(run.stderr.contains(&format!("config file not found: {missing}")), "stderr: {}", run.stderr);
 }
 
 #[test]
 fn an_invalid_config_is_fatal_and_names_the_key() {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("bad.toml");
-    std::fs::write(
-        &path,
-        render_config(dir.path(), "[limits]\ndefault_priority = 12\n"),
-    )
-    .unwrap();
+    std::fs::write(&path, render_config(dir.path(), "[limits]\ndefault_priority = 12\n")).unwrap();
     let run = run_to_exit(&["--config", path.to_str().unwrap()], dir.path(), &[]);
     assert_eq!(run.status.code(), Some(1), "stdout: {}", run.stdout);
-    assert!(
-        run.stderr.contains("default_priority"),
-        "stderr does not name the key: {}",
-        run.stderr
-    );
+    assert!(run.stderr.contains("default_priority"), "stderr does not name the key: {}", run.stderr);
     assert!(!run.stdout.contains("queue server listening"));
     if !is_reference() {
         // SPEC 12.4: a sentence saying which key, what is wrong and which file.
-        assert!(
-            run.stderr.contains("limits.default_priority"),
-            "stderr: {}",
-            run.stderr
-        );
-        assert!(
-            run.stderr.contains("12"),
-            "stderr does not give the value: {}",
-            run.stderr
-        );
-        assert!(
-            run.stderr.contains(path.to_str().unwrap()),
-            "stderr does not name the file: {}",
-            run.stderr
-        );
+        assert!(run.stderr.contains("limits.default_priority"), "stderr: {}", run.stderr);
+        assert!(run.stderr.contains("12"), "stderr does not give the value: {}", run.stderr);
+        assert!(run.stderr.contains(path.to_str().unwrap()), "stderr does not name the file: {}", run.stderr);
     }
 }
 
@@ -111,27 +77,17 @@ fn an_invalid_environment_override_is_fatal() {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("sepp.toml");
     std::fs::write(&path, render_config(dir.path(), "")).unwrap();
-    let run = run_to_exit(
-        &["--config", path.to_str().unwrap()],
-        dir.path(),
-        &[("SEPP_LIMITS__MAX_ENQUEUE_BATCH", "0")],
-    );
+    let run =
+        run_to_exit(&["--config", path.to_str().unwrap()], dir.path(), &[("SEPP_LIMITS__MAX_ENQUEUE_BATCH", "0")]);
     assert_eq!(run.status.code(), Some(1), "stdout: {}", run.stdout);
-    assert!(
-        run.stderr.contains("max_enqueue_batch"),
-        "stderr: {}",
-        run.stderr
-    );
+    assert!(run.stderr.contains("max_enqueue_batch"), "stderr: {}", run.stderr);
 }
 
 #[tokio::test]
 async fn environment_variables_override_the_file() {
     let server = TestServer::start_with_env(
         "[limits]\nmax_enqueue_batch = 5\n",
-        &[
-            ("SEPP_LIMITS__MAX_ENQUEUE_BATCH", "7"),
-            ("SEPP_SERVER__STRICT_QUEUES", "true"),
-        ],
+        &[("SEPP_LIMITS__MAX_ENQUEUE_BATCH", "7"), ("SEPP_SERVER__STRICT_QUEUES", "true")],
     );
     let info = server_info(&mut server.raw_client().await).await;
     assert_eq!(info.max_enqueue_batch, 7);
@@ -148,44 +104,22 @@ async fn the_example_config_starts_a_server_with_the_defaults() {
 
     let db_path = dir.path().join("example-db");
     let replacements = [
-        (
-            "listen_addr = \"0.0.0.0:50051\"",
-            "listen_addr = \"127.0.0.1:0\"".to_string(),
-        ),
-        (
-            "db_path = \"./sepp-data\"",
-            format!("db_path = {:?}", db_path.display().to_string()),
-        ),
+        ("listen_addr = \"0.0.0.0:50051\"", "listen_addr = \"127.0.0.1:0\"".to_string()),
+        ("db_path = \"./sepp-data\"", format!("db_path = {:?}", db_path.display().to_string())),
         ("enabled = true", "enabled = false".to_string()),
     ];
     let mut config = example.clone();
     for (from, to) in &replacements {
-        assert!(
-            config.contains(from),
-            "the example has no `{from}`:\n{example}"
-        );
+        assert!(config.contains(from), "the example has no `{from}`:\n{example}");
         config = config.replacen(from, to, 1);
     }
     // The first `enabled = true` must have been the admin switch, the only one on by default.
     let parsed: toml::Table = config.parse().expect("the example is TOML");
-    assert_eq!(
-        parsed["admin"]["enabled"].as_bool(),
-        Some(false),
-        "{config}"
-    );
-    assert_eq!(
-        parsed["server"]["listen_addr"].as_str(),
-        Some("127.0.0.1:0"),
-        "{config}"
-    );
+    assert_eq!(parsed["admin"]["enabled"].as_bool(), Some(false), "{config}");
+    assert_eq!(parsed["server"]["listen_addr"].as_str(), Some("127.0.0.1:0"), "{config}");
 
     let server = TestServer::start_raw(dir, &config, &[]);
-    assert!(
-        server
-            .wait_for_log("queue server listening", Duration::from_secs(1))
-            .await
-            .is_some()
-    );
+    assert!(server.wait_for_log("queue server listening", Duration::from_secs(1)).await.is_some());
     let mut client = server.raw_client().await;
     let info = server_info(&mut client).await;
     assert_eq!(info.max_payload_bytes, 1_048_576);
@@ -202,13 +136,9 @@ async fn the_example_config_starts_a_server_with_the_defaults() {
 
 #[tokio::test]
 async fn startup_logs_the_bound_address_and_the_settings() {
-    let server = TestServer::start(
-        "[server]\nstrict_queues = true\n[[queues]]\nname = \"a\"\n[[queues]]\nname = \"b\"\n",
-    );
-    let line = server
-        .wait_for_log("queue server listening", Duration::from_secs(1))
-        .await
-        .expect("listening line");
+    let server =
+        TestServer::start("[server]\nstrict_queues = true\n[[queues]]\nname = \"a\"\n[[queues]]\nname = \"b\"\n");
+    let line = server.wait_for_log("queue server listening", Duration::from_secs(1)).await.expect("listening line");
     assert!(line.contains(&format!("127.0.0.1:{}", server.port())));
     assert!(line.contains("declared_queues=2"), "{line}");
     assert!(line.contains("strict_queues=\"enabled\""), "{line}");
@@ -230,10 +160,7 @@ async fn sigterm_answers_a_parked_reserve_with_no_jobs_and_exits_cleanly() {
     // a moment later it is still waiting.
     server_info(&mut client).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        !parked.is_finished(),
-        "the reserve returned before its wait elapsed"
-    );
+    assert!(!parked.is_finished(), "the reserve returned before its wait elapsed");
 
     let signalled = Instant::now();
     server.sigterm();
@@ -241,10 +168,7 @@ async fn sigterm_answers_a_parked_reserve_with_no_jobs_and_exits_cleanly() {
         .await
         .expect("the parked reserve was not answered within 10 s of SIGTERM")
         .expect("reserve task");
-    let jobs = answer
-        .expect("a reserve parked at shutdown gets an answer, not an error")
-        .into_inner()
-        .jobs;
+    let jobs = answer.expect("a reserve parked at shutdown gets an answer, not an error").into_inner().jobs;
     assert!(jobs.is_empty());
     assert!(signalled.elapsed() < Duration::from_secs(10));
 
@@ -265,18 +189,10 @@ async fn an_idle_server_exits_zero_on_sigterm() {
     let status = tokio::task::block_in_place(|| server.sigterm_and_wait());
     assert_eq!(status.code(), Some(0));
     let logs = server.logs();
-    for line in [
-        "shutdown signal received",
-        "queue server stopped",
-        "committer thread stopped",
-    ] {
+    for line in ["shutdown signal received", "queue server stopped", "committer thread stopped"] {
         assert!(logs.contains(line), "no `{line}` in:\n{logs}");
     }
-    assert!(
-        server.stderr().text().trim().is_empty(),
-        "stderr: {}",
-        server.stderr().text()
-    );
+    assert!(server.stderr().text().trim().is_empty(), "stderr: {}", server.stderr().text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -293,39 +209,14 @@ async fn jobs_leases_and_dead_letters_survive_a_restart() {
     // Take `keep` and put it back, so `leased` is the one in flight when the server stops.
     let jobs = reserve_now(&mut client, &[&queue], 60_000).await;
     assert_eq!(jobs[0].id, kept);
-    client
-        .nack(pb::NackRequest {
-            job_id: kept.clone(),
-            attempt: 1,
-            ..Default::default()
-        })
-        .await
-        .expect("nack");
+    client.nack(pb::NackRequest { job_id: kept.clone(), attempt: 1, ..Default::default() }).await.expect("nack");
     let mut request = reserve(&[&queue], 60_000);
     request.max_jobs = Some(3);
-    let jobs = client
-        .reserve(request)
-        .await
-        .expect("reserve")
-        .into_inner()
-        .jobs;
+    let jobs = client.reserve(request).await.expect("reserve").into_inner().jobs;
     assert_eq!(jobs.len(), 3);
-    client
-        .ack(pb::AckRequest {
-            job_id: kept.clone(),
-            attempt: 2,
-            worker_id: None,
-        })
-        .await
-        .expect("ack keep");
-    let mut reject = pb::NackRequest {
-        job_id: dead.clone(),
-        attempt: 1,
-        ..Default::default()
-    };
-    reject.retry = Some(pb::NackRetry {
-        strategy: Some(pb::nack_retry::Strategy::DeadLetter(())),
-    });
+    client.ack(pb::AckRequest { job_id: kept.clone(), attempt: 2, worker_id: None }).await.expect("ack keep");
+    let mut reject = pb::NackRequest { job_id: dead.clone(), attempt: 1, ..Default::default() };
+    reject.retry = Some(pb::NackRetry { strategy: Some(pb::nack_retry::Strategy::DeadLetter(())) });
     client.nack(reject).await.expect("dead-letter");
     drop(client);
 
@@ -333,43 +224,26 @@ async fn jobs_leases_and_dead_letters_survive_a_restart() {
     let mut client = server.raw_client().await;
     // The lease survived: the job is still in flight under attempt 1 and can be acked.
     client
-        .ack(pb::AckRequest {
-            job_id: leased.clone(),
-            attempt: 1,
-            worker_id: None,
-        })
+        .ack(pb::AckRequest { job_id: leased.clone(), attempt: 1, worker_id: None })
         .await
         .expect("the lease survived");
     // The dedup record survived the ack and the restart.
-    let again = client
-        .enqueue_batch(batch(vec![keyed]))
-        .await
-        .expect("enqueue")
-        .into_inner();
+    let again = client.enqueue_batch(batch(vec![keyed])).await.expect("enqueue").into_inner();
     match again.results[0].outcome.as_ref() {
         Some(pb::job_result::Outcome::Success(success)) => {
-            assert_eq!(
-                (success.job_id.as_str(), success.deduplicated),
-                (kept.as_str(), true)
-            );
+            assert_eq!((success.job_id.as_str(), success.deduplicated), (kept.as_str(), true));
         }
         other => panic!("expected a dedup hit, got {other:?}"),
     }
     // The dead letter survived.
     let drained = client
-        .drain_dead_letters(pb::DrainDeadLettersRequest {
-            queue: Some(queue.clone()),
-            max: Some(10),
-        })
+        .drain_dead_letters(pb::DrainDeadLettersRequest { queue: Some(queue.clone()), max: Some(10) })
         .await
         .expect("drain")
         .into_inner()
         .records;
     assert_eq!(
-        drained
-            .iter()
-            .map(|record| record.job.as_ref().unwrap().id.as_str())
-            .collect::<Vec<_>>(),
+        drained.iter().map(|record| record.job.as_ref().unwrap().id.as_str()).collect::<Vec<_>>(),
         vec![dead.as_str()]
     );
     assert!(reserve_now(&mut client, &[&queue], 60_000).await.is_empty());
@@ -397,12 +271,7 @@ async fn a_lease_that_expired_while_the_server_was_down_is_redelivered() {
     let mut client = server.raw_client().await;
     let mut request = reserve(&[&queue], 30_000);
     request.wait_timeout = Some(ms(5_000));
-    let jobs = client
-        .reserve(request)
-        .await
-        .expect("reserve")
-        .into_inner()
-        .jobs;
+    let jobs = client.reserve(request).await.expect("reserve").into_inner().jobs;
     assert_eq!(jobs.len(), 1, "the job was not redelivered after restart");
     assert_eq!((jobs[0].id.as_str(), jobs[0].attempt), (id.as_str(), 2));
 }
@@ -414,13 +283,7 @@ async fn hot_reload_applies_strict_mode_keeps_running_config_on_errors_and_rotat
     let server = TestServer::start("");
     let mut client = server.raw_client().await;
     assert!(!server_info(&mut client).await.strict_queues);
-    server
-        .wait_for_log(
-            "watching config file for hot reload",
-            Duration::from_secs(5),
-        )
-        .await
-        .expect("watching");
+    server.wait_for_log("watching config file for hot reload", Duration::from_secs(5)).await.expect("watching");
 
     // 1. Turn strict mode on and declare a queue.
     let strict = "[server]\nstrict_queues = true\n[[queues]]\nname = \"declared\"\n";
@@ -430,30 +293,17 @@ async fn hot_reload_applies_strict_mode_keeps_running_config_on_errors_and_rotat
         async move { server_info(&mut client).await.strict_queues.then_some(()) }
     })
     .await;
-    let response = client
-        .enqueue_batch(batch(vec![job("undeclared", "t"), job("declared", "t")]))
-        .await;
+    let response = client.enqueue_batch(batch(vec![job("undeclared", "t"), job("declared", "t")])).await;
     let results = response.expect("enqueue").into_inner().results;
     assert_eq!(
         results[0].outcome,
         Some(pb::job_result::Outcome::Rejection(pb::JobRejection {
-            reason: Some(Reason::UnknownQueue(pb::UnknownQueue {
-                queue: "undeclared".into()
-            }))
+            reason: Some(Reason::UnknownQueue(pb::UnknownQueue { queue: "undeclared".into() }))
         }))
     );
-    assert!(matches!(
-        results[1].outcome,
-        Some(pb::job_result::Outcome::Success(_))
-    ));
-    assert_code(
-        client.reserve(reserve(&["undeclared"], 30_000)).await,
-        Code::FailedPrecondition,
-    );
-    assert_eq!(
-        reserve_now(&mut client, &["declared"], 30_000).await.len(),
-        1
-    );
+    assert!(matches!(results[1].outcome, Some(pb::job_result::Outcome::Success(_))));
+    assert_code(client.reserve(reserve(&["undeclared"], 30_000)).await, Code::FailedPrecondition);
+    assert_eq!(reserve_now(&mut client, &["declared"], 30_000).await.len(), 1);
 
     // 2. Invalid content: the reload fails and the running configuration stays.
     let mark = server.log_mark();
@@ -467,61 +317,29 @@ async fn hot_reload_applies_strict_mode_keeps_running_config_on_errors_and_rotat
     server
         .wait_for_log_since(mark, "config reload failed", RELOAD_DEADLINE)
         .await
-        .unwrap_or_else(|| {
-            panic!(
-                "no reload failure logged for an invalid value:\n{}",
-                server.logs()
-            )
-        });
+        .unwrap_or_else(|| panic!("no reload failure logged for an invalid value:\n{}", server.logs()));
     let info = server_info(&mut client).await;
-    assert!(
-        info.strict_queues,
-        "a failed reload changed the running configuration"
-    );
-    assert_code(
-        client.reserve(reserve(&["undeclared"], 30_000)).await,
-        Code::FailedPrecondition,
-    );
+    assert!(info.strict_queues, "a failed reload changed the running configuration");
+    assert_code(client.reserve(reserve(&["undeclared"], 30_000)).await, Code::FailedPrecondition);
     enqueue_one(&mut client, job("declared", "still-serving")).await;
 
     // 3. API keys apply to the next call.
-    server.write_config(&format!(
-        "{strict}[auth]\napi_keys = [{{ name = \"new\", key = \"k1\" }}]\n"
-    ));
+    server.write_config(&format!("{strict}[auth]\napi_keys = [{{ name = \"new\", key = \"k1\" }}]\n"));
     let status = eventually("the API keys to be reloaded", RELOAD_DEADLINE, || {
         let mut client = client.clone();
-        async move {
-            client
-                .get_server_info(pb::GetServerInfoRequest {})
-                .await
-                .err()
-        }
+        async move { client.get_server_info(pb::GetServerInfoRequest {}).await.err() }
     })
     .await;
     assert_eq!(status.code(), Code::Unauthenticated);
     let mut request = tonic::Request::new(pb::GetServerInfoRequest {});
-    request
-        .metadata_mut()
-        .insert("authorization", "Bearer k1".parse().unwrap());
-    assert!(
-        client
-            .get_server_info(request)
-            .await
-            .expect("the new key works")
-            .into_inner()
-            .strict_queues
-    );
+    request.metadata_mut().insert("authorization", "Bearer k1".parse().unwrap());
+    assert!(client.get_server_info(request).await.expect("the new key works").into_inner().strict_queues);
 
     // 4. Removing the keys opens the server again.
     server.write_config(strict);
     eventually("the API keys to be removed", RELOAD_DEADLINE, || {
         let mut client = client.clone();
-        async move {
-            client
-                .get_server_info(pb::GetServerInfoRequest {})
-                .await
-                .ok()
-        }
+        async move { client.get_server_info(pb::GetServerInfoRequest {}).await.ok() }
     })
     .await;
 }
@@ -530,13 +348,7 @@ async fn hot_reload_applies_strict_mode_keeps_running_config_on_errors_and_rotat
 async fn hot_reload_retunes_limits_and_queues() {
     let server = TestServer::start("[limits]\nmax_enqueue_batch = 5\n");
     let mut client = server.raw_client().await;
-    server
-        .wait_for_log(
-            "watching config file for hot reload",
-            Duration::from_secs(5),
-        )
-        .await
-        .expect("watching");
+    server.wait_for_log("watching config file for hot reload", Duration::from_secs(5)).await.expect("watching");
     let queue = unique("retuned");
     server.write_config(&format!(
         "[limits]\nmax_enqueue_batch = 2\n[[queues]]\nname = \"{queue}\"\nmax_payload_bytes = 4\n"
@@ -547,21 +359,12 @@ async fn hot_reload_retunes_limits_and_queues() {
     })
     .await;
     let three = batch(vec![job(&queue, "a"), job(&queue, "b"), job(&queue, "c")]);
-    assert_status(
-        client.enqueue_batch(three).await,
-        Code::InvalidArgument,
-        "batch exceeds max_enqueue_batch (2)",
-    );
-    let response = client
-        .enqueue_batch(batch(vec![with_payload(job(&queue, "a"), b"12345", "raw")]))
-        .await;
+    assert_status(client.enqueue_batch(three).await, Code::InvalidArgument, "batch exceeds max_enqueue_batch (2)");
+    let response = client.enqueue_batch(batch(vec![with_payload(job(&queue, "a"), b"12345", "raw")])).await;
     assert_eq!(
         response.expect("enqueue").into_inner().results[0].outcome,
         Some(pb::job_result::Outcome::Rejection(pb::JobRejection {
-            reason: Some(Reason::PayloadTooLarge(pb::PayloadTooLarge {
-                limit: 4,
-                actual: 5
-            }))
+            reason: Some(Reason::PayloadTooLarge(pb::PayloadTooLarge { limit: 4, actual: 5 }))
         }))
     );
 }
@@ -574,20 +377,11 @@ async fn reading_the_config_file_does_not_trigger_reloads() {
         return;
     }
     let server = TestServer::start("");
-    server
-        .wait_for_log(
-            "watching config file for hot reload",
-            Duration::from_secs(5),
-        )
-        .await
-        .expect("watching");
+    server.wait_for_log("watching config file for hot reload", Duration::from_secs(5)).await.expect("watching");
     // An invalid file makes every reload visible: each attempt logs a failure (a valid,
     // unchanged file reloads silently).
     server.write_raw_config("this is = = not toml\n");
-    server
-        .wait_for_log("config reload failed", RELOAD_DEADLINE)
-        .await
-        .expect("the reload after the write");
+    server.wait_for_log("config reload failed", RELOAD_DEADLINE).await.expect("the reload after the write");
     // Read the file, as an editor or the admin API would.
     let _ = std::fs::read_to_string(server.config_path()).unwrap();
     // Bounded checks that nothing happens: let the write's burst settle, then count; 0.1 would
@@ -595,12 +389,7 @@ async fn reading_the_config_file_does_not_trigger_reloads() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     let failures = server.stdout().count("config reload failed");
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    assert_eq!(
-        server.stdout().count("config reload failed"),
-        failures,
-        "reloads without a write:\n{}",
-        server.logs()
-    );
+    assert_eq!(server.stdout().count("config reload failed"), failures, "reloads without a write:\n{}", server.logs());
     // The server still serves with its boot configuration.
     let info = server_info(&mut server.raw_client().await).await;
     assert_eq!(info.max_enqueue_batch, 256);
@@ -610,34 +399,18 @@ async fn reading_the_config_file_does_not_trigger_reloads() {
 async fn a_changed_restart_only_field_is_reported_and_not_applied() {
     let server = TestServer::start("");
     let mut client = server.raw_client().await;
-    server
-        .wait_for_log(
-            "watching config file for hot reload",
-            Duration::from_secs(5),
-        )
-        .await
-        .expect("watching");
+    server.wait_for_log("watching config file for hot reload", Duration::from_secs(5)).await.expect("watching");
     let mark = server.log_mark();
-    server.write_config(
-        "[storage]\ndead_letter_retention_ms = 60000\n[limits]\nmax_reserve_batch = 3\n",
-    );
+    server.write_config("[storage]\ndead_letter_retention_ms = 60000\n[limits]\nmax_reserve_batch = 3\n");
     eventually("max_reserve_batch to be reloaded", RELOAD_DEADLINE, || {
         let mut client = client.clone();
         async move { (server_info(&mut client).await.max_reserve_batch == 3).then_some(()) }
     })
     .await;
-    assert!(
-        !server_info(&mut client).await.dead_letter_retention_enabled,
-        "retention is fixed at boot"
-    );
+    assert!(!server_info(&mut client).await.dead_letter_retention_enabled, "retention is fixed at boot");
     let line = server
         .wait_for_log_since(mark, "dead_letter_retention_ms", Duration::from_secs(5))
         .await
-        .unwrap_or_else(|| {
-            panic!(
-                "the changed restart-only field was not reported:\n{}",
-                server.logs()
-            )
-        });
+        .unwrap_or_else(|| panic!("the changed restart-only field was not reported:\n{}", server.logs()));
     assert!(line.to_lowercase().contains("restart"), "{line}");
 }

@@ -15,9 +15,7 @@ use pb::job_rejection::Reason;
 const LEASE_MS: u64 = 30_000;
 
 fn invalid(message: &str) -> Reason {
-    Reason::InvalidRequest(pb::InvalidRequest {
-        message: message.into(),
-    })
+    Reason::InvalidRequest(pb::InvalidRequest { message: message.into() })
 }
 
 fn unset_value() -> pb::PrimitiveValue {
@@ -33,11 +31,7 @@ async fn assert_still_serves(client: &mut QueueServiceClient<Channel>) {
     assert_eq!(jobs.len(), 1, "the server no longer delivers jobs");
     assert_eq!(jobs[0].id, id);
     client
-        .ack(pb::AckRequest {
-            job_id: id,
-            attempt: 1,
-            worker_id: None,
-        })
+        .ack(pb::AckRequest { job_id: id, attempt: 1, worker_id: None })
         .await
         .expect("the server no longer acks jobs");
 }
@@ -59,20 +53,13 @@ async fn server_info_reports_the_default_limits() {
     let server = TestServer::start("");
     let mut client = server.raw_client().await;
     let before = now_ms();
-    let info = client
-        .get_server_info(pb::GetServerInfoRequest {})
-        .await
-        .expect("server info")
-        .into_inner();
+    let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("server info").into_inner();
     let after = now_ms();
 
     assert_eq!(info.server_version, "0.1.1");
     assert_eq!(info.supported_protocol_versions, vec!["v1".to_string()]);
     let server_time = timestamp_ms(info.server_time.as_ref().expect("server_time is set"));
-    assert!(
-        before - 1000 <= server_time && server_time <= after + 1000,
-        "server_time {server_time} not near {before}"
-    );
+    assert!(before - 1000 <= server_time && server_time <= after + 1000, "server_time {server_time} not near {before}");
     assert!(!info.restricts_encodings);
     assert!(info.allowed_encodings.is_empty());
     assert_eq!(info.max_payload_bytes, 1_048_576);
@@ -118,18 +105,11 @@ async fn server_info_reports_the_configured_limits() {
         "#,
     );
     let mut client = server.raw_client().await;
-    let info = client
-        .get_server_info(pb::GetServerInfoRequest {})
-        .await
-        .expect("server info")
-        .into_inner();
+    let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("server info").into_inner();
 
     assert_eq!(info.server_version, "0.1.1");
     assert!(info.restricts_encodings);
-    assert_eq!(
-        info.allowed_encodings,
-        vec!["application/json".to_string(), "text/plain".to_string()]
-    );
+    assert_eq!(info.allowed_encodings, vec!["application/json".to_string(), "text/plain".to_string()]);
     assert_eq!(info.max_payload_bytes, 2048);
     assert_eq!(info.max_custom_entries, 7);
     assert_eq!(info.max_custom_total_bytes, 999);
@@ -151,11 +131,7 @@ async fn server_info_reports_the_configured_limits() {
 async fn an_empty_allowed_encodings_list_restricts_every_encoding() {
     let server = TestServer::start("[limits]\nallowed_encodings = []\n");
     let mut client = server.raw_client().await;
-    let info = client
-        .get_server_info(pb::GetServerInfoRequest {})
-        .await
-        .expect("server info")
-        .into_inner();
+    let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("server info").into_inner();
     assert!(info.restricts_encodings);
     assert!(info.allowed_encodings.is_empty());
 }
@@ -163,9 +139,7 @@ async fn an_empty_allowed_encodings_list_restricts_every_encoding() {
 async fn health_status(channel: Channel, service: &str) -> i32 {
     use tonic_health::pb::health_client::HealthClient;
     let mut health = HealthClient::new(channel);
-    let request = tonic_health::pb::HealthCheckRequest {
-        service: service.into(),
-    };
+    let request = tonic_health::pb::HealthCheckRequest { service: service.into() };
     health
         .check(request)
         .await
@@ -179,10 +153,7 @@ async fn health_reports_serving_for_the_server_and_the_queue_service() {
     let server = TestServer::start("");
     let serving = tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
     assert_eq!(health_status(server.channel().await, "").await, serving);
-    assert_eq!(
-        health_status(server.channel().await, "sepp.v1.QueueService").await,
-        serving
-    );
+    assert_eq!(health_status(server.channel().await, "sepp.v1.QueueService").await, serving);
 }
 
 #[tokio::test]
@@ -190,17 +161,11 @@ async fn health_needs_no_api_key_when_keys_are_configured() {
     let server = TestServer::start("[auth]\napi_keys = [{ name = \"ci\", key = \"s3cret\" }]\n");
     // The queue service does want a key ...
     let mut client = server.raw_client().await;
-    assert_code(
-        client.get_server_info(pb::GetServerInfoRequest {}).await,
-        Code::Unauthenticated,
-    );
+    assert_code(client.get_server_info(pb::GetServerInfoRequest {}).await, Code::Unauthenticated);
     // ... the health service does not.
     let serving = tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
     assert_eq!(health_status(server.channel().await, "").await, serving);
-    assert_eq!(
-        health_status(server.channel().await, "sepp.v1.QueueService").await,
-        serving
-    );
+    assert_eq!(health_status(server.channel().await, "sepp.v1.QueueService").await, serving);
 }
 
 // ---- EnqueueBatch / EnqueueAtomic: whole-call checks --------------------------------------
@@ -210,16 +175,8 @@ async fn an_empty_batch_is_invalid_for_both_enqueue_rpcs() {
     let server = TestServer::start("");
     let mut client = server.raw_client().await;
     let message = "batch must contain at least one job";
-    assert_status(
-        client.enqueue_batch(batch(vec![])).await,
-        Code::InvalidArgument,
-        message,
-    );
-    assert_status(
-        client.enqueue_atomic(batch(vec![])).await,
-        Code::InvalidArgument,
-        message,
-    );
+    assert_status(client.enqueue_batch(batch(vec![])).await, Code::InvalidArgument, message);
+    assert_status(client.enqueue_atomic(batch(vec![])).await, Code::InvalidArgument, message);
     assert_still_serves(&mut client).await;
 }
 
@@ -230,27 +187,12 @@ async fn a_batch_over_max_enqueue_batch_is_invalid_for_both_enqueue_rpcs() {
     let queue = unique("batch-cap");
     let three = || batch(vec![job(&queue, "a"), job(&queue, "b"), job(&queue, "c")]);
     let message = "batch exceeds max_enqueue_batch (2)";
-    assert_status(
-        client.enqueue_batch(three()).await,
-        Code::InvalidArgument,
-        message,
-    );
-    assert_status(
-        client.enqueue_atomic(three()).await,
-        Code::InvalidArgument,
-        message,
-    );
+    assert_status(client.enqueue_batch(three()).await, Code::InvalidArgument, message);
+    assert_status(client.enqueue_atomic(three()).await, Code::InvalidArgument, message);
     // Nothing of the refused batches was written.
-    assert!(
-        reserve_now(&mut client, &[&queue], LEASE_MS)
-            .await
-            .is_empty()
-    );
+    assert!(reserve_now(&mut client, &[&queue], LEASE_MS).await.is_empty());
     // Exactly at the cap is fine.
-    let two = client
-        .enqueue_batch(batch(vec![job(&queue, "a"), job(&queue, "b")]))
-        .await
-        .expect("two jobs");
+    let two = client.enqueue_batch(batch(vec![job(&queue, "a"), job(&queue, "b")])).await.expect("two jobs");
     assert!(results(two.into_inner()).iter().all(Result::is_ok));
     assert_still_serves(&mut client).await;
 }
@@ -264,23 +206,11 @@ fn stage_a_cases(queue: &str) -> Vec<(pb::EnqueueRequest, &'static str)> {
         (job(".", "t"), "queue must not be \".\" or \"..\""),
         (job("..", "t"), "queue must not be \".\" or \"..\""),
         (job("a/b", "t"), "queue must not contain '/'"),
-        (
-            job("bell\u{7}queue", "t"),
-            "queue must not contain control characters",
-        ),
-        (
-            job("new\nline", "t"),
-            "queue must not contain control characters",
-        ),
+        (job("bell\u{7}queue", "t"), "queue must not contain control characters"),
+        (job("new\nline", "t"), "queue must not contain control characters"),
         (job(queue, ""), "job_type must not be empty"),
-        (
-            with_payload(job(queue, "t"), b"", "text/plain"),
-            "payload.data must not be empty",
-        ),
-        (
-            with_payload(job(queue, "t"), b"x", ""),
-            "payload.encoding must not be empty",
-        ),
+        (with_payload(job(queue, "t"), b"", "text/plain"), "payload.data must not be empty"),
+        (with_payload(job(queue, "t"), b"x", ""), "payload.encoding must not be empty"),
     ];
     let mut request = job(queue, "t");
     request.idempotency_key = Some(String::new());
@@ -292,10 +222,7 @@ fn stage_a_cases(queue: &str) -> Vec<(pb::EnqueueRequest, &'static str)> {
     request.max_attempts = Some(0);
     cases.push((request, "max_attempts must be >= 1"));
     let mut request = job(queue, "t");
-    request.trace_context = Some(pb::TraceContext {
-        traceparent: String::new(),
-        tracestate: Some("a=b".into()),
-    });
+    request.trace_context = Some(pb::TraceContext { traceparent: String::new(), tracestate: Some("a=b".into()) });
     cases.push((request, "trace_context.traceparent must not be empty"));
     let mut request = job(queue, "t");
     request.custom.insert(String::new(), string_value("v"));
@@ -340,35 +267,18 @@ async fn enqueue_batch_rejects_structurally_invalid_jobs_one_by_one() {
     let mut jobs = vec![job(&queue, "good-first")];
     jobs.extend(cases.iter().map(|(request, _)| request.clone()));
     jobs.push(job(&queue, "good-last"));
-    let response = client
-        .enqueue_batch(batch(jobs))
-        .await
-        .expect("batch call succeeds")
-        .into_inner();
+    let response = client.enqueue_batch(batch(jobs)).await.expect("batch call succeeds").into_inner();
     let results = results(response);
     assert_eq!(results.len(), cases.len() + 2);
     assert!(results[0].is_ok(), "{:?}", results[0]);
-    assert!(
-        results[cases.len() + 1].is_ok(),
-        "{:?}",
-        results[cases.len() + 1]
-    );
+    assert!(results[cases.len() + 1].is_ok(), "{:?}", results[cases.len() + 1]);
     for (index, (_, message)) in cases.iter().enumerate() {
-        assert_eq!(
-            results[index + 1],
-            Err(invalid(message)),
-            "case {index}: expected {message:?}"
-        );
+        assert_eq!(results[index + 1], Err(invalid(message)), "case {index}: expected {message:?}");
     }
     // Only the two valid jobs were written.
     let mut reserve_all = reserve(&[&queue], LEASE_MS);
     reserve_all.max_jobs = Some(100);
-    let jobs = client
-        .reserve(reserve_all)
-        .await
-        .expect("reserve")
-        .into_inner()
-        .jobs;
+    let jobs = client.reserve(reserve_all).await.expect("reserve").into_inner().jobs;
     let mut types: Vec<_> = jobs.iter().map(|job| job.job_type.as_str()).collect();
     types.sort();
     assert_eq!(types, vec!["good-first", "good-last"]);
@@ -383,39 +293,19 @@ async fn enqueue_atomic_lists_every_failing_job_with_its_index_and_writes_nothin
     let cases = stage_a_cases(&queue);
     let mut jobs = vec![job(&queue, "good")];
     jobs.extend(cases.iter().map(|(request, _)| request.clone()));
-    let response = client
-        .enqueue_atomic(batch(jobs))
-        .await
-        .expect("atomic call succeeds")
-        .into_inner();
+    let response = client.enqueue_atomic(batch(jobs)).await.expect("atomic call succeeds").into_inner();
     let Some(pb::enqueue_atomic_response::Outcome::Rejection(failure)) = response.outcome else {
         panic!("expected a rejection, got {:?}", response.outcome);
     };
-    let expected: Vec<(u32, Reason)> = cases
-        .iter()
-        .enumerate()
-        .map(|(index, (_, message))| (index as u32 + 1, invalid(message)))
-        .collect();
+    let expected: Vec<(u32, Reason)> =
+        cases.iter().enumerate().map(|(index, (_, message))| (index as u32 + 1, invalid(message))).collect();
     let actual: Vec<(u32, Reason)> = failure
         .errors
         .into_iter()
-        .map(|error| {
-            (
-                error.index,
-                error
-                    .rejection
-                    .and_then(|rejection| rejection.reason)
-                    .expect("a reason"),
-            )
-        })
+        .map(|error| (error.index, error.rejection.and_then(|rejection| rejection.reason).expect("a reason")))
         .collect();
     assert_eq!(actual, expected);
-    assert!(
-        reserve_now(&mut client, &[&queue], LEASE_MS)
-            .await
-            .is_empty(),
-        "an atomic rejection wrote a job"
-    );
+    assert!(reserve_now(&mut client, &[&queue], LEASE_MS).await.is_empty(), "an atomic rejection wrote a job");
     assert_still_serves(&mut client).await;
 }
 
@@ -427,11 +317,7 @@ async fn enqueue_atomic_commits_all_jobs_in_order() {
     let mut keyed = job(&queue, "keyed");
     keyed.idempotency_key = Some("k1".into());
     let jobs = vec![job(&queue, "one"), keyed.clone(), keyed];
-    let response = client
-        .enqueue_atomic(batch(jobs))
-        .await
-        .expect("atomic")
-        .into_inner();
+    let response = client.enqueue_atomic(batch(jobs)).await.expect("atomic").into_inner();
     let Some(pb::enqueue_atomic_response::Outcome::Success(success)) = response.outcome else {
         panic!("expected success, got {:?}", response.outcome);
     };
@@ -443,16 +329,7 @@ async fn enqueue_atomic_commits_all_jobs_in_order() {
     assert_eq!(success.responses[2].job_id, success.responses[1].job_id);
     let mut request = reserve(&[&queue], LEASE_MS);
     request.max_jobs = Some(10);
-    assert_eq!(
-        client
-            .reserve(request)
-            .await
-            .expect("reserve")
-            .into_inner()
-            .jobs
-            .len(),
-        2
-    );
+    assert_eq!(client.reserve(request).await.expect("reserve").into_inner().jobs.len(), 2);
 }
 
 // ---- Stage B and C -------------------------------------------------------------------------
@@ -481,18 +358,9 @@ async fn enqueue_applies_limits_per_job() {
     let mut cases: Vec<(pb::EnqueueRequest, Reason)> = vec![
         (
             job("a-rather-far-too-long-name", "ok"),
-            Reason::QueueNameTooLong(pb::QueueNameTooLong {
-                limit: 20,
-                actual: 26,
-            }),
+            Reason::QueueNameTooLong(pb::QueueNameTooLong { limit: 20, actual: 26 }),
         ),
-        (
-            job(q, "much-too-long"),
-            Reason::JobTypeNameTooLong(pb::JobTypeNameTooLong {
-                limit: 8,
-                actual: 13,
-            }),
-        ),
+        (job(q, "much-too-long"), Reason::JobTypeNameTooLong(pb::JobTypeNameTooLong { limit: 8, actual: 13 })),
         (
             job(q, "nope"),
             Reason::JobTypeNotAllowed(pb::JobTypeNotAllowed {
@@ -502,93 +370,44 @@ async fn enqueue_applies_limits_per_job() {
         ),
         (
             with_payload(job(q, "ok"), &[7; 17], "json"),
-            Reason::PayloadTooLarge(pb::PayloadTooLarge {
-                limit: 16,
-                actual: 17,
-            }),
+            Reason::PayloadTooLarge(pb::PayloadTooLarge { limit: 16, actual: 17 }),
         ),
         (
             with_payload(job(q, "ok"), b"{}", "xml"),
-            Reason::EncodingNotAllowed(pb::EncodingNotAllowed {
-                encoding: "xml".into(),
-                allowed: vec!["json".into()],
-            }),
+            Reason::EncodingNotAllowed(pb::EncodingNotAllowed { encoding: "xml".into(), allowed: vec!["json".into()] }),
         ),
     ];
     let mut request = job(q, "ok");
     request.idempotency_key = Some("12345".into());
-    cases.push((
-        request,
-        Reason::IdempotencyKeyTooLong(pb::IdempotencyKeyTooLong {
-            limit: 4,
-            actual: 5,
-        }),
-    ));
+    cases.push((request, Reason::IdempotencyKeyTooLong(pb::IdempotencyKeyTooLong { limit: 4, actual: 5 })));
     let mut request = job(q, "ok");
     for key in ["a", "b", "c"] {
         request.custom.insert(key.into(), string_value("v"));
     }
-    cases.push((
-        request,
-        Reason::CustomEntriesTooMany(pb::CustomEntriesTooMany {
-            limit: 2,
-            actual: 3,
-        }),
-    ));
+    cases.push((request, Reason::CustomEntriesTooMany(pb::CustomEntriesTooMany { limit: 2, actual: 3 })));
     let mut request = job(q, "ok");
     request.custom.insert("toolong".into(), string_value("v"));
-    cases.push((
-        request,
-        Reason::CustomKeyTooLong(pb::CustomKeyTooLong {
-            key: "toolong".into(),
-            limit: 5,
-            actual: 7,
-        }),
-    ));
+    cases
+        .push((request, Reason::CustomKeyTooLong(pb::CustomKeyTooLong { key: "toolong".into(), limit: 5, actual: 7 })));
     // 1 + 8 (int) + 5 + 10 (string) = 24 > 20.
     let mut request = job(q, "ok");
-    request.custom.insert(
-        "n".into(),
-        pb::PrimitiveValue {
-            value: Some(pb::primitive_value::Value::IntValue(5)),
-        },
-    );
-    request
-        .custom
-        .insert("label".into(), string_value("0123456789"));
-    cases.push((
-        request,
-        Reason::CustomMapTooLarge(pb::CustomMapTooLarge {
-            limit: 20,
-            actual: 24,
-        }),
-    ));
+    request.custom.insert("n".into(), pb::PrimitiveValue { value: Some(pb::primitive_value::Value::IntValue(5)) });
+    request.custom.insert("label".into(), string_value("0123456789"));
+    cases.push((request, Reason::CustomMapTooLarge(pb::CustomMapTooLarge { limit: 20, actual: 24 })));
     let far = now_ms() + 3_600_000;
     let mut request = job(q, "ok");
-    request.scheduled_at = Some(prost_types::Timestamp {
-        seconds: far / 1000,
-        nanos: 0,
-    });
+    request.scheduled_at = Some(prost_types::Timestamp { seconds: far / 1000, nanos: 0 });
     cases.push((
         request,
         Reason::ScheduledTooFar(pb::ScheduledTooFar {
             horizon: Some(ms(60_000)),
-            actual: Some(prost_types::Timestamp {
-                seconds: far / 1000,
-                nanos: 0,
-            }),
+            actual: Some(prost_types::Timestamp { seconds: far / 1000, nanos: 0 }),
         }),
     ));
 
     let mut jobs: Vec<_> = cases.iter().map(|(request, _)| request.clone()).collect();
     jobs.push(with_payload(job(q, "other"), b"{}", "json"));
-    let results = results(
-        client
-            .enqueue_batch(batch(jobs))
-            .await
-            .expect("batch")
-            .into_inner(),
-    );
+    let results = results(client.enqueue_batch(batch(jobs)).await.expect("batch").into_inner());
     for (index, (_, expected)) in cases.iter().enumerate() {
         assert_eq!(&results[index], &Err(expected.clone()), "case {index}");
     }
@@ -607,120 +426,48 @@ async fn reserve_validates_its_arguments_in_order() {
     let bad = Code::InvalidArgument;
 
     // Row 1 (and it comes before the lease check).
-    assert_status(
-        client.reserve(request(&[])).await,
-        bad,
-        "queues must contain at least 1 item",
-    );
+    assert_status(client.reserve(request(&[])).await, bad, "queues must contain at least 1 item");
     let mut no_queues_no_lease = request(&[]);
     no_queues_no_lease.lease_duration = None;
-    assert_status(
-        client.reserve(no_queues_no_lease).await,
-        bad,
-        "queues must contain at least 1 item",
-    );
+    assert_status(client.reserve(no_queues_no_lease).await, bad, "queues must contain at least 1 item");
     // Row 2.
-    assert_status(
-        client.reserve(request(&[ok, ""])).await,
-        bad,
-        "queues item must not be empty",
-    );
-    assert_status(
-        client.reserve(request(&["."])).await,
-        bad,
-        "queues item must not be \".\" or \"..\"",
-    );
-    assert_status(
-        client.reserve(request(&[".."])).await,
-        bad,
-        "queues item must not be \".\" or \"..\"",
-    );
-    assert_status(
-        client.reserve(request(&["a/b"])).await,
-        bad,
-        "queues item must not contain '/'",
-    );
-    assert_status(
-        client.reserve(request(&["a\tb"])).await,
-        bad,
-        "queues item must not contain control characters",
-    );
+    assert_status(client.reserve(request(&[ok, ""])).await, bad, "queues item must not be empty");
+    assert_status(client.reserve(request(&["."])).await, bad, "queues item must not be \".\" or \"..\"");
+    assert_status(client.reserve(request(&[".."])).await, bad, "queues item must not be \".\" or \"..\"");
+    assert_status(client.reserve(request(&["a/b"])).await, bad, "queues item must not contain '/'");
+    assert_status(client.reserve(request(&["a\tb"])).await, bad, "queues item must not contain control characters");
     // Row 3.
     let mut negative_wait = request(&[ok]);
-    negative_wait.wait_timeout = Some(prost_types::Duration {
-        seconds: -1,
-        nanos: 0,
-    });
-    assert_status(
-        client.reserve(negative_wait).await,
-        bad,
-        "wait_timeout must not be negative",
-    );
+    negative_wait.wait_timeout = Some(prost_types::Duration { seconds: -1, nanos: 0 });
+    assert_status(client.reserve(negative_wait).await, bad, "wait_timeout must not be negative");
     // Row 4.
     let mut no_lease = request(&[ok]);
     no_lease.lease_duration = None;
-    assert_status(
-        client.reserve(no_lease).await,
-        bad,
-        "lease_duration is required",
-    );
+    assert_status(client.reserve(no_lease).await, bad, "lease_duration is required");
     let mut zero_lease = request(&[ok]);
     zero_lease.lease_duration = Some(ms(0));
-    assert_status(
-        client.reserve(zero_lease).await,
-        bad,
-        "lease_duration must be greater than 0",
-    );
+    assert_status(client.reserve(zero_lease).await, bad, "lease_duration must be greater than 0");
     let mut negative_lease = request(&[ok]);
-    negative_lease.lease_duration = Some(prost_types::Duration {
-        seconds: -5,
-        nanos: 0,
-    });
-    assert_status(
-        client.reserve(negative_lease).await,
-        bad,
-        "lease_duration must be greater than 0",
-    );
+    negative_lease.lease_duration = Some(prost_types::Duration { seconds: -5, nanos: 0 });
+    assert_status(client.reserve(negative_lease).await, bad, "lease_duration must be greater than 0");
     // Row 5.
     let mut empty_worker = request(&[ok]);
     empty_worker.worker_id = Some(String::new());
-    assert_status(
-        client.reserve(empty_worker).await,
-        bad,
-        "worker_id must not be empty",
-    );
+    assert_status(client.reserve(empty_worker).await, bad, "worker_id must not be empty");
     // Row 6.
     let mut zero_jobs = request(&[ok]);
     zero_jobs.max_jobs = Some(0);
-    assert_status(
-        client.reserve(zero_jobs).await,
-        bad,
-        "max_jobs must be >= 1",
-    );
+    assert_status(client.reserve(zero_jobs).await, bad, "max_jobs must be >= 1");
     // Row 7.
-    assert_status(
-        client.reserve(request(&["a", "b", "c"])).await,
-        bad,
-        "reserve exceeds max_reserve_queues (2)",
-    );
+    assert_status(client.reserve(request(&["a", "b", "c"])).await, bad, "reserve exceeds max_reserve_queues (2)");
     // Row 8: the message names the queue and the limit; SPEC does not pin its text.
     let long = "x".repeat(17);
     let status = assert_code(client.reserve(request(&[ok, &long])).await, bad);
-    assert!(
-        status.message().contains(&long),
-        "message {:?} does not name the queue",
-        status.message()
-    );
+    assert!(status.message().contains(&long), "message {:?} does not name the queue", status.message());
     // Exactly at the limit is fine.
     let sixteen = "y".repeat(16);
     assert!(
-        client
-            .reserve(request(&[&sixteen]))
-            .await
-            .expect("a 16-byte name is allowed")
-            .into_inner()
-            .jobs
-            .is_empty()
+        client.reserve(request(&[&sixteen])).await.expect("a 16-byte name is allowed").into_inner().jobs.is_empty()
     );
 
     assert_still_serves(&mut client).await;
@@ -728,67 +475,29 @@ async fn reserve_validates_its_arguments_in_order() {
 
 #[tokio::test]
 async fn reserve_in_strict_mode_refuses_undeclared_queues() {
-    let server =
-        TestServer::start("[server]\nstrict_queues = true\n[[queues]]\nname = \"known\"\n");
+    let server = TestServer::start("[server]\nstrict_queues = true\n[[queues]]\nname = \"known\"\n");
     let mut client = server.raw_client().await;
-    let status = assert_code(
-        client
-            .reserve(reserve(&["known", "stranger"], LEASE_MS))
-            .await,
-        Code::FailedPrecondition,
-    );
-    assert!(
-        status.message().contains("stranger"),
-        "message {:?} does not list the queue",
-        status.message()
-    );
-    assert!(
-        !status.message().contains("known,"),
-        "message {:?} lists a declared queue",
-        status.message()
-    );
+    let status = assert_code(client.reserve(reserve(&["known", "stranger"], LEASE_MS)).await, Code::FailedPrecondition);
+    assert!(status.message().contains("stranger"), "message {:?} does not list the queue", status.message());
+    assert!(!status.message().contains("known,"), "message {:?} lists a declared queue", status.message());
     // Validation rows 1-8 still come first.
     let mut no_lease = reserve(&["stranger"], LEASE_MS);
     no_lease.lease_duration = None;
-    assert_status(
-        client.reserve(no_lease).await,
-        Code::InvalidArgument,
-        "lease_duration is required",
-    );
+    assert_status(client.reserve(no_lease).await, Code::InvalidArgument, "lease_duration is required");
     // Enqueue: strict mode (stage B) comes before the limits (stage C).
     let long = "z".repeat(600);
     let response = client
-        .enqueue_batch(batch(vec![
-            job("stranger", "t"),
-            job(&long, "t"),
-            job("known", "t"),
-        ]))
+        .enqueue_batch(batch(vec![job("stranger", "t"), job(&long, "t"), job("known", "t")]))
         .await
         .expect("enqueue")
         .into_inner();
     let results = results(response);
-    assert_eq!(
-        results[0],
-        Err(Reason::UnknownQueue(pb::UnknownQueue {
-            queue: "stranger".into()
-        }))
-    );
-    assert_eq!(
-        results[1],
-        Err(Reason::UnknownQueue(pb::UnknownQueue {
-            queue: long.clone()
-        }))
-    );
-    let id = results[2]
-        .clone()
-        .expect("a declared queue accepts jobs")
-        .job_id;
+    assert_eq!(results[0], Err(Reason::UnknownQueue(pb::UnknownQueue { queue: "stranger".into() })));
+    assert_eq!(results[1], Err(Reason::UnknownQueue(pb::UnknownQueue { queue: long.clone() })));
+    let id = results[2].clone().expect("a declared queue accepts jobs").job_id;
     // The declared queue works.
     let jobs = reserve_now(&mut client, &["known"], LEASE_MS).await;
-    assert_eq!(
-        jobs.iter().map(|job| job.id.as_str()).collect::<Vec<_>>(),
-        vec![id.as_str()]
-    );
+    assert_eq!(jobs.iter().map(|job| job.id.as_str()).collect::<Vec<_>>(), vec![id.as_str()]);
 }
 
 // ---- Ack / Nack / Extend validation --------------------------------------------------------
@@ -802,157 +511,58 @@ async fn lease_operations_validate_their_arguments() {
     let id = leased.id.as_str();
     let bad = Code::InvalidArgument;
 
-    for malformed in [
-        "",
-        "not-a-uuid",
-        "0123456789abcdef0123456789abcdef",
-        &format!("{id}0"),
-        &id[1..],
-    ] {
+    for malformed in ["", "not-a-uuid", "0123456789abcdef0123456789abcdef", &format!("{id}0"), &id[1..]] {
         let message = "job_id must be a UUID";
         assert_status(client.ack(ack(malformed, 1)).await, bad, message);
         assert_status(client.nack(nack(malformed, 1, None)).await, bad, message);
-        assert_status(
-            client.extend(extend(malformed, 1, 1000)).await,
-            bad,
-            message,
-        );
+        assert_status(client.extend(extend(malformed, 1, 1000)).await, bad, message);
     }
     assert_status(client.ack(ack(id, 0)).await, bad, "attempt must be >= 1");
-    assert_status(
-        client.nack(nack(id, 0, None)).await,
-        bad,
-        "attempt must be >= 1",
-    );
-    assert_status(
-        client.extend(extend(id, 0, 1000)).await,
-        bad,
-        "attempt must be >= 1",
-    );
+    assert_status(client.nack(nack(id, 0, None)).await, bad, "attempt must be >= 1");
+    assert_status(client.extend(extend(id, 0, 1000)).await, bad, "attempt must be >= 1");
 
     let mut empty_worker = ack(id, 1);
     empty_worker.worker_id = Some(String::new());
-    assert_status(
-        client.ack(empty_worker).await,
-        bad,
-        "worker_id must not be empty",
-    );
+    assert_status(client.ack(empty_worker).await, bad, "worker_id must not be empty");
     let mut empty_worker = nack(id, 1, None);
     empty_worker.worker_id = Some(String::new());
-    assert_status(
-        client.nack(empty_worker).await,
-        bad,
-        "worker_id must not be empty",
-    );
+    assert_status(client.nack(empty_worker).await, bad, "worker_id must not be empty");
     let mut empty_worker = extend(id, 1, 1000);
     empty_worker.worker_id = Some(String::new());
-    assert_status(
-        client.extend(empty_worker).await,
-        bad,
-        "worker_id must not be empty",
-    );
+    assert_status(client.extend(empty_worker).await, bad, "worker_id must not be empty");
 
     let mut unset_strategy = nack(id, 1, None);
     unset_strategy.retry = Some(pb::NackRetry { strategy: None });
-    assert_status(
-        client.nack(unset_strategy).await,
-        bad,
-        "retry strategy is required",
-    );
-    let negative = pb::nack_retry::Strategy::Delay(prost_types::Duration {
-        seconds: -1,
-        nanos: 0,
-    });
-    assert_status(
-        client.nack(nack(id, 1, Some(negative))).await,
-        bad,
-        "retry delay must not be negative",
-    );
+    assert_status(client.nack(unset_strategy).await, bad, "retry strategy is required");
+    let negative = pb::nack_retry::Strategy::Delay(prost_types::Duration { seconds: -1, nanos: 0 });
+    assert_status(client.nack(nack(id, 1, Some(negative))).await, bad, "retry delay must not be negative");
 
     let mut no_lease = extend(id, 1, 1000);
     no_lease.lease_duration = None;
-    assert_status(
-        client.extend(no_lease).await,
-        bad,
-        "lease_duration is required",
-    );
-    assert_status(
-        client.extend(extend(id, 1, 0)).await,
-        bad,
-        "lease_duration must be greater than 0",
-    );
+    assert_status(client.extend(no_lease).await, bad, "lease_duration is required");
+    assert_status(client.extend(extend(id, 1, 0)).await, bad, "lease_duration must be greater than 0");
     let mut negative_lease = extend(id, 1, 1000);
-    negative_lease.lease_duration = Some(prost_types::Duration {
-        seconds: -1,
-        nanos: 0,
-    });
-    assert_status(
-        client.extend(negative_lease).await,
-        bad,
-        "lease_duration must be greater than 0",
-    );
+    negative_lease.lease_duration = Some(prost_types::Duration { seconds: -1, nanos: 0 });
+    assert_status(client.extend(negative_lease).await, bad, "lease_duration must be greater than 0");
 
     // The canonical shape is checked case-insensitively but looked up by exact bytes.
     let upper = id.to_uppercase();
-    assert_status(
-        client.ack(ack(&upper, 1)).await,
-        Code::NotFound,
-        "job not found",
-    );
-    assert_status(
-        client.nack(nack(&upper, 1, None)).await,
-        Code::NotFound,
-        "job not found",
-    );
-    assert_status(
-        client.extend(extend(&upper, 1, 1000)).await,
-        Code::NotFound,
-        "job not found",
-    );
+    assert_status(client.ack(ack(&upper, 1)).await, Code::NotFound, "job not found");
+    assert_status(client.nack(nack(&upper, 1, None)).await, Code::NotFound, "job not found");
+    assert_status(client.extend(extend(&upper, 1, 1000)).await, Code::NotFound, "job not found");
     // A well-formed id nobody has.
     let stranger = "00000000-0000-4000-8000-000000000000";
-    assert_status(
-        client.ack(ack(stranger, 1)).await,
-        Code::NotFound,
-        "job not found",
-    );
-    assert_status(
-        client.nack(nack(stranger, 1, None)).await,
-        Code::NotFound,
-        "job not found",
-    );
-    assert_status(
-        client.extend(extend(stranger, 1, 1000)).await,
-        Code::NotFound,
-        "job not found",
-    );
+    assert_status(client.ack(ack(stranger, 1)).await, Code::NotFound, "job not found");
+    assert_status(client.nack(nack(stranger, 1, None)).await, Code::NotFound, "job not found");
+    assert_status(client.extend(extend(stranger, 1, 1000)).await, Code::NotFound, "job not found");
     // The in-flight job under another attempt, lower or higher.
-    assert_status(
-        client.ack(ack(id, 2)).await,
-        Code::FailedPrecondition,
-        "attempt mismatch",
-    );
-    assert_status(
-        client.nack(nack(id, 7, None)).await,
-        Code::FailedPrecondition,
-        "attempt mismatch",
-    );
-    assert_status(
-        client.extend(extend(id, 2, 1000)).await,
-        Code::FailedPrecondition,
-        "attempt mismatch",
-    );
+    assert_status(client.ack(ack(id, 2)).await, Code::FailedPrecondition, "attempt mismatch");
+    assert_status(client.nack(nack(id, 7, None)).await, Code::FailedPrecondition, "attempt mismatch");
+    assert_status(client.extend(extend(id, 2, 1000)).await, Code::FailedPrecondition, "attempt mismatch");
 
     // None of that disturbed the lease: the job is still in flight under attempt 1.
-    client
-        .ack(ack(id, 1))
-        .await
-        .expect("the original lease still holds");
-    assert_status(
-        client.ack(ack(id, 1)).await,
-        Code::NotFound,
-        "job not found",
-    );
+    client.ack(ack(id, 1)).await.expect("the original lease still holds");
+    assert_status(client.ack(ack(id, 1)).await, Code::NotFound, "job not found");
     assert_still_serves(&mut client).await;
 }
 
@@ -960,78 +570,40 @@ async fn lease_operations_validate_their_arguments() {
 async fn drain_dead_letters_validates_its_arguments() {
     let server = TestServer::start("[storage]\ndead_letter_retention_ms = 60000\n");
     let mut client = server.raw_client().await;
-    let drain = |queue: Option<&str>, max: Option<u32>| pb::DrainDeadLettersRequest {
-        queue: queue.map(Into::into),
-        max,
-    };
+    let drain =
+        |queue: Option<&str>, max: Option<u32>| pb::DrainDeadLettersRequest { queue: queue.map(Into::into), max };
     assert_status(
         client.drain_dead_letters(drain(Some(""), Some(5))).await,
         Code::InvalidArgument,
         "queue must not be empty",
     );
-    assert_status(
-        client.drain_dead_letters(drain(None, Some(0))).await,
-        Code::InvalidArgument,
-        "max must be >= 1",
-    );
+    assert_status(client.drain_dead_letters(drain(None, Some(0))).await, Code::InvalidArgument, "max must be >= 1");
     assert_status(
         client.drain_dead_letters(drain(Some("q"), Some(0))).await,
         Code::InvalidArgument,
         "max must be >= 1",
     );
     // Only emptiness is checked for the queue filter; nothing is there.
-    let response = client
-        .drain_dead_letters(drain(Some("a/b"), None))
-        .await
-        .expect("drain")
-        .into_inner();
+    let response = client.drain_dead_letters(drain(Some("a/b"), None)).await.expect("drain").into_inner();
     assert!(response.records.is_empty());
     assert_still_serves(&mut client).await;
 }
 
 #[tokio::test]
 async fn oversized_messages_are_out_of_range_and_the_server_keeps_serving() {
-    let server =
-        TestServer::start("[limits]\nmax_message_bytes = 4096\nmax_payload_bytes = 1024\n");
+    let server = TestServer::start("[limits]\nmax_message_bytes = 4096\nmax_payload_bytes = 1024\n");
     let mut client = server.raw_client().await;
     let queue = unique("oversized");
     let big = with_payload(job(&queue, "t"), &vec![b'x'; 8192], "bytes");
-    let status = assert_code(
-        client.enqueue_batch(batch(vec![big.clone()])).await,
-        Code::OutOfRange,
-    );
-    assert!(
-        status
-            .message()
-            .contains("decoded message length too large"),
-        "message {:?}",
-        status.message()
-    );
-    let status = assert_code(
-        client.enqueue_atomic(batch(vec![big])).await,
-        Code::OutOfRange,
-    );
-    assert!(
-        status
-            .message()
-            .contains("decoded message length too large"),
-        "message {:?}",
-        status.message()
-    );
+    let status = assert_code(client.enqueue_batch(batch(vec![big.clone()])).await, Code::OutOfRange);
+    assert!(status.message().contains("decoded message length too large"), "message {:?}", status.message());
+    let status = assert_code(client.enqueue_atomic(batch(vec![big])).await, Code::OutOfRange);
+    assert!(status.message().contains("decoded message length too large"), "message {:?}", status.message());
     // Below the message cap but above the payload cap is a per-job rejection instead.
-    let response = client
-        .enqueue_batch(batch(vec![with_payload(
-            job(&queue, "t"),
-            &[1; 2000],
-            "bytes",
-        )]))
-        .await;
+    let response = client.enqueue_batch(batch(vec![with_payload(job(&queue, "t"), &[1; 2000], "bytes")])).await;
     assert_eq!(
         results(response.expect("batch").into_inner()),
-        vec![Err(Reason::PayloadTooLarge(pb::PayloadTooLarge {
-            limit: 1024,
-            actual: 2000
-        }))]
+        vec![Err(Reason::PayloadTooLarge(pb::PayloadTooLarge { limit: 1024, actual: 2000 }))]
     );
     assert_still_serves(&mut client).await;
 }

@@ -9,15 +9,14 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use sepp_rs::client::{
-    ApiKeyInterceptor, ClientError, EnqueueError, LeaseError, ReserveError, RetryDirective,
-    RetryPolicy, SeppClient, SeppClientBuilder,
+    ApiKeyInterceptor, ClientError, EnqueueError, LeaseError, ReserveError, RetryDirective, RetryPolicy, SeppClient,
+    SeppClientBuilder,
 };
 use sepp_rs::worker::{HandlerError, ShutdownHandle, Worker, WorkerBuilderError};
 use sepp_rs::{
-    AtomicEnqueueError, DeadLetterCause, DeadLetterRecord, EnqueueAck, EnqueueRequest,
-    EnqueueRequestBuilderError, Job, JobConversionError, JobCtx, JobRejection, JobValidationError,
-    Payload, Primitive, Priority, PriorityOutOfRange, ReserveOptions, ReserveOptionsError,
-    ServerInfo, ServerInfoError, TraceContext, TraceContextError,
+    AtomicEnqueueError, DeadLetterCause, DeadLetterRecord, EnqueueAck, EnqueueRequest, EnqueueRequestBuilderError, Job,
+    JobConversionError, JobCtx, JobRejection, JobValidationError, Payload, Primitive, Priority, PriorityOutOfRange,
+    ReserveOptions, ReserveOptionsError, ServerInfo, ServerInfoError, TraceContext, TraceContextError,
 };
 
 /// Any error of the program.
@@ -58,8 +57,7 @@ pub fn build_values() -> Result<(Vec<EnqueueRequest>, ReserveOptions, RetryPolic
         ("f64".to_owned(), Primitive::from(0.5f64)),
         ("bool".to_owned(), Primitive::from(true)),
     ]);
-    let first: Result<EnqueueRequest, EnqueueRequestBuilderError> =
-        EnqueueRequest::new("compat", "greet");
+    let first: Result<EnqueueRequest, EnqueueRequestBuilderError> = EnqueueRequest::new("compat", "greet");
     let first = first?
         .with_payload(Payload::new(b"ada".to_vec(), "text/plain"))
         .with_idempotency_key("compat-1")
@@ -70,24 +68,14 @@ pub fn build_values() -> Result<(Vec<EnqueueRequest>, ReserveOptions, RetryPolic
         .with_trace_context(trace)
         .with_scheduled_at(SystemTime::now());
     let second = EnqueueRequest::new("compat", "other")?;
-    let payload = Payload {
-        data: vec![1, 2],
-        encoding: "application/octet-stream".into(),
-    };
-    let third = EnqueueRequest::new(String::from("compat"), String::from("doomed"))?
-        .with_payload(payload)
-        .clone();
-    assert!(matches!(
-        EnqueueRequest::new("", "t"),
-        Err(EnqueueRequestBuilderError::EmptyQueue)
-    ));
+    let payload = Payload { data: vec![1, 2], encoding: "application/octet-stream".into() };
+    let third = EnqueueRequest::new(String::from("compat"), String::from("doomed"))?.with_payload(payload).clone();
+    assert!(matches!(EnqueueRequest::new("", "t"), Err(EnqueueRequestBuilderError::EmptyQueue)));
 
     let options: Result<ReserveOptions, ReserveOptionsError> =
         ReserveOptions::new(vec!["compat"], Duration::from_secs(30));
-    let options = options?
-        .with_wait_timeout(Duration::from_secs(5))
-        .with_max_jobs(10)
-        .with_worker_id("compat-consumer")?;
+    let options =
+        options?.with_wait_timeout(Duration::from_secs(5)).with_max_jobs(10).with_worker_id("compat-consumer")?;
     let _: Duration = options.wait_timeout();
     assert!(matches!(
         ReserveOptions::new(Vec::<String>::new(), Duration::from_secs(1)),
@@ -117,25 +105,16 @@ pub fn tls_builder(ca_pem: &[u8]) -> SeppClientBuilder {
 /// Runs the producer, consumer and worker halves against the server at `addr`.
 pub async fn run(addr: &str) -> Result<Report, Error> {
     let (requests, options, policy) = build_values()?;
-    let builder: SeppClientBuilder = SeppClient::builder(addr)
-        .retry_policy(policy)
-        .rpc_timeout(Duration::from_secs(10));
-    let client: SeppClient = builder
-        .max_receive_message_bytes(16 << 20)
-        .connect()
-        .await?;
+    let builder: SeppClientBuilder =
+        SeppClient::builder(addr).retry_policy(policy).rpc_timeout(Duration::from_secs(10));
+    let client: SeppClient = builder.max_receive_message_bytes(16 << 20).connect().await?;
     let _plain: Result<SeppClient, ClientError> = SeppClient::connect(addr.to_owned()).await;
     let _interceptor: Result<ApiKeyInterceptor, ClientError> = ApiKeyInterceptor::new("key");
 
     let info: Result<ServerInfo, ClientError> = client.get_server_info().await;
     let info = info?;
-    let _: (SystemTime, Duration, u32, u64, bool) = (
-        info.server_time,
-        info.max_lease_duration,
-        info.max_reserve_batch,
-        info.max_payload_bytes,
-        info.strict_queues,
-    );
+    let _: (SystemTime, Duration, u32, u64, bool) =
+        (info.server_time, info.max_lease_duration, info.max_reserve_batch, info.max_payload_bytes, info.strict_queues);
 
     let results: Result<Vec<Result<EnqueueAck, JobRejection>>, ClientError> =
         client.enqueue_batch(requests.clone()).await;
@@ -145,67 +124,38 @@ pub async fn run(addr: &str) -> Result<Report, Error> {
     }
     let single: Result<EnqueueAck, EnqueueError> = client.enqueue(requests[1].clone()).await;
     single?;
-    let atomic: Result<Vec<EnqueueAck>, AtomicEnqueueError> =
-        client.enqueue_atomic(vec![requests[1].clone()]).await;
+    let atomic: Result<Vec<EnqueueAck>, AtomicEnqueueError> = client.enqueue_atomic(vec![requests[1].clone()]).await;
     if let Err(AtomicEnqueueError::Validation(errors)) = &atomic {
-        let _: Vec<(u32, &JobRejection)> = errors
-            .iter()
-            .map(|e: &JobValidationError| (e.index, &e.rejection))
-            .collect();
+        let _: Vec<(u32, &JobRejection)> =
+            errors.iter().map(|e: &JobValidationError| (e.index, &e.rejection)).collect();
     }
     atomic?;
 
     // Consumer half: one batch by hand.
     let reserved: Result<Option<Vec<Job>>, ReserveError> = client.reserve(&options).await;
     for Job { payload, ctx } in reserved?.unwrap_or_default() {
-        let _: (&str, &str, &str, Priority, u32, u32) = (
-            &ctx.id,
-            &ctx.queue,
-            &ctx.job_type,
-            ctx.priority,
-            ctx.attempt,
-            ctx.max_attempts,
-        );
-        let _: (
-            SystemTime,
-            Option<SystemTime>,
-            &HashMap<String, Primitive>,
-            Option<&TraceContext>,
-            SystemTime,
-        ) = (
-            ctx.enqueued_at,
-            ctx.scheduled_at,
-            &ctx.custom,
-            ctx.trace_context.as_ref(),
-            ctx.lease_expires_at,
-        );
+        let _: (&str, &str, &str, Priority, u32, u32) =
+            (&ctx.id, &ctx.queue, &ctx.job_type, ctx.priority, ctx.attempt, ctx.max_attempts);
+        let _: (SystemTime, Option<SystemTime>, &HashMap<String, Primitive>, Option<&TraceContext>, SystemTime) =
+            (ctx.enqueued_at, ctx.scheduled_at, &ctx.custom, ctx.trace_context.as_ref(), ctx.lease_expires_at);
         let extended: Result<SystemTime, LeaseError> = ctx.extend(Duration::from_secs(30)).await;
         extended?;
         let _: Result<SystemTime, LeaseError> = client.extend(&ctx, Duration::from_secs(30)).await;
         if ctx.job_type == "doomed" {
-            let dead: Result<bool, LeaseError> = client
-                .nack(&ctx, RetryDirective::DeadLetter, "compat")
-                .await;
+            let dead: Result<bool, LeaseError> = client.nack(&ctx, RetryDirective::DeadLetter, "compat").await;
             assert!(dead?);
         } else if payload.is_some() {
             let done: Result<(), LeaseError> = client.ack(&ctx).await;
             done?;
         } else {
-            let retried: bool = client
-                .nack(
-                    &ctx,
-                    RetryDirective::After(Duration::ZERO),
-                    String::from("again"),
-                )
-                .await?;
+            let retried: bool = client.nack(&ctx, RetryDirective::After(Duration::ZERO), String::from("again")).await?;
             assert!(!retried);
             let _ = RetryDirective::Default;
         }
         println!("{ctx}");
     }
 
-    let drained: Result<Vec<DeadLetterRecord>, ClientError> =
-        client.drain_dead_letters(Some("compat"), 10).await;
+    let drained: Result<Vec<DeadLetterRecord>, ClientError> = client.drain_dead_letters(Some("compat"), 10).await;
     let drained = drained?;
     for record in &drained {
         let _: DeadLetterCause = record.cause;
@@ -228,23 +178,18 @@ pub async fn run(addr: &str) -> Result<Report, Error> {
         .with_worker_id("compat-worker")?
         .with_auto_extend()
         .with_auto_extend_interval(Duration::from_secs(10))
-        .handle(
-            "other",
-            move |payload: Option<Payload>, ctx: Arc<JobCtx>| {
-                let (counter, signal) = (counter.clone(), signal.clone());
-                async move {
-                    let _ = (payload, ctx.attempt);
-                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    signal.notify_one();
-                    Ok::<(), HandlerError>(())
-                }
-            },
-        )?
+        .handle("other", move |payload: Option<Payload>, ctx: Arc<JobCtx>| {
+            let (counter, signal) = (counter.clone(), signal.clone());
+            async move {
+                let _ = (payload, ctx.attempt);
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                signal.notify_one();
+                Ok::<(), HandlerError>(())
+            }
+        })?
         .replace_handler("greet", |_, _| async { Err(HandlerError::retry("later")) })
         .remove_handler("greet")
-        .with_catch_all_handler(|_, _| async {
-            Err(HandlerError::retry_after("unknown", Duration::from_secs(1)))
-        });
+        .with_catch_all_handler(|_, _| async { Err(HandlerError::retry_after("unknown", Duration::from_secs(1))) });
     let _ = HandlerError::permanent("never");
     let shutdown: ShutdownHandle = worker.shutdown_handle();
     let running = tokio::spawn(worker.run());
@@ -258,25 +203,14 @@ pub async fn run(addr: &str) -> Result<Report, Error> {
         ClientError::Connect { addr, reason } => format!("{addr}: {reason}"),
         ClientError::BatchResultCountMismatch { expected, got } => format!("{expected}/{got}"),
         ClientError::MalformedJob(JobConversionError::MissingField(field)) => field.to_owned(),
-        ClientError::MalformedServerInfo(ServerInfoError::InvalidServerTime(seconds)) => {
-            seconds.to_string()
-        }
+        ClientError::MalformedServerInfo(ServerInfoError::InvalidServerTime(seconds)) => seconds.to_string(),
         other => other.to_string(),
     };
     let _ = |error: LeaseError| {
-        matches!(
-            error,
-            LeaseError::JobNotFound | LeaseError::AttemptMismatch | LeaseError::Client(_)
-        )
+        matches!(error, LeaseError::JobNotFound | LeaseError::AttemptMismatch | LeaseError::Client(_))
     };
-    let _ = |error: ReserveError| {
-        matches!(
-            error,
-            ReserveError::UnknownQueues(_) | ReserveError::Client(_)
-        )
-    };
-    let _ =
-        |error: EnqueueError| matches!(error, EnqueueError::Rejected(_) | EnqueueError::Client(_));
+    let _ = |error: ReserveError| matches!(error, ReserveError::UnknownQueues(_) | ReserveError::Client(_));
+    let _ = |error: EnqueueError| matches!(error, EnqueueError::Rejected(_) | EnqueueError::Client(_));
     let _ = |error: WorkerBuilderError| matches!(error, WorkerBuilderError::DuplicateHandler(_));
 
     Ok(Report {

@@ -9,9 +9,7 @@ mod common;
 #[tokio::test]
 async fn code_written_for_sepp_rs_0_1_runs_against_sepp_client() {
     let server = common::Server::start();
-    let report = sepp_client_compat_test::run(&server.url())
-        .await
-        .expect("the 0.1-style program runs");
+    let report = sepp_client_compat_test::run(&server.url()).await.expect("the 0.1-style program runs");
     assert!(report.handled >= 1);
     assert_eq!(report.drained, 1);
     assert!(!report.server_version.is_empty());

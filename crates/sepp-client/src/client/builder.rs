@@ -143,19 +143,14 @@ impl SeppClientBuilder {
             Some(key) => ApiKeyInterceptor::new(key)?,
             None => ApiKeyInterceptor::none(),
         };
-        let (uri, tls) =
-            target(&self.addr, self.tls_requested()).map_err(|reason| ClientError::Connect {
-                addr: self.addr.clone(),
-                reason,
-            })?;
+        let (uri, tls) = target(&self.addr, self.tls_requested())
+            .map_err(|reason| ClientError::Connect { addr: self.addr.clone(), reason })?;
         let auth = interceptor.header.is_some();
         if auth && !tls {
             tracing::warn!(addr = %self.addr, "API key configured without TLS; it will be sent to the server in plaintext");
         }
-        let connect_error = |error: &dyn std::error::Error| ClientError::Connect {
-            addr: self.addr.clone(),
-            reason: root_cause(error),
-        };
+        let connect_error =
+            |error: &dyn std::error::Error| ClientError::Connect { addr: self.addr.clone(), reason: root_cause(error) };
         let endpoint = Endpoint::from_shared(uri)
             .map_err(|error| connect_error(&error))?
             .connect_timeout(CONNECT_TIMEOUT)
@@ -174,8 +169,7 @@ impl SeppClientBuilder {
             }
         };
         tracing::info!(addr = %self.addr, tls, auth, "connected to the sepp server");
-        let mut client =
-            SeppClient::with_interceptor(channel, interceptor, self.retry_policy, self.rpc_timeout);
+        let mut client = SeppClient::with_interceptor(channel, interceptor, self.retry_policy, self.rpc_timeout);
         if let Some(limit) = self.max_receive_message_bytes {
             client.inner = client.inner.max_decoding_message_size(limit);
         }
@@ -211,10 +205,7 @@ impl SeppClientBuilder {
         }
         endpoint
             .tls_config(config)
-            .map_err(|error| ClientError::Connect {
-                addr: self.addr.clone(),
-                reason: root_cause(&error),
-            })
+            .map_err(|error| ClientError::Connect { addr: self.addr.clone(), reason: root_cause(&error) })
     }
 
     #[cfg(not(feature = "tls"))]
@@ -222,8 +213,7 @@ impl SeppClientBuilder {
         if tls {
             return Err(ClientError::Connect {
                 addr: self.addr.clone(),
-                reason: "TLS (an https:// address) needs sepp-client's `tls` cargo feature"
-                    .to_owned(),
+                reason: "TLS (an https:// address) needs sepp-client's `tls` cargo feature".to_owned(),
             });
         }
         Ok(endpoint)
@@ -261,16 +251,12 @@ pub(crate) fn target(addr: &str, tls_requested: bool) -> Result<(String, bool), 
         return Err("only http:// and https:// addresses are supported".to_owned());
     }
     let tls = scheme_tls || tls_requested;
-    Ok((
-        format!("{}://{rest}", if tls { "https" } else { "http" }),
-        tls,
-    ))
+    Ok((format!("{}://{rest}", if tls { "https" } else { "http" }), tls))
 }
 
 fn strip_scheme<'a>(addr: &'a str, scheme: &str) -> Option<&'a str> {
     let head = addr.get(..scheme.len())?;
-    head.eq_ignore_ascii_case(scheme)
-        .then(|| &addr[scheme.len()..])
+    head.eq_ignore_ascii_case(scheme).then(|| &addr[scheme.len()..])
 }
 
 /// The innermost error's message: "connection refused" rather than "transport error".
@@ -295,11 +281,8 @@ impl ApiKeyInterceptor {
         if api_key.is_empty() || !api_key.bytes().all(|byte| byte.is_ascii_graphic()) {
             return Err(ClientError::InvalidApiKey);
         }
-        let header = MetadataValue::try_from(format!("Bearer {api_key}"))
-            .map_err(|_| ClientError::InvalidApiKey)?;
-        Ok(Self {
-            header: Some(header),
-        })
+        let header = MetadataValue::try_from(format!("Bearer {api_key}")).map_err(|_| ClientError::InvalidApiKey)?;
+        Ok(Self { header: Some(header) })
     }
 
     /// An interceptor that adds nothing (no API key).
@@ -309,14 +292,9 @@ impl ApiKeyInterceptor {
 }
 
 impl Interceptor for ApiKeyInterceptor {
-    fn call(
-        &mut self,
-        mut request: tonic::Request<()>,
-    ) -> Result<tonic::Request<()>, tonic::Status> {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
         if let Some(header) = &self.header {
-            request
-                .metadata_mut()
-                .insert("authorization", header.clone());
+            request.metadata_mut().insert("authorization", header.clone());
         }
         Ok(request)
     }
@@ -324,9 +302,7 @@ impl Interceptor for ApiKeyInterceptor {
 
 impl fmt::Debug for ApiKeyInterceptor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApiKeyInterceptor")
-            .field("api_key", &self.header.as_ref().map(|_| "<redacted>"))
-            .finish()
+        f.debug_struct("ApiKeyInterceptor").field("api_key", &self.header.as_ref().map(|_| "<redacted>")).finish()
     }
 }
 
@@ -336,34 +312,16 @@ mod tests {
 
     #[test]
     fn addresses_with_and_without_a_scheme_are_accepted() {
-        assert_eq!(
-            target("127.0.0.1:50051", false),
-            Ok(("http://127.0.0.1:50051".into(), false))
-        );
-        assert_eq!(
-            target("http://127.0.0.1:50051", false),
-            Ok(("http://127.0.0.1:50051".into(), false))
-        );
-        assert_eq!(
-            target("HTTP://host:1/", false),
-            Ok(("http://host:1".into(), false))
-        );
-        assert_eq!(
-            target("localhost:50051", true),
-            Ok(("https://localhost:50051".into(), true))
-        );
+        assert_eq!(target("127.0.0.1:50051", false), Ok(("http://127.0.0.1:50051".into(), false)));
+        assert_eq!(target("http://127.0.0.1:50051", false), Ok(("http://127.0.0.1:50051".into(), false)));
+        assert_eq!(target("HTTP://host:1/", false), Ok(("http://host:1".into(), false)));
+        assert_eq!(target("localhost:50051", true), Ok(("https://localhost:50051".into(), true)));
     }
 
     #[test]
     fn https_implies_tls_and_a_tls_option_upgrades_http() {
-        assert_eq!(
-            target("https://sepp.example:443", false),
-            Ok(("https://sepp.example:443".into(), true))
-        );
-        assert_eq!(
-            target("http://sepp.example:443", true),
-            Ok(("https://sepp.example:443".into(), true))
-        );
+        assert_eq!(target("https://sepp.example:443", false), Ok(("https://sepp.example:443".into(), true)));
+        assert_eq!(target("http://sepp.example:443", true), Ok(("https://sepp.example:443".into(), true)));
     }
 
     #[test]
@@ -377,33 +335,18 @@ mod tests {
     fn the_api_key_header_is_rendered_once_and_bad_keys_are_refused() {
         let mut interceptor = ApiKeyInterceptor::new("s3cret-key").unwrap();
         let request = interceptor.call(tonic::Request::new(())).unwrap();
-        assert_eq!(
-            request.metadata().get("authorization").unwrap(),
-            "Bearer s3cret-key"
-        );
+        assert_eq!(request.metadata().get("authorization").unwrap(), "Bearer s3cret-key");
         for bad in ["", "with space", "line\nbreak", "caf\u{e9}"] {
-            assert!(
-                matches!(ApiKeyInterceptor::new(bad), Err(ClientError::InvalidApiKey)),
-                "{bad:?}"
-            );
+            assert!(matches!(ApiKeyInterceptor::new(bad), Err(ClientError::InvalidApiKey)), "{bad:?}");
         }
         let mut none = ApiKeyInterceptor::none();
-        assert!(
-            none.call(tonic::Request::new(()))
-                .unwrap()
-                .metadata()
-                .get("authorization")
-                .is_none()
-        );
+        assert!(none.call(tonic::Request::new(())).unwrap().metadata().get("authorization").is_none());
         assert!(!format!("{interceptor:?}").contains("s3cret"));
     }
 
     #[test]
     fn the_user_agent_names_this_crate_and_version() {
-        assert_eq!(
-            USER_AGENT,
-            format!("sepp-client/{}", env!("CARGO_PKG_VERSION"))
-        );
+        assert_eq!(USER_AGENT, format!("sepp-client/{}", env!("CARGO_PKG_VERSION")));
     }
 
     #[test]
@@ -411,10 +354,7 @@ mod tests {
         #[derive(Debug, thiserror::Error)]
         #[error("outer")]
         struct Outer(#[source] std::io::Error);
-        let error = Outer(std::io::Error::new(
-            std::io::ErrorKind::ConnectionRefused,
-            "connection refused",
-        ));
+        let error = Outer(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused"));
         assert_eq!(root_cause(&error), "connection refused");
     }
 }

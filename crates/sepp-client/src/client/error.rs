@@ -78,9 +78,7 @@ impl ClientError {
     pub fn from_status(status: &Status) -> Self {
         let message = status.message().to_owned();
         match status.code() {
-            Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::Cancelled => {
-                Self::Transport(message)
-            }
+            Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::Cancelled => Self::Transport(message),
             Code::Unauthenticated | Code::PermissionDenied => Self::Unauthenticated(message),
             Code::ResourceExhausted => Self::Overloaded(message),
             Code::InvalidArgument => Self::InvalidRequest(message),
@@ -162,60 +160,26 @@ mod tests {
     #[test]
     fn status_codes_map_onto_client_errors() {
         let map = |code| ClientError::from_status(&Status::new(code, "m"));
-        for code in [
-            Code::Unavailable,
-            Code::DeadlineExceeded,
-            Code::Aborted,
-            Code::Cancelled,
-        ] {
-            assert!(
-                matches!(map(code), ClientError::Transport(m) if m == "m"),
-                "{code:?}"
-            );
+        for code in [Code::Unavailable, Code::DeadlineExceeded, Code::Aborted, Code::Cancelled] {
+            assert!(matches!(map(code), ClientError::Transport(m) if m == "m"), "{code:?}");
         }
         for code in [Code::Unauthenticated, Code::PermissionDenied] {
-            assert!(
-                matches!(map(code), ClientError::Unauthenticated(_)),
-                "{code:?}"
-            );
+            assert!(matches!(map(code), ClientError::Unauthenticated(_)), "{code:?}");
         }
-        assert!(matches!(
-            map(Code::ResourceExhausted),
-            ClientError::Overloaded(_)
-        ));
-        assert!(matches!(
-            map(Code::InvalidArgument),
-            ClientError::InvalidRequest(_)
-        ));
+        assert!(matches!(map(Code::ResourceExhausted), ClientError::Overloaded(_)));
+        assert!(matches!(map(Code::InvalidArgument), ClientError::InvalidRequest(_)));
         for code in [Code::Internal, Code::DataLoss, Code::Unknown] {
-            assert!(
-                matches!(map(code), ClientError::ServerInternal(_)),
-                "{code:?}"
-            );
+            assert!(matches!(map(code), ClientError::ServerInternal(_)), "{code:?}");
         }
-        for code in [
-            Code::NotFound,
-            Code::FailedPrecondition,
-            Code::AlreadyExists,
-            Code::Unimplemented,
-        ] {
-            assert!(
-                matches!(map(code), ClientError::UnexpectedStatus { code: c, .. } if c == code),
-                "{code:?}"
-            );
+        for code in [Code::NotFound, Code::FailedPrecondition, Code::AlreadyExists, Code::Unimplemented] {
+            assert!(matches!(map(code), ClientError::UnexpectedStatus { code: c, .. } if c == code), "{code:?}");
         }
     }
 
     #[test]
     fn lease_calls_map_not_found_and_failed_precondition() {
-        assert!(matches!(
-            LeaseError::from_status(&Status::not_found("x")),
-            LeaseError::JobNotFound
-        ));
-        assert!(matches!(
-            LeaseError::from_status(&Status::failed_precondition("x")),
-            LeaseError::AttemptMismatch
-        ));
+        assert!(matches!(LeaseError::from_status(&Status::not_found("x")), LeaseError::JobNotFound));
+        assert!(matches!(LeaseError::from_status(&Status::failed_precondition("x")), LeaseError::AttemptMismatch));
         assert!(matches!(
             LeaseError::from_status(&Status::unavailable("x")),
             LeaseError::Client(ClientError::Transport(_))
@@ -230,10 +194,7 @@ mod tests {
         ));
         assert!(matches!(
             ReserveError::from_status(&Status::not_found("x")),
-            ReserveError::Client(ClientError::UnexpectedStatus {
-                code: Code::NotFound,
-                ..
-            })
+            ReserveError::Client(ClientError::UnexpectedStatus { code: Code::NotFound, .. })
         ));
     }
 }

@@ -27,8 +27,8 @@ pub use retry::{RetryDirective, RetryPolicy};
 use crate::proto::queue_service_client::QueueServiceClient;
 use crate::types::Lease;
 use crate::{
-    AtomicEnqueueError, DeadLetterRecord, EnqueueAck, EnqueueRequest, Job, JobCtx, JobRejection,
-    JobValidationError, ReserveOptions, ServerInfo, convert, otel, proto as pb,
+    AtomicEnqueueError, DeadLetterRecord, EnqueueAck, EnqueueRequest, Job, JobCtx, JobRejection, JobValidationError,
+    ReserveOptions, ServerInfo, convert, otel, proto as pb,
 };
 use retry::{RetryScope, with_retries};
 
@@ -97,12 +97,7 @@ impl SeppClient {
 
     /// Wraps an existing channel: no API key, no retries, the 30 s call deadline.
     pub fn from_channel(channel: Channel) -> Self {
-        Self::with_interceptor(
-            channel,
-            ApiKeyInterceptor::none(),
-            RetryPolicy::default(),
-            Self::DEFAULT_RPC_TIMEOUT,
-        )
+        Self::with_interceptor(channel, ApiKeyInterceptor::none(), RetryPolicy::default(), Self::DEFAULT_RPC_TIMEOUT)
     }
 
     pub(crate) fn with_interceptor(
@@ -112,11 +107,7 @@ impl SeppClient {
         rpc_timeout: Duration,
     ) -> Self {
         let inner = QueueServiceClient::with_interceptor(channel, interceptor);
-        Self {
-            inner,
-            retry_policy,
-            rpc_timeout,
-        }
+        Self { inner, retry_policy, rpc_timeout }
     }
 
     /// The retry policy.
@@ -140,43 +131,26 @@ impl SeppClient {
         if jobs.is_empty() {
             return Err(ClientError::EmptyBatch);
         }
-        let span = tracing::info_span!(
-            "sepp.enqueue",
-            otel.kind = "client",
-            jobs = jobs.len(),
-            otel.status_code = Empty
-        );
+        let span =
+            tracing::info_span!("sepp.enqueue", otel.kind = "client", jobs = jobs.len(), otel.status_code = Empty);
         let call = async {
             let expected = jobs.len();
             let (request, scope) = batch_request(&jobs);
             let (result, _) = self
-                .unary(
-                    "enqueue",
-                    Some(scope),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.enqueue_batch(request).await },
-                )
+                .unary("enqueue", Some(scope), self.rpc_timeout, request, |mut inner, request| async move {
+                    inner.enqueue_batch(request).await
+                })
                 .await;
             let results = result?.into_inner().results;
             if results.len() != expected {
-                return Err(ClientError::BatchResultCountMismatch {
-                    expected,
-                    got: results.len(),
-                });
+                return Err(ClientError::BatchResultCountMismatch { expected, got: results.len() });
             }
             results
                 .into_iter()
                 .map(|result| match result.outcome {
-                    Some(pb::job_result::Outcome::Success(ack)) => {
-                        Ok(Ok(convert::enqueue_ack(ack)))
-                    }
-                    Some(pb::job_result::Outcome::Rejection(rejection)) => {
-                        Ok(Err(convert::rejection(Some(rejection))))
-                    }
-                    None => Err(ClientError::MalformedResponse(
-                        "missing outcome in job result",
-                    )),
+                    Some(pb::job_result::Outcome::Success(ack)) => Ok(Ok(convert::enqueue_ack(ack))),
+                    Some(pb::job_result::Outcome::Rejection(rejection)) => Ok(Err(convert::rejection(Some(rejection)))),
+                    None => Err(ClientError::MalformedResponse("missing outcome in job result")),
                 })
                 .collect()
         };
@@ -189,12 +163,7 @@ impl SeppClient {
         match results.pop() {
             Some(Ok(ack)) => Ok(ack),
             Some(Err(rejection)) => Err(EnqueueError::Rejected(rejection)),
-            None => Err(EnqueueError::Client(
-                ClientError::BatchResultCountMismatch {
-                    expected: 1,
-                    got: 0,
-                },
-            )),
+            None => Err(EnqueueError::Client(ClientError::BatchResultCountMismatch { expected: 1, got: 0 })),
         }
     }
 
@@ -218,13 +187,9 @@ impl SeppClient {
             let expected = jobs.len();
             let (request, scope) = batch_request(&jobs);
             let (result, _) = self
-                .unary(
-                    "enqueue_atomic",
-                    Some(scope),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.enqueue_atomic(request).await },
-                )
+                .unary("enqueue_atomic", Some(scope), self.rpc_timeout, request, |mut inner, request| async move {
+                    inner.enqueue_atomic(request).await
+                })
                 .await;
             match result.map_err(ClientError::from)?.into_inner().outcome {
                 Some(pb::enqueue_atomic_response::Outcome::Success(success)) => {
@@ -232,11 +197,7 @@ impl SeppClient {
                         let got = success.responses.len();
                         return Err(ClientError::BatchResultCountMismatch { expected, got }.into());
                     }
-                    Ok(success
-                        .responses
-                        .into_iter()
-                        .map(convert::enqueue_ack)
-                        .collect())
+                    Ok(success.responses.into_iter().map(convert::enqueue_ack).collect())
                 }
                 Some(pb::enqueue_atomic_response::Outcome::Rejection(failure)) => {
                     let errors = failure
@@ -249,10 +210,7 @@ impl SeppClient {
                         .collect();
                     Err(AtomicEnqueueError::Validation(errors))
                 }
-                None => Err(ClientError::MalformedResponse(
-                    "missing outcome in atomic enqueue response",
-                )
-                .into()),
+                None => Err(ClientError::MalformedResponse("missing outcome in atomic enqueue response").into()),
             }
         };
         traced(span, call).await
@@ -261,10 +219,7 @@ impl SeppClient {
     /// Reserves up to `max_jobs` ready jobs from the first queue that has any, waiting up to
     /// the wait timeout; `Ok(None)` when nothing became ready. Never retried (it is a long
     /// poll: just call it again). Malformed jobs in the answer are skipped with a warning.
-    pub async fn reserve(
-        &self,
-        options: &ReserveOptions,
-    ) -> Result<Option<Vec<Job>>, ReserveError> {
+    pub async fn reserve(&self, options: &ReserveOptions) -> Result<Option<Vec<Job>>, ReserveError> {
         let span = tracing::info_span!(
             "sepp.reserve",
             otel.kind = "client",
@@ -276,28 +231,18 @@ impl SeppClient {
         let call = async {
             let request = pb::ReserveRequest {
                 queues: options.queues().to_vec(),
-                wait_timeout: (!options.wait_timeout().is_zero())
-                    .then(|| convert::duration(options.wait_timeout())),
+                wait_timeout: (!options.wait_timeout().is_zero()).then(|| convert::duration(options.wait_timeout())),
                 lease_duration: Some(convert::duration(options.lease_duration())),
                 worker_id: options.worker_id().map(str::to_owned),
                 max_jobs: options.max_jobs(),
             };
-            let deadline = options
-                .wait_timeout()
-                .saturating_add(RESERVE_DEADLINE_SLACK);
-            let (result, _) = self
-                .unary(
-                    "reserve",
-                    None,
-                    deadline,
-                    request,
-                    |mut inner, request| async move { inner.reserve(request).await },
-                )
+            let deadline = options.wait_timeout().saturating_add(RESERVE_DEADLINE_SLACK);
+            let (result, _) =
+                self.unary("reserve", None, deadline, request, |mut inner, request| async move {
+                    inner.reserve(request).await
+                })
                 .await;
-            let wire_jobs = result
-                .map_err(|status| ReserveError::from_status(&status))?
-                .into_inner()
-                .jobs;
+            let wire_jobs = result.map_err(|status| ReserveError::from_status(&status))?.into_inner().jobs;
             let worker_id = options.worker_id().map(str::to_owned);
             let jobs: Vec<Job> = wire_jobs
                 .into_iter()
@@ -322,23 +267,13 @@ impl SeppClient {
     pub async fn ack(&self, ctx: &JobCtx) -> Result<(), LeaseError> {
         let span = lease_span("sepp.ack", ctx);
         let call = async {
-            let request = pb::AckRequest {
-                job_id: ctx.id.clone(),
-                attempt: ctx.attempt,
-                worker_id: worker_id(ctx),
-            };
+            let request = pb::AckRequest { job_id: ctx.id.clone(), attempt: ctx.attempt, worker_id: worker_id(ctx) };
             let (result, attempts) = self
-                .unary(
-                    "ack",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.ack(request).await },
-                )
+                .unary("ack", Some(RetryScope::Transient), self.rpc_timeout, request, |mut inner, request| async move {
+                    inner.ack(request).await
+                })
                 .await;
-            result
-                .map(drop)
-                .map_err(|status| lease_error("ack", &status, attempts))
+            result.map(drop).map_err(|status| lease_error("ack", &status, attempts))
         };
         traced(span, call).await
     }
@@ -357,18 +292,14 @@ impl SeppClient {
         let call = async {
             let strategy = match retry {
                 RetryDirective::Default => pb::nack_retry::Strategy::Default(()),
-                RetryDirective::After(delay) => {
-                    pb::nack_retry::Strategy::Delay(convert::duration(delay))
-                }
+                RetryDirective::After(delay) => pb::nack_retry::Strategy::Delay(convert::duration(delay)),
                 RetryDirective::DeadLetter => pb::nack_retry::Strategy::DeadLetter(()),
             };
             let request = pb::NackRequest {
                 job_id: ctx.id.clone(),
                 attempt: ctx.attempt,
                 reason: (!reason.is_empty()).then(|| reason.clone()),
-                retry: Some(pb::NackRetry {
-                    strategy: Some(strategy),
-                }),
+                retry: Some(pb::NackRetry { strategy: Some(strategy) }),
                 worker_id: worker_id(ctx),
             };
             let (result, attempts) = self
@@ -390,11 +321,7 @@ impl SeppClient {
     /// Moves the job's lease deadline to now + `extension` (the server may clamp it) and
     /// returns the new deadline, which the context also remembers
     /// ([`JobCtx::lease_expiry`]).
-    pub async fn extend(
-        &self,
-        ctx: &JobCtx,
-        extension: Duration,
-    ) -> Result<SystemTime, LeaseError> {
+    pub async fn extend(&self, ctx: &JobCtx, extension: Duration) -> Result<SystemTime, LeaseError> {
         let span = lease_span("sepp.extend", ctx);
         let call = async {
             let request = pb::ExtendRequest {
@@ -412,16 +339,12 @@ impl SeppClient {
                     |mut inner, request| async move { inner.extend(request).await },
                 )
                 .await;
-            let response = result
-                .map_err(|status| lease_error("extend", &status, attempts))?
-                .into_inner();
+            let response = result.map_err(|status| lease_error("extend", &status, attempts))?.into_inner();
             let expiry = response
                 .lease_expires_at
                 .as_ref()
                 .and_then(|at| convert::system_time(at).ok())
-                .ok_or(ClientError::MalformedResponse(
-                    "extend returned an invalid lease_expires_at",
-                ))?;
+                .ok_or(ClientError::MalformedResponse("extend returned an invalid lease_expires_at"))?;
             ctx.lease.set_expires_at(expiry);
             Ok(expiry)
         };
@@ -430,11 +353,7 @@ impl SeppClient {
 
     /// The server's version, clock and limits.
     pub async fn get_server_info(&self) -> Result<ServerInfo, ClientError> {
-        let span = tracing::info_span!(
-            "sepp.get_server_info",
-            otel.kind = "client",
-            otel.status_code = Empty
-        );
+        let span = tracing::info_span!("sepp.get_server_info", otel.kind = "client", otel.status_code = Empty);
         let call = async {
             let request = pb::GetServerInfoRequest {};
             let (result, _) = self
@@ -473,18 +392,11 @@ impl SeppClient {
             otel.status_code = Empty
         );
         let call = async {
-            let request = pb::DrainDeadLettersRequest {
-                queue: queue.map(str::to_owned),
-                max: Some(max),
-            };
+            let request = pb::DrainDeadLettersRequest { queue: queue.map(str::to_owned), max: Some(max) };
             let (result, _) = self
-                .unary(
-                    "drain_dead_letters",
-                    None,
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.drain_dead_letters(request).await },
-                )
+                .unary("drain_dead_letters", None, self.rpc_timeout, request, |mut inner, request| async move {
+                    inner.drain_dead_letters(request).await
+                })
                 .await;
             let records: Vec<DeadLetterRecord> = result?
                 .into_inner()
@@ -493,7 +405,9 @@ impl SeppClient {
                 .filter_map(|record| {
                     let id = record.job.as_ref().map(|job| job.id.clone()).unwrap_or_default();
                     convert::dead_letter(record)
-                        .inspect_err(|error| tracing::warn!(job_id = %id, %error, "skipping malformed dead-letter record"))
+                        .inspect_err(
+                            |error| tracing::warn!(job_id = %id, %error, "skipping malformed dead-letter record"),
+                        )
                         .ok()
                 })
                 .collect();
@@ -528,9 +442,7 @@ impl SeppClient {
                 // The header tells the server; this bounds the wait on our side too.
                 match tokio::time::timeout(deadline, call(inner, request)).await {
                     Ok(result) => result,
-                    Err(_) => Err(Status::deadline_exceeded(format!(
-                        "{operation} exceeded its {deadline:?} deadline"
-                    ))),
+                    Err(_) => Err(Status::deadline_exceeded(format!("{operation} exceeded its {deadline:?} deadline"))),
                 }
             }
         };
@@ -596,10 +508,7 @@ fn lease_error(operation: &'static str, status: &Status, attempts: u32) -> Lease
 }
 
 /// Runs `call` in `span`, marking the span as failed when it returns an error.
-async fn traced<T, E>(
-    span: tracing::Span,
-    call: impl Future<Output = Result<T, E>>,
-) -> Result<T, E> {
+async fn traced<T, E>(span: tracing::Span, call: impl Future<Output = Result<T, E>>) -> Result<T, E> {
     let result = call.instrument(span.clone()).await;
     if result.is_err() {
         span.record("otel.status_code", "error");
@@ -613,25 +522,12 @@ mod tests {
 
     #[test]
     fn a_batch_is_retried_fully_only_when_every_job_has_a_key() {
-        let keyed = EnqueueRequest::new("q", "t")
-            .unwrap()
-            .with_idempotency_key("k");
+        let keyed = EnqueueRequest::new("q", "t").unwrap().with_idempotency_key("k");
         let keyless = EnqueueRequest::new("q", "t").unwrap();
-        let empty_key = EnqueueRequest::new("q", "t")
-            .unwrap()
-            .with_idempotency_key("");
-        assert_eq!(
-            batch_request(&[keyed.clone(), keyed.clone()]).1,
-            RetryScope::Transient
-        );
-        assert_eq!(
-            batch_request(&[keyed.clone(), keyless]).1,
-            RetryScope::KeylessEnqueue
-        );
-        assert_eq!(
-            batch_request(&[keyed, empty_key]).1,
-            RetryScope::KeylessEnqueue
-        );
+        let empty_key = EnqueueRequest::new("q", "t").unwrap().with_idempotency_key("");
+        assert_eq!(batch_request(&[keyed.clone(), keyed.clone()]).1, RetryScope::Transient);
+        assert_eq!(batch_request(&[keyed.clone(), keyless]).1, RetryScope::KeylessEnqueue);
+        assert_eq!(batch_request(&[keyed, empty_key]).1, RetryScope::KeylessEnqueue);
     }
 
     #[test]
@@ -642,13 +538,9 @@ mod tests {
 
     #[tokio::test]
     async fn empty_batches_fail_before_any_call() {
-        let client = SeppClient::from_channel(
-            tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy(),
-        );
-        assert!(matches!(
-            client.enqueue_batch([]).await,
-            Err(ClientError::EmptyBatch)
-        ));
+        let client =
+            SeppClient::from_channel(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy());
+        assert!(matches!(client.enqueue_batch([]).await, Err(ClientError::EmptyBatch)));
         assert!(matches!(
             client.enqueue_atomic(Vec::new()).await,
             Err(AtomicEnqueueError::Client(ClientError::EmptyBatch))
@@ -663,10 +555,7 @@ mod tests {
     async fn a_call_gives_up_at_the_rpc_timeout() {
         // A socket that completes the TCP handshake but never speaks: every call hangs.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let endpoint = tonic::transport::Endpoint::from_shared(format!(
-            "http://{}",
-            listener.local_addr().unwrap()
-        ));
+        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", listener.local_addr().unwrap()));
         let client = SeppClient::with_interceptor(
             endpoint.unwrap().connect_lazy(),
             ApiKeyInterceptor::none(),
@@ -674,9 +563,6 @@ mod tests {
             Duration::from_millis(50),
         );
         let result = client.get_server_info().await;
-        assert!(
-            matches!(&result, Err(ClientError::Transport(_))),
-            "{result:?}"
-        );
+        assert!(matches!(&result, Err(ClientError::Transport(_))), "{result:?}");
     }
 }

@@ -122,21 +122,13 @@ impl RetryPolicy {
 
     /// The sleep for a backoff, given a uniform random number in `[0, 1)`.
     pub(crate) fn delay(&self, backoff: Duration, random: f64) -> Duration {
-        if self.jitter {
-            backoff.mul_f64(0.5 + 0.5 * random.clamp(0.0, 1.0))
-        } else {
-            backoff
-        }
+        if self.jitter { backoff.mul_f64(0.5 + 0.5 * random.clamp(0.0, 1.0)) } else { backoff }
     }
 
     /// The backoff after `backoff`.
     pub(crate) fn next_backoff(&self, backoff: Duration) -> Duration {
         let grown = backoff.as_secs_f64() * self.multiplier;
-        if grown >= self.max_backoff.as_secs_f64() {
-            self.max_backoff
-        } else {
-            Duration::from_secs_f64(grown)
-        }
+        if grown >= self.max_backoff.as_secs_f64() { self.max_backoff } else { Duration::from_secs_f64(grown) }
     }
 
     fn first_backoff(&self) -> Duration {
@@ -158,13 +150,7 @@ impl RetryScope {
     pub(crate) fn allows(self, code: Code) -> bool {
         match self {
             Self::Transient => {
-                matches!(
-                    code,
-                    Code::Unavailable
-                        | Code::DeadlineExceeded
-                        | Code::Aborted
-                        | Code::ResourceExhausted
-                )
+                matches!(code, Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::ResourceExhausted)
             }
             Self::KeylessEnqueue => matches!(code, Code::Unavailable | Code::ResourceExhausted),
         }
@@ -223,24 +209,10 @@ mod tests {
 
     #[test]
     fn attempts_and_multiplier_are_clamped() {
-        assert_eq!(
-            RetryPolicy::default().with_max_attempts(0).max_attempts(),
-            1
-        );
-        assert_eq!(
-            RetryPolicy::default().with_multiplier(0.5).multiplier(),
-            1.0
-        );
-        assert_eq!(
-            RetryPolicy::default()
-                .with_multiplier(f64::NAN)
-                .multiplier(),
-            1.0
-        );
-        assert_eq!(
-            RetryPolicy::default().with_multiplier(3.0).multiplier(),
-            3.0
-        );
+        assert_eq!(RetryPolicy::default().with_max_attempts(0).max_attempts(), 1);
+        assert_eq!(RetryPolicy::default().with_multiplier(0.5).multiplier(), 1.0);
+        assert_eq!(RetryPolicy::default().with_multiplier(f64::NAN).multiplier(), 1.0);
+        assert_eq!(RetryPolicy::default().with_multiplier(3.0).multiplier(), 3.0);
     }
 
     #[test]
@@ -252,10 +224,7 @@ mod tests {
         assert!(policy.delay(backoff, 0.999_999) < backoff);
         for _ in 0..1000 {
             let delay = policy.delay(backoff, fastrand::f64());
-            assert!(
-                delay >= Duration::from_millis(500) && delay < backoff,
-                "{delay:?}"
-            );
+            assert!(delay >= Duration::from_millis(500) && delay < backoff, "{delay:?}");
         }
         assert_eq!(policy.without_jitter().delay(backoff, 0.3), backoff);
     }
@@ -276,21 +245,10 @@ mod tests {
 
     #[test]
     fn only_transient_codes_are_retried_and_keyless_enqueues_skip_ambiguous_ones() {
-        for code in [
-            Code::Unavailable,
-            Code::DeadlineExceeded,
-            Code::Aborted,
-            Code::ResourceExhausted,
-        ] {
+        for code in [Code::Unavailable, Code::DeadlineExceeded, Code::Aborted, Code::ResourceExhausted] {
             assert!(RetryScope::Transient.allows(code), "{code:?}");
         }
-        for code in [
-            Code::InvalidArgument,
-            Code::Unauthenticated,
-            Code::Internal,
-            Code::Cancelled,
-            Code::NotFound,
-        ] {
+        for code in [Code::InvalidArgument, Code::Unauthenticated, Code::Internal, Code::Cancelled, Code::NotFound] {
             assert!(!RetryScope::Transient.allows(code), "{code:?}");
             assert!(!RetryScope::KeylessEnqueue.allows(code), "{code:?}");
         }
@@ -300,20 +258,11 @@ mod tests {
         assert!(!RetryScope::KeylessEnqueue.allows(Code::Aborted));
     }
 
-    async fn failing_then_ok(
-        policy: &RetryPolicy,
-        scope: RetryScope,
-        failures: u32,
-        code: Code,
-    ) -> (bool, u32) {
+    async fn failing_then_ok(policy: &RetryPolicy, scope: RetryScope, failures: u32, code: Code) -> (bool, u32) {
         let calls = AtomicU32::new(0);
         let (result, attempts) = with_retries(policy, "test", scope, || async {
             let call = calls.fetch_add(1, Ordering::SeqCst);
-            if call < failures {
-                Err(Status::new(code, "no"))
-            } else {
-                Ok(())
-            }
+            if call < failures { Err(Status::new(code, "no")) } else { Ok(()) }
         })
         .await;
         assert_eq!(attempts, calls.load(Ordering::SeqCst));
@@ -322,42 +271,17 @@ mod tests {
 
     #[tokio::test]
     async fn retries_transient_failures_up_to_max_attempts() {
-        let policy = RetryPolicy::default()
-            .with_max_attempts(3)
-            .with_initial_backoff(Duration::from_millis(1));
-        assert_eq!(
-            failing_then_ok(&policy, RetryScope::Transient, 2, Code::Unavailable).await,
-            (true, 3)
-        );
-        assert_eq!(
-            failing_then_ok(&policy, RetryScope::Transient, 3, Code::Unavailable).await,
-            (false, 3)
-        );
+        let policy = RetryPolicy::default().with_max_attempts(3).with_initial_backoff(Duration::from_millis(1));
+        assert_eq!(failing_then_ok(&policy, RetryScope::Transient, 2, Code::Unavailable).await, (true, 3));
+        assert_eq!(failing_then_ok(&policy, RetryScope::Transient, 3, Code::Unavailable).await, (false, 3));
     }
 
     #[tokio::test]
     async fn does_not_retry_permanent_failures_or_by_default() {
-        let policy = RetryPolicy::default()
-            .with_max_attempts(3)
-            .with_initial_backoff(Duration::from_millis(1));
-        assert_eq!(
-            failing_then_ok(&policy, RetryScope::Transient, 1, Code::InvalidArgument).await,
-            (false, 1)
-        );
-        assert_eq!(
-            failing_then_ok(
-                &policy,
-                RetryScope::KeylessEnqueue,
-                1,
-                Code::DeadlineExceeded
-            )
-            .await,
-            (false, 1)
-        );
+        let policy = RetryPolicy::default().with_max_attempts(3).with_initial_backoff(Duration::from_millis(1));
+        assert_eq!(failing_then_ok(&policy, RetryScope::Transient, 1, Code::InvalidArgument).await, (false, 1));
+        assert_eq!(failing_then_ok(&policy, RetryScope::KeylessEnqueue, 1, Code::DeadlineExceeded).await, (false, 1));
         let default = RetryPolicy::default();
-        assert_eq!(
-            failing_then_ok(&default, RetryScope::Transient, 1, Code::Unavailable).await,
-            (false, 1)
-        );
+        assert_eq!(failing_then_ok(&default, RetryScope::Transient, 1, Code::Unavailable).await, (false, 1));
     }
 }

@@ -103,10 +103,7 @@ mod tests {
             priority: Priority::P3,
             max_attempts: 4,
             custom: HashMap::from([("k".to_owned(), Primitive::Int(1))]),
-            trace_context: Some(
-                TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-                    .unwrap(),
-            ),
+            trace_context: Some(TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap()),
             enqueued_at: SystemTime::UNIX_EPOCH + Duration::from_secs(10),
             scheduled_at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(20)),
             cause: DeadLetterCause::Rejected,

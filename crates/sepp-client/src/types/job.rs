@@ -62,30 +62,16 @@ pub(crate) struct Lease {
 }
 
 impl Lease {
-    pub(crate) fn new(
-        client: SeppClient,
-        worker_id: Option<String>,
-        expires_at: SystemTime,
-    ) -> Self {
-        Self {
-            client,
-            worker_id,
-            expires_at: Mutex::new(expires_at),
-        }
+    pub(crate) fn new(client: SeppClient, worker_id: Option<String>, expires_at: SystemTime) -> Self {
+        Self { client, worker_id, expires_at: Mutex::new(expires_at) }
     }
 
     pub(crate) fn expires_at(&self) -> SystemTime {
-        *self
-            .expires_at
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *self.expires_at.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub(crate) fn set_expires_at(&self, at: SystemTime) {
-        *self
-            .expires_at
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = at;
+        *self.expires_at.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = at;
     }
 }
 
@@ -207,13 +193,7 @@ impl ReserveOptions {
         if lease_duration < Duration::from_millis(1) {
             return Err(ReserveOptionsError::LeaseDurationTooShort);
         }
-        Ok(Self {
-            queues,
-            lease_duration,
-            wait_timeout: Self::DEFAULT_WAIT_TIMEOUT,
-            worker_id: None,
-            max_jobs: None,
-        })
+        Ok(Self { queues, lease_duration, wait_timeout: Self::DEFAULT_WAIT_TIMEOUT, worker_id: None, max_jobs: None })
     }
 
     /// How long the server may hold the call open waiting for a job (zero: answer at once).
@@ -224,10 +204,7 @@ impl ReserveOptions {
     }
 
     /// Identifies the worker to the server (logs, admin views); must be non-empty.
-    pub fn with_worker_id(
-        mut self,
-        worker_id: impl Into<String>,
-    ) -> Result<Self, ReserveOptionsError> {
+    pub fn with_worker_id(mut self, worker_id: impl Into<String>) -> Result<Self, ReserveOptionsError> {
         let worker_id = worker_id.into();
         if worker_id.is_empty() {
             return Err(ReserveOptionsError::EmptyWorkerId);
@@ -306,35 +283,21 @@ mod tests {
     #[test]
     fn reserve_options_are_validated() {
         let none: [&str; 0] = [];
-        assert_eq!(
-            ReserveOptions::new(none, LEASE),
-            Err(ReserveOptionsError::EmptyQueues)
-        );
-        assert_eq!(
-            ReserveOptions::new(["a", "", "c"], LEASE),
-            Err(ReserveOptionsError::EmptyQueueName(1))
-        );
-        assert_eq!(
-            ReserveOptions::new(["a"], Duration::ZERO),
-            Err(ReserveOptionsError::LeaseDurationTooShort)
-        );
+        assert_eq!(ReserveOptions::new(none, LEASE), Err(ReserveOptionsError::EmptyQueues));
+        assert_eq!(ReserveOptions::new(["a", "", "c"], LEASE), Err(ReserveOptionsError::EmptyQueueName(1)));
+        assert_eq!(ReserveOptions::new(["a"], Duration::ZERO), Err(ReserveOptionsError::LeaseDurationTooShort));
         assert_eq!(
             ReserveOptions::new(["a"], Duration::from_micros(999)),
             Err(ReserveOptionsError::LeaseDurationTooShort)
         );
         let options = ReserveOptions::new(["a"], LEASE).unwrap();
-        assert_eq!(
-            options.clone().with_worker_id(""),
-            Err(ReserveOptionsError::EmptyWorkerId)
-        );
+        assert_eq!(options.clone().with_worker_id(""), Err(ReserveOptionsError::EmptyWorkerId));
         assert_eq!(options.with_worker_id("w").unwrap().worker_id(), Some("w"));
     }
 
     #[test]
     fn zero_max_jobs_is_passed_through_for_the_server_to_refuse() {
-        let options = ReserveOptions::new([String::from("a")], LEASE)
-            .unwrap()
-            .with_max_jobs(0);
+        let options = ReserveOptions::new([String::from("a")], LEASE).unwrap().with_max_jobs(0);
         assert_eq!(options.max_jobs(), Some(0));
     }
 }

@@ -23,10 +23,7 @@ pub struct Payload {
 impl Payload {
     /// A payload of `data` read as `encoding`.
     pub fn new(data: impl Into<Vec<u8>>, encoding: impl Into<String>) -> Self {
-        Self {
-            data: data.into(),
-            encoding: encoding.into(),
-        }
+        Self { data: data.into(), encoding: encoding.into() }
     }
 }
 
@@ -135,11 +132,7 @@ impl Priority {
 
     /// The priority `value`, which must be in `0..=9`.
     pub const fn new(value: u8) -> Result<Self, PriorityOutOfRange> {
-        if value <= Self::MAX.0 {
-            Ok(Self(value))
-        } else {
-            Err(PriorityOutOfRange(value))
-        }
+        if value <= Self::MAX.0 { Ok(Self(value)) } else { Err(PriorityOutOfRange(value)) }
     }
 
     /// The number, 0 to 9.
@@ -191,10 +184,7 @@ mod tests {
 
     #[test]
     fn primitives_convert_from_rust_values() {
-        assert_eq!(
-            Primitive::from(String::from("a")),
-            Primitive::String("a".into())
-        );
+        assert_eq!(Primitive::from(String::from("a")), Primitive::String("a".into()));
         assert_eq!(Primitive::from(7i32), Primitive::Int(7));
         assert_eq!(Primitive::from(-7i64), Primitive::Int(-7));
         assert_eq!(Primitive::from(0.5), Primitive::Double(0.5));

@@ -158,11 +158,7 @@ pub enum AtomicEnqueueError {
 }
 
 fn describe(errors: &[JobValidationError]) -> String {
-    errors
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }
 
 #[cfg(test)]
@@ -171,13 +167,7 @@ mod tests {
 
     #[test]
     fn only_full_and_closing_queues_are_transient() {
-        assert!(
-            JobRejection::QueueFull {
-                queue: "q".into(),
-                limit: 1
-            }
-            .is_transient()
-        );
+        assert!(JobRejection::QueueFull { queue: "q".into(), limit: 1 }.is_transient());
         assert!(JobRejection::QueueClosing { queue: "q".into() }.is_transient());
         assert!(!JobRejection::UnknownQueue { queue: "q".into() }.is_transient());
         assert!(!JobRejection::Unknown.is_transient());
@@ -185,23 +175,11 @@ mod tests {
 
     #[test]
     fn rejections_read_well() {
-        let rejection = JobRejection::PayloadTooLarge {
-            limit: 10,
-            actual: 12,
-        };
-        assert_eq!(
-            rejection.to_string(),
-            "payload too large: 12 bytes, limit 10"
-        );
+        let rejection = JobRejection::PayloadTooLarge { limit: 10, actual: 12 };
+        assert_eq!(rejection.to_string(), "payload too large: 12 bytes, limit 10");
         let error = AtomicEnqueueError::Validation(vec![
-            JobValidationError {
-                index: 0,
-                rejection: JobRejection::UnknownQueue { queue: "q".into() },
-            },
-            JobValidationError {
-                index: 2,
-                rejection: JobRejection::Unknown,
-            },
+            JobValidationError { index: 0, rejection: JobRejection::UnknownQueue { queue: "q".into() } },
+            JobValidationError { index: 2, rejection: JobRejection::Unknown },
         ]);
         assert_eq!(
             error.to_string(),

@@ -41,10 +41,7 @@ pub struct EnqueueRequest {
 
 impl EnqueueRequest {
     /// A job of type `job_type` for `queue`; both must be non-empty.
-    pub fn new(
-        queue: impl Into<String>,
-        job_type: impl Into<String>,
-    ) -> Result<Self, EnqueueRequestBuilderError> {
+    pub fn new(queue: impl Into<String>, job_type: impl Into<String>) -> Result<Self, EnqueueRequestBuilderError> {
         let queue = queue.into();
         let job_type = job_type.into();
         if queue.is_empty() {
@@ -101,11 +98,7 @@ impl EnqueueRequest {
     }
 
     /// Adds (or replaces) one custom metadata entry.
-    pub fn with_custom_entry(
-        mut self,
-        key: impl Into<String>,
-        value: impl Into<Primitive>,
-    ) -> Self {
+    pub fn with_custom_entry(mut self, key: impl Into<String>, value: impl Into<Primitive>) -> Self {
         self.custom.insert(key.into(), value.into());
         self
     }
@@ -172,9 +165,7 @@ impl EnqueueRequest {
     /// Whether the request carries a non-empty idempotency key, which makes ambiguous enqueue
     /// failures safe to retry.
     pub(crate) fn has_idempotency_key(&self) -> bool {
-        self.idempotency_key
-            .as_deref()
-            .is_some_and(|key| !key.is_empty())
+        self.idempotency_key.as_deref().is_some_and(|key| !key.is_empty())
     }
 }
 
@@ -206,18 +197,9 @@ mod tests {
 
     #[test]
     fn queue_and_job_type_must_not_be_empty() {
-        assert_eq!(
-            EnqueueRequest::new("", "t"),
-            Err(EnqueueRequestBuilderError::EmptyQueue)
-        );
-        assert_eq!(
-            EnqueueRequest::new("q", ""),
-            Err(EnqueueRequestBuilderError::EmptyJobType)
-        );
-        assert_eq!(
-            EnqueueRequest::new("", ""),
-            Err(EnqueueRequestBuilderError::EmptyQueue)
-        );
+        assert_eq!(EnqueueRequest::new("", "t"), Err(EnqueueRequestBuilderError::EmptyQueue));
+        assert_eq!(EnqueueRequest::new("q", ""), Err(EnqueueRequestBuilderError::EmptyJobType));
+        assert_eq!(EnqueueRequest::new("", ""), Err(EnqueueRequestBuilderError::EmptyQueue));
         assert!(EnqueueRequest::new("q", "t").is_ok());
     }
 
@@ -235,10 +217,7 @@ mod tests {
 
     #[test]
     fn custom_entries_add_up_and_with_custom_replaces_the_map() {
-        let request = EnqueueRequest::new("q", "t")
-            .unwrap()
-            .with_custom_entry("a", 1)
-            .with_custom_entry("b", "x");
+        let request = EnqueueRequest::new("q", "t").unwrap().with_custom_entry("a", 1).with_custom_entry("b", "x");
         assert_eq!(request.custom().len(), 2);
         let request = request.with_custom(HashMap::from([("c".to_owned(), Primitive::Bool(true))]));
         assert_eq!(request.custom().len(), 1);
@@ -249,12 +228,7 @@ mod tests {
     fn an_empty_idempotency_key_counts_as_none() {
         let request = EnqueueRequest::new("q", "t").unwrap();
         assert!(!request.has_idempotency_key());
-        assert!(
-            !request
-                .clone()
-                .with_idempotency_key("")
-                .has_idempotency_key()
-        );
+        assert!(!request.clone().with_idempotency_key("").has_idempotency_key());
         assert!(request.with_idempotency_key("k").has_idempotency_key());
     }
 }

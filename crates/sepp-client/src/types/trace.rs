@@ -28,10 +28,7 @@ impl TraceContext {
     pub fn new(traceparent: impl Into<String>) -> Result<Self, TraceContextError> {
         let traceparent = traceparent.into();
         validate_traceparent(&traceparent)?;
-        Ok(Self {
-            traceparent,
-            tracestate: None,
-        })
+        Ok(Self { traceparent, tracestate: None })
     }
 
     /// The same context with a `tracestate`; an empty string means none.
@@ -82,9 +79,7 @@ fn validate_traceparent(value: &str) -> Result<(), TraceContextError> {
     let [version, trace_id, span_id, flags] = fields.as_slice() else {
         return Err(invalid("expected 4 dash-separated fields"));
     };
-    let is_hex = |field: &str, len: usize| {
-        field.len() == len && field.bytes().all(|b| b.is_ascii_hexdigit())
-    };
+    let is_hex = |field: &str, len: usize| field.len() == len && field.bytes().all(|b| b.is_ascii_hexdigit());
     if !is_hex(version, 2) {
         return Err(invalid("version must be 2 hex digits"));
     }
@@ -110,9 +105,7 @@ fn validate_traceparent(value: &str) -> Result<(), TraceContextError> {
 mod otel {
     use std::str::FromStr;
 
-    use opentelemetry::trace::{
-        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
-    };
+    use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
     use opentelemetry::{Context, ContextGuard};
     use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -125,11 +118,8 @@ mod otel {
         pub fn from_current_otel() -> Option<Self> {
             let from_tracing = tracing::Span::current().context();
             let span_context = from_tracing.span().span_context().clone();
-            let span_context = if span_context.is_valid() {
-                span_context
-            } else {
-                Context::current().span().span_context().clone()
-            };
+            let span_context =
+                if span_context.is_valid() { span_context } else { Context::current().span().span_context().clone() };
             Self::from_span_context(&span_context)
         }
 
@@ -151,12 +141,8 @@ mod otel {
         /// Makes this (remote) context the current OpenTelemetry context until the guard drops,
         /// so spans started meanwhile become its children.
         pub fn attach_to_otel(&self) -> ContextGuard {
-            let span_context = self
-                .otel_span_context()
-                .unwrap_or_else(SpanContext::empty_context);
-            Context::current()
-                .with_remote_span_context(span_context)
-                .attach()
+            let span_context = self.otel_span_context().unwrap_or_else(SpanContext::empty_context);
+            Context::current().with_remote_span_context(span_context).attach()
         }
 
         /// This context as an OpenTelemetry remote span context.
@@ -164,12 +150,8 @@ mod otel {
             let trace_id = TraceId::from_hex(&self.trace_id()).ok()?;
             let span_id = SpanId::from_hex(&self.span_id()).ok()?;
             let flags = u8::from_str_radix(&self.traceparent[53..55], 16).ok()?;
-            let trace_state = self
-                .tracestate()
-                .and_then(|state| TraceState::from_str(state).ok())
-                .unwrap_or_default();
-            let span_context =
-                SpanContext::new(trace_id, span_id, TraceFlags::new(flags), true, trace_state);
+            let trace_state = self.tracestate().and_then(|state| TraceState::from_str(state).ok()).unwrap_or_default();
+            let span_context = SpanContext::new(trace_id, span_id, TraceFlags::new(flags), true, trace_state);
             span_context.is_valid().then_some(span_context)
         }
     }
@@ -200,49 +182,18 @@ mod tests {
     fn malformed_traceparents_are_refused_with_the_rule_they_break() {
         let cases = [
             ("", "expected 4 dash-separated fields"),
-            (
-                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
-                "expected 4 dash-separated fields",
-            ),
-            (
-                "0-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-                "version must be 2 hex digits",
-            ),
-            (
-                "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
-                "trace id must be 32 hex digits",
-            ),
-            (
-                "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
-                "trace id must be 32 hex digits",
-            ),
-            (
-                "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-                "trace id must not be all zeros",
-            ),
-            (
-                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b-01",
-                "span id must be 16 hex digits",
-            ),
-            (
-                "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-                "span id must not be all zeros",
-            ),
-            (
-                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",
-                "flags must be 2 hex digits",
-            ),
-            (
-                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
-                "expected 4 dash-separated fields",
-            ),
+            ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", "expected 4 dash-separated fields"),
+            ("0-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "version must be 2 hex digits"),
+            ("00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01", "trace id must be 32 hex digits"),
+            ("00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01", "trace id must be 32 hex digits"),
+            ("00-00000000000000000000000000000000-00f067aa0ba902b7-01", "trace id must not be all zeros"),
+            ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b-01", "span id must be 16 hex digits"),
+            ("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "span id must not be all zeros"),
+            ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1", "flags must be 2 hex digits"),
+            ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", "expected 4 dash-separated fields"),
         ];
         for (value, reason) in cases {
-            assert_eq!(
-                TraceContext::new(value),
-                Err(TraceContextError::InvalidTraceparent(reason)),
-                "{value}"
-            );
+            assert_eq!(TraceContext::new(value), Err(TraceContextError::InvalidTraceparent(reason)), "{value}");
         }
     }
 
@@ -256,8 +207,7 @@ mod tests {
 
     #[test]
     fn unsampled_flags_are_read() {
-        let trace =
-            TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00").unwrap();
+        let trace = TraceContext::new("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00").unwrap();
         assert!(!trace.is_sampled());
     }
 
@@ -267,10 +217,7 @@ mod tests {
         let trace = TraceContext::new(VALID).unwrap().with_tracestate("k=v");
         let span_context = trace.otel_span_context().unwrap();
         assert!(span_context.is_remote());
-        assert_eq!(
-            span_context.trace_id().to_string(),
-            "4bf92f3577b34da6a3ce929d0e0e4736"
-        );
+        assert_eq!(span_context.trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(TraceContext::from_span_context(&span_context), Some(trace));
     }
 }

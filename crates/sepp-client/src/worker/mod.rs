@@ -155,17 +155,12 @@ impl Worker {
     /// A Worker reserving from `queues` (in that order) with leases of `lease_duration`. It
     /// waits up to 30 s per reserve, handles up to 16 jobs at once, does not extend leases, and
     /// identifies itself as `<host>-<pid>-<8 hex>`.
-    pub fn new<I>(
-        client: SeppClient,
-        queues: I,
-        lease_duration: Duration,
-    ) -> Result<Self, WorkerBuilderError>
+    pub fn new<I>(client: SeppClient, queues: I, lease_duration: Duration) -> Result<Self, WorkerBuilderError>
     where
         I: IntoIterator,
         I::Item: Into<String>,
     {
-        let options =
-            ReserveOptions::new(queues, lease_duration)?.with_worker_id(default_worker_id())?;
+        let options = ReserveOptions::new(queues, lease_duration)?.with_worker_id(default_worker_id())?;
         Ok(Self {
             client,
             options,
@@ -185,10 +180,7 @@ impl Worker {
     ///
     /// On a zero wait, which would poll the server in a hot loop.
     pub fn with_wait_timeout(mut self, wait_timeout: Duration) -> Self {
-        assert!(
-            !wait_timeout.is_zero(),
-            "the Worker's wait timeout must be greater than zero"
-        );
+        assert!(!wait_timeout.is_zero(), "the Worker's wait timeout must be greater than zero");
         self.options = self.options.with_wait_timeout(wait_timeout);
         self
     }
@@ -199,10 +191,7 @@ impl Worker {
     ///
     /// On zero.
     pub fn with_max_jobs(mut self, max_jobs: u32) -> Self {
-        assert!(
-            max_jobs > 0,
-            "the Worker's max_jobs must be greater than zero"
-        );
+        assert!(max_jobs > 0, "the Worker's max_jobs must be greater than zero");
         self.max_jobs = Some(max_jobs);
         self
     }
@@ -220,10 +209,7 @@ impl Worker {
     }
 
     /// Replaces the generated worker id; it must be non-empty.
-    pub fn with_worker_id(
-        mut self,
-        worker_id: impl Into<String>,
-    ) -> Result<Self, WorkerBuilderError> {
+    pub fn with_worker_id(mut self, worker_id: impl Into<String>) -> Result<Self, WorkerBuilderError> {
         self.options = self.options.with_worker_id(worker_id)?;
         Ok(self)
     }
@@ -244,11 +230,7 @@ impl Worker {
     }
 
     /// Registers the handler for `job_type`; fails if one is already registered.
-    pub fn handle<F, Fut>(
-        mut self,
-        job_type: impl Into<String>,
-        handler: F,
-    ) -> Result<Self, WorkerBuilderError>
+    pub fn handle<F, Fut>(mut self, job_type: impl Into<String>, handler: F) -> Result<Self, WorkerBuilderError>
     where
         F: Fn(Option<Payload>, Arc<JobCtx>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
@@ -335,11 +317,7 @@ fn default_worker_id() -> String {
         .into_iter()
         .find_map(|name| std::env::var(name).ok().filter(|value| !value.is_empty()))
         .unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned());
-    let host = if host.is_empty() {
-        "unknown-host".to_owned()
-    } else {
-        host
-    };
+    let host = if host.is_empty() { "unknown-host".to_owned() } else { host };
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     format!("{host}-{}-{}", std::process::id(), &suffix[..8])
 }
@@ -349,9 +327,7 @@ mod tests {
     use super::*;
 
     fn client() -> SeppClient {
-        SeppClient::from_channel(
-            tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy(),
-        )
+        SeppClient::from_channel(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy())
     }
 
     async fn noop(_: Option<Payload>, _: Arc<JobCtx>) -> Result<(), HandlerError> {
@@ -399,34 +375,21 @@ mod tests {
     #[tokio::test]
     #[should_panic(expected = "wait timeout must be greater than zero")]
     async fn a_zero_wait_panics() {
-        let _ = Worker::new(client(), ["q"], Duration::from_secs(1))
-            .unwrap()
-            .with_wait_timeout(Duration::ZERO);
+        let _ = Worker::new(client(), ["q"], Duration::from_secs(1)).unwrap().with_wait_timeout(Duration::ZERO);
     }
 
     #[tokio::test]
     #[should_panic(expected = "max_jobs must be greater than zero")]
     async fn zero_max_jobs_panics() {
-        let _ = Worker::new(client(), ["q"], Duration::from_secs(1))
-            .unwrap()
-            .with_max_jobs(0);
+        let _ = Worker::new(client(), ["q"], Duration::from_secs(1)).unwrap().with_max_jobs(0);
     }
 
     #[tokio::test]
     async fn handlers_register_once_and_can_be_replaced_or_removed() {
-        let worker = Worker::new(client(), ["q"], Duration::from_secs(1))
-            .unwrap()
-            .handle("a", noop)
-            .unwrap();
-        let duplicate = Worker::new(client(), ["q"], Duration::from_secs(1))
-            .unwrap()
-            .handle("a", noop)
-            .unwrap()
-            .handle("a", noop);
-        assert_eq!(
-            duplicate.unwrap_err(),
-            WorkerBuilderError::DuplicateHandler("a".into())
-        );
+        let worker = Worker::new(client(), ["q"], Duration::from_secs(1)).unwrap().handle("a", noop).unwrap();
+        let duplicate =
+            Worker::new(client(), ["q"], Duration::from_secs(1)).unwrap().handle("a", noop).unwrap().handle("a", noop);
+        assert_eq!(duplicate.unwrap_err(), WorkerBuilderError::DuplicateHandler("a".into()));
         let worker = worker.replace_handler("a", noop).replace_handler("b", noop);
         assert_eq!(worker.handlers.len(), 2);
         let worker = worker.remove_handler("a").with_catch_all_handler(noop);
@@ -440,10 +403,7 @@ mod tests {
         let worker = worker.with_auto_extend();
         assert_eq!(worker.auto_extend, Some(AutoExtend::Derived));
         let worker = worker.with_auto_extend_interval(Duration::ZERO);
-        assert_eq!(
-            worker.auto_extend,
-            Some(AutoExtend::Fixed(Duration::from_millis(1)))
-        );
+        assert_eq!(worker.auto_extend, Some(AutoExtend::Fixed(Duration::from_millis(1))));
     }
 
     #[test]

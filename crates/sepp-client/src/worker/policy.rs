@@ -34,11 +34,7 @@ pub(crate) fn handler_verdict(error: HandlerError) -> (RetryDirective, String) {
 
 /// How long to wait before the next lease extension: the fixed interval if one was set, else a
 /// third of what is left of the known lease, never less than a millisecond.
-pub(crate) fn heartbeat_interval(
-    fixed: Option<Duration>,
-    known_expiry: SystemTime,
-    now: SystemTime,
-) -> Duration {
+pub(crate) fn heartbeat_interval(fixed: Option<Duration>, known_expiry: SystemTime, now: SystemTime) -> Duration {
     let interval = match fixed {
         Some(interval) => interval,
         None => known_expiry.duration_since(now).unwrap_or(Duration::ZERO) / 3,
@@ -68,10 +64,7 @@ mod tests {
             RetryDirective::After(delay) => delay.as_secs(),
             other => panic!("{other:?}"),
         };
-        assert_eq!(
-            [after(0), after(1), after(2), after(3), after(5)],
-            [1, 2, 4, 8, 32]
-        );
+        assert_eq!([after(0), after(1), after(2), after(3), after(5)], [1, 2, 4, 8, 32]);
         assert_eq!(after(6), 60);
         assert_eq!(after(64), 60);
         assert_eq!(after(u32::MAX), 60);
@@ -79,46 +72,22 @@ mod tests {
 
     #[test]
     fn handler_errors_map_onto_nack_directives() {
-        assert_eq!(
-            handler_verdict(HandlerError::retry("r")),
-            (RetryDirective::Default, "r".to_owned())
-        );
+        assert_eq!(handler_verdict(HandlerError::retry("r")), (RetryDirective::Default, "r".to_owned()));
         assert_eq!(
             handler_verdict(HandlerError::retry_after("later", Duration::from_secs(5))),
-            (
-                RetryDirective::After(Duration::from_secs(5)),
-                "later".to_owned()
-            )
+            (RetryDirective::After(Duration::from_secs(5)), "later".to_owned())
         );
-        assert_eq!(
-            handler_verdict(HandlerError::permanent("bad")),
-            (RetryDirective::DeadLetter, "bad".to_owned())
-        );
+        assert_eq!(handler_verdict(HandlerError::permanent("bad")), (RetryDirective::DeadLetter, "bad".to_owned()));
     }
 
     #[test]
     fn the_heartbeat_runs_at_a_third_of_the_remaining_lease() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        assert_eq!(
-            heartbeat_interval(None, now + Duration::from_secs(30), now),
-            Duration::from_secs(10)
-        );
-        assert_eq!(
-            heartbeat_interval(None, now + Duration::from_millis(3), now),
-            Duration::from_millis(1)
-        );
-        assert_eq!(
-            heartbeat_interval(None, now - Duration::from_secs(1), now),
-            Duration::from_millis(1)
-        );
-        assert_eq!(
-            heartbeat_interval(Some(Duration::from_secs(7)), now, now),
-            Duration::from_secs(7)
-        );
-        assert_eq!(
-            heartbeat_interval(Some(Duration::ZERO), now, now),
-            Duration::from_millis(1)
-        );
+        assert_eq!(heartbeat_interval(None, now + Duration::from_secs(30), now), Duration::from_secs(10));
+        assert_eq!(heartbeat_interval(None, now + Duration::from_millis(3), now), Duration::from_millis(1));
+        assert_eq!(heartbeat_interval(None, now - Duration::from_secs(1), now), Duration::from_millis(1));
+        assert_eq!(heartbeat_interval(Some(Duration::from_secs(7)), now, now), Duration::from_secs(7));
+        assert_eq!(heartbeat_interval(Some(Duration::ZERO), now, now), Duration::from_millis(1));
     }
 
     #[test]

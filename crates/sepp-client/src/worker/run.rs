@@ -89,11 +89,7 @@ pub(super) async fn run(worker: Worker) {
     while let Turn::Continue = reserver.run_once().await {}
 
     let tasks = &reserver.tasks;
-    tracing::info!(
-        worker_id,
-        in_flight = tasks.len(),
-        "worker shutting down; waiting for in-flight jobs to finish"
-    );
+    tracing::info!(worker_id, in_flight = tasks.len(), "worker shutting down; waiting for in-flight jobs to finish");
     tasks.close();
     tasks.wait().await;
     tracing::info!(worker_id, "worker stopped");
@@ -142,12 +138,9 @@ impl Reserver {
                     // Later jobs of a batch wait for their own permit (they are ours already).
                     let permit = match held.take() {
                         Some(permit) => permit,
-                        None => self
-                            .permits
-                            .clone()
-                            .acquire_owned()
-                            .await
-                            .expect("the Worker never closes its semaphore"),
+                        None => {
+                            self.permits.clone().acquire_owned().await.expect("the Worker never closes its semaphore")
+                        }
                     };
                     self.tasks.spawn(process(self.shared.clone(), job, permit));
                 }
@@ -188,28 +181,16 @@ async fn process(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) {
         worker_id = ctx.worker_id(),
     );
     otel::link(&span, ctx.trace_context.as_ref());
-    handle(&shared, payload, Arc::new(ctx))
-        .instrument(span)
-        .await;
+    handle(&shared, payload, Arc::new(ctx)).instrument(span).await;
     shared.metrics.in_flight(-1);
     drop(permit);
 }
 
 async fn handle(shared: &Shared, payload: Option<crate::Payload>, ctx: Arc<JobCtx>) {
-    let Some(handler) = shared
-        .handlers
-        .get(&ctx.job_type)
-        .or(shared.catch_all.as_ref())
-    else {
+    let Some(handler) = shared.handlers.get(&ctx.job_type).or(shared.catch_all.as_ref()) else {
         let retry = policy::failure_backoff(ctx.attempt);
         tracing::warn!(job_type = %ctx.job_type, ?retry, "no handler registered for job_type {}; nacking", ctx.job_type);
-        settle_nack(
-            shared,
-            &ctx,
-            retry,
-            "no handler registered for job_type".to_owned(),
-        )
-        .await;
+        settle_nack(shared, &ctx, retry, "no handler registered for job_type".to_owned()).await;
         return;
     };
     let task = tokio::spawn(handler(payload, ctx.clone()).in_current_span());
@@ -236,13 +217,7 @@ async fn handle(shared: &Shared, payload: Option<crate::Payload>, ctx: Arc<JobCt
             tracing::Span::current().record("otel.status_code", "error");
             let message = panic_message(join_error.into_panic());
             tracing::error!(job = %ctx, panic = %message, "handler panicked");
-            settle_nack(
-                shared,
-                &ctx,
-                policy::failure_backoff(ctx.attempt),
-                "handler panicked".to_owned(),
-            )
-            .await;
+            settle_nack(shared, &ctx, policy::failure_backoff(ctx.attempt), "handler panicked".to_owned()).await;
         }
         Ending::Finished(Err(_cancelled)) => {
             // Only the runtime shutting down cancels a handler task we did not abort.

@@ -51,11 +51,7 @@ impl Server {
         std::fs::write(&config, text).expect("write the server configuration");
         let mut command = Command::new(server_binary());
         for (name, _) in std::env::vars_os() {
-            if name
-                .to_string_lossy()
-                .to_ascii_uppercase()
-                .starts_with("SEPP_")
-            {
+            if name.to_string_lossy().to_ascii_uppercase().starts_with("SEPP_") {
                 command.env_remove(name);
             }
         }
@@ -91,18 +87,10 @@ impl Server {
             Ok(port) => port,
             Err(_) => {
                 let _ = child.kill();
-                panic!(
-                    "the server did not start:\n{}",
-                    logs.lock().unwrap().join("\n")
-                );
+                panic!("the server did not start:\n{}", logs.lock().unwrap().join("\n"));
             }
         };
-        Self {
-            child,
-            port,
-            logs,
-            _dir: dir,
-        }
+        Self { child, port, logs, _dir: dir }
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -117,9 +105,7 @@ impl Server {
 
     /// A connected client with the defaults.
     pub async fn client(&self) -> SeppClient {
-        SeppClient::connect(self.url())
-            .await
-            .expect("connect to the test server")
+        SeppClient::connect(self.url()).await.expect("connect to the test server")
     }
 
     /// What the server printed so far.
@@ -147,10 +133,7 @@ fn server_binary() -> PathBuf {
     }
     // target/debug/deps/<this test> -> target/debug/sepp
     let exe = std::env::current_exe().expect("the test executable's path");
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|debug| debug.join("sepp"));
+    let path = exe.parent().and_then(|deps| deps.parent()).map(|debug| debug.join("sepp"));
     match path {
         Some(path) if path.exists() => path,
         _ => panic!("no sepp binary: run `cargo build -p sepp-server` first, or set SEPP_BIN"),
@@ -187,11 +170,7 @@ pub fn parse_port(line: &str) -> Option<u16> {
 /// A queue name no other test uses.
 pub fn unique(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{prefix}-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("{prefix}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Checks `condition` until it holds (failing the test after 30 s). For conditions only the
@@ -207,10 +186,7 @@ where
         if let Some(value) = condition().await {
             return value;
         }
-        assert!(
-            started.elapsed() < EVENTUALLY_TIMEOUT,
-            "timed out waiting for {what}"
-        );
+        assert!(started.elapsed() < EVENTUALLY_TIMEOUT, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use sepp_core::validate::{NackStrategy, ReserveRequest, plan_reserve};
 use sepp_core::{
-    DeadLetter, Delivery, Enqueued, Job, JobId, LeaseError, Nacked, NewJob, Payload, Policy,
-    Primitive, QueueLimits, Record, Rejection, State, StorageRules, SweepReport, TimeMs,
+    DeadLetter, Delivery, Enqueued, Job, JobId, LeaseError, Nacked, NewJob, Payload, Policy, Primitive, QueueLimits,
+    Record, Rejection, State, StorageRules, SweepReport, TimeMs,
 };
 
 /// A job id built from `n`, shaped like a random v4 UUID. Ids compare in the order of `n`.
@@ -37,11 +37,7 @@ pub fn payload_of(job: &Job) -> Option<(Vec<u8>, String)> {
 
 /// A minimal valid job for `queue`.
 pub fn job(queue: &str) -> NewJob {
-    NewJob {
-        queue: queue.to_string(),
-        job_type: "email".to_string(),
-        ..NewJob::default()
-    }
+    NewJob { queue: queue.to_string(), job_type: "email".to_string(), ..NewJob::default() }
 }
 
 /// Chainable setters for [`NewJob`].
@@ -73,10 +69,7 @@ impl JobBuilder for NewJob {
         self
     }
     fn payload(mut self, data: &[u8], encoding: &str) -> Self {
-        self.payload = Some(Payload {
-            data: data.to_vec(),
-            encoding: encoding.to_string(),
-        });
+        self.payload = Some(Payload { data: data.to_vec(), encoding: encoding.to_string() });
         self
     }
     fn custom(mut self, key: &str, value: Primitive) -> Self {
@@ -105,10 +98,7 @@ pub fn declare(policy: &mut Policy, queue: &str, change: impl FnOnce(&mut QueueL
 
 /// Storage rules with dead-letter retention on.
 pub fn retention(dead_letter_retention_ms: u64) -> StorageRules {
-    StorageRules {
-        dead_letter_retention_ms,
-        ..StorageRules::default()
-    }
+    StorageRules { dead_letter_retention_ms, ..StorageRules::default() }
 }
 
 /// A state plus every record it produced, with the lease operations as one-liners.
@@ -150,11 +140,7 @@ impl Harness {
         job_id(self.next_id)
     }
 
-    pub fn enqueue(
-        &mut self,
-        now_ms: TimeMs,
-        jobs: Vec<NewJob>,
-    ) -> Vec<Result<Enqueued, Rejection>> {
+    pub fn enqueue(&mut self, now_ms: TimeMs, jobs: Vec<NewJob>) -> Vec<Result<Enqueued, Rejection>> {
         let jobs = jobs.into_iter().map(|job| (self.fresh_id(), job)).collect();
         self.state.enqueue(now_ms, jobs, &mut self.records)
     }
@@ -189,13 +175,7 @@ impl Harness {
     }
 
     /// Reserves through `plan_reserve`, as the server does.
-    pub fn reserve(
-        &mut self,
-        now_ms: TimeMs,
-        queues: &[&str],
-        max_jobs: u32,
-        lease_ms: i64,
-    ) -> Vec<Delivery> {
+    pub fn reserve(&mut self, now_ms: TimeMs, queues: &[&str], max_jobs: u32, lease_ms: i64) -> Vec<Delivery> {
         let request = ReserveRequest {
             queues: queues.iter().map(|queue| queue.to_string()).collect(),
             wait_timeout_ms: None,
@@ -216,10 +196,7 @@ impl Harness {
 
     /// The ids a reserve returned, in order.
     pub fn reserve_ids(&mut self, now_ms: TimeMs, queues: &[&str], max_jobs: u32) -> Vec<JobId> {
-        self.reserve(now_ms, queues, max_jobs, 30_000)
-            .into_iter()
-            .map(|delivery| delivery.job.id)
-            .collect()
+        self.reserve(now_ms, queues, max_jobs, 30_000).into_iter().map(|delivery| delivery.job.id).collect()
     }
 
     pub fn ack(&mut self, job_id: JobId, attempt: u32) -> Result<(), LeaseError> {
@@ -235,19 +212,11 @@ impl Harness {
         reason: Option<&str>,
     ) -> Result<Nacked, LeaseError> {
         let reason = reason.map(str::to_string);
-        self.state
-            .nack(now_ms, job_id, attempt, strategy, reason, &mut self.records)
+        self.state.nack(now_ms, job_id, attempt, strategy, reason, &mut self.records)
     }
 
-    pub fn extend(
-        &mut self,
-        now_ms: TimeMs,
-        job_id: JobId,
-        attempt: u32,
-        lease_ms: u64,
-    ) -> Result<TimeMs, LeaseError> {
-        self.state
-            .extend(now_ms, job_id, attempt, lease_ms, &mut self.records)
+    pub fn extend(&mut self, now_ms: TimeMs, job_id: JobId, attempt: u32, lease_ms: u64) -> Result<TimeMs, LeaseError> {
+        self.state.extend(now_ms, job_id, attempt, lease_ms, &mut self.records)
     }
 
     pub fn sweep(&mut self, now_ms: TimeMs) -> SweepReport {

@@ -19,12 +19,10 @@ use std::sync::Arc;
 
 use model::{Model, Place};
 use rng::Rng;
-use sepp_core::validate::{
-    NackStrategy, ReservePlan, ReserveRequest, plan_drain, plan_reserve, validate_new_job,
-};
+use sepp_core::validate::{NackStrategy, ReservePlan, ReserveRequest, plan_drain, plan_reserve, validate_new_job};
 use sepp_core::{
-    Depths, Enqueued, JobId, JobState, LeaseError, Nacked, NewJob, Payload, Policy, Primitive,
-    Record, Rejection, RetryBackoff, State, StorageRules, TimeMs,
+    Depths, Enqueued, JobId, JobState, LeaseError, Nacked, NewJob, Payload, Policy, Primitive, Record, Rejection,
+    RetryBackoff, State, StorageRules, TimeMs,
 };
 
 const STEPS: usize = 300;
@@ -68,10 +66,7 @@ fn random_policy(rng: &mut Rng) -> Policy {
 }
 
 fn random_rules(rng: &mut Rng) -> StorageRules {
-    StorageRules {
-        dead_letter_retention_ms: rng.pick(&[0, 0, 200, 5_000]),
-        sweep_limit: rng.pick(&[1, 2, 3, 10_000]),
-    }
+    StorageRules { dead_letter_retention_ms: rng.pick(&[0, 0, 200, 5_000]), sweep_limit: rng.pick(&[1, 2, 3, 10_000]) }
 }
 
 // ---- The simulation ----
@@ -136,9 +131,7 @@ impl Coverage {
 
     fn enqueued(&mut self, outcome: &Result<Enqueued, Rejection>) {
         match outcome {
-            Ok(Enqueued {
-                deduplicated: true, ..
-            }) => self.deduplicated += 1,
+            Ok(Enqueued { deduplicated: true, .. }) => self.deduplicated += 1,
             Ok(_) => self.accepted += 1,
             Err(Rejection::QueueFull { .. }) => self.queue_full += 1,
             Err(_) => {}
@@ -148,10 +141,7 @@ impl Coverage {
     /// Every counter is above zero.
     fn assert_everything_happened(&self) {
         let text = format!("{self:?}");
-        assert!(
-            !text.contains(": 0,") && !text.contains(": 0 }"),
-            "never exercised: {text}"
-        );
+        assert!(!text.contains(": 0,") && !text.contains(": 0 }"), "never exercised: {text}");
     }
 }
 
@@ -175,10 +165,7 @@ struct Simulation {
 impl Simulation {
     fn new(seed: u64) -> Self {
         let mut rng = Rng(seed);
-        let policies = [
-            Arc::new(random_policy(&mut rng)),
-            Arc::new(random_policy(&mut rng)),
-        ];
+        let policies = [Arc::new(random_policy(&mut rng)), Arc::new(random_policy(&mut rng))];
         let rules = random_rules(&mut rng);
         Simulation {
             rng,
@@ -227,8 +214,7 @@ impl Simulation {
     }
 
     fn note(&mut self, what: String) {
-        self.trace
-            .push(format!("t={} {what}", self.now_ms - START_MS));
+        self.trace.push(format!("t={} {what}", self.now_ms - START_MS));
     }
 
     fn new_job(&mut self) -> NewJob {
@@ -254,14 +240,10 @@ impl Simulation {
         }
         if rng.percent(30) {
             let data = vec![rng.below(256) as u8; 1 + rng.below(4) as usize];
-            new.payload = Some(Payload {
-                data,
-                encoding: "raw".into(),
-            });
+            new.payload = Some(Payload { data, encoding: "raw".into() });
         }
         if rng.percent(20) {
-            new.custom
-                .insert("n".into(), Some(Primitive::Int(rng.next() as i64)));
+            new.custom.insert("n".into(), Some(Primitive::Int(rng.next() as i64)));
         }
         new
     }
@@ -273,24 +255,17 @@ impl Simulation {
         for _ in 0..count {
             let new = self.new_job();
             let horizon_ms = policy.queue(&new.queue).max_schedule_horizon_ms;
-            let too_far = new
-                .scheduled_at_ms
-                .filter(|scheduled_at_ms| *scheduled_at_ms > self.now_ms + horizon_ms as TimeMs);
+            let too_far =
+                new.scheduled_at_ms.filter(|scheduled_at_ms| *scheduled_at_ms > self.now_ms + horizon_ms as TimeMs);
             let expected = match too_far {
-                Some(actual_ms) => Err(Rejection::ScheduledTooFar {
-                    horizon_ms,
-                    actual_ms,
-                }),
+                Some(actual_ms) => Err(Rejection::ScheduledTooFar { horizon_ms, actual_ms }),
                 None => Ok(()),
             };
             assert_eq!(validate_new_job(&policy, &new, self.now_ms), expected);
             if too_far.is_some() {
                 self.coverage.too_far += 1;
             }
-            if new
-                .scheduled_at_ms
-                .is_some_and(|scheduled_at_ms| scheduled_at_ms > self.now_ms)
-            {
+            if new.scheduled_at_ms.is_some_and(|scheduled_at_ms| scheduled_at_ms > self.now_ms) {
                 self.coverage.scheduled += 1;
             }
             if expected.is_ok() {
@@ -317,20 +292,11 @@ impl Simulation {
         }
         self.note(format!("enqueue {jobs:?}"));
         let policy = self.policy();
-        let expected: Vec<_> = jobs
-            .iter()
-            .map(|(job_id, new)| self.model.enqueue(&policy, self.now_ms, *job_id, new))
-            .collect();
-        let accepted: Vec<Enqueued> = expected
-            .iter()
-            .filter_map(|outcome| outcome.clone().ok())
-            .collect();
-        let accepted_jobs: Vec<(JobId, NewJob)> = jobs
-            .iter()
-            .zip(&expected)
-            .filter(|(_, outcome)| outcome.is_ok())
-            .map(|(job, _)| job.clone())
-            .collect();
+        let expected: Vec<_> =
+            jobs.iter().map(|(job_id, new)| self.model.enqueue(&policy, self.now_ms, *job_id, new)).collect();
+        let accepted: Vec<Enqueued> = expected.iter().filter_map(|outcome| outcome.clone().ok()).collect();
+        let accepted_jobs: Vec<(JobId, NewJob)> =
+            jobs.iter().zip(&expected).filter(|(_, outcome)| outcome.is_ok()).map(|(job, _)| job.clone()).collect();
         let before = self.records.len();
         let actual = self.state.enqueue(self.now_ms, jobs, &mut self.records);
         assert_eq!(actual, expected, "enqueue outcomes");
@@ -354,9 +320,7 @@ impl Simulation {
         let policy = self.policy();
         let expected = self.model.enqueue_atomic(&policy, self.now_ms, &jobs);
         let before = self.records.len();
-        let actual = self
-            .state
-            .enqueue_atomic(self.now_ms, jobs.clone(), &mut self.records);
+        let actual = self.state.enqueue_atomic(self.now_ms, jobs.clone(), &mut self.records);
         assert_eq!(actual, expected, "atomic outcomes");
         let written = match &expected {
             Ok(outcomes) => {
@@ -376,9 +340,7 @@ impl Simulation {
     fn reserve(&mut self) {
         let policy = self.policy();
         let rng = &mut self.rng;
-        let queues: Vec<String> = (0..rng.between(1, 3))
-            .map(|_| rng.pick(&QUEUES).to_string())
-            .collect();
+        let queues: Vec<String> = (0..rng.between(1, 3)).map(|_| rng.pick(&QUEUES).to_string()).collect();
         let lease_ms = rng.pick(&[1, 5, 20, 100, 1_000, 100_000]);
         let max_jobs = rng.percent(80).then(|| rng.between(1, 8) as u32);
         let request = ReserveRequest {
@@ -389,29 +351,19 @@ impl Simulation {
             max_jobs,
         };
         let plan = plan_reserve(&policy, request).expect("valid reserve");
-        let lease_cap_ms = queues
-            .iter()
-            .map(|queue| policy.queue(queue).max_lease_duration_ms)
-            .min()
-            .unwrap();
+        let lease_cap_ms = queues.iter().map(|queue| policy.queue(queue).max_lease_duration_ms).min().unwrap();
         assert_eq!(plan.lease_ms, (lease_ms as u64).min(lease_cap_ms).max(1));
-        assert_eq!(
-            plan.max_jobs,
-            max_jobs.unwrap_or(1).min(policy.server.max_reserve_batch)
-        );
+        assert_eq!(plan.max_jobs, max_jobs.unwrap_or(1).min(policy.server.max_reserve_batch));
         assert_eq!(plan.queues, queues);
         self.note(format!("reserve {plan:?}"));
 
         let expected = self.model.reserve(self.now_ms, &plan);
         let deliveries = self.state.reserve(self.now_ms, &plan, &mut self.records);
-        let delivered: Vec<(JobId, u32)> = deliveries
-            .iter()
-            .map(|delivery| (delivery.job.id, delivery.attempt))
-            .collect();
+        let delivered: Vec<(JobId, u32)> =
+            deliveries.iter().map(|delivery| (delivery.job.id, delivery.attempt)).collect();
         assert_eq!(delivered, expected, "reserve order");
         self.coverage.delivered += delivered.len();
-        self.coverage.redelivered_attempts +=
-            delivered.iter().filter(|(_, attempt)| *attempt > 1).count();
+        self.coverage.redelivered_attempts += delivered.iter().filter(|(_, attempt)| *attempt > 1).count();
 
         let deadline_ms = self.now_ms + plan.lease_ms as TimeMs;
         for delivery in &deliveries {
@@ -431,10 +383,7 @@ impl Simulation {
                     delivery.job.id
                 );
             }
-            self.open_leases.insert(
-                delivery.job.id,
-                (delivery.attempt, delivery.lease_deadline_ms),
-            );
+            self.open_leases.insert(delivery.job.id, (delivery.attempt, delivery.lease_deadline_ms));
         }
     }
 
@@ -446,31 +395,17 @@ impl Simulation {
         for delivery in deliveries {
             let key = (Reverse(delivery.job.priority), delivery.job.seq);
             if let Some(previous) = last_key.insert(&delivery.job.queue, key) {
-                assert!(
-                    previous < key,
-                    "jobs of {} came out of order",
-                    delivery.job.queue
-                );
+                assert!(previous < key, "jobs of {} came out of order", delivery.job.queue);
             }
-            let position = plan
-                .queues
-                .iter()
-                .position(|queue| **queue == *delivery.job.queue)
-                .unwrap();
-            assert!(
-                position >= queue_position,
-                "a later-listed queue was served first"
-            );
+            let position = plan.queues.iter().position(|queue| **queue == *delivery.job.queue).unwrap();
+            assert!(position >= queue_position, "a later-listed queue was served first");
             queue_position = queue_position.max(position);
         }
         // Nothing ready that should have come first was left behind.
         for (queue, taken) in &last_key {
             for job in self.model.jobs.values() {
                 if job.queue == *queue && job.place == Place::Ready {
-                    assert!(
-                        job.ready_key() > *taken,
-                        "a better ready job was left in {queue}"
-                    );
+                    assert!(job.ready_key() > *taken, "a better ready job was left in {queue}");
                 }
             }
         }
@@ -495,11 +430,7 @@ impl Simulation {
             0..=6 if !inflight.is_empty() => self.rng.pick(&inflight),
             7 if !inflight.is_empty() => {
                 let (job_id, attempt) = self.rng.pick(&inflight);
-                let wrong = if attempt > 1 && self.rng.percent(50) {
-                    attempt - 1
-                } else {
-                    attempt + 1
-                };
+                let wrong = if attempt > 1 && self.rng.percent(50) { attempt - 1 } else { attempt + 1 };
                 (job_id, wrong)
             }
             8 if !others.is_empty() => {
@@ -536,46 +467,20 @@ impl Simulation {
         let (job_id, attempt) = self.lease_target();
         let strategy = match self.rng.below(10) {
             0..=4 => NackStrategy::Default,
-            5..=7 => NackStrategy::Delay {
-                delay_ms: self.rng.pick(&[0, 1, 30, 500, u64::MAX / 2]),
-            },
+            5..=7 => NackStrategy::Delay { delay_ms: self.rng.pick(&[0, 1, 30, 500, u64::MAX / 2]) },
             _ => NackStrategy::DeadLetter,
         };
-        let reason = self
-            .rng
-            .percent(50)
-            .then(|| format!("reason {}", self.rng.below(100)));
-        self.note(format!(
-            "nack {job_id} attempt {attempt} {strategy:?} {reason:?}"
-        ));
+        let reason = self.rng.percent(50).then(|| format!("reason {}", self.rng.below(100)));
+        self.note(format!("nack {job_id} attempt {attempt} {strategy:?} {reason:?}"));
         let policy = self.policy();
-        let expected = self.model.nack(
-            &policy,
-            self.now_ms,
-            job_id,
-            attempt,
-            strategy,
-            reason.clone(),
-        );
+        let expected = self.model.nack(&policy, self.now_ms, job_id, attempt, strategy, reason.clone());
         let before = self.records.len();
-        let actual = self.state.nack(
-            self.now_ms,
-            job_id,
-            attempt,
-            strategy,
-            reason,
-            &mut self.records,
-        );
+        let actual = self.state.nack(self.now_ms, job_id, attempt, strategy, reason, &mut self.records);
         assert_eq!(actual, expected, "nack outcome");
         self.coverage.lease_outcome(expected.map(|_| ()));
         match expected {
-            Ok(Nacked {
-                dead_lettered: true,
-                ..
-            }) => self.coverage.nack_dead_lettered += 1,
-            Ok(Nacked { retry_delay_ms, .. }) if retry_delay_ms > 0 => {
-                self.coverage.retried_later += 1
-            }
+            Ok(Nacked { dead_lettered: true, .. }) => self.coverage.nack_dead_lettered += 1,
+            Ok(Nacked { retry_delay_ms, .. }) if retry_delay_ms > 0 => self.coverage.retried_later += 1,
             _ => {}
         }
         assert_eq!(self.records.len() - before, usize::from(expected.is_ok()));
@@ -589,13 +494,9 @@ impl Simulation {
         let lease_ms = self.rng.pick(&[0, 1, 10, 100, 10_000, 1_000_000]);
         self.note(format!("extend {job_id} attempt {attempt} by {lease_ms}"));
         let policy = self.policy();
-        let expected = self
-            .model
-            .extend(&policy, self.now_ms, job_id, attempt, lease_ms);
+        let expected = self.model.extend(&policy, self.now_ms, job_id, attempt, lease_ms);
         let before = self.records.len();
-        let actual = self
-            .state
-            .extend(self.now_ms, job_id, attempt, lease_ms, &mut self.records);
+        let actual = self.state.extend(self.now_ms, job_id, attempt, lease_ms, &mut self.records);
         assert_eq!(actual, expected, "extend outcome");
         self.coverage.lease_outcome(expected.map(|_| ()));
         self.coverage.extended += usize::from(expected.is_ok());
@@ -621,10 +522,7 @@ impl Simulation {
     }
 
     fn drain(&mut self) {
-        let queue = self
-            .rng
-            .percent(50)
-            .then(|| self.rng.pick(&["q0", "q1", "q2", "nowhere"]));
+        let queue = self.rng.percent(50).then(|| self.rng.pick(&["q0", "q1", "q2", "nowhere"]));
         let requested = self.rng.between(1, 8) as u32;
         let max = plan_drain(&self.policy(), queue, Some(requested)).expect("valid drain");
         assert_eq!(max, requested.min(self.policy().server.max_reserve_batch));
@@ -659,8 +557,7 @@ impl Simulation {
     fn reload(&mut self) {
         self.active_policy = 1 - self.active_policy;
         self.note(format!("reload to policy {}", self.active_policy));
-        self.state
-            .set_policy(self.policies[self.active_policy].clone());
+        self.state.set_policy(self.policies[self.active_policy].clone());
     }
 
     fn check(&self) {
@@ -668,42 +565,25 @@ impl Simulation {
             panic!("invariant broken: {problem}");
         }
         for (job_id, job) in &self.model.jobs {
-            assert_eq!(
-                self.state.job_state(job_id),
-                Some(job.state()),
-                "state of job {job_id}"
-            );
+            assert_eq!(self.state.job_state(job_id), Some(job.state()), "state of job {job_id}");
         }
         for job_id in &self.gone {
             if !self.model.jobs.contains_key(job_id) {
-                assert_eq!(
-                    self.state.job_state(job_id),
-                    None,
-                    "job {job_id} should be gone"
-                );
+                assert_eq!(self.state.job_state(job_id), None, "job {job_id} should be gone");
             }
         }
         let mut total = Depths::default();
         for queue in QUEUES.iter().chain(&["nowhere"]) {
             let depths = self.model.depths(queue);
             assert_eq!(self.state.depths(queue), depths, "depths of {queue}");
-            assert_eq!(
-                self.state.has_ready(queue),
-                depths.ready > 0,
-                "has_ready of {queue}"
-            );
+            assert_eq!(self.state.has_ready(queue), depths.ready > 0, "has_ready of {queue}");
             total.ready += depths.ready;
             total.scheduled += depths.scheduled;
             total.inflight += depths.inflight;
             total.dead_letter += depths.dead_letter;
         }
         assert_eq!(self.state.total_depths(), total, "total depths");
-        let mut names: Vec<String> = self
-            .state
-            .queue_names()
-            .iter()
-            .map(|name| name.to_string())
-            .collect();
+        let mut names: Vec<String> = self.state.queue_names().iter().map(|name| name.to_string()).collect();
         names.sort();
         let expected_names: BTreeSet<String> = self
             .model
@@ -712,24 +592,13 @@ impl Simulation {
             .map(|job| job.queue.clone())
             .chain(self.model.dead.values().map(|dead| dead.queue.clone()))
             .collect();
-        assert_eq!(
-            names,
-            expected_names.into_iter().collect::<Vec<_>>(),
-            "queue names"
-        );
-        assert_eq!(
-            self.state.next_deadline_ms(),
-            self.model.next_deadline_ms(),
-            "next deadline"
-        );
+        assert_eq!(names, expected_names.into_iter().collect::<Vec<_>>(), "queue names");
+        assert_eq!(self.state.next_deadline_ms(), self.model.next_deadline_ms(), "next deadline");
         for (job_id, (attempt, deadline_ms)) in &self.open_leases {
             if *deadline_ms > self.now_ms {
                 assert_eq!(
                     self.state.job_state(job_id),
-                    Some(JobState::Inflight {
-                        attempt: *attempt,
-                        lease_deadline_ms: *deadline_ms
-                    }),
+                    Some(JobState::Inflight { attempt: *attempt, lease_deadline_ms: *deadline_ms }),
                     "live lease of {job_id}"
                 );
             }
@@ -750,9 +619,8 @@ fn seeds() -> Vec<u64> {
     if let Ok(seed) = std::env::var("SEPP_CORE_SEED") {
         return vec![seed.parse().expect("SEPP_CORE_SEED is a number")];
     }
-    let count = std::env::var("SEPP_CORE_SEEDS").map_or(DEFAULT_SEEDS, |count| {
-        count.parse().expect("SEPP_CORE_SEEDS is a number")
-    });
+    let count = std::env::var("SEPP_CORE_SEEDS")
+        .map_or(DEFAULT_SEEDS, |count| count.parse().expect("SEPP_CORE_SEEDS is a number"));
     (0..count).collect()
 }
 

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use sepp_core::retry::retry_delay_ms;
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{
-    DeadLetterCause, Depths, Enqueued, JobId, JobState, LeaseError, Nacked, NewJob, Policy,
-    Rejection, StorageRules, SweepReport, TimeMs,
+    DeadLetterCause, Depths, Enqueued, JobId, JobState, LeaseError, Nacked, NewJob, Policy, Rejection, StorageRules,
+    SweepReport, TimeMs,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,10 +34,7 @@ impl ModelJob {
         match self.place {
             Place::Ready => JobState::Ready { attempt },
             Place::Scheduled { due_ms } => JobState::Scheduled { attempt, due_ms },
-            Place::Inflight { deadline_ms } => JobState::Inflight {
-                attempt,
-                lease_deadline_ms: deadline_ms,
-            },
+            Place::Inflight { deadline_ms } => JobState::Inflight { attempt, lease_deadline_ms: deadline_ms },
         }
     }
 
@@ -92,11 +89,7 @@ impl Model {
                 Place::Inflight { .. } => depths.inflight += 1,
             }
         }
-        depths.dead_letter = self
-            .dead
-            .values()
-            .filter(|dead| dead.queue == queue)
-            .count() as u64;
+        depths.dead_letter = self.dead.values().filter(|dead| dead.queue == queue).count() as u64;
         depths
     }
 
@@ -105,13 +98,7 @@ impl Model {
         (*deadline_ms > now_ms).then_some(*job_id)
     }
 
-    pub fn insert(
-        &mut self,
-        policy: &Policy,
-        now_ms: TimeMs,
-        job_id: JobId,
-        new: &NewJob,
-    ) -> Enqueued {
+    pub fn insert(&mut self, policy: &Policy, now_ms: TimeMs, job_id: JobId, new: &NewJob) -> Enqueued {
         let limits = policy.queue(&new.queue);
         let place = match new.scheduled_at_ms {
             Some(due_ms) if due_ms > now_ms => Place::Scheduled { due_ms },
@@ -124,14 +111,9 @@ impl Model {
             job_id,
             ModelJob {
                 queue: new.queue.clone(),
-                priority: new
-                    .priority
-                    .map_or(limits.default_priority, |priority| priority as u8),
+                priority: new.priority.map_or(limits.default_priority, |priority| priority as u8),
                 seq: self.next_seq,
-                max_attempts: new
-                    .max_attempts
-                    .unwrap_or(limits.default_max_attempts)
-                    .min(limits.max_attempts_ceiling),
+                max_attempts: new.max_attempts.unwrap_or(limits.default_max_attempts).min(limits.max_attempts_ceiling),
                 attempt: 1,
                 place,
             },
@@ -139,13 +121,9 @@ impl Model {
         self.next_seq += 1;
         if let Some(key) = &new.idempotency_key {
             let deadline_ms = now_ms.saturating_add(limits.dedup_window_ms as TimeMs);
-            self.dedup
-                .insert((new.queue.clone(), key.clone()), (job_id, deadline_ms));
+            self.dedup.insert((new.queue.clone(), key.clone()), (job_id, deadline_ms));
         }
-        Enqueued {
-            job_id,
-            deduplicated: false,
-        }
+        Enqueued { job_id, deduplicated: false }
     }
 
     pub fn enqueue(
@@ -156,18 +134,12 @@ impl Model {
         new: &NewJob,
     ) -> Result<Enqueued, Rejection> {
         if let Some(original) = self.dedup_hit(&new.queue, new.idempotency_key.as_deref(), now_ms) {
-            return Ok(Enqueued {
-                job_id: original,
-                deduplicated: true,
-            });
+            return Ok(Enqueued { job_id: original, deduplicated: true });
         }
         if let Some(limit) = policy.queue(&new.queue).max_queue_depth
             && self.live_depth(&new.queue) >= limit
         {
-            return Err(Rejection::QueueFull {
-                queue: new.queue.clone(),
-                limit,
-            });
+            return Err(Rejection::QueueFull { queue: new.queue.clone(), limit });
         }
         Ok(self.insert(policy, now_ms, job_id, new))
     }
@@ -183,15 +155,9 @@ impl Model {
             let Some(limit) = policy.queue(&new.queue).max_queue_depth else {
                 continue;
             };
-            let in_batch = jobs
-                .iter()
-                .filter(|(_, other)| other.queue == new.queue)
-                .count() as u64;
+            let in_batch = jobs.iter().filter(|(_, other)| other.queue == new.queue).count() as u64;
             if self.live_depth(&new.queue) + in_batch > limit {
-                let rejection = Rejection::QueueFull {
-                    queue: new.queue.clone(),
-                    limit,
-                };
+                let rejection = Rejection::QueueFull { queue: new.queue.clone(), limit };
                 rejections.push((index as u32, rejection));
             }
         }
@@ -200,14 +166,9 @@ impl Model {
         }
         Ok(jobs
             .iter()
-            .map(|(job_id, new)| {
-                match self.dedup_hit(&new.queue, new.idempotency_key.as_deref(), now_ms) {
-                    Some(original) => Enqueued {
-                        job_id: original,
-                        deduplicated: true,
-                    },
-                    None => self.insert(policy, now_ms, *job_id, new),
-                }
+            .map(|(job_id, new)| match self.dedup_hit(&new.queue, new.idempotency_key.as_deref(), now_ms) {
+                Some(original) => Enqueued { job_id: original, deduplicated: true },
+                None => self.insert(policy, now_ms, *job_id, new),
             })
             .collect())
     }
@@ -254,22 +215,11 @@ impl Model {
         Ok(())
     }
 
-    pub fn kill(
-        &mut self,
-        now_ms: TimeMs,
-        job_id: JobId,
-        cause: DeadLetterCause,
-        last_reason: Option<String>,
-    ) {
+    pub fn kill(&mut self, now_ms: TimeMs, job_id: JobId, cause: DeadLetterCause, last_reason: Option<String>) {
         let job = self.jobs.remove(&job_id).unwrap();
         if self.rules.dead_letter_retention_ms > 0 {
-            let dead = ModelDead {
-                queue: job.queue,
-                failed_at_ms: now_ms,
-                cause,
-                final_attempt: job.attempt,
-                last_reason,
-            };
+            let dead =
+                ModelDead { queue: job.queue, failed_at_ms: now_ms, cause, final_attempt: job.attempt, last_reason };
             self.dead.insert(job_id, dead);
         }
     }
@@ -291,10 +241,7 @@ impl Model {
         };
         if let Some(cause) = cause {
             self.kill(now_ms, job_id, cause, reason);
-            return Ok(Nacked {
-                dead_lettered: true,
-                retry_delay_ms: 0,
-            });
+            return Ok(Nacked { dead_lettered: true, retry_delay_ms: 0 });
         }
         let limits = policy.queue(&job.queue);
         let delay_ms = match strategy {
@@ -304,17 +251,12 @@ impl Model {
         let job = self.jobs.get_mut(&job_id).unwrap();
         job.attempt += 1;
         job.place = if delay_ms > 0 {
-            Place::Scheduled {
-                due_ms: now_ms + delay_ms as TimeMs,
-            }
+            Place::Scheduled { due_ms: now_ms + delay_ms as TimeMs }
         } else {
             self.became_ready += 1;
             Place::Ready
         };
-        Ok(Nacked {
-            dead_lettered: false,
-            retry_delay_ms: delay_ms,
-        })
+        Ok(Nacked { dead_lettered: false, retry_delay_ms: delay_ms })
     }
 
     pub fn extend(
@@ -357,9 +299,7 @@ impl Model {
             .jobs
             .iter()
             .filter_map(|(job_id, job)| match job.place {
-                Place::Inflight { deadline_ms } if deadline_ms <= now_ms => {
-                    Some((deadline_ms, job.seq, *job_id))
-                }
+                Place::Inflight { deadline_ms } if deadline_ms <= now_ms => Some((deadline_ms, job.seq, *job_id)),
                 _ => None,
             })
             .collect();
@@ -416,10 +356,7 @@ impl Model {
             .collect();
         oldest.sort();
         oldest.truncate(max as usize);
-        oldest
-            .into_iter()
-            .map(|(_, _, job_id)| (job_id, self.dead.remove(&job_id).unwrap()))
-            .collect()
+        oldest.into_iter().map(|(_, _, job_id)| (job_id, self.dead.remove(&job_id).unwrap())).collect()
     }
 
     pub fn next_deadline_ms(&self) -> Option<TimeMs> {
@@ -430,10 +367,7 @@ impl Model {
             Place::Inflight { deadline_ms } => Some(deadline_ms),
         });
         let keys = self.dedup.values().map(|(_, deadline_ms)| *deadline_ms);
-        let dead = self
-            .dead
-            .values()
-            .map(|dead| dead.failed_at_ms.saturating_add(retention_ms));
+        let dead = self.dead.values().map(|dead| dead.failed_at_ms.saturating_add(retention_ms));
         jobs.chain(keys).chain(dead).min()
     }
 }

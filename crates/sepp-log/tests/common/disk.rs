@@ -15,11 +15,7 @@ use super::Rng;
 
 /// Small segments so a few cycles span many files; no checkpoints unless a test asks.
 pub fn small_segments() -> LogOptions {
-    LogOptions {
-        persist_mode: PersistMode::SyncData,
-        segment_bytes: 4096,
-        checkpoint_slack_bytes: u64::MAX / 4,
-    }
+    LogOptions { persist_mode: PersistMode::SyncData, segment_bytes: 4096, checkpoint_slack_bytes: u64::MAX / 4 }
 }
 
 pub struct Opened {
@@ -33,11 +29,7 @@ pub fn open(dir: &Path, options: LogOptions) -> Result<Opened, OpenError> {
     let (mut log, recovery) = DurableLog::open(dir, options, |record| records.push(record.clone()))?;
     // Replay leaves large payloads in the files; read them back to compare with what was written.
     let records = records.iter().map(|record| with_payload_loaded(record, &mut log)).collect();
-    Ok(Opened {
-        log,
-        recovery,
-        records,
-    })
+    Ok(Opened { log, recovery, records })
 }
 
 /// `record` with a stored payload read back into memory.
@@ -50,8 +42,7 @@ pub fn with_payload_loaded(record: &Record, log: &mut DurableLog) -> Record {
     };
     if let Some(JobPayload { data: PayloadData::Stored(stored), .. }) = &job.payload {
         let bytes = log.read_payload(stored).expect("read a stored payload");
-        Arc::make_mut(job).payload.as_mut().expect("a payload").data =
-            PayloadData::Inline(bytes.into_boxed_slice());
+        Arc::make_mut(job).payload.as_mut().expect("a payload").data = PayloadData::Inline(bytes.into_boxed_slice());
     }
     record
 }
@@ -62,10 +53,7 @@ pub fn open_ok(dir: &Path) -> Opened {
 
 pub fn open_err(dir: &Path) -> OpenError {
     match open(dir, small_segments()) {
-        Ok(opened) => panic!(
-            "opened a directory that should be refused; recovered {:?}",
-            opened.recovery
-        ),
+        Ok(opened) => panic!("opened a directory that should be refused; recovered {:?}", opened.recovery),
         Err(error) => error,
     }
 }
@@ -102,11 +90,7 @@ pub fn checkpoints(dir: &Path) -> Vec<PathBuf> {
 /// The index in a `segment-<index>.log` or `checkpoint-<index>.ckpt` name.
 pub fn index_of(path: &Path) -> u64 {
     let name = path.file_stem().expect("stem").to_string_lossy();
-    name.rsplit('-')
-        .next()
-        .expect("index")
-        .parse()
-        .expect("numeric index")
+    name.rsplit('-').next().expect("index").parse().expect("numeric index")
 }
 
 /// Byte offsets where the frames of a segment or checkpoint file start (after the 8-byte magic).
@@ -119,11 +103,7 @@ pub fn frame_starts(path: &Path) -> Vec<u64> {
         starts.push(at as u64);
         at += used;
     }
-    assert!(
-        bytes[at..].iter().all(|byte| *byte == 0),
-        "{} has bytes that are not frames",
-        path.display()
-    );
+    assert!(bytes[at..].iter().all(|byte| *byte == 0), "{} has bytes that are not frames", path.display());
     starts
 }
 
@@ -164,21 +144,14 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 /// Writes random cycles until there are at least `min_segments` segments and the last one holds
 /// at least two frames. Returns every cycle written.
-pub fn fill(
-    log: &mut DurableLog,
-    dir: &Path,
-    rng: &mut Rng,
-    min_segments: usize,
-) -> Vec<Vec<Record>> {
+pub fn fill(log: &mut DurableLog, dir: &Path, rng: &mut Rng, min_segments: usize) -> Vec<Vec<Record>> {
     let mut cycles = Vec::new();
     loop {
         let cycle = rng.records(1, 6);
         write_cycles(log, std::slice::from_ref(&cycle));
         cycles.push(cycle);
         let segments = segments(dir);
-        if segments.len() >= min_segments
-            && frame_starts(segments.last().expect("a segment")).len() >= 2
-        {
+        if segments.len() >= min_segments && frame_starts(segments.last().expect("a segment")).len() >= 2 {
             return cycles;
         }
     }
@@ -216,10 +189,7 @@ pub fn checkpoint_then_write(
         log.poll_checkpoint();
         log.reclaim();
     });
-    assert!(
-        segments(dir).len() < before,
-        "segments older than the checkpoint are deleted"
-    );
+    assert!(segments(dir).len() < before, "segments older than the checkpoint are deleted");
     write_cycles(log, after);
     checkpoint
 }
@@ -228,18 +198,13 @@ pub fn checkpoint_then_write(
 /// `maintain` is what the committer does every cycle: take the finished checkpoint's
 /// relocations (`Log::poll_checkpoint`) and then `Log::reclaim`.
 pub fn wait_for_checkpoint(dir: &Path, mut maintain: impl FnMut()) -> PathBuf {
-    wait_until(
-        "the checkpoint is written and older segments are reclaimed",
-        || {
-            maintain();
-            let checkpoints = checkpoints(dir);
-            let temps = files_with(dir, "", ".tmp");
-            checkpoints.len() == 1
-                && temps.is_empty()
-                && segments(dir)
-                    .iter()
-                    .all(|segment| index_of(segment) >= index_of(&checkpoints[0]))
-        },
-    );
+    wait_until("the checkpoint is written and older segments are reclaimed", || {
+        maintain();
+        let checkpoints = checkpoints(dir);
+        let temps = files_with(dir, "", ".tmp");
+        checkpoints.len() == 1
+            && temps.is_empty()
+            && segments(dir).iter().all(|segment| index_of(segment) >= index_of(&checkpoints[0]))
+    });
     checkpoints(dir).pop().expect("checkpoint")
 }

@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sepp_core::{
-    DeadLetter, DeadLetterCause, Job, JobId, JobPayload, JobState, PayloadData, Primitive, Record,
-    TimeMs, TraceContext,
+    DeadLetter, DeadLetterCause, Job, JobId, JobPayload, JobState, PayloadData, Primitive, Record, TimeMs, TraceContext,
 };
 
 /// A payload held in memory, as the committer hands it to the log.
@@ -97,14 +96,8 @@ impl Rng {
         let attempt = self.range(1, 100) as u32;
         match self.below(3) {
             0 => JobState::Ready { attempt },
-            1 => JobState::Scheduled {
-                attempt,
-                due_ms: self.time_ms(),
-            },
-            _ => JobState::Inflight {
-                attempt,
-                lease_deadline_ms: self.time_ms(),
-            },
+            1 => JobState::Scheduled { attempt, due_ms: self.time_ms() },
+            _ => JobState::Inflight { attempt, lease_deadline_ms: self.time_ms() },
         }
     }
 
@@ -131,9 +124,9 @@ impl Rng {
                 inline_payload(data, &self.text())
             }),
             priority: self.below(10) as u8,
-            trace_context: self.percent(50).then(|| {
-                Box::new(TraceContext { traceparent: self.text(), tracestate: self.opt_text() })
-            }),
+            trace_context: self
+                .percent(50)
+                .then(|| Box::new(TraceContext { traceparent: self.text(), tracestate: self.opt_text() })),
             enqueued_at_ms: self.time_ms(),
             max_attempts: self.next_u64() as u32,
             custom,
@@ -144,35 +137,18 @@ impl Rng {
     /// A record of any variant with random fields.
     pub fn record(&mut self) -> Record {
         match self.below(12) {
-            0 => Record::JobAccepted {
-                job: self.job(),
-                due_ms: self.opt_time_ms(),
-            },
+            0 => Record::JobAccepted { job: self.job(), due_ms: self.opt_time_ms() },
             1 => Record::DedupBound {
                 queue: Arc::from(self.text()),
                 key: self.text(),
                 job_id: self.job_id(),
                 deadline_ms: self.time_ms(),
             },
-            2 => Record::Leased {
-                job_id: self.job_id(),
-                lease_deadline_ms: self.time_ms(),
-            },
-            3 => Record::LeaseExtended {
-                job_id: self.job_id(),
-                lease_deadline_ms: self.time_ms(),
-            },
-            4 => Record::Acked {
-                job_id: self.job_id(),
-            },
-            5 => Record::Retried {
-                job_id: self.job_id(),
-                attempt: self.next_u64() as u32,
-                due_ms: self.opt_time_ms(),
-            },
-            6 => Record::Promoted {
-                job_id: self.job_id(),
-            },
+            2 => Record::Leased { job_id: self.job_id(), lease_deadline_ms: self.time_ms() },
+            3 => Record::LeaseExtended { job_id: self.job_id(), lease_deadline_ms: self.time_ms() },
+            4 => Record::Acked { job_id: self.job_id() },
+            5 => Record::Retried { job_id: self.job_id(), attempt: self.next_u64() as u32, due_ms: self.opt_time_ms() },
+            6 => Record::Promoted { job_id: self.job_id() },
             7 => Record::DeadLettered {
                 job_id: self.job_id(),
                 cause: self.cause(),
@@ -180,17 +156,9 @@ impl Rng {
                 last_reason: self.opt_text(),
                 kept: self.percent(50),
             },
-            8 => Record::DeadLetterRemoved {
-                job_id: self.job_id(),
-            },
-            9 => Record::DedupExpired {
-                queue: Arc::from(self.text()),
-                key: self.text(),
-            },
-            10 => Record::JobRestored {
-                job: self.job(),
-                state: self.job_state(),
-            },
+            8 => Record::DeadLetterRemoved { job_id: self.job_id() },
+            9 => Record::DedupExpired { queue: Arc::from(self.text()), key: self.text() },
+            10 => Record::JobRestored { job: self.job(), state: self.job_state() },
             _ => Record::DeadLetterRestored {
                 dead: DeadLetter {
                     job: self.job(),

@@ -44,11 +44,7 @@ pub fn is_reference() -> bool {
 pub fn sepp_command() -> Command {
     let mut command = Command::new(sepp_bin());
     for (name, _) in std::env::vars_os() {
-        if name
-            .to_string_lossy()
-            .to_ascii_uppercase()
-            .starts_with("SEPP_")
-        {
+        if name.to_string_lossy().to_ascii_uppercase().starts_with("SEPP_") {
             command.env_remove(name);
         }
     }
@@ -59,15 +55,8 @@ pub fn sepp_command() -> Command {
 /// A name no other test (or earlier run) uses: `<prefix>-<pid>-<counter>-<nanos>`.
 pub fn unique(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "{prefix}-{}-{}-{nanos}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{prefix}-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Removes ANSI escape sequences (the text log format colours its output even when piped).
@@ -95,10 +84,7 @@ pub fn strip_ansi(line: &str) -> String {
 /// The port of the first `127.0.0.1:<digits>` in `line`.
 pub fn loopback_port(line: &str) -> Option<u16> {
     let start = line.find("127.0.0.1:")? + "127.0.0.1:".len();
-    let digits: String = line[start..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let digits: String = line[start..].chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
 
@@ -129,9 +115,7 @@ impl Lines {
                 match reader.read_until(b'\n', &mut buffer) {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
-                        let line = strip_ansi(
-                            String::from_utf8_lossy(&buffer).trim_end_matches(['\n', '\r']),
-                        );
+                        let line = strip_ansi(String::from_utf8_lossy(&buffer).trim_end_matches(['\n', '\r']));
                         sink.state.lock().unwrap().lines.push(line);
                         sink.changed.notify_all();
                     }
@@ -152,12 +136,7 @@ impl Lines {
     }
 
     pub fn contains(&self, needle: &str) -> bool {
-        self.state
-            .lock()
-            .unwrap()
-            .lines
-            .iter()
-            .any(|line| line.contains(needle))
+        self.state.lock().unwrap().lines.iter().any(|line| line.contains(needle))
     }
 
     /// How many lines arrived so far: a mark for [`Lines::wait_for_since`].
@@ -166,13 +145,7 @@ impl Lines {
     }
 
     pub fn count(&self, needle: &str) -> usize {
-        self.state
-            .lock()
-            .unwrap()
-            .lines
-            .iter()
-            .filter(|line| line.contains(needle))
-            .count()
+        self.state.lock().unwrap().lines.iter().filter(|line| line.contains(needle)).count()
     }
 
     /// Blocks until a line containing `needle` arrives (returning it), the stream ends, or
@@ -186,12 +159,7 @@ impl Lines {
         let deadline = Instant::now() + timeout;
         let mut state = self.state.lock().unwrap();
         loop {
-            if let Some(line) = state
-                .lines
-                .iter()
-                .skip(mark)
-                .find(|line| line.contains(needle))
-            {
+            if let Some(line) = state.lines.iter().skip(mark).find(|line| line.contains(needle)) {
                 return Some(line.clone());
             }
             let now = Instant::now();
@@ -226,9 +194,7 @@ pub fn render_config(dir: &Path, extra: &str) -> String {
         db = dir.join("db").display().to_string()
     );
     let mut merged: toml::Table = base.parse().expect("base config is TOML");
-    let extra: toml::Table = extra
-        .parse()
-        .unwrap_or_else(|error| panic!("test config is not TOML: {error}\n{extra}"));
+    let extra: toml::Table = extra.parse().unwrap_or_else(|error| panic!("test config is not TOML: {error}\n{extra}"));
     merge(&mut merged, extra);
     toml::to_string(&merged).expect("config serializes")
 }
@@ -236,9 +202,7 @@ pub fn render_config(dir: &Path, extra: &str) -> String {
 fn merge(into: &mut toml::Table, from: toml::Table) {
     for (key, value) in from {
         match (into.get_mut(&key), value) {
-            (Some(toml::Value::Table(existing)), toml::Value::Table(table)) => {
-                merge(existing, table)
-            }
+            (Some(toml::Value::Table(existing)), toml::Value::Table(table)) => merge(existing, table),
             (_, value) => {
                 into.insert(key, value);
             }
@@ -288,19 +252,9 @@ impl TestServer {
     pub fn start_raw(dir: TempDir, contents: &str, env: &[(&str, &str)]) -> TestServer {
         let config_path = dir.path().join("sepp.toml");
         std::fs::write(&config_path, contents).expect("write config");
-        let env = env
-            .iter()
-            .map(|(name, value)| (name.to_string(), value.to_string()))
-            .collect();
-        let mut server = TestServer {
-            dir,
-            config_path,
-            child: None,
-            stdout: Arc::default(),
-            stderr: Arc::default(),
-            port: 0,
-            env,
-        };
+        let env = env.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+        let mut server =
+            TestServer { dir, config_path, child: None, stdout: Arc::default(), stderr: Arc::default(), port: 0, env };
         server.spawn();
         server
     }
@@ -319,18 +273,14 @@ impl TestServer {
         self.stdout = Lines::drain(child.stdout.take().expect("stdout piped"));
         self.stderr = Lines::drain(child.stderr.take().expect("stderr piped"));
         self.child = Some(child);
-        let Some(line) = self
-            .stdout
-            .wait_for("queue server listening", STARTUP_TIMEOUT)
-        else {
+        let Some(line) = self.stdout.wait_for("queue server listening", STARTUP_TIMEOUT) else {
             panic!(
                 "the server did not log `queue server listening`\n--- stdout\n{}\n--- stderr\n{}",
                 self.stdout.text(),
                 self.stderr.text()
             );
         };
-        self.port =
-            loopback_port(&line).unwrap_or_else(|| panic!("no 127.0.0.1:<port> in {line:?}"));
+        self.port = loopback_port(&line).unwrap_or_else(|| panic!("no 127.0.0.1:<port> in {line:?}"));
     }
 
     pub fn port(&self) -> u16 {
@@ -355,10 +305,7 @@ impl TestServer {
 
     /// Rewrites the config file as the base configuration plus `toml_extra`.
     pub fn write_config(&self, toml_extra: &str) {
-        replace_file(
-            &self.config_path,
-            &render_config(self.dir.path(), toml_extra),
-        );
+        replace_file(&self.config_path, &render_config(self.dir.path(), toml_extra));
     }
 
     /// Rewrites the config file with exactly `contents`.
@@ -367,11 +314,7 @@ impl TestServer {
     }
 
     pub async fn channel(&self) -> Channel {
-        Channel::from_shared(self.addr())
-            .expect("valid uri")
-            .connect()
-            .await
-            .expect("connect to the server")
+        Channel::from_shared(self.addr()).expect("valid uri").connect().await.expect("connect to the server")
     }
 
     pub async fn raw_client(&self) -> QueueServiceClient<Channel> {
@@ -379,9 +322,7 @@ impl TestServer {
     }
 
     pub async fn sepp_rs_client(&self) -> sepp_rs::client::SeppClient {
-        sepp_rs::client::SeppClient::connect(self.addr())
-            .await
-            .expect("sepp-rs connects")
+        sepp_rs::client::SeppClient::connect(self.addr()).await.expect("sepp-rs connects")
     }
 
     pub fn stdout(&self) -> &Lines {
@@ -407,26 +348,15 @@ impl TestServer {
     }
 
     /// Like [`TestServer::wait_for_log`], ignoring the first `mark` lines.
-    pub async fn wait_for_log_since(
-        &self,
-        mark: usize,
-        needle: &str,
-        timeout: Duration,
-    ) -> Option<String> {
+    pub async fn wait_for_log_since(&self, mark: usize, needle: &str, timeout: Duration) -> Option<String> {
         let lines = self.stdout.clone();
         let needle = needle.to_owned();
-        tokio::task::spawn_blocking(move || lines.wait_for_since(mark, &needle, timeout))
-            .await
-            .expect("log waiter")
+        tokio::task::spawn_blocking(move || lines.wait_for_since(mark, &needle, timeout)).await.expect("log waiter")
     }
 
     /// Sends SIGTERM to the server (and nothing else).
     pub fn sigterm(&self) {
-        let sent = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.pid().to_string())
-            .status()
-            .expect("run kill");
+        let sent = Command::new("kill").arg("-TERM").arg(self.pid().to_string()).status().expect("run kill");
         assert!(sent.success(), "kill -TERM failed");
     }
 
@@ -449,10 +379,7 @@ impl TestServer {
             if Instant::now() >= deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!(
-                    "the server did not exit within {timeout:?}\n{}",
-                    self.stdout.text()
-                );
+                panic!("the server did not exit within {timeout:?}\n{}", self.stdout.text());
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -461,10 +388,7 @@ impl TestServer {
     /// Stops the server gracefully and starts it again on the same data directory and config.
     pub fn restart(&mut self) {
         let status = self.sigterm_and_wait();
-        assert!(
-            status.success(),
-            "the server exited with {status} on SIGTERM"
-        );
+        assert!(status.success(), "the server exited with {status} on SIGTERM");
         self.start_again();
     }
 
@@ -512,21 +436,13 @@ pub fn run_to_exit(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Finished 
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!(
-                "`sepp {}` did not exit within 20 s\n{}",
-                args.join(" "),
-                stdout.text()
-            );
+            panic!("`sepp {}` did not exit within 20 s\n{}", args.join(" "), stdout.text());
         }
         std::thread::sleep(Duration::from_millis(10));
     };
     stdout.wait_closed(Duration::from_secs(5));
     stderr.wait_closed(Duration::from_secs(5));
-    Finished {
-        status,
-        stdout: stdout.text(),
-        stderr: stderr.text(),
-    }
+    Finished { status, stdout: stdout.text(), stderr: stderr.text() }
 }
 
 /// Polls `check` every 25 ms until it returns `Some`, or panics after `timeout` with `what`.
@@ -540,10 +456,7 @@ where
         if let Some(value) = check().await {
             return value;
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
@@ -551,29 +464,15 @@ where
 // ---- raw request builders -------------------------------------------------------------------
 
 pub fn ms(millis: u64) -> prost_types::Duration {
-    prost_types::Duration {
-        seconds: (millis / 1000) as i64,
-        nanos: ((millis % 1000) * 1_000_000) as i32,
-    }
+    prost_types::Duration { seconds: (millis / 1000) as i64, nanos: ((millis % 1000) * 1_000_000) as i32 }
 }
 
 pub fn job(queue: &str, job_type: &str) -> pb::EnqueueRequest {
-    pb::EnqueueRequest {
-        queue: queue.into(),
-        job_type: job_type.into(),
-        ..Default::default()
-    }
+    pb::EnqueueRequest { queue: queue.into(), job_type: job_type.into(), ..Default::default() }
 }
 
-pub fn with_payload(
-    mut request: pb::EnqueueRequest,
-    data: &[u8],
-    encoding: &str,
-) -> pb::EnqueueRequest {
-    request.payload = Some(pb::Payload {
-        data: data.to_vec(),
-        encoding: encoding.into(),
-    });
+pub fn with_payload(mut request: pb::EnqueueRequest, data: &[u8], encoding: &str) -> pb::EnqueueRequest {
+    request.payload = Some(pb::Payload { data: data.to_vec(), encoding: encoding.into() });
     request
 }
 
@@ -592,56 +491,26 @@ pub fn reserve(queues: &[&str], lease_ms: u64) -> pb::ReserveRequest {
 }
 
 /// Enqueues one job with the raw client and returns its id.
-pub async fn enqueue_one(
-    client: &mut QueueServiceClient<Channel>,
-    request: pb::EnqueueRequest,
-) -> String {
-    let response = client
-        .enqueue_batch(batch(vec![request]))
-        .await
-        .expect("enqueue")
-        .into_inner();
-    match response
-        .results
-        .into_iter()
-        .next()
-        .and_then(|result| result.outcome)
-    {
+pub async fn enqueue_one(client: &mut QueueServiceClient<Channel>, request: pb::EnqueueRequest) -> String {
+    let response = client.enqueue_batch(batch(vec![request])).await.expect("enqueue").into_inner();
+    match response.results.into_iter().next().and_then(|result| result.outcome) {
         Some(pb::job_result::Outcome::Success(success)) => success.job_id,
         other => panic!("expected an accepted job, got {other:?}"),
     }
 }
 
 /// Reserves with the raw client (no wait) and returns the jobs.
-pub async fn reserve_now(
-    client: &mut QueueServiceClient<Channel>,
-    queues: &[&str],
-    lease_ms: u64,
-) -> Vec<pb::Job> {
-    client
-        .reserve(reserve(queues, lease_ms))
-        .await
-        .expect("reserve")
-        .into_inner()
-        .jobs
+pub async fn reserve_now(client: &mut QueueServiceClient<Channel>, queues: &[&str], lease_ms: u64) -> Vec<pb::Job> {
+    client.reserve(reserve(queues, lease_ms)).await.expect("reserve").into_inner().jobs
 }
 
 /// Asserts `result` failed with `code` and exactly `message`.
 #[track_caller]
-pub fn assert_status<T: std::fmt::Debug>(
-    result: Result<T, tonic::Status>,
-    code: tonic::Code,
-    message: &str,
-) {
+pub fn assert_status<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: tonic::Code, message: &str) {
     match result {
         Ok(value) => panic!("expected {code:?} {message:?}, got Ok({value:?})"),
         Err(status) => {
-            assert_eq!(
-                status.code(),
-                code,
-                "unexpected code (message {:?})",
-                status.message()
-            );
+            assert_eq!(status.code(), code, "unexpected code (message {:?})", status.message());
             assert_eq!(status.message(), message, "unexpected message for {code:?}");
         }
     }
@@ -649,19 +518,11 @@ pub fn assert_status<T: std::fmt::Debug>(
 
 /// Asserts `result` failed with `code` (the message is not pinned by SPEC).
 #[track_caller]
-pub fn assert_code<T: std::fmt::Debug>(
-    result: Result<T, tonic::Status>,
-    code: tonic::Code,
-) -> tonic::Status {
+pub fn assert_code<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: tonic::Code) -> tonic::Status {
     match result {
         Ok(value) => panic!("expected {code:?}, got Ok({value:?})"),
         Err(status) => {
-            assert_eq!(
-                status.code(),
-                code,
-                "unexpected code (message {:?})",
-                status.message()
-            );
+            assert_eq!(status.code(), code, "unexpected code (message {:?})", status.message());
             status
         }
     }
@@ -670,35 +531,24 @@ pub fn assert_code<T: std::fmt::Debug>(
 // ---- wire helpers shared by the raw-client tests -------------------------------------------
 
 /// Each result of an EnqueueBatch response: the success, or the rejection's reason.
-pub fn results(
-    response: pb::EnqueueBatchResponse,
-) -> Vec<Result<pb::EnqueueResponse, pb::job_rejection::Reason>> {
+pub fn results(response: pb::EnqueueBatchResponse) -> Vec<Result<pb::EnqueueResponse, pb::job_rejection::Reason>> {
     response
         .results
         .into_iter()
-        .map(
-            |result| match result.outcome.expect("every result has an outcome") {
-                pb::job_result::Outcome::Success(success) => Ok(success),
-                pb::job_result::Outcome::Rejection(rejection) => {
-                    Err(rejection.reason.expect("a rejection has a reason"))
-                }
-            },
-        )
+        .map(|result| match result.outcome.expect("every result has an outcome") {
+            pb::job_result::Outcome::Success(success) => Ok(success),
+            pb::job_result::Outcome::Rejection(rejection) => Err(rejection.reason.expect("a rejection has a reason")),
+        })
         .collect()
 }
 
 pub fn string_value(text: &str) -> pb::PrimitiveValue {
-    pb::PrimitiveValue {
-        value: Some(pb::primitive_value::Value::StringValue(text.into())),
-    }
+    pb::PrimitiveValue { value: Some(pb::primitive_value::Value::StringValue(text.into())) }
 }
 
 /// Wall-clock milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
 }
 
 pub fn timestamp_ms(timestamp: &prost_types::Timestamp) -> i64 {
@@ -706,34 +556,19 @@ pub fn timestamp_ms(timestamp: &prost_types::Timestamp) -> i64 {
 }
 
 pub fn ack(job_id: &str, attempt: u32) -> pb::AckRequest {
-    pb::AckRequest {
-        job_id: job_id.into(),
-        attempt,
-        worker_id: None,
-    }
+    pb::AckRequest { job_id: job_id.into(), attempt, worker_id: None }
 }
 
-pub fn nack(
-    job_id: &str,
-    attempt: u32,
-    strategy: Option<pb::nack_retry::Strategy>,
-) -> pb::NackRequest {
+pub fn nack(job_id: &str, attempt: u32, strategy: Option<pb::nack_retry::Strategy>) -> pb::NackRequest {
     pb::NackRequest {
         job_id: job_id.into(),
         attempt,
         reason: None,
-        retry: strategy.map(|strategy| pb::NackRetry {
-            strategy: Some(strategy),
-        }),
+        retry: strategy.map(|strategy| pb::NackRetry { strategy: Some(strategy) }),
         worker_id: None,
     }
 }
 
 pub fn extend(job_id: &str, attempt: u32, lease_ms: u64) -> pb::ExtendRequest {
-    pb::ExtendRequest {
-        job_id: job_id.into(),
-        attempt,
-        lease_duration: Some(ms(lease_ms)),
-        worker_id: None,
-    }
+    pb::ExtendRequest { job_id: job_id.into(), attempt, lease_duration: Some(ms(lease_ms)), worker_id: None }
 }
