@@ -21,10 +21,7 @@ fn new_job() -> NewJob {
     NewJob {
         queue: QUEUE.to_string(),
         job_type: "bench".to_string(),
-        payload: Some(Payload {
-            data: vec![b'x'; 256],
-            encoding: "application/octet-stream".to_string(),
-        }),
+        payload: Some(Payload { data: vec![b'x'; 256], encoding: "application/octet-stream".to_string() }),
         ..NewJob::default()
     }
 }
@@ -56,9 +53,7 @@ fn enqueue_one(state: &mut State, id: u128, records: &mut Vec<sepp_core::Record>
 fn reserve_and_ack(state: &mut State, plan: &ReservePlan, records: &mut Vec<sepp_core::Record>) {
     let delivered = state.reserve(NOW_MS, plan, records);
     let delivery = &delivered[0];
-    state
-        .ack(delivery.job.id, delivery.attempt, records)
-        .expect("a live lease");
+    state.ack(delivery.job.id, delivery.attempt, records).expect("a live lease");
     records.clear();
 }
 

@@ -31,17 +31,11 @@ pub struct Ceiling {
 
 impl Default for Ceiling {
     fn default() -> Self {
-        let time = Some(Timestamp {
-            seconds: 1_700_000_000,
-            nanos: 0,
-        });
+        let time = Some(Timestamp { seconds: 1_700_000_000, nanos: 0 });
         let job = pb::Job {
             id: FIXED_JOB_ID.to_string(),
             job_type: "bench".to_string(),
-            payload: Some(pb::Payload {
-                data: vec![b'x'; PAYLOAD_BYTES],
-                encoding: "application/octet-stream".into(),
-            }),
+            payload: Some(pb::Payload { data: vec![b'x'; PAYLOAD_BYTES], encoding: "application/octet-stream".into() }),
             priority: 0,
             trace_context: None,
             enqueued_at: time,
@@ -57,10 +51,7 @@ impl Default for Ceiling {
 }
 
 fn accepted() -> pb::EnqueueResponse {
-    pb::EnqueueResponse {
-        job_id: FIXED_JOB_ID.to_string(),
-        deduplicated: false,
-    }
+    pb::EnqueueResponse { job_id: FIXED_JOB_ID.to_string(), deduplicated: false }
 }
 
 #[tonic::async_trait]
@@ -73,9 +64,7 @@ impl QueueService for Ceiling {
             .get_ref()
             .jobs
             .iter()
-            .map(|_| pb::JobResult {
-                outcome: Some(pb::job_result::Outcome::Success(accepted())),
-            })
+            .map(|_| pb::JobResult { outcome: Some(pb::job_result::Outcome::Success(accepted())) })
             .collect();
         Ok(Response::new(pb::EnqueueBatchResponse { results }))
     }
@@ -85,63 +74,36 @@ impl QueueService for Ceiling {
         request: Request<pb::EnqueueBatchRequest>,
     ) -> Result<Response<pb::EnqueueAtomicResponse>, Status> {
         let responses = request.get_ref().jobs.iter().map(|_| accepted()).collect();
-        let outcome =
-            pb::enqueue_atomic_response::Outcome::Success(pb::EnqueueAtomicSuccess { responses });
-        Ok(Response::new(pb::EnqueueAtomicResponse {
-            outcome: Some(outcome),
-        }))
+        let outcome = pb::enqueue_atomic_response::Outcome::Success(pb::EnqueueAtomicSuccess { responses });
+        Ok(Response::new(pb::EnqueueAtomicResponse { outcome: Some(outcome) }))
     }
 
-    async fn reserve(
-        &self,
-        request: Request<pb::ReserveRequest>,
-    ) -> Result<Response<pb::ReserveResponse>, Status> {
+    async fn reserve(&self, request: Request<pb::ReserveRequest>) -> Result<Response<pb::ReserveResponse>, Status> {
         let request = request.into_inner();
         let count = request.max_jobs.unwrap_or(1).clamp(1, 256) as usize;
         let mut job = self.job.clone();
         job.queue = request.queues.into_iter().next().unwrap_or_default();
-        Ok(Response::new(pb::ReserveResponse {
-            jobs: vec![job; count],
-        }))
+        Ok(Response::new(pb::ReserveResponse { jobs: vec![job; count] }))
     }
 
-    async fn ack(
-        &self,
-        request: Request<pb::AckRequest>,
-    ) -> Result<Response<pb::AckResponse>, Status> {
-        Ok(Response::new(pb::AckResponse {
-            job_id: request.into_inner().job_id,
-        }))
+    async fn ack(&self, request: Request<pb::AckRequest>) -> Result<Response<pb::AckResponse>, Status> {
+        Ok(Response::new(pb::AckResponse { job_id: request.into_inner().job_id }))
     }
 
-    async fn nack(
-        &self,
-        request: Request<pb::NackRequest>,
-    ) -> Result<Response<pb::NackResponse>, Status> {
-        Ok(Response::new(pb::NackResponse {
-            job_id: request.into_inner().job_id,
-            dead_lettered: false,
-        }))
+    async fn nack(&self, request: Request<pb::NackRequest>) -> Result<Response<pb::NackResponse>, Status> {
+        Ok(Response::new(pb::NackResponse { job_id: request.into_inner().job_id, dead_lettered: false }))
     }
 
-    async fn extend(
-        &self,
-        request: Request<pb::ExtendRequest>,
-    ) -> Result<Response<pb::ExtendResponse>, Status> {
+    async fn extend(&self, request: Request<pb::ExtendRequest>) -> Result<Response<pb::ExtendResponse>, Status> {
         let job_id = request.into_inner().job_id;
-        Ok(Response::new(pb::ExtendResponse {
-            job_id,
-            lease_expires_at: self.job.lease_expires_at,
-        }))
+        Ok(Response::new(pb::ExtendResponse { job_id, lease_expires_at: self.job.lease_expires_at }))
     }
 
     async fn drain_dead_letters(
         &self,
         _request: Request<pb::DrainDeadLettersRequest>,
     ) -> Result<Response<pb::DrainDeadLettersResponse>, Status> {
-        Ok(Response::new(pb::DrainDeadLettersResponse {
-            records: Vec::new(),
-        }))
+        Ok(Response::new(pb::DrainDeadLettersResponse { records: Vec::new() }))
     }
 
     async fn get_server_info(
@@ -169,9 +131,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    health_reporter
-        .set_serving::<QueueServiceServer<Ceiling>>()
-        .await;
+    health_reporter.set_serving::<QueueServiceServer<Ceiling>>().await;
     let service = QueueServiceServer::new(Ceiling::default())
         .max_decoding_message_size(16 * 1024 * 1024)
         .max_encoding_message_size(usize::MAX);
@@ -181,9 +141,6 @@ pub async fn serve(
         .tcp_nodelay(true)
         .add_service(health_service)
         .add_service(service)
-        .serve_with_incoming_shutdown(
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown,
-        )
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown)
         .await
 }

@@ -46,29 +46,20 @@ impl Connection {
         let client = pb::queue_service_client::QueueServiceClient::new(channel)
             .max_decoding_message_size(64 * 1024 * 1024)
             .max_encoding_message_size(64 * 1024 * 1024);
-        Ok(Connection {
-            client,
-            payload: vec![b'x'; PAYLOAD_BYTES],
-        })
+        Ok(Connection { client, payload: vec![b'x'; PAYLOAD_BYTES] })
     }
 
     /// Enqueues `count` jobs in one EnqueueBatch call; every one must be accepted.
     pub async fn enqueue(&mut self, queue: &str, count: usize) -> Result<(), BenchError> {
         let jobs = (0..count).map(|_| self.new_job(queue)).collect();
-        let response = self
-            .client
-            .enqueue_batch(pb::EnqueueBatchRequest { jobs })
-            .await?
-            .into_inner();
+        let response = self.client.enqueue_batch(pb::EnqueueBatchRequest { jobs }).await?.into_inner();
         let accepted = response
             .results
             .iter()
             .filter(|result| matches!(result.outcome, Some(pb::job_result::Outcome::Success(_))))
             .count();
         if accepted != count {
-            return Err(BenchError::Unexpected(format!(
-                "{accepted} of {count} jobs accepted"
-            )));
+            return Err(BenchError::Unexpected(format!("{accepted} of {count} jobs accepted")));
         }
         Ok(())
     }
@@ -78,42 +69,24 @@ impl Connection {
         let request = pb::ReserveRequest {
             queues: vec![queue.to_string()],
             wait_timeout: None,
-            lease_duration: Some(ProtoDuration {
-                seconds: LEASE_SECONDS,
-                nanos: 0,
-            }),
+            lease_duration: Some(ProtoDuration { seconds: LEASE_SECONDS, nanos: 0 }),
             worker_id: None,
             max_jobs: Some(max_jobs),
         };
         let response = self.client.reserve(request).await?.into_inner();
-        Ok(response
-            .jobs
-            .into_iter()
-            .map(|job| Lease {
-                job_id: job.id,
-                attempt: job.attempt,
-            })
-            .collect())
+        Ok(response.jobs.into_iter().map(|job| Lease { job_id: job.id, attempt: job.attempt }).collect())
     }
 
     /// Completes a leased job.
     pub async fn ack(&mut self, lease: &Lease) -> Result<(), BenchError> {
-        let request = pb::AckRequest {
-            job_id: lease.job_id.clone(),
-            attempt: lease.attempt,
-            worker_id: None,
-        };
+        let request = pb::AckRequest { job_id: lease.job_id.clone(), attempt: lease.attempt, worker_id: None };
         self.client.ack(request).await?;
         Ok(())
     }
 
     /// Asks for the server's version: the cheapest call that proves the port serves.
     pub async fn server_info(&mut self) -> Result<String, BenchError> {
-        let info = self
-            .client
-            .get_server_info(pb::GetServerInfoRequest {})
-            .await?
-            .into_inner();
+        let info = self.client.get_server_info(pb::GetServerInfoRequest {}).await?.into_inner();
         Ok(info.server_version)
     }
 
@@ -121,10 +94,7 @@ impl Connection {
         pb::EnqueueRequest {
             queue: queue.to_string(),
             job_type: "bench".to_string(),
-            payload: Some(pb::Payload {
-                data: self.payload.clone(),
-                encoding: "application/octet-stream".to_string(),
-            }),
+            payload: Some(pb::Payload { data: self.payload.clone(), encoding: "application/octet-stream".to_string() }),
             ..Default::default()
         }
     }

@@ -27,20 +27,11 @@ pub struct Target {
 
 impl Target {
     pub fn sepp(family: &str, binary: std::path::PathBuf, persist_mode: PersistMode) -> Target {
-        Target {
-            name: format!("{family} {}", persist_mode.name()),
-            program: Program::Sepp {
-                binary,
-                persist_mode,
-            },
-        }
+        Target { name: format!("{family} {}", persist_mode.name()), program: Program::Sepp { binary, persist_mode } }
     }
 
     pub fn ceiling(binary: std::path::PathBuf) -> Target {
-        Target {
-            name: "ceiling".to_string(),
-            program: Program::Ceiling { binary },
-        }
+        Target { name: "ceiling".to_string(), program: Program::Ceiling { binary } }
     }
 
     fn is_sepp(&self) -> bool {
@@ -48,13 +39,7 @@ impl Target {
     }
 
     fn is_sync_all(&self) -> bool {
-        matches!(
-            self.program,
-            Program::Sepp {
-                persist_mode: PersistMode::SyncAll,
-                ..
-            }
-        )
+        matches!(self.program, Program::Sepp { persist_mode: PersistMode::SyncAll, .. })
     }
 }
 
@@ -98,11 +83,7 @@ pub fn standard_scenarios(jobs: u64) -> Vec<Scenario> {
 pub fn run(plan: &Plan, runtime: &Runtime) -> Result<Results, BenchError> {
     let mut results = Results {
         machine: crate::results::Machine::current(),
-        targets: plan
-            .targets
-            .iter()
-            .map(|target| target.name.clone())
-            .collect(),
+        targets: plan.targets.iter().map(|target| target.name.clone()).collect(),
         rounds: plan.rounds,
         ..Results::default()
     };
@@ -153,19 +134,14 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<Results, BenchError> {
 
 /// The targets in round-robin order, starting at a different one each round.
 fn rotated(targets: &[Target], round: usize) -> impl Iterator<Item = &Target> {
-    let start = if targets.is_empty() {
-        0
-    } else {
-        round % targets.len()
-    };
+    let start = if targets.is_empty() { 0 } else { round % targets.len() };
     targets[start..].iter().chain(&targets[..start])
 }
 
 /// A queue name that no other measurement uses, even against a long-running server.
 fn queue_name(label: &str, round: usize) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_nanos());
     format!("bench-{}-{round}-{nanos}", label.replace('/', "-"))
 }
 
@@ -201,20 +177,10 @@ pub fn throughput_at(
     let sample = || server.and_then(ServerProcess::sample);
     let client_before = client_cpu_seconds();
     let before = sample();
-    let enqueued = runtime.block_on(phases::enqueue(
-        &connections,
-        &queue,
-        scenario.jobs,
-        scenario.enqueue_batch,
-    ))?;
+    let enqueued = runtime.block_on(phases::enqueue(&connections, &queue, scenario.jobs, scenario.enqueue_batch))?;
     let between = sample();
     let data_dir_bytes = server.and_then(ServerProcess::data_dir_bytes);
-    let drained = runtime.block_on(phases::drain(
-        &connections,
-        &queue,
-        scenario.jobs,
-        scenario.reserve_batch,
-    ))?;
+    let drained = runtime.block_on(phases::drain(&connections, &queue, scenario.jobs, scenario.reserve_batch))?;
     let after = sample();
     let client_cpu_seconds = client_cpu_seconds() - client_before;
     // The ceiling never runs out of jobs; every real server must be empty now.
@@ -239,12 +205,7 @@ pub fn throughput_at(
 }
 
 /// Starts a fresh server for `target` and measures sequential round trips on one connection.
-pub fn latency(
-    runtime: &Runtime,
-    target: &Target,
-    rounds: usize,
-    round: usize,
-) -> Result<LatencyRun, BenchError> {
+pub fn latency(runtime: &Runtime, target: &Target, rounds: usize, round: usize) -> Result<LatencyRun, BenchError> {
     let mut server = ServerProcess::start(&target.program)?;
     let mut run = latency_at(runtime, server.addr(), rounds, round)?;
     run.target = target.name.clone();
@@ -253,12 +214,7 @@ pub fn latency(
 }
 
 /// Measures `rounds` enqueue -> reserve -> ack round trips against `addr`, after a warm-up.
-pub fn latency_at(
-    runtime: &Runtime,
-    addr: SocketAddr,
-    rounds: usize,
-    round: usize,
-) -> Result<LatencyRun, BenchError> {
+pub fn latency_at(runtime: &Runtime, addr: SocketAddr, rounds: usize, round: usize) -> Result<LatencyRun, BenchError> {
     let queue = queue_name("latency", round);
     let connection = runtime.block_on(Connection::connect(addr))?;
     runtime.block_on(phases::latency(&connection, &queue, 20.min(rounds)))?;
@@ -282,23 +238,12 @@ const BACKLOG_DRAIN_CONNECTIONS: usize = 50;
 
 /// Fills a fresh server with `jobs` jobs, measures memory and disk, restarts it with SIGTERM,
 /// times how long until its port serves again, then drains `drain_jobs` of them.
-pub fn backlog(
-    runtime: &Runtime,
-    target: &Target,
-    jobs: u64,
-    drain_jobs: u64,
-) -> Result<BacklogRun, BenchError> {
+pub fn backlog(runtime: &Runtime, target: &Target, jobs: u64, drain_jobs: u64) -> Result<BacklogRun, BenchError> {
     assert!(target.is_sepp(), "the backlog scenario needs a sepp server");
     let mut server = ServerProcess::start(&target.program)?;
     let queue = queue_name("backlog", 0);
-    let connections =
-        runtime.block_on(phases::connect_all(server.addr(), BACKLOG_FILL_CONNECTIONS))?;
-    let filled = runtime.block_on(phases::enqueue(
-        &connections,
-        &queue,
-        jobs,
-        BACKLOG_FILL_BATCH,
-    ))?;
+    let connections = runtime.block_on(phases::connect_all(server.addr(), BACKLOG_FILL_CONNECTIONS))?;
+    let filled = runtime.block_on(phases::enqueue(&connections, &queue, jobs, BACKLOG_FILL_BATCH))?;
     drop(connections);
     // Let background work that follows a burst (flushes, compactions) settle before sampling.
     std::thread::sleep(Duration::from_secs(1));
@@ -309,20 +254,14 @@ pub fn backlog(
         .restart(|addr| {
             runtime.block_on(async {
                 let attempt = async { Connection::connect(addr).await?.server_info().await };
-                matches!(
-                    tokio::time::timeout(Duration::from_secs(1), attempt).await,
-                    Ok(Ok(_))
-                )
+                matches!(tokio::time::timeout(Duration::from_secs(1), attempt).await, Ok(Ok(_)))
             })
         })?
         .as_secs_f64();
     let stop_seconds = (stop_started.elapsed().as_secs_f64() - restart_seconds).max(0.0);
     let restarted = server.sample();
     let drain_jobs = drain_jobs.min(jobs);
-    let connections = runtime.block_on(phases::connect_all(
-        server.addr(),
-        BACKLOG_DRAIN_CONNECTIONS,
-    ))?;
+    let connections = runtime.block_on(phases::connect_all(server.addr(), BACKLOG_DRAIN_CONNECTIONS))?;
     let drained = runtime.block_on(phases::drain(&connections, &queue, drain_jobs, 1))?;
     if drain_jobs == jobs {
         runtime.block_on(phases::expect_empty(&connections[0], &queue))?;
@@ -355,21 +294,14 @@ mod tests {
     fn targets(names: &[&str]) -> Vec<Target> {
         names
             .iter()
-            .map(|name| Target {
-                name: name.to_string(),
-                program: Program::Ceiling { binary: "x".into() },
-            })
+            .map(|name| Target { name: name.to_string(), program: Program::Ceiling { binary: "x".into() } })
             .collect()
     }
 
     #[test]
     fn each_round_starts_with_the_next_target() {
         let targets = targets(&["a", "b", "c"]);
-        let order = |round| {
-            rotated(&targets, round)
-                .map(|target| target.name.as_str())
-                .collect::<Vec<_>>()
-        };
+        let order = |round| rotated(&targets, round).map(|target| target.name.as_str()).collect::<Vec<_>>();
         assert_eq!(order(0), ["a", "b", "c"]);
         assert_eq!(order(1), ["b", "c", "a"]);
         assert_eq!(order(3), ["a", "b", "c"]);
@@ -378,17 +310,10 @@ mod tests {
     #[test]
     fn the_standard_scenarios_cover_the_sweep_and_the_batch_variants() {
         let scenarios = standard_scenarios(20_000);
-        let connections: Vec<usize> = scenarios
-            .iter()
-            .filter(|s| s.enqueue_batch == 1)
-            .map(|s| s.connections)
-            .collect();
+        let connections: Vec<usize> =
+            scenarios.iter().filter(|s| s.enqueue_batch == 1).map(|s| s.connections).collect();
         assert_eq!(connections, [1, 8, 50, 256]);
-        let batches: Vec<u32> = scenarios
-            .iter()
-            .filter(|s| s.enqueue_batch > 1)
-            .map(|s| s.reserve_batch)
-            .collect();
+        let batches: Vec<u32> = scenarios.iter().filter(|s| s.enqueue_batch > 1).map(|s| s.reserve_batch).collect();
         assert_eq!(batches, [16, 64, 256]);
         assert!(scenarios.iter().all(|s| s.jobs >= 1));
     }

@@ -133,9 +133,7 @@ fn main() -> ExitCode {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, BenchError> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 
 fn ceiling(listen: SocketAddr) -> Result<(), BenchError> {
@@ -143,9 +141,8 @@ fn ceiling(listen: SocketAddr) -> Result<(), BenchError> {
         let listener = tokio::net::TcpListener::bind(listen).await?;
         println!("queue server listening addr={}", listener.local_addr()?);
         let shutdown = async {
-            let mut terminate =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .expect("install the SIGTERM handler");
+            let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("install the SIGTERM handler");
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = terminate.recv() => {}
@@ -159,53 +156,35 @@ fn ceiling(listen: SocketAddr) -> Result<(), BenchError> {
 
 fn compare_command(args: CompareArgs) -> Result<(), BenchError> {
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
-    let latency_rounds = args
-        .latency_rounds
-        .unwrap_or(if args.quick { 100 } else { 1000 });
-    let backlog_jobs = args
-        .backlog_jobs
-        .unwrap_or(if args.quick { args.jobs } else { 1_000_000 });
+    let latency_rounds = args.latency_rounds.unwrap_or(if args.quick { 100 } else { 1000 });
+    let backlog_jobs = args.backlog_jobs.unwrap_or(if args.quick { args.jobs } else { 1_000_000 });
     let mut scenarios = compare::standard_scenarios(args.jobs);
     if !args.scenarios.is_empty() {
         scenarios.retain(|scenario| args.scenarios.contains(&scenario.name));
     }
     let plan = Plan {
-        targets: targets(
-            &args.targets,
-            &args.modes,
-            args.ours_bin,
-            args.reference_bin,
-        )?,
+        targets: targets(&args.targets, &args.modes, args.ours_bin, args.reference_bin)?,
         scenarios,
         rounds,
         latency_rounds,
         backlog_jobs,
         backlog_drain_jobs: args.backlog_drain_jobs.unwrap_or(backlog_jobs),
     };
-    let out = args
-        .out
-        .unwrap_or_else(|| workspace_dir().join("docs").join("benchmarks"));
+    let out = args.out.unwrap_or_else(|| workspace_dir().join("docs").join("benchmarks"));
     measure_and_write(&plan, &out)
 }
 
 fn smoke(ours_bin: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), BenchError> {
     let jobs = 300;
     let plan = Plan {
-        targets: targets(
-            &["ours".into(), "ceiling".into()],
-            &["sync_all".into(), "buffer".into()],
-            ours_bin,
-            None,
-        )?,
+        targets: targets(&["ours".into(), "ceiling".into()], &["sync_all".into(), "buffer".into()], ours_bin, None)?,
         scenarios: compare::standard_scenarios(jobs),
         rounds: 1,
         latency_rounds: 50,
         backlog_jobs: jobs,
         backlog_drain_jobs: jobs,
     };
-    let temporary = tempfile::Builder::new()
-        .prefix("sepp-bench-smoke-")
-        .tempdir()?;
+    let temporary = tempfile::Builder::new().prefix("sepp-bench-smoke-").tempdir()?;
     let out = out.unwrap_or_else(|| temporary.path().to_path_buf());
     measure_and_write(&plan, &out)?;
     eprintln!("smoke: every phase completed");
@@ -218,8 +197,7 @@ fn measure_and_write(plan: &Plan, out: &Path) -> Result<(), BenchError> {
     }
     let results = compare::run(plan, &runtime()?)?;
     std::fs::create_dir_all(out)?;
-    let json = serde_json::to_string_pretty(&results)
-        .map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    let json = serde_json::to_string_pretty(&results).map_err(|error| BenchError::Unexpected(error.to_string()))?;
     std::fs::write(out.join("results.json"), json + "\n")?;
     write_report(&results, out)
 }
@@ -235,26 +213,17 @@ fn write_report(results: &Results, out: &Path) -> Result<(), BenchError> {
 
 fn report_command(results_path: &Path, out: Option<PathBuf>) -> Result<(), BenchError> {
     let text = std::fs::read_to_string(results_path)?;
-    let results: Results =
-        serde_json::from_str(&text).map_err(|error| BenchError::Unexpected(error.to_string()))?;
-    let out = out.unwrap_or_else(|| {
-        results_path
-            .parent()
-            .unwrap_or(Path::new("."))
-            .to_path_buf()
-    });
+    let results: Results = serde_json::from_str(&text).map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    let out = out.unwrap_or_else(|| results_path.parent().unwrap_or(Path::new(".")).to_path_buf());
     write_report(&results, &out)
 }
 
 fn run_command(args: RunArgs) -> Result<(), BenchError> {
     if args.connections == 0 {
-        return Err(BenchError::Unexpected(
-            "--connections must be at least 1".into(),
-        ));
+        return Err(BenchError::Unexpected("--connections must be at least 1".into()));
     }
-    let persist_mode = PersistMode::parse(&args.persist_mode).ok_or_else(|| {
-        BenchError::Unexpected(format!("unknown persist mode {}", args.persist_mode))
-    })?;
+    let persist_mode = PersistMode::parse(&args.persist_mode)
+        .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {}", args.persist_mode)))?;
     let scenario = Scenario {
         name: format!("run/{}", args.connections),
         connections: args.connections,
@@ -265,25 +234,13 @@ fn run_command(args: RunArgs) -> Result<(), BenchError> {
     let runtime = runtime()?;
     let mut server = match (&args.addr, &args.server_bin) {
         (Some(_), _) => None,
-        (None, Some(binary)) => Some(ServerProcess::start(&Program::Sepp {
-            binary: binary.clone(),
-            persist_mode,
-        })?),
+        (None, Some(binary)) => Some(ServerProcess::start(&Program::Sepp { binary: binary.clone(), persist_mode })?),
         (None, None) => return Err(BenchError::Unexpected("give --addr or --server-bin".into())),
     };
-    let addr = args
-        .addr
-        .or(server.as_ref().map(ServerProcess::addr))
-        .expect("an address");
+    let addr = args.addr.or(server.as_ref().map(ServerProcess::addr)).expect("an address");
     let run = compare::throughput_at(&runtime, addr, server.as_ref(), &scenario, 0)?;
-    println!(
-        "enqueue: {} jobs/s",
-        report::rate(Some(run.enqueue_jobs_per_second()))
-    );
-    println!(
-        "drain:   {} jobs/s",
-        report::rate(Some(run.drain_jobs_per_second()))
-    );
+    println!("enqueue: {} jobs/s", report::rate(Some(run.enqueue_jobs_per_second())));
+    println!("drain:   {} jobs/s", report::rate(Some(run.drain_jobs_per_second())));
     if let Some(cpu) = run.cpu_us_per_job() {
         println!("server CPU: {cpu:.1} us/job (enqueue + reserve + ack)");
     }
@@ -291,10 +248,7 @@ fn run_command(args: RunArgs) -> Result<(), BenchError> {
         println!("peak RSS: {:.1} MB", rss as f64 / 1e6);
     }
     if let Some(disk) = run.data_dir_bytes {
-        println!(
-            "data directory with every job queued: {:.1} MB",
-            disk as f64 / 1e6
-        );
+        println!("data directory with every job queued: {:.1} MB", disk as f64 / 1e6);
     }
     if args.latency_rounds > 0 {
         let latency = compare::latency_at(&runtime, addr, args.latency_rounds, 0)?;
@@ -321,26 +275,16 @@ fn targets(
 ) -> Result<Vec<Target>, BenchError> {
     for family in families {
         if !["ours", "0.1.1", "ceiling"].contains(&family.as_str()) {
-            return Err(BenchError::Unexpected(format!(
-                "unknown target {family}: use ours, 0.1.1 or ceiling"
-            )));
+            return Err(BenchError::Unexpected(format!("unknown target {family}: use ours, 0.1.1 or ceiling")));
         }
     }
     let wants = |family: &str| families.iter().any(|name| name == family);
-    let ours = if wants("ours") {
-        Some(ours_binary(ours_bin)?)
-    } else {
-        None
-    };
-    let reference = if wants("0.1.1") {
-        Some(reference_binary(reference_bin)?)
-    } else {
-        None
-    };
+    let ours = if wants("ours") { Some(ours_binary(ours_bin)?) } else { None };
+    let reference = if wants("0.1.1") { Some(reference_binary(reference_bin)?) } else { None };
     let mut targets = Vec::new();
     for mode in modes {
-        let mode = PersistMode::parse(mode)
-            .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {mode}")))?;
+        let mode =
+            PersistMode::parse(mode).ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {mode}")))?;
         if let Some(binary) = &ours {
             targets.push(Target::sepp("ours", binary.clone(), mode));
         }
@@ -373,19 +317,14 @@ fn ours_binary(given: Option<PathBuf>) -> Result<PathBuf, BenchError> {
     if under_cargo || !path.exists() {
         let release = dir.file_name().is_some_and(|name| name == "release");
         let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        command
-            .current_dir(workspace_dir())
-            .args(["build", "-p", "sepp-server", "--bin", "sepp"]);
+        command.current_dir(workspace_dir()).args(["build", "-p", "sepp-server", "--bin", "sepp"]);
         if release {
             command.arg("--release");
         }
         eprintln!("building our server: {command:?}");
         let status = command.status()?;
         if !status.success() || !path.exists() {
-            return Err(BenchError::Unexpected(format!(
-                "could not build {}; pass --ours-bin",
-                path.display()
-            )));
+            return Err(BenchError::Unexpected(format!("could not build {}; pass --ours-bin", path.display())));
         }
     }
     Ok(path)
@@ -397,23 +336,12 @@ fn reference_binary(given: Option<PathBuf>) -> Result<PathBuf, BenchError> {
     if let Some(path) = given {
         return Ok(path);
     }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     let root = home.join(".cache").join("sepp-0.1.1");
     let path = root.join("bin").join("sepp");
     if !path.exists() {
         let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        command
-            .args([
-                "install",
-                "sepp",
-                "--version",
-                "0.1.1",
-                "--locked",
-                "--root",
-            ])
-            .arg(&root);
+        command.args(["install", "sepp", "--version", "0.1.1", "--locked", "--root"]).arg(&root);
         eprintln!("installing the reference server: {command:?}");
         let status = command.status()?;
         if !status.success() || !path.exists() {

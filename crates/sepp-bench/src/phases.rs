@@ -40,10 +40,7 @@ pub struct LatencySummary {
 }
 
 /// Opens `count` connections, each its own HTTP/2 channel.
-pub async fn connect_all(
-    addr: std::net::SocketAddr,
-    count: usize,
-) -> Result<Vec<Connection>, BenchError> {
+pub async fn connect_all(addr: std::net::SocketAddr, count: usize) -> Result<Vec<Connection>, BenchError> {
     let mut connections = Vec::with_capacity(count);
     for _ in 0..count {
         connections.push(Connection::connect(addr).await?);
@@ -68,8 +65,7 @@ pub async fn enqueue(
     let started = Instant::now();
     let mut tasks = JoinSet::new();
     for connection in connections {
-        let (mut connection, tickets, queue) =
-            (connection.clone(), tickets.clone(), queue.to_string());
+        let (mut connection, tickets, queue) = (connection.clone(), tickets.clone(), queue.to_string());
         tasks.spawn(async move {
             while let Some(count) = take_tickets(&tickets, jobs, batch) {
                 connection.enqueue(&queue, count as usize).await?;
@@ -78,38 +74,25 @@ pub async fn enqueue(
         });
     }
     while let Some(joined) = tasks.join_next().await {
-        joined
-            .map_err(|error| BenchError::Unexpected(format!("producer task failed: {error}")))??;
+        joined.map_err(|error| BenchError::Unexpected(format!("producer task failed: {error}")))??;
     }
-    Ok(PhaseTiming {
-        jobs,
-        elapsed: started.elapsed(),
-    })
+    Ok(PhaseTiming { jobs, elapsed: started.elapsed() })
 }
 
 /// Reserves (up to `batch` per call) and acks `jobs` jobs of `queue` over every connection at
 /// once. The queue must hold at least `jobs` ready jobs: every reserve is then answered in full.
-pub async fn drain(
-    connections: &[Connection],
-    queue: &str,
-    jobs: u64,
-    batch: u32,
-) -> Result<PhaseTiming, BenchError> {
+pub async fn drain(connections: &[Connection], queue: &str, jobs: u64, batch: u32) -> Result<PhaseTiming, BenchError> {
     let tickets = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut tasks = JoinSet::new();
     for connection in connections {
-        let (mut connection, tickets, queue) =
-            (connection.clone(), tickets.clone(), queue.to_string());
+        let (mut connection, tickets, queue) = (connection.clone(), tickets.clone(), queue.to_string());
         tasks.spawn(async move {
             let mut last_ack = None;
             while let Some(count) = take_tickets(&tickets, jobs, batch) {
                 let leases = connection.reserve(&queue, count).await?;
                 if leases.len() != count as usize {
-                    return Err(BenchError::Unexpected(format!(
-                        "reserve of {count} returned {} jobs",
-                        leases.len()
-                    )));
+                    return Err(BenchError::Unexpected(format!("reserve of {count} returned {} jobs", leases.len())));
                 }
                 for lease in &leases {
                     connection.ack(lease).await?;
@@ -121,14 +104,10 @@ pub async fn drain(
     }
     let mut last_ack = started;
     while let Some(joined) = tasks.join_next().await {
-        let finished = joined
-            .map_err(|error| BenchError::Unexpected(format!("worker task failed: {error}")))??;
+        let finished = joined.map_err(|error| BenchError::Unexpected(format!("worker task failed: {error}")))??;
         last_ack = last_ack.max(finished.unwrap_or(started));
     }
-    Ok(PhaseTiming {
-        jobs,
-        elapsed: last_ack - started,
-    })
+    Ok(PhaseTiming { jobs, elapsed: last_ack - started })
 }
 
 /// Checks that `queue` has nothing left to reserve.
@@ -137,18 +116,12 @@ pub async fn expect_empty(connection: &Connection, queue: &str) -> Result<(), Be
     if leases.is_empty() {
         Ok(())
     } else {
-        Err(BenchError::Unexpected(format!(
-            "queue {queue} still had jobs after the drain"
-        )))
+        Err(BenchError::Unexpected(format!("queue {queue} still had jobs after the drain")))
     }
 }
 
 /// Runs `rounds` sequential enqueue -> reserve -> ack round trips on one connection.
-pub async fn latency(
-    connection: &Connection,
-    queue: &str,
-    rounds: usize,
-) -> Result<LatencySummary, BenchError> {
+pub async fn latency(connection: &Connection, queue: &str, rounds: usize) -> Result<LatencySummary, BenchError> {
     let mut connection = connection.clone();
     let mut samples_us = Vec::with_capacity(rounds);
     for _ in 0..rounds {
@@ -156,10 +129,7 @@ pub async fn latency(
         connection.enqueue(queue, 1).await?;
         let leases = connection.reserve(queue, 1).await?;
         let [lease] = leases.as_slice() else {
-            return Err(BenchError::Unexpected(format!(
-                "latency reserve returned {} jobs",
-                leases.len()
-            )));
+            return Err(BenchError::Unexpected(format!("latency reserve returned {} jobs", leases.len())));
         };
         connection.ack(lease).await?;
         samples_us.push(started.elapsed().as_secs_f64() * 1e6);

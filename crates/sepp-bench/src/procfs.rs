@@ -74,8 +74,7 @@ mod tests {
 
     #[test]
     fn cpu_ticks_are_counted_after_a_command_name_with_spaces_and_parentheses() {
-        let stat =
-            "42 (my (odd) name) S 1 42 42 0 -1 4194560 100 0 0 0 250 70 0 0 20 0 3 0 1000 0 0";
+        let stat = "42 (my (odd) name) S 1 42 42 0 -1 4194560 100 0 0 0 250 70 0 0 20 0 3 0 1000 0 0";
         assert_eq!(cpu_ticks(stat), Some(320));
     }
 

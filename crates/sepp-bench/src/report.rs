@@ -21,11 +21,7 @@ pub fn median(mut values: Vec<f64>) -> Option<f64> {
     }
     values.sort_by(f64::total_cmp);
     let middle = values.len() / 2;
-    Some(if values.len() % 2 == 1 {
-        values[middle]
-    } else {
-        (values[middle - 1] + values[middle]) / 2.0
-    })
+    Some(if values.len() % 2 == 1 { values[middle] } else { (values[middle - 1] + values[middle]) / 2.0 })
 }
 
 /// Which number of a run a table shows.
@@ -73,35 +69,20 @@ impl<'a> Summary<'a> {
 
     fn runs(&self, scenario: &str, target: &str) -> impl Iterator<Item = &'a ThroughputRun> {
         let (scenario, target) = (scenario.to_string(), target.to_string());
-        self.results
-            .throughput
-            .iter()
-            .filter(move |run| run.scenario.name == scenario && run.target == target)
+        self.results.throughput.iter().filter(move |run| run.scenario.name == scenario && run.target == target)
     }
 
     /// Median of `metric` over the rounds of `scenario` against `target`.
     pub fn value(&self, scenario: &str, target: &str, metric: Metric) -> Option<f64> {
-        median(
-            self.runs(scenario, target)
-                .filter_map(|run| metric.of(run))
-                .collect(),
-        )
+        median(self.runs(scenario, target).filter_map(|run| metric.of(run)).collect())
     }
 
     /// Median over rounds of `metric(numerator) / metric(denominator)` within each round.
-    pub fn ratio(
-        &self,
-        scenario: &str,
-        numerator: &str,
-        denominator: &str,
-        metric: Metric,
-    ) -> Option<f64> {
+    pub fn ratio(&self, scenario: &str, numerator: &str, denominator: &str, metric: Metric) -> Option<f64> {
         let ratios = self
             .runs(scenario, numerator)
             .filter_map(|top| {
-                let bottom = self
-                    .runs(scenario, denominator)
-                    .find(|bottom| bottom.round == top.round)?;
+                let bottom = self.runs(scenario, denominator).find(|bottom| bottom.round == top.round)?;
                 Some(metric.of(top)? / metric.of(bottom)?)
             })
             .collect();
@@ -165,22 +146,12 @@ fn machine(out: &mut String, results: &Results) {
 }
 
 /// Columns of text; every other column holds numbers and is right-aligned.
-const TEXT_COLUMNS: [&str; 8] = [
-    "scenario", "phase", "target", "measure", "unit", "goal", "wanted", "met",
-];
+const TEXT_COLUMNS: [&str; 8] = ["scenario", "phase", "target", "measure", "unit", "goal", "wanted", "met"];
 
 fn header(out: &mut String, columns: &[String]) {
     let _ = writeln!(out, "| {} |", columns.join(" | "));
-    let alignments: String = columns
-        .iter()
-        .map(|column| {
-            if TEXT_COLUMNS.contains(&column.as_str()) {
-                "---|"
-            } else {
-                "---:|"
-            }
-        })
-        .collect();
+    let alignments: String =
+        columns.iter().map(|column| if TEXT_COLUMNS.contains(&column.as_str()) { "---|" } else { "---:|" }).collect();
     let _ = writeln!(out, "|{alignments}");
 }
 
@@ -192,10 +163,8 @@ fn throughput_tables(out: &mut String, summary: &Summary) {
     header(out, &columns);
     for scenario in summary.scenarios() {
         for (phase, metric) in [("enqueue", Metric::Enqueue), ("drain", Metric::Drain)] {
-            let cells: Vec<String> = targets
-                .iter()
-                .map(|target| rate(summary.value(&scenario, target, metric)))
-                .collect();
+            let cells: Vec<String> =
+                targets.iter().map(|target| rate(summary.value(&scenario, target, metric))).collect();
             let _ = writeln!(out, "| {scenario} | {phase} | {} |", cells.join(" | "));
         }
     }
@@ -205,22 +174,13 @@ fn throughput_tables(out: &mut String, summary: &Summary) {
     }
     let _ = writeln!(out, "\n### Ratios (median of per-round ratios)\n");
     let mut columns = vec!["scenario".to_string(), "phase".to_string()];
-    columns.extend(
-        ratio_columns
-            .iter()
-            .map(|(top, bottom)| format!("{top} / {bottom}")),
-    );
+    columns.extend(ratio_columns.iter().map(|(top, bottom)| format!("{top} / {bottom}")));
     header(out, &columns);
     for scenario in summary.scenarios() {
         for (phase, metric) in [("enqueue", Metric::Enqueue), ("drain", Metric::Drain)] {
             let cells: Vec<String> = ratio_columns
                 .iter()
-                .map(|(top, bottom)| {
-                    ratio(
-                        summary.ratio(&scenario, top, bottom, metric),
-                        bottom == CEILING,
-                    )
-                })
+                .map(|(top, bottom)| ratio(summary.ratio(&scenario, top, bottom, metric), bottom == CEILING))
                 .collect();
             let _ = writeln!(out, "| {scenario} | {phase} | {} |", cells.join(" | "));
         }
@@ -230,10 +190,7 @@ fn throughput_tables(out: &mut String, summary: &Summary) {
 
 fn cpu_table(out: &mut String, summary: &Summary) {
     let targets = &summary.results.targets;
-    let _ = writeln!(
-        out,
-        "### Server CPU per job, microseconds (enqueue + reserve + ack)\n"
-    );
+    let _ = writeln!(out, "### Server CPU per job, microseconds (enqueue + reserve + ack)\n");
     let mut columns = vec!["scenario".to_string(), "jobs".to_string()];
     columns.extend(targets.iter().cloned());
     let mut ratio_columns = Vec::new();
@@ -248,11 +205,7 @@ fn cpu_table(out: &mut String, summary: &Summary) {
             }
         }
     }
-    columns.extend(
-        ratio_columns
-            .iter()
-            .map(|(top, bottom)| format!("{top} / {bottom}")),
-    );
+    columns.extend(ratio_columns.iter().map(|(top, bottom)| format!("{top} / {bottom}")));
     header(out, &columns);
     for scenario in summary.scenarios() {
         let jobs = summary
@@ -261,45 +214,30 @@ fn cpu_table(out: &mut String, summary: &Summary) {
             .iter()
             .find(|run| run.scenario.name == scenario)
             .map_or(0, |run| run.scenario.jobs);
-        let mut cells: Vec<String> = targets
-            .iter()
-            .map(|target| number(summary.value(&scenario, target, Metric::CpuPerJob), 1))
-            .collect();
-        cells.extend(ratio_columns.iter().map(|(top, bottom)| {
-            ratio(
-                summary.ratio(&scenario, top, bottom, Metric::CpuPerJob),
-                false,
-            )
-        }));
+        let mut cells: Vec<String> =
+            targets.iter().map(|target| number(summary.value(&scenario, target, Metric::CpuPerJob), 1)).collect();
+        cells.extend(
+            ratio_columns
+                .iter()
+                .map(|(top, bottom)| ratio(summary.ratio(&scenario, top, bottom, Metric::CpuPerJob), false)),
+        );
         let _ = writeln!(out, "| {scenario} | {jobs} | {} |", cells.join(" | "));
     }
     out.push('\n');
 }
 
 fn footprint_table(out: &mut String, summary: &Summary) {
-    let targets: Vec<&String> = summary
-        .results
-        .targets
-        .iter()
-        .filter(|target| target.as_str() != CEILING)
-        .collect();
+    let targets: Vec<&String> = summary.results.targets.iter().filter(|target| target.as_str() != CEILING).collect();
     if targets.is_empty() {
         return;
     }
-    let _ = writeln!(
-        out,
-        "### Peak RSS / data directory with every job queued, MB (largest over rounds)\n"
-    );
+    let _ = writeln!(out, "### Peak RSS / data directory with every job queued, MB (largest over rounds)\n");
     let mut columns = vec!["scenario".to_string(), "jobs".to_string()];
     columns.extend(targets.iter().map(|target| target.to_string()));
     header(out, &columns);
     for scenario in summary.scenarios() {
-        let runs: Vec<&ThroughputRun> = summary
-            .results
-            .throughput
-            .iter()
-            .filter(|run| run.scenario.name == scenario)
-            .collect();
+        let runs: Vec<&ThroughputRun> =
+            summary.results.throughput.iter().filter(|run| run.scenario.name == scenario).collect();
         let jobs = runs.first().map_or(0, |run| run.scenario.jobs);
         let cells: Vec<String> = targets
             .iter()
@@ -321,22 +259,9 @@ fn latency_table(out: &mut String, results: &Results) {
         out,
         "### Latency of one enqueue -> reserve -> ack round trip, one connection ({rounds} round trips), ms\n"
     );
-    header(
-        out,
-        &[
-            "target".into(),
-            "p50".into(),
-            "p99".into(),
-            "p999".into(),
-            "max".into(),
-        ],
-    );
+    header(out, &["target".into(), "p50".into(), "p99".into(), "p999".into(), "max".into()]);
     for target in &results.targets {
-        let runs: Vec<_> = results
-            .latency
-            .iter()
-            .filter(|run| &run.target == target)
-            .collect();
+        let runs: Vec<_> = results.latency.iter().filter(|run| &run.target == target).collect();
         if runs.is_empty() {
             continue;
         }
@@ -356,11 +281,7 @@ fn latency_table(out: &mut String, results: &Results) {
 }
 
 /// A row of the backlog table: label, unit, and the cell of one run.
-type BacklogRow = (
-    &'static str,
-    &'static str,
-    fn(&crate::results::BacklogRun) -> String,
-);
+type BacklogRow = (&'static str, &'static str, fn(&crate::results::BacklogRun) -> String);
 
 fn backlog_table(out: &mut String, results: &Results) {
     let jobs = results.backlog.first().map_or(0, |run| run.jobs);
@@ -369,35 +290,17 @@ fn backlog_table(out: &mut String, results: &Results) {
     columns.extend(results.backlog.iter().map(|run| run.target.clone()));
     header(out, &columns);
     let rows: [BacklogRow; 9] = [
-        ("enqueue (8 conn x batch 256)", "jobs/s", |run| {
-            rate(Some(run.jobs as f64 / run.enqueue_seconds.max(1e-9)))
-        }),
+        ("enqueue (8 conn x batch 256)", "jobs/s", |run| rate(Some(run.jobs as f64 / run.enqueue_seconds.max(1e-9)))),
         ("RSS with the backlog", "MB", |run| megabytes(run.rss_bytes)),
         ("peak RSS", "MB", |run| megabytes(run.peak_rss_bytes)),
         ("data directory", "MB", |run| megabytes(run.data_dir_bytes)),
-        ("stop (SIGTERM until exit)", "s", |run| {
-            number(Some(run.stop_seconds), 2)
+        ("stop (SIGTERM until exit)", "s", |run| number(Some(run.stop_seconds), 2)),
+        ("restart until GetServerInfo answers", "s", |run| number(Some(run.restart_seconds), 2)),
+        ("RSS after restart", "MB", |run| megabytes(run.rss_after_restart_bytes)),
+        ("drain after restart (50 conn, reserve 1 + ack)", "jobs/s", |run| {
+            format!("{} ({} jobs)", rate(Some(run.drained_jobs as f64 / run.drain_seconds.max(1e-9))), run.drained_jobs)
         }),
-        ("restart until GetServerInfo answers", "s", |run| {
-            number(Some(run.restart_seconds), 2)
-        }),
-        ("RSS after restart", "MB", |run| {
-            megabytes(run.rss_after_restart_bytes)
-        }),
-        (
-            "drain after restart (50 conn, reserve 1 + ack)",
-            "jobs/s",
-            |run| {
-                format!(
-                    "{} ({} jobs)",
-                    rate(Some(run.drained_jobs as f64 / run.drain_seconds.max(1e-9))),
-                    run.drained_jobs
-                )
-            },
-        ),
-        ("data directory after the drain", "MB", |run| {
-            megabytes(run.data_dir_after_drain_bytes)
-        }),
+        ("data directory after the drain", "MB", |run| megabytes(run.data_dir_after_drain_bytes)),
     ];
     for (label, unit, cell) in rows {
         let cells: Vec<String> = results.backlog.iter().map(cell).collect();
@@ -412,58 +315,19 @@ fn goals_table(out: &mut String, summary: &Summary) {
     let ours = format!("{OURS} sync_all");
     let reference = format!("{REFERENCE} sync_all");
     let mut rows: Vec<(String, String, Option<f64>, bool)> = Vec::new();
-    let mut throughput_goal =
-        |label: &str, scenario: &str, metric: Metric, versus: &str, at_least: f64| {
-            if summary.has_target(&ours) && summary.has_target(versus) {
-                let measured = summary.ratio(scenario, &ours, versus, metric);
-                let wanted = if versus == CEILING {
-                    format!(">= {:.0}%", at_least * 100.0)
-                } else {
-                    format!(">= {at_least}x")
-                };
-                rows.push((
-                    label.to_string(),
-                    wanted,
-                    measured,
-                    measured.is_some_and(|value| value >= at_least),
-                ));
-            }
-        };
-    throughput_goal(
-        "single-job enqueue, 50 conn, vs 0.1.1",
-        "single/50",
-        Metric::Enqueue,
-        &reference,
-        1.4,
-    );
-    throughput_goal(
-        "single-job enqueue, 50 conn, vs ceiling",
-        "single/50",
-        Metric::Enqueue,
-        CEILING,
-        0.88,
-    );
-    throughput_goal(
-        "reserve(1)+ack drain, 50 conn, vs 0.1.1",
-        "single/50",
-        Metric::Drain,
-        &reference,
-        1.4,
-    );
-    throughput_goal(
-        "reserve(1)+ack drain, 50 conn, vs ceiling",
-        "single/50",
-        Metric::Drain,
-        CEILING,
-        0.85,
-    );
-    throughput_goal(
-        "batch-64 enqueue, 8 conn, vs 0.1.1",
-        "batch64/8",
-        Metric::Enqueue,
-        &reference,
-        3.0,
-    );
+    let mut throughput_goal = |label: &str, scenario: &str, metric: Metric, versus: &str, at_least: f64| {
+        if summary.has_target(&ours) && summary.has_target(versus) {
+            let measured = summary.ratio(scenario, &ours, versus, metric);
+            let wanted =
+                if versus == CEILING { format!(">= {:.0}%", at_least * 100.0) } else { format!(">= {at_least}x") };
+            rows.push((label.to_string(), wanted, measured, measured.is_some_and(|value| value >= at_least)));
+        }
+    };
+    throughput_goal("single-job enqueue, 50 conn, vs 0.1.1", "single/50", Metric::Enqueue, &reference, 1.4);
+    throughput_goal("single-job enqueue, 50 conn, vs ceiling", "single/50", Metric::Enqueue, CEILING, 0.88);
+    throughput_goal("reserve(1)+ack drain, 50 conn, vs 0.1.1", "single/50", Metric::Drain, &reference, 1.4);
+    throughput_goal("reserve(1)+ack drain, 50 conn, vs ceiling", "single/50", Metric::Drain, CEILING, 0.85);
+    throughput_goal("batch-64 enqueue, 8 conn, vs 0.1.1", "batch64/8", Metric::Enqueue, &reference, 3.0);
     if summary.has_target(&ours) && summary.has_target(&reference) {
         let measured = summary.ratio("single/50", &ours, &reference, Metric::CpuPerJob);
         rows.push((
@@ -477,12 +341,7 @@ fn goals_table(out: &mut String, summary: &Summary) {
         let scale = format!("{} jobs", run.jobs);
         let mb = |bytes: Option<u64>| bytes.map(|bytes| bytes as f64 / 1e6);
         let rss = mb(run.rss_bytes.max(run.peak_rss_bytes));
-        rows.push((
-            format!("RSS with {scale}"),
-            "<= 300 MB".into(),
-            rss,
-            rss.is_some_and(|value| value <= 300.0),
-        ));
+        rows.push((format!("RSS with {scale}"), "<= 300 MB".into(), rss, rss.is_some_and(|value| value <= 300.0)));
         let disk = mb(run.data_dir_bytes);
         rows.push((
             format!("data directory with {scale}"),
@@ -491,26 +350,13 @@ fn goals_table(out: &mut String, summary: &Summary) {
             disk.is_some_and(|value| value <= 600.0),
         ));
         let restart = Some(run.restart_seconds);
-        rows.push((
-            format!("restart with {scale}"),
-            "<= 3 s".into(),
-            restart,
-            run.restart_seconds <= 3.0,
-        ));
+        rows.push((format!("restart with {scale}"), "<= 3 s".into(), restart, run.restart_seconds <= 3.0));
     }
     if rows.is_empty() {
         return;
     }
     let _ = writeln!(out, "### Issue 3 targets (`sync_all`)\n");
-    header(
-        out,
-        &[
-            "goal".into(),
-            "wanted".into(),
-            "measured".into(),
-            "met".into(),
-        ],
-    );
+    header(out, &["goal".into(), "wanted".into(), "measured".into(), "met".into()]);
     for (label, wanted, measured, met) in rows {
         let shown = match (wanted.contains('%'), measured) {
             (true, Some(value)) => format!("{:.0}%", value * 100.0),
@@ -520,11 +366,7 @@ fn goals_table(out: &mut String, summary: &Summary) {
             (false, Some(value)) => format!("{value:.2}"),
             (_, None) => "-".into(),
         };
-        let _ = writeln!(
-            out,
-            "| {label} | {wanted} | {shown} | {} |",
-            if met { "yes" } else { "**no**" }
-        );
+        let _ = writeln!(out, "| {label} | {wanted} | {shown} | {} |", if met { "yes" } else { "**no**" });
     }
     out.push('\n');
 }

@@ -45,13 +45,9 @@ impl Machine {
             .and_then(|line| line.split_whitespace().nth(1))
             .and_then(|kib| kib.parse::<u64>().ok())
             .map_or(0, |kib| kib * 1024);
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim()
-            .to_string();
-        let started_unix_s = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_secs());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+        let started_unix_s =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
         Machine {
             cpus: std::thread::available_parallelism().map_or(0, usize::from),
             cpu_model,
@@ -103,10 +99,7 @@ impl ThroughputRun {
 
     /// Server CPU microseconds per job over enqueue, reserve and ack.
     pub fn cpu_us_per_job(&self) -> Option<f64> {
-        Some(
-            (self.enqueue_server_cpu_seconds? + self.drain_server_cpu_seconds?) * 1e6
-                / self.scenario.jobs as f64,
-        )
+        Some((self.enqueue_server_cpu_seconds? + self.drain_server_cpu_seconds?) * 1e6 / self.scenario.jobs as f64)
     }
 }
 

@@ -54,10 +54,7 @@ impl PersistMode {
 #[derive(Clone, Debug)]
 pub enum Program {
     /// A sepp server binary (`sepp --config <file>`).
-    Sepp {
-        binary: PathBuf,
-        persist_mode: PersistMode,
-    },
+    Sepp { binary: PathBuf, persist_mode: PersistMode },
     /// The do-nothing ceiling (`sepp-bench ceiling --listen <addr>`).
     Ceiling { binary: PathBuf },
 }
@@ -78,13 +75,7 @@ impl ServerProcess {
         let dir = tempfile::Builder::new().prefix("sepp-bench-").tempdir()?;
         let listen: SocketAddr = "127.0.0.1:0".parse().expect("a valid address");
         let (child, addr, output) = spawn(program, dir.path(), listen)?;
-        Ok(ServerProcess {
-            program: program.clone(),
-            child,
-            addr,
-            dir,
-            output,
-        })
+        Ok(ServerProcess { program: program.clone(), child, addr, dir, output })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -116,19 +107,14 @@ impl ServerProcess {
         loop {
             if let Some(status) = self.child.try_wait()? {
                 if !status.success() {
-                    return Err(BenchError::Server(format!(
-                        "exited with {status} on SIGTERM{}",
-                        self.tail()
-                    )));
+                    return Err(BenchError::Server(format!("exited with {status} on SIGTERM{}", self.tail())));
                 }
                 return Ok(started.elapsed());
             }
             if started.elapsed() > STOP_TIMEOUT {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                return Err(BenchError::Server(format!(
-                    "did not stop within {STOP_TIMEOUT:?} of SIGTERM"
-                )));
+                return Err(BenchError::Server(format!("did not stop within {STOP_TIMEOUT:?} of SIGTERM")));
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -137,10 +123,7 @@ impl ServerProcess {
     /// Stops the server with SIGTERM and starts it again on the same port and data directory;
     /// `until_serving` is called until it returns true (the port answers a real call). Returns
     /// the time from the new process's start until then.
-    pub fn restart(
-        &mut self,
-        mut until_serving: impl FnMut(SocketAddr) -> bool,
-    ) -> Result<Duration, BenchError> {
+    pub fn restart(&mut self, mut until_serving: impl FnMut(SocketAddr) -> bool) -> Result<Duration, BenchError> {
         self.stop()?;
         let started = Instant::now();
         let (child, addr, output) = spawn_detached(&self.program, self.dir.path(), self.addr)?;
@@ -151,15 +134,10 @@ impl ServerProcess {
                 return Ok(started.elapsed());
             }
             if let Some(status) = self.child.try_wait()? {
-                return Err(BenchError::Server(format!(
-                    "exited with {status} while restarting{}",
-                    self.tail()
-                )));
+                return Err(BenchError::Server(format!("exited with {status} while restarting{}", self.tail())));
             }
             if started.elapsed() > STARTUP_TIMEOUT {
-                return Err(BenchError::Server(format!(
-                    "did not serve within {STARTUP_TIMEOUT:?} of a restart"
-                )));
+                return Err(BenchError::Server(format!("did not serve within {STARTUP_TIMEOUT:?} of a restart")));
             }
             std::thread::sleep(Duration::from_millis(2));
         }
@@ -182,11 +160,7 @@ impl Drop for ServerProcess {
 fn tail_of(output: &Mutex<Vec<String>>) -> String {
     let lines = output.lock().expect("output lock");
     let start = lines.len().saturating_sub(10);
-    if lines.is_empty() {
-        String::new()
-    } else {
-        format!("; last output:\n{}", lines[start..].join("\n"))
-    }
+    if lines.is_empty() { String::new() } else { format!("; last output:\n{}", lines[start..].join("\n")) }
 }
 
 /// The recent lines a child printed (stdout and stderr), for error messages.
@@ -203,20 +177,13 @@ fn spawn(program: &Program, dir: &Path, listen: SocketAddr) -> Result<Spawned, B
         Err(_) => {
             let _ = child.kill();
             let _ = child.wait();
-            Err(BenchError::Server(format!(
-                "{program:?} printed no `queue server listening` line{}",
-                tail_of(&output)
-            )))
+            Err(BenchError::Server(format!("{program:?} printed no `queue server listening` line{}", tail_of(&output))))
         }
     }
 }
 
 /// Starts `program` on `listen` without waiting for anything: for timing a restart by polling.
-fn spawn_detached(
-    program: &Program,
-    dir: &Path,
-    listen: SocketAddr,
-) -> Result<Spawned, BenchError> {
+fn spawn_detached(program: &Program, dir: &Path, listen: SocketAddr) -> Result<Spawned, BenchError> {
     let (child, output) = launch(program, dir, listen, None)?;
     Ok((child, listen, output))
 }
@@ -228,45 +195,27 @@ fn launch(
     listening: Option<mpsc::Sender<SocketAddr>>,
 ) -> Result<(Child, Output), BenchError> {
     let mut command = match program {
-        Program::Sepp {
-            binary,
-            persist_mode,
-        } => {
+        Program::Sepp { binary, persist_mode } => {
             let config = dir.join("sepp.toml");
-            std::fs::write(
-                &config,
-                sepp_config(&dir.join("data"), listen, *persist_mode),
-            )?;
+            std::fs::write(&config, sepp_config(&dir.join("data"), listen, *persist_mode))?;
             let mut command = Command::new(binary);
             command.arg("--config").arg(&config);
             command
         }
         Program::Ceiling { binary } => {
             let mut command = Command::new(binary);
-            command
-                .arg("ceiling")
-                .arg("--listen")
-                .arg(listen.to_string());
+            command.arg("ceiling").arg("--listen").arg(listen.to_string());
             command
         }
     };
     for (name, _) in std::env::vars_os() {
-        if name
-            .to_string_lossy()
-            .to_ascii_uppercase()
-            .starts_with("SEPP_")
-        {
+        if name.to_string_lossy().to_ascii_uppercase().starts_with("SEPP_") {
             command.env_remove(name);
         }
     }
-    command
-        .env("RUST_LOG", "sepp=info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command
-        .spawn()
-        .map_err(|error| BenchError::Server(format!("could not start {program:?}: {error}")))?;
+    command.env("RUST_LOG", "sepp=info").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child =
+        command.spawn().map_err(|error| BenchError::Server(format!("could not start {program:?}: {error}")))?;
     let output = Arc::new(Mutex::new(Vec::new()));
     let stdout = child.stdout.take().expect("piped stdout");
     let stderr = child.stderr.take().expect("piped stderr");
@@ -314,10 +263,7 @@ fn sepp_config(data_dir: &Path, listen: SocketAddr, persist_mode: PersistMode) -
 /// The first `127.0.0.1:<port>` in `line`.
 fn loopback_addr(line: &str) -> Option<SocketAddr> {
     let start = line.find("127.0.0.1:")?;
-    let digits: String = line[start + "127.0.0.1:".len()..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let digits: String = line[start + "127.0.0.1:".len()..].chars().take_while(char::is_ascii_digit).collect();
     format!("127.0.0.1:{digits}").parse().ok()
 }
 
@@ -346,27 +292,17 @@ mod tests {
     #[test]
     fn the_listening_address_is_found_in_a_coloured_log_line() {
         let line = "\u{1b}[2m2026\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m queue server listening \u{1b}[3maddr\u{1b}[0m\u{1b}[2m=\u{1b}[0m127.0.0.1:40123 db_path=/tmp/x";
-        assert_eq!(
-            loopback_addr(&strip_ansi(line)),
-            Some("127.0.0.1:40123".parse().unwrap())
-        );
+        assert_eq!(loopback_addr(&strip_ansi(line)), Some("127.0.0.1:40123".parse().unwrap()));
     }
 
     #[test]
     fn a_line_without_a_loopback_address_gives_none() {
-        assert_eq!(
-            loopback_addr("queue server listening addr=0.0.0.0:50051"),
-            None
-        );
+        assert_eq!(loopback_addr("queue server listening addr=0.0.0.0:50051"), None);
     }
 
     #[test]
     fn the_config_names_the_persist_mode_and_turns_the_admin_ui_off() {
-        let config = sepp_config(
-            Path::new("/tmp/d"),
-            "127.0.0.1:0".parse().unwrap(),
-            PersistMode::Buffer,
-        );
+        let config = sepp_config(Path::new("/tmp/d"), "127.0.0.1:0".parse().unwrap(), PersistMode::Buffer);
         assert!(config.contains("persist_mode = \"buffer\""));
         assert!(config.contains("[admin]\nenabled = false"));
         assert!(config.contains("db_path = \"/tmp/d\""));

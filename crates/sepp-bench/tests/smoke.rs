@@ -26,40 +26,16 @@ fn the_smoke_run_completes_every_phase_and_writes_tables_and_chart() {
     assert!(stderr.contains("smoke: every phase completed"), "{stderr}");
 
     let tables = std::fs::read_to_string(out.path().join("results.md")).unwrap();
-    for heading in [
-        "### Throughput",
-        "### Server CPU per job",
-        "### Latency",
-        "### Large backlog",
-    ] {
+    for heading in ["### Throughput", "### Server CPU per job", "### Latency", "### Large backlog"] {
         assert!(tables.contains(heading), "missing {heading} in:\n{tables}");
     }
-    for scenario in [
-        "single/1",
-        "single/8",
-        "single/50",
-        "single/256",
-        "batch16/8",
-        "batch64/8",
-        "batch256/8",
-    ] {
-        assert!(
-            tables.contains(&format!("| {scenario} | enqueue |")),
-            "missing {scenario} in:\n{tables}"
-        );
+    for scenario in ["single/1", "single/8", "single/50", "single/256", "batch16/8", "batch64/8", "batch256/8"] {
+        assert!(tables.contains(&format!("| {scenario} | enqueue |")), "missing {scenario} in:\n{tables}");
     }
     let results: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
-            .unwrap();
-    assert_eq!(
-        results["targets"],
-        serde_json::json!(["ours sync_all", "ours buffer", "ceiling"])
-    );
-    assert_eq!(
-        results["backlog"].as_array().unwrap().len(),
-        1,
-        "the backlog runs against ours sync_all"
-    );
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["targets"], serde_json::json!(["ours sync_all", "ours buffer", "ceiling"]));
+    assert_eq!(results["backlog"].as_array().unwrap().len(), 1, "the backlog runs against ours sync_all");
     let svg = std::fs::read_to_string(out.path().join("throughput.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
 }
