@@ -108,6 +108,8 @@ pub struct DurableLog {
     segment: File,
     segment_index: u64,
     segment_len: u64,
+    /// How far the segment file is allocated (preallocated zeros included).
+    segment_capacity: u64,
     buffer: Vec<u8>,
     /// Large payloads in `buffer`, placed in the segment once it is written.
     placements: Vec<Placement>,
@@ -253,6 +255,7 @@ impl DurableLog {
                 (index, file, SEGMENT_MAGIC.len() as u64)
             }
         };
+        let segment_capacity = segment.metadata().map_err(io_error(dir))?.len();
         let preparer = Preparer::start(dir.to_path_buf(), options.segment_bytes);
         preparer.request(segment_index + 1);
         let log = DurableLog {
@@ -262,6 +265,7 @@ impl DurableLog {
             segment,
             segment_index,
             segment_len,
+            segment_capacity,
             buffer: Vec::with_capacity(1 << 20),
             placements: Vec::new(),
             history,
@@ -287,6 +291,7 @@ impl DurableLog {
         self.segment.sync_all()?;
         let index = self.segment_index + 1;
         self.segment = self.preparer.take(&self.dir, index)?;
+        self.segment_capacity = self.segment.metadata()?.len();
         self.preparer.request(index + 1);
         self.segment_index = index;
         self.segment_len = SEGMENT_MAGIC.len() as u64;
@@ -307,11 +312,17 @@ impl Log for DurableLog {
         }
         let written_at = self.segment_len;
         self.segment.write_all_at(&self.buffer, written_at)?;
+        let end = written_at + self.buffer.len() as u64;
+        let grows = end > self.segment_capacity;
         match self.options.persist_mode {
-            PersistMode::SyncAll => self.segment.sync_all()?,
-            PersistMode::SyncData => self.segment.sync_data()?,
+            // Inside preallocated space only the data changes: its size and blocks were synced
+            // when the segment was prepared, so fdatasync makes the write exactly as durable as
+            // fsync would. A write that grows the file syncs everything.
+            PersistMode::SyncAll if grows => self.segment.sync_all()?,
+            PersistMode::SyncAll | PersistMode::SyncData => self.segment.sync_data()?,
             PersistMode::Buffer => {}
         }
+        self.segment_capacity = self.segment_capacity.max(end);
         self.segment_len += self.buffer.len() as u64;
         *self.history.entry(self.segment_index).or_default() = self.segment_len;
         self.buffer.clear();
