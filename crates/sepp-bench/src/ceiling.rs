@@ -113,6 +113,7 @@ impl QueueService for Ceiling {
         Ok(Response::new(pb::GetServerInfoResponse {
             server_version: CEILING_VERSION.to_string(),
             supported_protocol_versions: vec!["v1".to_string()],
+            server_time: self.job.enqueued_at,
             max_enqueue_batch: 256,
             max_reserve_batch: 256,
             ..Default::default()

@@ -1,15 +1,14 @@
-//! The only module that talks the sepp protocol: one [`Connection`] is one HTTP/2 channel.
+//! The only module that talks the sepp protocol: one [`Connection`] is one `SeppClient`, on its
+//! own HTTP/2 channel.
 //!
-//! It uses the generated tonic client of `sepp_server::proto::v1` directly, because our own
-//! client crate (`sepp-client`) has not landed yet. Every phase goes through the handful of
-//! calls below, so switching to that crate later touches this file only.
+//! The load loops use our Rust client, `sepp-client`, the way an application would: the same
+//! client, calls and payloads against every target, so only the server differs.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use prost_types::Duration as ProtoDuration;
-use sepp_server::proto::v1 as pb;
-use tonic::transport::{Channel, Endpoint};
+use sepp_client::client::SeppClient;
+use sepp_client::{EnqueueRequest, JobCtx, Payload, ReserveOptions};
 
 use crate::BenchError;
 
@@ -17,47 +16,43 @@ use crate::BenchError;
 pub const PAYLOAD_BYTES: usize = 256;
 
 /// Leases outlive any phase, so no job is ever redelivered during a measurement.
-const LEASE_SECONDS: i64 = 300;
+const LEASE: Duration = Duration::from_secs(300);
 
 /// A job held under a lease: what an ack needs.
 #[derive(Clone, Debug)]
 pub struct Lease {
-    pub job_id: String,
-    pub attempt: u32,
+    ctx: JobCtx,
 }
 
 /// One client connection (its own HTTP/2 channel) to a sepp-protocol server.
 #[derive(Clone)]
 pub struct Connection {
-    client: pb::queue_service_client::QueueServiceClient<Channel>,
-    payload: Vec<u8>,
+    client: SeppClient,
+    payload: Payload,
+}
+
+fn client_error(error: impl std::fmt::Display) -> BenchError {
+    BenchError::Unexpected(format!("client: {error}"))
 }
 
 impl Connection {
     /// Opens a new channel; it is connected when this returns.
     pub async fn connect(addr: SocketAddr) -> Result<Connection, BenchError> {
-        let channel = Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(BenchError::Transport)?
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(5))
+        let client = SeppClient::builder(format!("http://{addr}"))
+            .max_receive_message_bytes(64 * 1024 * 1024)
             .connect()
             .await
-            .map_err(BenchError::Transport)?;
-        let client = pb::queue_service_client::QueueServiceClient::new(channel)
-            .max_decoding_message_size(64 * 1024 * 1024)
-            .max_encoding_message_size(64 * 1024 * 1024);
-        Ok(Connection { client, payload: vec![b'x'; PAYLOAD_BYTES] })
+            .map_err(client_error)?;
+        Ok(Connection { client, payload: Payload::new(vec![b'x'; PAYLOAD_BYTES], "application/octet-stream") })
     }
 
     /// Enqueues `count` jobs in one EnqueueBatch call; every one must be accepted.
     pub async fn enqueue(&mut self, queue: &str, count: usize) -> Result<(), BenchError> {
-        let jobs = (0..count).map(|_| self.new_job(queue)).collect();
-        let response = self.client.enqueue_batch(pb::EnqueueBatchRequest { jobs }).await?.into_inner();
-        let accepted = response
-            .results
-            .iter()
-            .filter(|result| matches!(result.outcome, Some(pb::job_result::Outcome::Success(_))))
-            .count();
+        let jobs = (0..count)
+            .map(|_| Ok(EnqueueRequest::new(queue, "bench").map_err(client_error)?.with_payload(self.payload.clone())))
+            .collect::<Result<Vec<_>, BenchError>>()?;
+        let results = self.client.enqueue_batch(jobs).await.map_err(client_error)?;
+        let accepted = results.iter().filter(|result| result.is_ok()).count();
         if accepted != count {
             return Err(BenchError::Unexpected(format!("{accepted} of {count} jobs accepted")));
         }
@@ -66,36 +61,21 @@ impl Connection {
 
     /// Reserves up to `max_jobs` ready jobs without waiting.
     pub async fn reserve(&mut self, queue: &str, max_jobs: u32) -> Result<Vec<Lease>, BenchError> {
-        let request = pb::ReserveRequest {
-            queues: vec![queue.to_string()],
-            wait_timeout: None,
-            lease_duration: Some(ProtoDuration { seconds: LEASE_SECONDS, nanos: 0 }),
-            worker_id: None,
-            max_jobs: Some(max_jobs),
-        };
-        let response = self.client.reserve(request).await?.into_inner();
-        Ok(response.jobs.into_iter().map(|job| Lease { job_id: job.id, attempt: job.attempt }).collect())
+        let options = ReserveOptions::new([queue], LEASE)
+            .map_err(client_error)?
+            .with_wait_timeout(Duration::ZERO)
+            .with_max_jobs(max_jobs);
+        let jobs = self.client.reserve(&options).await.map_err(client_error)?.unwrap_or_default();
+        Ok(jobs.into_iter().map(|job| Lease { ctx: job.ctx }).collect())
     }
 
     /// Completes a leased job.
     pub async fn ack(&mut self, lease: &Lease) -> Result<(), BenchError> {
-        let request = pb::AckRequest { job_id: lease.job_id.clone(), attempt: lease.attempt, worker_id: None };
-        self.client.ack(request).await?;
-        Ok(())
+        self.client.ack(&lease.ctx).await.map_err(client_error)
     }
 
     /// Asks for the server's version: the cheapest call that proves the port serves.
     pub async fn server_info(&mut self) -> Result<String, BenchError> {
-        let info = self.client.get_server_info(pb::GetServerInfoRequest {}).await?.into_inner();
-        Ok(info.server_version)
-    }
-
-    fn new_job(&self, queue: &str) -> pb::EnqueueRequest {
-        pb::EnqueueRequest {
-            queue: queue.to_string(),
-            job_type: "bench".to_string(),
-            payload: Some(pb::Payload { data: self.payload.clone(), encoding: "application/octet-stream".to_string() }),
-            ..Default::default()
-        }
+        Ok(self.client.get_server_info().await.map_err(client_error)?.version)
     }
 }
