@@ -126,30 +126,33 @@ pub struct LimitsConfig {
 }
 
 impl Default for LimitsConfig {
+    /// The defaults of SPEC 4.2, taken from the core's limits so they are written down once.
     fn default() -> Self {
+        let queue = sepp_core::QueueLimits::default();
+        let server = sepp_core::ServerLimits::default();
         LimitsConfig {
-            max_lease_duration_ms: 300_000,
-            default_max_attempts: 3,
-            max_attempts_ceiling: 100,
-            default_priority: 0,
-            retry_delay_ms: 0,
+            max_lease_duration_ms: queue.max_lease_duration_ms,
+            default_max_attempts: queue.default_max_attempts,
+            max_attempts_ceiling: queue.max_attempts_ceiling,
+            default_priority: queue.default_priority,
+            retry_delay_ms: queue.retry_delay_ms,
             retry_backoff: RetryBackoff::None,
-            retry_delay_max_ms: 3_600_000,
-            max_reserve_batch: 256,
-            max_reserve_queues: 32,
-            max_wait_timeout_ms: 300_000,
-            max_enqueue_batch: 256,
-            max_queue_depth: None,
-            max_payload_bytes: 1_048_576,
+            retry_delay_max_ms: queue.retry_delay_max_ms,
+            max_reserve_batch: server.max_reserve_batch,
+            max_reserve_queues: server.max_reserve_queues,
+            max_wait_timeout_ms: server.max_wait_timeout_ms,
+            max_enqueue_batch: server.max_enqueue_batch,
+            max_queue_depth: queue.max_queue_depth,
+            max_payload_bytes: queue.max_payload_bytes,
             max_message_bytes: 16_777_216,
-            max_custom_entries: 64,
-            max_custom_total_bytes: 16_384,
-            max_custom_key_bytes: 256,
-            max_queue_name_bytes: 512,
-            max_job_type_bytes: 256,
-            max_idempotency_key_bytes: 256,
-            max_schedule_horizon_ms: 2_592_000_000,
-            allowed_encodings: None,
+            max_custom_entries: queue.max_custom_entries,
+            max_custom_total_bytes: queue.max_custom_total_bytes,
+            max_custom_key_bytes: queue.max_custom_key_bytes,
+            max_queue_name_bytes: server.max_queue_name_bytes,
+            max_job_type_bytes: server.max_job_type_bytes,
+            max_idempotency_key_bytes: server.max_idempotency_key_bytes,
+            max_schedule_horizon_ms: queue.max_schedule_horizon_ms,
+            allowed_encodings: queue.allowed_encodings,
         }
     }
 }
@@ -189,7 +192,7 @@ impl Default for StorageConfig {
             persist_mode: PersistMode::SyncAll,
             sweep_interval_ms: 1_000,
             sweep_limit: 10_000,
-            dedup_window_ms: 86_400_000,
+            dedup_window_ms: sepp_core::QueueLimits::default().dedup_window_ms,
             dead_letter_retention_ms: 0,
             command_queue_capacity: 4_096,
             cache_size_bytes: None,

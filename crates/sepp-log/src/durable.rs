@@ -6,15 +6,18 @@
 //! ```text
 //! FORMAT                       "sepp-log 1": refuse to open anything else
 //! LOCK                         held (flock) while a server has the directory open
-//! segment-<index>.log          "SEPPLOG1" then frames; the highest index is appended to
+//! segment-<index>.log          "SEPPLOG1" then frames; the highest index is appended to, and
+//!                              ends in preallocated zeros (a clean end for recovery)
+//! segment-<index>.prep         the next segment, zero-filled in the background
 //! checkpoint-<index>.ckpt      "SEPPCKP1" then frames of the whole state as of the start of
 //!                              segment <index>, then an empty frame as the end mark
 //! ```
 //!
 //! Recovery loads the newest checkpoint, replays the segments from its index on, and truncates
 //! a torn or corrupt tail of the last segment (reporting what it dropped). Damage anywhere else
-//! (an older segment, a checkpoint, a gap in the segment sequence) refuses to open with the
-//! file and offset, rather than silently losing acknowledged work.
+//! (an older segment, a damaged frame with intact frames after it, a checkpoint, a gap in the
+//! segment sequence) refuses to open with the file and offset, rather than silently losing
+//! acknowledged work.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
