@@ -423,7 +423,7 @@ impl<'a> Reader<'a> {
             trace_context,
             enqueued_at_ms,
             max_attempts,
-            custom,
+            custom: custom.into(),
             scheduled_at_ms,
         })
     }

@@ -313,6 +313,14 @@ impl Log for DurableLog {
         if self.buffer.is_empty() {
             return Ok(Vec::new());
         }
+        // A segment that was not preallocated (the first one of a new data directory, or one
+        // created after preparing failed) would grow with every write and need a full fsync each
+        // time: leave it as soon as a prepared one is there.
+        if self.segment_len + self.buffer.len() as u64 > self.segment_capacity
+            && self.preparer.is_ready(self.segment_index + 1)
+        {
+            self.rotate()?;
+        }
         let written_at = self.segment_len;
         self.segment.write_all_at(&self.buffer, written_at)?;
         let end = written_at + self.buffer.len() as u64;
@@ -498,6 +506,8 @@ struct Preparer {
     requests: mpsc::Sender<u64>,
     /// The index prepared, and whether it worked.
     ready: mpsc::Receiver<(u64, io::Result<()>)>,
+    /// An answer of `ready` received by `is_ready` and not yet taken.
+    arrived: Option<(u64, io::Result<()>)>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -516,18 +526,33 @@ impl Preparer {
                 }
             })
             .expect("spawn the segment preparer");
-        Preparer { requests, ready, thread: Some(thread) }
+        Preparer { requests, ready, arrived: None, thread: Some(thread) }
     }
 
     fn request(&self, index: u64) {
         let _ = self.requests.send(index);
     }
 
+    /// Whether preparing segment `index` succeeded already, without waiting.
+    fn is_ready(&mut self, index: u64) -> bool {
+        while self.arrived.as_ref().is_none_or(|(ready, _)| *ready < index) {
+            match self.ready.try_recv() {
+                Ok(answer) => self.arrived = Some(answer),
+                Err(_) => return false,
+            }
+        }
+        self.arrived.as_ref().is_some_and(|(ready, result)| *ready == index && result.is_ok())
+    }
+
     /// The segment `index`, prepared in the background (waiting for it if need be), or created
     /// here when preparing failed.
-    fn take(&self, dir: &Path, index: u64) -> io::Result<File> {
+    fn take(&mut self, dir: &Path, index: u64) -> io::Result<File> {
         let prepared = loop {
-            match self.ready.recv() {
+            let answer = match self.arrived.take() {
+                Some(answer) => Ok(answer),
+                None => self.ready.recv(),
+            };
+            match answer {
                 Ok((ready, result)) if ready == index => break result,
                 Ok(_) => continue,
                 Err(_) => break Err(io::Error::other("the segment preparer stopped")),

@@ -39,7 +39,7 @@ fn full_job() -> Arc<Job> {
         })),
         enqueued_at_ms: 1_700_000_000_123,
         max_attempts: u32::MAX,
-        custom,
+        custom: custom.into(),
         scheduled_at_ms: Some(1_700_000_060_000),
     })
 }
@@ -56,7 +56,7 @@ fn bare_job() -> Arc<Job> {
         trace_context: None,
         enqueued_at_ms: -5,
         max_attempts: 1,
-        custom: BTreeMap::new(),
+        custom: Default::default(),
         scheduled_at_ms: None,
     })
 }

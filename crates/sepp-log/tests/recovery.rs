@@ -391,3 +391,32 @@ fn preallocated_zeros_after_the_last_frame_are_a_clean_end_not_damage() {
     drop(opened);
     assert_eq!(open_ok(dir.path()).records, [flatten(&cycles), after].concat());
 }
+
+#[test]
+fn a_new_directory_leaves_its_growing_first_segment_once_a_preallocated_one_is_ready() {
+    // The first segment of a new directory is created empty, so every write grows it; the log
+    // moves on to the segment prepared in the background at the first write after it is ready,
+    // long before the first segment is full.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = LogOptions { persist_mode: PersistMode::SyncAll, segment_bytes: 1 << 20, ..small_segments() };
+    let mut rng = Rng::new(25);
+    let mut cycles = Vec::new();
+    {
+        let mut opened = open(dir.path(), options).expect("open a fresh directory");
+        wait_until("the log moved to a second segment", || {
+            let cycle = rng.records(1, 3);
+            write_cycles(&mut opened.log, std::slice::from_ref(&cycle));
+            cycles.push(cycle);
+            segments(dir.path()).len() == 2
+        });
+        let [first, second] = <[_; 2]>::try_from(segments(dir.path())).expect("two segments");
+        assert!(file_len(&first) < options.segment_bytes, "the first segment was left before it was full");
+        assert_eq!(file_len(&first), frames_end(&first), "the left segment keeps no tail");
+        assert_eq!(file_len(&second), options.segment_bytes, "the second segment is preallocated");
+        let more = rng.records(1, 3);
+        write_cycles(&mut opened.log, std::slice::from_ref(&more));
+        cycles.push(more);
+        assert_eq!(segments(dir.path()).len(), 2, "a preallocated segment is written until it is full");
+    }
+    assert_eq!(open(dir.path(), options).expect("reopen").records, flatten(&cycles));
+}

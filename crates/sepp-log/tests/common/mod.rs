@@ -129,7 +129,7 @@ impl Rng {
                 .then(|| Box::new(TraceContext { traceparent: self.text(), tracestate: self.opt_text() })),
             enqueued_at_ms: self.time_ms(),
             max_attempts: self.next_u64() as u32,
-            custom,
+            custom: custom.into(),
             scheduled_at_ms: self.opt_time_ms(),
         })
     }
