@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::errors::Rejection;
 use crate::record::Record;
 use crate::state::State;
-use crate::types::{Job, JobId, JobPayload, NewJob, PayloadData, Primitive, TimeMs};
+use crate::types::{Job, JobId, JobPayload, NewJob, PayloadData, TimeMs};
 
 /// The answer to an atomic enqueue: one result per job, or the rejected jobs by index.
 pub type AtomicOutcome = Result<Vec<Enqueued>, Vec<(u32, Rejection)>>;
@@ -113,7 +113,7 @@ impl State {
                 .custom
                 .into_iter()
                 .map(|(key, value)| (key, value.expect("validated custom values are set")))
-                .collect::<std::collections::BTreeMap<String, Primitive>>(),
+                .collect(),
             scheduled_at_ms: new.scheduled_at_ms,
         };
         let due_ms = new.scheduled_at_ms.filter(|scheduled_at_ms| *scheduled_at_ms > now_ms);

@@ -80,6 +80,49 @@ impl Primitive {
     }
 }
 
+/// The custom metadata of an accepted job, by key. Boxed, and absent when empty: most jobs carry
+/// none, and this keeps a queued job small. Reads go through `Deref` to the map.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Custom(Option<Box<BTreeMap<String, Primitive>>>);
+
+static NO_CUSTOM: BTreeMap<String, Primitive> = BTreeMap::new();
+
+impl Custom {
+    /// Inserts or replaces one entry.
+    pub fn insert(&mut self, key: String, value: Primitive) -> Option<Primitive> {
+        self.0.get_or_insert_default().insert(key, value)
+    }
+}
+
+impl std::ops::Deref for Custom {
+    type Target = BTreeMap<String, Primitive>;
+
+    fn deref(&self) -> &Self::Target {
+        self.0.as_deref().unwrap_or(&NO_CUSTOM)
+    }
+}
+
+impl From<BTreeMap<String, Primitive>> for Custom {
+    fn from(map: BTreeMap<String, Primitive>) -> Self {
+        Custom((!map.is_empty()).then(|| Box::new(map)))
+    }
+}
+
+impl FromIterator<(String, Primitive)> for Custom {
+    fn from_iter<I: IntoIterator<Item = (String, Primitive)>>(entries: I) -> Self {
+        Custom::from(entries.into_iter().collect::<BTreeMap<_, _>>())
+    }
+}
+
+impl<'a> IntoIterator for &'a Custom {
+    type Item = (&'a String, &'a Primitive);
+    type IntoIter = std::collections::btree_map::Iter<'a, String, Primitive>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
 /// W3C trace context stored with a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceContext {
@@ -116,7 +159,7 @@ pub struct Job {
     pub trace_context: Option<Box<TraceContext>>,
     pub enqueued_at_ms: TimeMs,
     pub max_attempts: u32,
-    pub custom: BTreeMap<String, Primitive>,
+    pub custom: Custom,
     pub scheduled_at_ms: Option<TimeMs>,
 }
 
@@ -180,4 +223,30 @@ pub struct DeadLetter {
     pub failed_at_ms: TimeMs,
     pub final_attempt: u32,
     pub last_reason: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_job_fits_the_160_byte_allocation_class_with_its_arc_counts() {
+        // A million queued jobs must stay within the memory budget (docs/benchmarks.md): one
+        // more field here moves every job up an allocation class.
+        assert!(std::mem::size_of::<Job>() + 16 <= 160, "Job is {} bytes", std::mem::size_of::<Job>());
+    }
+
+    #[test]
+    fn custom_metadata_allocates_only_when_it_has_entries() {
+        let empty = Custom::from(BTreeMap::new());
+        assert_eq!(empty, Custom::default());
+        assert!(empty.is_empty() && empty.get("k").is_none());
+        let mut custom: Custom = [("b".to_string(), Primitive::Int(2)), ("a".to_string(), Primitive::Bool(true))]
+            .into_iter()
+            .collect();
+        assert_eq!(custom.insert("c".into(), Primitive::Double(0.5)), None);
+        let keys: Vec<&str> = (&custom).into_iter().map(|(key, _)| key.as_str()).collect();
+        assert_eq!(keys, ["a", "b", "c"], "entries keep key order");
+        assert_eq!(custom.get("b"), Some(&Primitive::Int(2)));
+    }
 }
