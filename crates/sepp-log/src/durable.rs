@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read as _, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -123,6 +123,8 @@ pub struct DurableLog {
     reclaimable: Option<u64>,
     checkpointer: Checkpointer,
     preparer: Preparer,
+    /// Whether the segment after this one was asked of the preparer.
+    next_requested: bool,
     readers: PayloadReader,
     /// Declared last so it is dropped last, after the checkpointer has stopped writing.
     _lock: File,
@@ -252,19 +254,22 @@ impl DurableLog {
                 (*index, file, len)
             }
             None => {
+                // A new log starts in a preallocated segment, as every later one does.
                 let index = base.unwrap_or(1);
-                let file = create_segment(dir, index).map_err(io_error(dir))?;
+                let file = prepare_segment(dir, index, options.segment_bytes)
+                    .and_then(|()| install_prepared(dir, index))
+                    .map_err(io_error(dir))?;
                 history.insert(index, SEGMENT_MAGIC.len() as u64);
                 (index, file, SEGMENT_MAGIC.len() as u64)
             }
         };
         let segment_capacity = segment.metadata().map_err(io_error(dir))?.len();
         let preparer = Preparer::start(dir.to_path_buf(), options.segment_bytes);
-        preparer.request(segment_index + 1);
-        let log = DurableLog {
+        let mut log = DurableLog {
             dir: dir.to_path_buf(),
             options,
             preparer,
+            next_requested: false,
             segment,
             segment_index,
             segment_len,
@@ -278,6 +283,7 @@ impl DurableLog {
             readers: PayloadReader::new(dir.to_path_buf()),
             _lock: lock,
         };
+        log.prepare_next_when_due();
         Ok((log, recovery))
     }
 
@@ -293,13 +299,27 @@ impl DurableLog {
         self.segment.set_len(self.segment_len)?;
         self.segment.sync_all()?;
         let index = self.segment_index + 1;
+        if !self.next_requested {
+            self.preparer.request(index);
+        }
         self.segment = self.preparer.take(&self.dir, index)?;
         self.segment_capacity = self.segment.metadata()?.len();
-        self.preparer.request(index + 1);
         self.segment_index = index;
         self.segment_len = SEGMENT_MAGIC.len() as u64;
         self.history.insert(index, self.segment_len);
+        self.next_requested = false;
+        self.prepare_next_when_due();
         Ok(())
+    }
+
+    /// Asks for the next segment once this one is a quarter full, or at once when this one is
+    /// not preallocated: an idle log keeps one segment on disk, a busy one finds the next ready.
+    fn prepare_next_when_due(&mut self) {
+        let quarter_full = self.segment_len >= self.options.segment_bytes / 4;
+        if !self.next_requested && (quarter_full || self.segment_capacity <= self.segment_len) {
+            self.preparer.request(self.segment_index + 1);
+            self.next_requested = true;
+        }
     }
 }
 
@@ -336,6 +356,7 @@ impl Log for DurableLog {
         self.segment_capacity = self.segment_capacity.max(end);
         self.segment_len += self.buffer.len() as u64;
         *self.history.entry(self.segment_index).or_default() = self.segment_len;
+        self.prepare_next_when_due();
         self.buffer.clear();
         if self.buffer.capacity() > 8 << 20 {
             self.buffer.shrink_to(1 << 20);
@@ -480,6 +501,14 @@ fn create_segment(dir: &Path, index: u64) -> io::Result<File> {
     Ok(file)
 }
 
+/// Turns the prepared `segment-<index>.prep` into the segment `index` and opens it.
+fn install_prepared(dir: &Path, index: u64) -> io::Result<File> {
+    let path = segment_path(dir, index);
+    fs::rename(prepared_path(dir, index), &path)?;
+    sync_dir(dir)?;
+    OpenOptions::new().read(true).write(true).open(&path)
+}
+
 fn prepared_path(dir: &Path, index: u64) -> PathBuf {
     dir.join(format!("segment-{index:020}.prep"))
 }
@@ -563,10 +592,7 @@ impl Preparer {
             let _ = fs::remove_file(prepared_path(dir, index));
             return create_segment(dir, index);
         }
-        let path = segment_path(dir, index);
-        fs::rename(prepared_path(dir, index), &path)?;
-        sync_dir(dir)?;
-        OpenOptions::new().read(true).write(true).open(&path)
+        install_prepared(dir, index)
     }
 }
 
@@ -644,20 +670,40 @@ fn intact_frame_follows(bytes: &[u8], at: usize) -> bool {
 }
 
 fn read_checkpoint(path: &Path, file: u32, apply: &mut impl FnMut(&Record)) -> Result<u64, OpenError> {
-    let bytes = fs::read(path).map_err(io_error(path))?;
-    let corrupt =
-        |offset: usize, reason| OpenError::Corrupt { file: path.to_path_buf(), offset: offset as u64, reason };
-    if !bytes.starts_with(CHECKPOINT_MAGIC) {
+    // A checkpoint holds every live payload, so it is read a frame at a time rather than whole:
+    // restarting with a large backlog must not need memory for all of it at once.
+    let reader = File::open(path).map_err(io_error(path))?;
+    let len = reader.metadata().map_err(io_error(path))?.len();
+    let mut reader = io::BufReader::with_capacity(1 << 20, reader);
+    let corrupt = |offset: u64, reason| OpenError::Corrupt { file: path.to_path_buf(), offset, reason };
+    let mut magic = [0; CHECKPOINT_MAGIC.len()];
+    if len < magic.len() as u64 || reader.read_exact(&mut magic).is_err() || &magic != CHECKPOINT_MAGIC {
         return Err(corrupt(0, "not a sepp checkpoint"));
     }
-    let mut at = CHECKPOINT_MAGIC.len();
+    let mut at = CHECKPOINT_MAGIC.len() as u64;
     let mut records = 0;
+    let mut frame_bytes = Vec::new();
     loop {
-        match frame::read(&bytes[at..], Some(Source { file, offset: at as u64 })) {
+        let remaining = len - at;
+        if remaining < frame::HEADER_BYTES as u64 {
+            return Err(corrupt(at, "checkpoint ends before its end mark"));
+        }
+        frame_bytes.resize(frame::HEADER_BYTES, 0);
+        reader.read_exact(&mut frame_bytes).map_err(io_error(path))?;
+        let body_len = u32::from_le_bytes(frame_bytes[0..4].try_into().expect("4 bytes")) as u64;
+        if body_len > frame::MAX_BODY_BYTES as u64 {
+            return Err(corrupt(at, "frame length out of range"));
+        }
+        if remaining < frame::HEADER_BYTES as u64 + body_len {
+            return Err(corrupt(at, "checkpoint ends before its end mark"));
+        }
+        frame_bytes.resize(frame::HEADER_BYTES + body_len as usize, 0);
+        reader.read_exact(&mut frame_bytes[frame::HEADER_BYTES..]).map_err(io_error(path))?;
+        match frame::read(&frame_bytes, Some(Source { file, offset: at })) {
             Read::Frame(frame_records, used) => {
-                at += used;
+                at += used as u64;
                 if frame_records.is_empty() {
-                    return if at == bytes.len() { Ok(records) } else { Err(corrupt(at, "bytes after the end mark")) };
+                    return if at == len { Ok(records) } else { Err(corrupt(at, "bytes after the end mark")) };
                 }
                 for record in &frame_records {
                     apply(record);

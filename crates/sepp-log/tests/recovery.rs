@@ -393,16 +393,37 @@ fn preallocated_zeros_after_the_last_frame_are_a_clean_end_not_damage() {
 }
 
 #[test]
-fn a_new_directory_leaves_its_growing_first_segment_once_a_preallocated_one_is_ready() {
-    // The first segment of a new directory is created empty, so every write grows it; the log
-    // moves on to the segment prepared in the background at the first write after it is ready,
-    // long before the first segment is full.
+fn a_new_directory_starts_in_a_preallocated_segment_and_an_idle_log_prepares_no_second() {
     let dir = tempfile::tempdir().expect("tempdir");
     let options = LogOptions { persist_mode: PersistMode::SyncAll, segment_bytes: 1 << 20, ..small_segments() };
     let mut rng = Rng::new(25);
-    let mut cycles = Vec::new();
+    let cycle = rng.records(1, 3);
     {
         let mut opened = open(dir.path(), options).expect("open a fresh directory");
+        let [first] = <[_; 1]>::try_from(segments(dir.path())).expect("one segment");
+        assert_eq!(file_len(&first), options.segment_bytes, "the first segment is preallocated");
+        write_cycles(&mut opened.log, std::slice::from_ref(&cycle));
+    }
+    assert!(files_with(dir.path(), "segment-", ".prep").is_empty(), "nothing prepared for a log this small");
+    assert_eq!(open(dir.path(), options).expect("reopen").records, cycle);
+}
+
+#[test]
+fn a_segment_without_preallocated_space_is_left_as_soon_as_a_prepared_one_is_ready() {
+    // A last segment cut at its last frame (as recovery leaves a torn tail) would grow, and need
+    // a full fsync, with every write: the log moves on to a prepared segment at the first write
+    // after one is ready, long before the cut segment is full.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = LogOptions { persist_mode: PersistMode::SyncAll, segment_bytes: 1 << 20, ..small_segments() };
+    let mut rng = Rng::new(26);
+    let mut cycles = vec![rng.records(1, 3)];
+    {
+        let mut opened = open(dir.path(), options).expect("open a fresh directory");
+        write_cycles(&mut opened.log, &cycles);
+    }
+    cut_preallocation(&segments(dir.path())[0]);
+    {
+        let mut opened = open(dir.path(), options).expect("reopen");
         wait_until("the log moved to a second segment", || {
             let cycle = rng.records(1, 3);
             write_cycles(&mut opened.log, std::slice::from_ref(&cycle));
@@ -410,7 +431,7 @@ fn a_new_directory_leaves_its_growing_first_segment_once_a_preallocated_one_is_r
             segments(dir.path()).len() == 2
         });
         let [first, second] = <[_; 2]>::try_from(segments(dir.path())).expect("two segments");
-        assert!(file_len(&first) < options.segment_bytes, "the first segment was left before it was full");
+        assert!(file_len(&first) < options.segment_bytes / 2, "the cut segment was left long before it was full");
         assert_eq!(file_len(&first), frames_end(&first), "the left segment keeps no tail");
         assert_eq!(file_len(&second), options.segment_bytes, "the second segment is preallocated");
         let more = rng.records(1, 3);
