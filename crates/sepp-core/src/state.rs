@@ -4,7 +4,10 @@
 //! each decides what happens and then calls `apply` with the records of its decision. Nothing
 //! here decides anything: `apply` trusts its record, which is what makes replay exact.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+// foldhash rather than SipHash: the names and ids hashed here on every command are short.
+use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::jobs::{JobTable, LiveJob, Slot};

@@ -205,19 +205,22 @@ impl QueueApi {
         request: pb::EnqueueBatchRequest,
     ) -> Result<Response<pb::EnqueueBatchResponse>, ApiError> {
         let queues: Vec<String> = request.jobs.iter().map(|job| job.queue.clone()).collect();
-        let screened = self.screen(request.jobs)?;
-        let accepted: Vec<_> = screened.iter().filter_map(|job| job.as_ref().ok().cloned()).collect();
+        // The jobs that passed go to the committer (moved, not copied); each slot remembers
+        // whether its job went or was rejected here.
+        let mut accepted = Vec::with_capacity(request.jobs.len());
+        let slots: Vec<Result<(), Rejection>> =
+            self.screen(request.jobs)?.into_iter().map(|screened| screened.map(|job| accepted.push(job))).collect();
         let mut committed = if accepted.is_empty() {
             Vec::new().into_iter()
         } else {
             self.ask(|reply| Command::Enqueue { jobs: accepted, reply }).await?.into_iter()
         };
-        let results = screened
+        let results = slots
             .into_iter()
             .zip(&queues)
-            .map(|(screened, queue)| {
-                let outcome = match screened {
-                    Ok(_) => committed.next().expect("one commit result per accepted job"),
+            .map(|(slot, queue)| {
+                let outcome = match slot {
+                    Ok(()) => committed.next().expect("one commit result per accepted job"),
                     Err(rejection) => Err(rejection),
                 };
                 let outcome = match outcome {
