@@ -114,10 +114,6 @@ struct RunArgs {
     latency_rounds: usize,
 }
 
-/// The server's allocator, so the ceiling runs on the same stack as the server it is compared to.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

@@ -164,29 +164,53 @@ pub struct CommitterSettings {
     pub sweep_interval_ms: u64,
 }
 
-/// Starts the committer thread over `state` and `log`. It runs until every handle is dropped.
-pub fn spawn(
-    state: State,
-    log: Box<dyn Log>,
+/// Starts the committer thread. The thread first runs `open`, which recovers the state and the
+/// log: on this thread, so the memory of the recovered state belongs to the thread that owns and
+/// frees it from then on (recovery's own buffers go back to the allocator of a thread that keeps
+/// allocating). Returns once `open` is done, with its error if it failed; the thread then serves
+/// commands until every handle is dropped.
+pub fn spawn<E: Send + 'static>(
+    open: impl FnOnce() -> Result<(State, Box<dyn Log>), E> + Send + 'static,
     settings: CommitterSettings,
-) -> (CommitterHandle, std::thread::JoinHandle<()>) {
+) -> Result<(CommitterHandle, std::thread::JoinHandle<()>), E> {
     let (sender, receiver) = flume::bounded(settings.command_queue_capacity.max(1));
-    let committer = Committer {
-        state,
-        log,
-        receiver,
-        sweep_interval: Duration::from_millis(settings.sweep_interval_ms.max(1)),
-        waiters: VecDeque::new(),
-        closing: false,
-        records: Vec::new(),
-        answers: Vec::new(),
-        served_generation: 0,
-    };
+    let (opened, open_result) = std::sync::mpsc::sync_channel(1);
     let thread = std::thread::Builder::new()
         .name("sepp-committer".into())
-        .spawn(move || committer.run())
+        .spawn(move || {
+            let (state, log) = match open() {
+                Ok(opened_storage) => {
+                    let _ = opened.send(Ok(()));
+                    opened_storage
+                }
+                Err(error) => {
+                    let _ = opened.send(Err(error));
+                    return;
+                }
+            };
+            let committer = Committer {
+                state,
+                log,
+                receiver,
+                sweep_interval: Duration::from_millis(settings.sweep_interval_ms.max(1)),
+                waiters: VecDeque::new(),
+                closing: false,
+                records: Vec::new(),
+                answers: Vec::new(),
+                served_generation: 0,
+            };
+            committer.run();
+        })
         .expect("spawn the committer thread");
-    (CommitterHandle { sender }, thread)
+    match open_result.recv() {
+        Ok(Ok(())) => Ok((CommitterHandle { sender }, thread)),
+        Ok(Err(error)) => {
+            let _ = thread.join();
+            Err(error)
+        }
+        // `open` panicked: so does the caller, with the same payload.
+        Err(_) => std::panic::resume_unwind(thread.join().expect_err("the thread ended without an answer")),
+    }
 }
 
 struct Committer {

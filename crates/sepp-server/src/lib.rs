@@ -8,6 +8,7 @@
 //! - [`convert`]: proto <-> core conversions; [`status`]: outcomes -> gRPC statuses.
 //! - [`committer`]: the thread that owns the state, with group commit and parked reserves.
 //! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
+//! - [`memory`]: the allocator (mimalloc) of every binary that links this crate.
 //!
 //! The durable log the committer persists to is the `sepp-log` crate.
 
@@ -15,6 +16,7 @@ pub mod auth;
 pub mod committer;
 pub mod convert;
 pub mod live;
+pub mod memory;
 pub mod server;
 pub mod service;
 pub mod status;

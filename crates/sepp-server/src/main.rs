@@ -32,10 +32,6 @@ enum ConfigCommand {
     Example,
 }
 
-/// mimalloc: about a tenth less server CPU per job than the system allocator (docs/benchmarks.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(Commands::Config { command: ConfigCommand::Example }) = cli.command {

@@ -148,11 +148,23 @@ fn read_tls(path: &PathBuf) -> Result<Vec<u8>, StartError> {
     std::fs::read(path).map_err(|source| StartError::TlsFile { path: path.clone(), source })
 }
 
-/// Opens storage (replaying the log into a fresh state) and starts the committer over it.
+/// Starts the committer, which opens storage (replaying the log into a fresh state) on its own
+/// thread before it serves commands.
 fn open_storage(
     boot: &Config,
     live: &LiveConfig,
 ) -> Result<(CommitterHandle, std::thread::JoinHandle<()>), StartError> {
+    let settings = CommitterSettings {
+        command_queue_capacity: boot.storage.command_queue_capacity,
+        sweep_interval_ms: boot.storage.sweep_interval_ms,
+    };
+    let boot = boot.clone();
+    let policy = live.get().policy.clone();
+    committer::spawn(move || recover(&boot, policy), settings)
+}
+
+/// Replays the data directory into a fresh state and reports what it found.
+fn recover(boot: &Config, policy: Arc<sepp_core::Policy>) -> Result<(State, Box<dyn sepp_log::Log>), StartError> {
     tracing::info!("opening storage...");
     let started = Instant::now();
     let storage = &boot.storage;
@@ -160,7 +172,7 @@ fn open_storage(
         dead_letter_retention_ms: storage.dead_letter_retention_ms,
         sweep_limit: storage.sweep_limit as usize,
     };
-    let mut state = State::new(live.get().policy.clone(), rules);
+    let mut state = State::new(policy, rules);
     let persist_mode = match storage.persist_mode {
         PersistMode::SyncAll => sepp_log::PersistMode::SyncAll,
         PersistMode::SyncData => sepp_log::PersistMode::SyncData,
@@ -214,11 +226,9 @@ fn open_storage(
         command_queue_capacity = storage.command_queue_capacity,
         "storage opened"
     );
-    let settings = CommitterSettings {
-        command_queue_capacity: storage.command_queue_capacity,
-        sweep_interval_ms: storage.sweep_interval_ms,
-    };
-    Ok(committer::spawn(state, Box::new(log), settings))
+    // Recovery read whole segments; what it freed would stay with this thread until it allocates.
+    crate::memory::release_freed();
+    Ok((state, Box::new(log)))
 }
 
 fn persist_mode_name(mode: PersistMode) -> &'static str {

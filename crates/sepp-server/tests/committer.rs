@@ -37,7 +37,8 @@ async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behi
         LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 16 << 10, checkpoint_slack_bytes: 32 << 10 };
     let (log, _) = DurableLog::open(dir.path(), options, |_| unreachable!("a new directory")).expect("open the log");
     let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
-    let (committer, thread) = committer::spawn(state, Box::new(log), settings);
+    let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
+    let Ok((committer, thread)) = committer::spawn(opened, settings);
 
     const JOBS: usize = 400;
     let mut ids = Vec::new();
