@@ -333,9 +333,10 @@ impl Log for DurableLog {
         if self.buffer.is_empty() {
             return Ok(Vec::new());
         }
-        // A segment that was not preallocated (the first one of a new data directory, or one
-        // created after preparing failed) would grow with every write and need a full fsync each
-        // time: leave it as soon as a prepared one is there.
+        // A write beyond the segment's allocated space grows the file, and then needs a full
+        // fsync (size and blocks) rather than fdatasync: go to the prepared segment first when
+        // it is ready. This also leaves a segment without preallocated space (one whose torn
+        // tail recovery cut, or one created after preparing failed) at its first write.
         if self.segment_len + self.buffer.len() as u64 > self.segment_capacity
             && self.preparer.is_ready(self.segment_index + 1)
         {
