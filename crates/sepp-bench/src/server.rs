@@ -234,12 +234,12 @@ fn collect_lines(
     std::thread::spawn(move || {
         let reader = BufReader::new(stream);
         for line in reader.split(b'\n').map_while(Result::ok) {
-            let line = strip_ansi(&String::from_utf8_lossy(&line));
+            let line = sepp_logline::strip_ansi(&String::from_utf8_lossy(&line));
             if line.contains("queue server listening")
-                && let Some(addr) = loopback_addr(&line)
+                && let Some(port) = sepp_logline::loopback_port(&line)
                 && let Some(sender) = listening.take()
             {
-                let _ = sender.send(addr);
+                let _ = sender.send(SocketAddr::from(([127, 0, 0, 1], port)));
             }
             let mut lines = output.lock().expect("output lock");
             if lines.len() >= 200 {
@@ -260,45 +260,9 @@ fn sepp_config(data_dir: &Path, listen: SocketAddr, persist_mode: PersistMode) -
     )
 }
 
-/// The first `127.0.0.1:<port>` in `line`.
-fn loopback_addr(line: &str) -> Option<SocketAddr> {
-    let start = line.find("127.0.0.1:")?;
-    let digits: String = line[start + "127.0.0.1:".len()..].chars().take_while(char::is_ascii_digit).collect();
-    format!("127.0.0.1:{digits}").parse().ok()
-}
-
-/// Removes ANSI escape sequences (servers colour their text logs even when piped).
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_listening_address_is_found_in_a_coloured_log_line() {
-        let line = "\u{1b}[2m2026\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m queue server listening \u{1b}[3maddr\u{1b}[0m\u{1b}[2m=\u{1b}[0m127.0.0.1:40123 db_path=/tmp/x";
-        assert_eq!(loopback_addr(&strip_ansi(line)), Some("127.0.0.1:40123".parse().unwrap()));
-    }
-
-    #[test]
-    fn a_line_without_a_loopback_address_gives_none() {
-        assert_eq!(loopback_addr("queue server listening addr=0.0.0.0:50051"), None);
-    }
 
     #[test]
     fn the_config_names_the_persist_mode_and_turns_the_admin_ui_off() {

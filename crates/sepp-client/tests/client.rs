@@ -34,14 +34,6 @@ async fn reserve_one(client: &SeppClient, queue: &str) -> Job {
     jobs.remove(0)
 }
 
-#[test]
-fn the_harness_strips_ansi_codes_and_parses_the_port() {
-    let line = "\u{1b}[2m2026\u{1b}[0m INFO queue server listening \u{1b}[3maddr\u{1b}[0m\u{1b}[2m=\u{1b}[0m127.0.0.1:43541 db";
-    let clean = common::strip_ansi(line);
-    assert_eq!(clean, "2026 INFO queue server listening addr=127.0.0.1:43541 db");
-    assert_eq!(common::parse_port(&clean), Some(43541));
-}
-
 #[tokio::test]
 async fn connects_with_or_without_a_scheme_and_reads_server_info() {
     let server = Server::start();

@@ -75,7 +75,7 @@ impl Server {
                 let Ok(line) = line else { break };
                 let line = strip_ansi(&line);
                 if line.contains("queue server listening") {
-                    let port = parse_port(&line);
+                    let port = loopback_port(&line);
                     if let (Some(tx), Some(port)) = (port_tx.take(), port) {
                         let _ = tx.send(port);
                     }
@@ -140,32 +140,7 @@ fn server_binary() -> PathBuf {
     }
 }
 
-/// Removes ANSI escape sequences (the text log format colours its output even when piped).
-pub fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if c.is_ascii_alphabetic() {
-                        break;
-                    }
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-pub fn parse_port(line: &str) -> Option<u16> {
-    let rest = &line[line.find("127.0.0.1:")? + "127.0.0.1:".len()..];
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
+pub use sepp_logline::{loopback_port, strip_ansi};
 
 /// A queue name no other test uses.
 pub fn unique(prefix: &str) -> String {

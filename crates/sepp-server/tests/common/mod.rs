@@ -59,34 +59,7 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-/// Removes ANSI escape sequences (the text log format colours its output even when piped).
-pub fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                // Parameters and intermediates, then one final byte in '@'..='~'.
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The port of the first `127.0.0.1:<digits>` in `line`.
-pub fn loopback_port(line: &str) -> Option<u16> {
-    let start = line.find("127.0.0.1:")? + "127.0.0.1:".len();
-    let digits: String = line[start..].chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
+pub use sepp_logline::{loopback_port, strip_ansi};
 
 /// Every line a child printed on one stream, with a condition variable to wait for more.
 #[derive(Default)]
