@@ -664,9 +664,8 @@ fn replay_segment(
 /// Whether a valid frame starts right after the (damaged) frame at `at`, judging by its length
 /// field.
 fn intact_frame_follows(bytes: &[u8], at: usize) -> bool {
-    let Some(header) = bytes.get(at..at + frame::HEADER_BYTES) else { return false };
-    let body_len = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
-    let next = at + frame::HEADER_BYTES + body_len;
+    let Some(Ok(len)) = bytes[at..].first_chunk().map(frame::frame_len) else { return false };
+    let next = at + len;
     next < bytes.len() && matches!(frame::read(&bytes[next..], None), Read::Frame(..))
 }
 
@@ -689,16 +688,15 @@ fn read_checkpoint(path: &Path, file: u32, apply: &mut impl FnMut(&Record)) -> R
         if remaining < frame::HEADER_BYTES as u64 {
             return Err(corrupt(at, "checkpoint ends before its end mark"));
         }
-        frame_bytes.resize(frame::HEADER_BYTES, 0);
-        reader.read_exact(&mut frame_bytes).map_err(io_error(path))?;
-        let body_len = u32::from_le_bytes(frame_bytes[0..4].try_into().expect("4 bytes")) as u64;
-        if body_len > frame::MAX_BODY_BYTES as u64 {
-            return Err(corrupt(at, "frame length out of range"));
-        }
-        if remaining < frame::HEADER_BYTES as u64 + body_len {
+        let mut header = [0; frame::HEADER_BYTES];
+        reader.read_exact(&mut header).map_err(io_error(path))?;
+        let frame_len = frame::frame_len(&header).map_err(|reason| corrupt(at, reason))?;
+        if remaining < frame_len as u64 {
             return Err(corrupt(at, "checkpoint ends before its end mark"));
         }
-        frame_bytes.resize(frame::HEADER_BYTES + body_len as usize, 0);
+        frame_bytes.clear();
+        frame_bytes.extend_from_slice(&header);
+        frame_bytes.resize(frame_len, 0);
         reader.read_exact(&mut frame_bytes[frame::HEADER_BYTES..]).map_err(io_error(path))?;
         match frame::read(&frame_bytes, Some(Source { file, offset: at })) {
             Read::Frame(frame_records, used) => {

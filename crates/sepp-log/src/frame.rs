@@ -41,21 +41,28 @@ pub enum Read {
     Corrupt(&'static str),
 }
 
+/// The whole length (header and body) of the frame that starts with `header`, or why no frame
+/// this server writes can start so.
+pub fn frame_len(header: &[u8; HEADER_BYTES]) -> Result<usize, &'static str> {
+    let body_len = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
+    if body_len > MAX_BODY_BYTES { Err("frame length out of range") } else { Ok(HEADER_BYTES + body_len) }
+}
+
 /// Reads the frame at the front of `bytes`. Never panics, whatever the bytes. With a `source`
 /// (the file and the offset of `bytes[0]` in it), large payloads stay in the file.
 pub fn read(bytes: &[u8], source: Option<Source>) -> Read {
     if bytes.is_empty() {
         return Read::End;
     }
-    if bytes.len() < HEADER_BYTES {
+    let Some(header) = bytes.first_chunk::<HEADER_BYTES>() else {
         return Read::Torn;
-    }
-    let body_len = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes")) as usize;
-    let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-    if body_len > MAX_BODY_BYTES {
-        return Read::Corrupt("frame length out of range");
-    }
-    let Some(body) = bytes.get(HEADER_BYTES..HEADER_BYTES + body_len) else {
+    };
+    let len = match frame_len(header) {
+        Ok(len) => len,
+        Err(reason) => return Read::Corrupt(reason),
+    };
+    let crc = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes"));
+    let Some(body) = bytes.get(HEADER_BYTES..len) else {
         return Read::Torn;
     };
     if crc32c::crc32c(body) != crc {
@@ -63,7 +70,7 @@ pub fn read(bytes: &[u8], source: Option<Source>) -> Read {
     }
     let body_source = source.map(|source| Source { file: source.file, offset: source.offset + HEADER_BYTES as u64 });
     match decode_body(body, body_source) {
-        Ok(records) => Read::Frame(records, HEADER_BYTES + body_len),
+        Ok(records) => Read::Frame(records, len),
         Err(DecodeError(reason)) => Read::Corrupt(reason),
     }
 }
