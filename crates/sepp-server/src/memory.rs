@@ -9,6 +9,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// as the thread that owns them goes on allocating; a thread that has just dropped a large
 /// transient (recovery's read buffers) and then waits would otherwise keep it.
 pub fn release_freed() {
-    // SAFETY: `mi_collect` only walks and trims the calling thread's own heap.
+    // SAFETY: `mi_collect` has no preconditions: it only gives free memory back.
     unsafe { libmimalloc_sys::mi_collect(true) }
 }
