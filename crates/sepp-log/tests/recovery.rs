@@ -409,6 +409,21 @@ fn a_new_directory_starts_in_a_preallocated_segment_and_an_idle_log_prepares_no_
 }
 
 #[test]
+fn a_prepared_segment_is_the_header_then_zeros_to_its_exact_size() {
+    // The zeros are written a chunk at a time; a size that is no multiple of the chunk checks
+    // the last, short one, and that the header is written once, at the start.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let segment_bytes = (1 << 20) + 12_345;
+    let options = LogOptions { persist_mode: PersistMode::SyncAll, segment_bytes, ..small_segments() };
+    drop(open(dir.path(), options).expect("open a fresh directory"));
+    let [first] = <[_; 1]>::try_from(segments(dir.path())).expect("one segment");
+    let bytes = fs::read(&first).expect("read the segment");
+    assert_eq!(bytes.len() as u64, segment_bytes);
+    assert_eq!(&bytes[..8], b"SEPPLOG1", "the segment header");
+    assert!(bytes[8..].iter().all(|byte| *byte == 0), "zeros after the header");
+}
+
+#[test]
 fn a_segment_without_preallocated_space_is_left_as_soon_as_a_prepared_one_is_ready() {
     // A last segment cut at its last frame (as recovery leaves a torn tail) would grow, and need
     // a full fsync, with every write: the log moves on to a prepared segment at the first write
