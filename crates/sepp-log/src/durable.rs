@@ -254,9 +254,10 @@ impl DurableLog {
                 (*index, file, len)
             }
             None => {
-                // A new log starts in a preallocated segment, as every later one does.
+                // A new log starts in a preallocated segment, as every later one does. Nothing
+                // syncs yet, so the zeros need no pacing.
                 let index = base.unwrap_or(1);
-                let file = prepare_segment(dir, index, options.segment_bytes)
+                let file = prepare_segment(dir, index, options.segment_bytes, Pace::No)
                     .and_then(|()| install_prepared(dir, index))
                     .map_err(io_error(dir))?;
                 history.insert(index, SEGMENT_MAGIC.len() as u64);
@@ -517,14 +518,24 @@ fn prepared_path(dir: &Path, index: u64) -> PathBuf {
 /// Zeros the preparer writes, and writes back, at a time.
 const PREPARE_CHUNK_BYTES: usize = 128 << 10;
 
+/// Whether preparing a segment writes its zeros back as it goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Pace {
+    /// At the start of a new log: nothing else is writing.
+    No,
+    /// In the background, while the log syncs.
+    WriteBack,
+}
+
 /// Writes `segment-<index>.prep`: the header and then zeros up to `capacity`, synced. Appending
 /// into space that is already written costs a sync far less than growing the file: only the
 /// data has to reach the disk, not the new size and block allocation with it.
 ///
-/// The zeros go to the disk a chunk at a time, each written back before the next is written.
-/// Left to the kernel, the whole segment would sit dirty in the page cache and then be written
-/// back in one burst, and every sync the committer makes meanwhile would wait behind it.
-fn prepare_segment(dir: &Path, index: u64, capacity: u64) -> io::Result<()> {
+/// With `Pace::WriteBack` the zeros go to the disk a chunk at a time, each written back before
+/// the next is written. Left to the kernel, the whole segment would sit dirty in the page cache
+/// and then be written back in one burst, and every sync of the log meanwhile would wait behind
+/// it.
+fn prepare_segment(dir: &Path, index: u64, capacity: u64, pace: Pace) -> io::Result<()> {
     let file = File::create(prepared_path(dir, index))?;
     let mut chunk = vec![0; PREPARE_CHUNK_BYTES];
     chunk[..SEGMENT_MAGIC.len()].copy_from_slice(SEGMENT_MAGIC);
@@ -535,7 +546,9 @@ fn prepare_segment(dir: &Path, index: u64, capacity: u64) -> io::Result<()> {
         if written == 0 {
             chunk[..SEGMENT_MAGIC.len()].fill(0);
         }
-        write_back(&file, written, len);
+        if pace == Pace::WriteBack {
+            write_back(&file, written, len);
+        }
         written += len as u64;
     }
     file.sync_all()
@@ -573,7 +586,7 @@ impl Preparer {
             .name("sepp-segment-prep".into())
             .spawn(move || {
                 for index in request_receiver {
-                    let result = prepare_segment(&dir, index, capacity);
+                    let result = prepare_segment(&dir, index, capacity, Pace::WriteBack);
                     if ready_sender.send((index, result)).is_err() {
                         break;
                     }

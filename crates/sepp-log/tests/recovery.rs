@@ -411,16 +411,26 @@ fn a_new_directory_starts_in_a_preallocated_segment_and_an_idle_log_prepares_no_
 #[test]
 fn a_prepared_segment_is_the_header_then_zeros_to_its_exact_size() {
     // The zeros are written a chunk at a time; a size that is no multiple of the chunk checks
-    // the last, short one, and that the header is written once, at the start.
+    // the last, short one, and that the header is written once, at the start. The first segment
+    // is prepared at open, the second in the background (written back as it goes).
     let dir = tempfile::tempdir().expect("tempdir");
     let segment_bytes = (1 << 20) + 12_345;
     let options = LogOptions { persist_mode: PersistMode::SyncAll, segment_bytes, ..small_segments() };
-    drop(open(dir.path(), options).expect("open a fresh directory"));
-    let [first] = <[_; 1]>::try_from(segments(dir.path())).expect("one segment");
-    let bytes = fs::read(&first).expect("read the segment");
-    assert_eq!(bytes.len() as u64, segment_bytes);
-    assert_eq!(&bytes[..8], b"SEPPLOG1", "the segment header");
-    assert!(bytes[8..].iter().all(|byte| *byte == 0), "zeros after the header");
+    let check = |path: &Path, frames_end: u64| {
+        let bytes = fs::read(path).expect("read the segment");
+        assert_eq!(bytes.len() as u64, segment_bytes, "{}", path.display());
+        assert_eq!(&bytes[..8], b"SEPPLOG1", "the segment header");
+        assert!(bytes[frames_end as usize..].iter().all(|byte| *byte == 0), "zeros after the frames");
+    };
+    let mut opened = open(dir.path(), options).expect("open a fresh directory");
+    check(&segments(dir.path())[0], 8);
+    let mut rng = Rng::new(27);
+    wait_until("the log moved to a second segment", || {
+        write_cycles(&mut opened.log, &[rng.records(20, 40)]);
+        segments(dir.path()).len() == 2
+    });
+    let second = &segments(dir.path())[1];
+    check(second, frames_end(second));
 }
 
 #[test]
