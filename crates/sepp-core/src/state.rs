@@ -74,6 +74,36 @@ pub struct Depths {
     pub dead_letter: u64,
 }
 
+/// Interned queue names, job types and encodings, so a million jobs share a handful of strings.
+/// The last few names asked for are compared first: a batch names the same queue, type and
+/// encoding job after job, and comparing a short string costs less than hashing it.
+#[derive(Clone, Debug, Default)]
+struct Names {
+    all: HashSet<Arc<str>>,
+    recent: [Option<Arc<str>>; 4],
+    /// The entry of `recent` the next miss replaces.
+    next: usize,
+}
+
+impl Names {
+    fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(hit) = self.recent.iter().flatten().find(|recent| ***recent == *name) {
+            return hit.clone();
+        }
+        let interned = match self.all.get(name) {
+            Some(interned) => interned.clone(),
+            None => {
+                let interned: Arc<str> = Arc::from(name);
+                self.all.insert(interned.clone());
+                interned
+            }
+        };
+        self.recent[self.next] = Some(interned.clone());
+        self.next = (self.next + 1) % self.recent.len();
+        interned
+    }
+}
+
 /// The whole queue: every live job, every dead letter, every idempotency key, and the indexes
 /// that order them.
 #[derive(Clone, Debug)]
@@ -82,8 +112,7 @@ pub struct State {
     pub(crate) rules: StorageRules,
     pub(crate) jobs: JobTable,
     pub(crate) queues: HashMap<Arc<str>, QueueState>,
-    /// Interned queue names and job types, so a million jobs share a handful of strings.
-    names: HashSet<Arc<str>>,
+    names: Names,
     /// Scheduled jobs by due time, then acceptance order.
     pub(crate) scheduled: BTreeMap<(TimeMs, u64), Slot>,
     /// Leases by deadline, then acceptance order.
@@ -107,7 +136,7 @@ impl State {
             rules,
             jobs: JobTable::default(),
             queues: HashMap::new(),
-            names: HashSet::new(),
+            names: Names::default(),
             scheduled: BTreeMap::new(),
             leases: BTreeMap::new(),
             dedup: HashMap::new(),
@@ -191,12 +220,7 @@ impl State {
     }
 
     pub(crate) fn intern(&mut self, name: &str) -> Arc<str> {
-        if let Some(interned) = self.names.get(name) {
-            return interned.clone();
-        }
-        let interned: Arc<str> = Arc::from(name);
-        self.names.insert(interned.clone());
-        interned
+        self.names.intern(name)
     }
 
     pub(crate) fn live_depth(&self, queue: &str) -> u64 {
@@ -584,5 +608,25 @@ impl State {
             .collect();
         dedup.sort();
         format!("{jobs:?}\n{dead:?}\n{dedup:?}\nnext_seq={}", self.next_seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_interned_once_whether_it_is_recent_or_not() {
+        let mut names = Names::default();
+        let first = names.intern("emails");
+        assert!(Arc::ptr_eq(&first, &names.intern("emails")), "a recent name");
+        // More names than the recent ones hold push "emails" out of them.
+        let others: Vec<Arc<str>> = (0..10).map(|n| names.intern(&format!("queue-{n}"))).collect();
+        assert!(Arc::ptr_eq(&first, &names.intern("emails")), "a name no longer recent");
+        for (n, other) in others.iter().enumerate() {
+            assert_eq!(&**other, format!("queue-{n}"));
+            assert!(Arc::ptr_eq(other, &names.intern(&format!("queue-{n}"))));
+        }
+        assert_eq!(names.all.len(), 11);
     }
 }
