@@ -636,11 +636,17 @@ impl Preparer {
 
 impl Drop for Preparer {
     fn drop(&mut self) {
-        let (closed, _) = mpsc::channel();
-        drop(std::mem::replace(&mut self.requests, closed));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        close_and_join(&mut self.requests, &mut self.thread);
+    }
+}
+
+/// Stops a background thread that serves `requests`: closes the channel (its loop then ends once
+/// the work in hand is done) and waits for the thread.
+fn close_and_join<T>(requests: &mut mpsc::Sender<T>, thread: &mut Option<JoinHandle<()>>) {
+    let (closed, _) = mpsc::channel();
+    drop(std::mem::replace(requests, closed));
+    if let Some(thread) = thread.take() {
+        let _ = thread.join();
     }
 }
 
@@ -774,11 +780,7 @@ impl Drop for Checkpointer {
     /// Lets a checkpoint in flight finish and waits for the thread, so that the directory lock
     /// (a later field of [`DurableLog`]) is released only once nothing writes here any more.
     fn drop(&mut self) {
-        let (closed, _) = mpsc::channel();
-        drop(std::mem::replace(&mut self.jobs, closed));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        close_and_join(&mut self.jobs, &mut self.thread);
     }
 }
 
