@@ -537,6 +537,8 @@ enum Pace {
 /// it.
 fn prepare_segment(dir: &Path, index: u64, capacity: u64, pace: Pace) -> io::Result<()> {
     let file = File::create(prepared_path(dir, index))?;
+    // However small the capacity, the header is written whole.
+    let capacity = capacity.max(SEGMENT_MAGIC.len() as u64);
     let mut chunk = vec![0; PREPARE_CHUNK_BYTES];
     chunk[..SEGMENT_MAGIC.len()].copy_from_slice(SEGMENT_MAGIC);
     let mut written = 0;
