@@ -52,6 +52,20 @@ impl QueueApi {
     }
 }
 
+/// The queue of each job of a batch, for logging the rejected ones after the jobs themselves
+/// went to the committer. A batch mostly names one queue: a run of equal names shares one copy.
+fn queue_names(jobs: &[pb::EnqueueRequest]) -> Vec<Arc<str>> {
+    let mut names: Vec<Arc<str>> = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let name = match names.last() {
+            Some(last) if **last == *job.queue => last.clone(),
+            _ => Arc::from(job.queue.as_str()),
+        };
+        names.push(name);
+    }
+    names
+}
+
 fn log_rejection(rpc: &str, queue: &str, rejection: &Rejection) {
     tracing::info!(rpc, queue, reason = rejection.label(), detail = ?rejection, "enqueue rejected");
 }
@@ -204,7 +218,7 @@ impl QueueApi {
         &self,
         request: pb::EnqueueBatchRequest,
     ) -> Result<Response<pb::EnqueueBatchResponse>, ApiError> {
-        let queues: Vec<String> = request.jobs.iter().map(|job| job.queue.clone()).collect();
+        let queues = queue_names(&request.jobs);
         // The jobs that passed go to the committer (moved, not copied); each slot remembers
         // whether its job went or was rejected here.
         let mut accepted = Vec::with_capacity(request.jobs.len());
@@ -241,7 +255,7 @@ impl QueueApi {
         request: pb::EnqueueBatchRequest,
     ) -> Result<Response<pb::EnqueueAtomicResponse>, ApiError> {
         use pb::enqueue_atomic_response::Outcome;
-        let queues: Vec<String> = request.jobs.iter().map(|job| job.queue.clone()).collect();
+        let queues = queue_names(&request.jobs);
         let screened = self.screen(request.jobs)?;
         let failures: Vec<(u32, Rejection)> = screened
             .iter()
@@ -264,7 +278,7 @@ impl QueueApi {
                     .map(|(index, rejection)| {
                         tracing::info!(
                             index,
-                            queue = queues[index as usize],
+                            queue = &*queues[index as usize],
                             reason = rejection.label(),
                             "enqueue_atomic rejected job"
                         );

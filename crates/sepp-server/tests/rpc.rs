@@ -286,6 +286,33 @@ async fn enqueue_batch_rejects_structurally_invalid_jobs_one_by_one() {
 }
 
 #[tokio::test]
+async fn a_rejected_job_is_logged_with_its_own_queue_in_a_batch_naming_several() {
+    // The handler keeps each job's queue for this log line while the jobs themselves go to the
+    // committer; a batch of A, B, A checks that every job, not just every run, gets its name.
+    let server = TestServer::start("");
+    let mut client = server.raw_client().await;
+    let (first, second) = (unique("log-a"), unique("log-b"));
+    let mut bad_priority = job(&first, "t");
+    bad_priority.priority = Some(10);
+    let jobs = vec![job(&first, "good"), job(&second, ""), bad_priority];
+    let results = results(client.enqueue_batch(batch(jobs.clone())).await.expect("batch").into_inner());
+    assert!(results[0].is_ok());
+    assert_eq!(results[1], Err(invalid("job_type must not be empty")));
+    assert_eq!(results[2], Err(invalid("priority must be <= 9")));
+    let wait = std::time::Duration::from_secs(10);
+    let line = server.stdout().wait_for("job_type must not be empty", wait).expect("the first rejection is logged");
+    assert!(line.contains("enqueue rejected") && line.contains(&second), "{line}");
+    let line = server.stdout().wait_for("priority must be <= 9", wait).expect("the second rejection is logged");
+    assert!(line.contains("enqueue rejected") && line.contains(&first) && !line.contains(&second), "{line}");
+    // The same for EnqueueAtomic, which names the failing jobs by index.
+    let mark = server.stdout().len();
+    let response = client.enqueue_atomic(batch(jobs)).await.expect("atomic").into_inner();
+    assert!(matches!(response.outcome, Some(pb::enqueue_atomic_response::Outcome::Rejection(_))));
+    let line = server.stdout().wait_for_since(mark, "enqueue_atomic rejected job", wait).expect("logged");
+    assert!(line.contains("index=1") && line.contains(&second), "{line}");
+}
+
+#[tokio::test]
 async fn enqueue_atomic_lists_every_failing_job_with_its_index_and_writes_nothing() {
     let server = TestServer::start("");
     let mut client = server.raw_client().await;
