@@ -83,8 +83,7 @@ impl Primitive {
 /// The custom metadata of an accepted job, by key. Boxed, and absent when empty: most jobs carry
 /// none, and this keeps a queued job small. Reads go through `Deref` to the map.
 #[derive(Clone, Debug, Default, PartialEq)]
-// The box is the point: 8 bytes in every job instead of the map's 24.
-#[allow(clippy::box_collection)]
+#[expect(clippy::box_collection, reason = "the box is the point: 8 bytes in every job instead of the map's 24")]
 pub struct Custom(Option<Box<BTreeMap<String, Primitive>>>);
 
 static NO_CUSTOM: BTreeMap<String, Primitive> = BTreeMap::new();
