@@ -242,9 +242,8 @@ mod tests {
         let empty = Custom::from(BTreeMap::new());
         assert_eq!(empty, Custom::default());
         assert!(empty.is_empty() && empty.get("k").is_none());
-        let mut custom: Custom = [("b".to_string(), Primitive::Int(2)), ("a".to_string(), Primitive::Bool(true))]
-            .into_iter()
-            .collect();
+        let mut custom: Custom =
+            [("b".to_string(), Primitive::Int(2)), ("a".to_string(), Primitive::Bool(true))].into_iter().collect();
         assert_eq!(custom.insert("c".into(), Primitive::Double(0.5)), None);
         let keys: Vec<&str> = (&custom).into_iter().map(|(key, _)| key.as_str()).collect();
         assert_eq!(keys, ["a", "b", "c"], "entries keep key order");

@@ -257,9 +257,8 @@ impl DurableLog {
                 // A new log starts in a preallocated segment, as every later one does. Nothing
                 // syncs yet, so the zeros need no pacing.
                 let index = base.unwrap_or(1);
-                let file = prepare_segment(dir, index, options.segment_bytes, Pace::No)
-                    .and_then(|()| install_prepared(dir, index))
-                    .map_err(io_error(dir))?;
+                let prepared = prepare_segment(dir, index, options.segment_bytes, Pace::No);
+                let file = install_or_create(dir, index, prepared).map_err(io_error(dir))?;
                 history.insert(index, SEGMENT_MAGIC.len() as u64);
                 (index, file, SEGMENT_MAGIC.len() as u64)
             }
@@ -313,6 +312,19 @@ impl DurableLog {
         Ok(())
     }
 
+    /// Writes the buffered frames at `written_at` and syncs them as the persist mode says.
+    fn write_and_sync(&self, written_at: u64, end: u64) -> io::Result<()> {
+        self.segment.write_all_at(&self.buffer, written_at)?;
+        match self.options.persist_mode {
+            // Inside preallocated space only the data changes: its size and blocks were synced
+            // when the segment was prepared, so fdatasync makes the write exactly as durable as
+            // fsync would. A write that grows the file syncs everything.
+            PersistMode::SyncAll if end > self.segment_capacity => self.segment.sync_all(),
+            PersistMode::SyncAll | PersistMode::SyncData => self.segment.sync_data(),
+            PersistMode::Buffer => Ok(()),
+        }
+    }
+
     /// Asks for the next segment once this one is a quarter full, or at once when this one is
     /// not preallocated: an idle log keeps one segment on disk, a busy one finds the next ready.
     fn prepare_next_when_due(&mut self) {
@@ -344,16 +356,13 @@ impl Log for DurableLog {
             self.rotate()?;
         }
         let written_at = self.segment_len;
-        self.segment.write_all_at(&self.buffer, written_at)?;
         let end = written_at + self.buffer.len() as u64;
-        let grows = end > self.segment_capacity;
-        match self.options.persist_mode {
-            // Inside preallocated space only the data changes: its size and blocks were synced
-            // when the segment was prepared, so fdatasync makes the write exactly as durable as
-            // fsync would. A write that grows the file syncs everything.
-            PersistMode::SyncAll if grows => self.segment.sync_all()?,
-            PersistMode::SyncAll | PersistMode::SyncData => self.segment.sync_data()?,
-            PersistMode::Buffer => {}
+        if let Err(error) = self.write_and_sync(written_at, end) {
+            // The caller poisons the store and its callers hear INTERNAL. Taking the frame
+            // back (best effort: the disk may refuse this too) keeps the next start from
+            // finding a cycle that was reported as failed.
+            let _ = self.segment.set_len(written_at).and_then(|()| self.segment.sync_all());
+            return Err(error);
         }
         self.segment_capacity = self.segment_capacity.max(end);
         self.segment_len += self.buffer.len() as u64;
@@ -503,6 +512,18 @@ fn create_segment(dir: &Path, index: u64) -> io::Result<File> {
     Ok(file)
 }
 
+/// The segment `index` from its preparation: the prepared file, or, when preparing failed (a
+/// nearly full disk, a file size limit), a segment created without preallocation. The log works
+/// the same in it, only each sync that grows the file costs more.
+fn install_or_create(dir: &Path, index: u64, prepared: io::Result<()>) -> io::Result<File> {
+    if let Err(error) = prepared {
+        tracing::warn!(%error, index, "preparing a log segment failed; creating it without preallocation");
+        let _ = fs::remove_file(prepared_path(dir, index));
+        return create_segment(dir, index);
+    }
+    install_prepared(dir, index)
+}
+
 /// Turns the prepared `segment-<index>.prep` into the segment `index` and opens it.
 fn install_prepared(dir: &Path, index: u64) -> io::Result<File> {
     let path = segment_path(dir, index);
@@ -627,12 +648,7 @@ impl Preparer {
                 Err(_) => break Err(io::Error::other("the segment preparer stopped")),
             }
         };
-        if let Err(error) = prepared {
-            tracing::warn!(%error, index, "preparing a log segment failed; creating it without preallocation");
-            let _ = fs::remove_file(prepared_path(dir, index));
-            return create_segment(dir, index);
-        }
-        install_prepared(dir, index)
+        install_or_create(dir, index, prepared)
     }
 }
 
