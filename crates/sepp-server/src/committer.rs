@@ -140,6 +140,8 @@ struct Waiter {
 #[derive(Clone)]
 pub struct CommitterHandle {
     sender: flume::Sender<Command>,
+    /// Why storage is poisoned, once it is.
+    poison: tokio::sync::watch::Receiver<Option<String>>,
 }
 
 impl CommitterHandle {
@@ -151,6 +153,21 @@ impl CommitterHandle {
     /// Commands waiting in the channel.
     pub fn queued(&self) -> usize {
         self.sender.len()
+    }
+
+    /// Resolves, with the reason, once a failed write poisoned storage. Never resolves for a
+    /// committer that works, or that stopped without failing.
+    pub async fn poisoned(&self) -> String {
+        let mut poison = self.poison.clone();
+        match poison.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone().unwrap_or_default(),
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Why storage is poisoned, if it is.
+    pub fn poison_reason(&self) -> Option<String> {
+        self.poison.borrow().clone()
     }
 }
 
@@ -174,6 +191,7 @@ pub fn spawn<E: Send + 'static>(
     settings: CommitterSettings,
 ) -> Result<(CommitterHandle, std::thread::JoinHandle<()>), E> {
     let (sender, receiver) = flume::bounded(settings.command_queue_capacity.max(1));
+    let (poison, poison_receiver) = tokio::sync::watch::channel(None);
     let (opened, open_result) = std::sync::mpsc::sync_channel(1);
     let thread = std::thread::Builder::new()
         .name("sepp-committer".into())
@@ -195,6 +213,7 @@ pub fn spawn<E: Send + 'static>(
                 sweep_interval: Duration::from_millis(settings.sweep_interval_ms.max(1)),
                 waiters: VecDeque::new(),
                 closing: false,
+                poison,
                 records: Vec::new(),
                 answers: Vec::new(),
                 served_generation: 0,
@@ -203,7 +222,7 @@ pub fn spawn<E: Send + 'static>(
         })
         .expect("spawn the committer thread");
     match open_result.recv() {
-        Ok(Ok(())) => Ok((CommitterHandle { sender }, thread)),
+        Ok(Ok(())) => Ok((CommitterHandle { sender, poison: poison_receiver }, thread)),
         Ok(Err(error)) => {
             let _ = thread.join();
             Err(error)
@@ -220,6 +239,8 @@ struct Committer {
     sweep_interval: Duration,
     waiters: VecDeque<Waiter>,
     closing: bool,
+    /// Set with the reason when a write or sync failed: the loop stops after that cycle.
+    poison: tokio::sync::watch::Sender<Option<String>>,
     records: Vec<Record>,
     answers: Vec<Answer>,
     /// The ready generation up to which the waiters were already offered jobs.
@@ -247,6 +268,9 @@ impl Committer {
                 }
             }
             self.cycle(&mut group);
+            if self.poison.borrow().is_some() {
+                break;
+            }
         }
         self.answer_waiters_empty();
         tracing::info!("committer thread stopped; storage is no longer accepting commands");
@@ -276,7 +300,10 @@ impl Committer {
             self.apply(now_ms, command);
         }
         self.serve_waiters(now_ms);
-        self.persist();
+        if let Err(error) = self.persist() {
+            self.poisoned(&error);
+            return;
+        }
         for answer in self.answers.drain(..) {
             answer.send(self.log.as_mut());
         }
@@ -367,27 +394,20 @@ impl Committer {
         }
     }
 
-    /// Writes and persists the cycle's records. A failure poisons the store: nothing of this
-    /// cycle is acknowledged (the answers are dropped, callers see INTERNAL) and the process
-    /// exits, since a failed persist cannot be retried safely.
-    fn persist(&mut self) {
+    /// Writes and persists the cycle's records, and starts a checkpoint when one is due.
+    fn persist(&mut self) -> std::io::Result<()> {
         if self.records.is_empty() {
-            return;
+            return Ok(());
         }
-        match self.log.append(&self.records).and_then(|()| self.log.persist()) {
-            Ok(placed) => {
-                self.records.clear();
-                for (job_id, stored) in placed {
-                    self.state.place_payload(job_id, stored);
-                }
-            }
-            Err(error) => self.poisoned(&error),
+        let placed = self.log.append(&self.records).and_then(|()| self.log.persist())?;
+        self.records.clear();
+        for (job_id, stored) in placed {
+            self.state.place_payload(job_id, stored);
         }
-        if self.log.wants_checkpoint(self.state.live_bytes())
-            && let Err(error) = self.log.checkpoint(self.state.snapshot())
-        {
-            self.poisoned(&error);
+        if self.log.wants_checkpoint(self.state.live_bytes()) {
+            self.log.checkpoint(self.state.snapshot())?;
         }
+        Ok(())
     }
 
     /// Moves payloads a finished checkpoint relocated, then lets the log delete what it replaced.
@@ -402,10 +422,16 @@ impl Committer {
         self.log.reclaim();
     }
 
-    fn poisoned(&mut self, error: &std::io::Error) -> ! {
+    /// A write or sync failed: storage is poisoned. Nothing of this cycle is acknowledged (the
+    /// answers are dropped, so their callers see INTERNAL), and the loop stops, so every later
+    /// command fails the same way. A failed sync is never retried: the kernel may already have
+    /// dropped the pages it could not write, and a second sync could report success for them.
+    /// The server sees the reason through [`CommitterHandle::poisoned`] and exits with an error.
+    fn poisoned(&mut self, error: &std::io::Error) {
         tracing::error!(%error, "persisting the log failed; storage is poisoned and the server stops");
         self.answers.clear();
-        std::process::exit(1);
+        self.records.clear();
+        self.poison.send_replace(Some(format!("persisting the log failed: {error}")));
     }
 }
 

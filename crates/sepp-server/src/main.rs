@@ -33,6 +33,8 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    ignore_file_size_signal();
     let cli = Cli::parse();
     if let Some(Commands::Config { command: ConfigCommand::Example }) = cli.command {
         print!("{}", sepp_config::example());
@@ -58,6 +60,15 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(&error),
     }
+}
+
+/// A write past the file size limit (`ulimit -f`) would kill the process with SIGXFSZ before
+/// it could say why. Ignored, the write fails with EFBIG instead, and storage poisons itself
+/// with that reason like after any other failed write.
+#[cfg(unix)]
+fn ignore_file_size_signal() {
+    // SAFETY: changes this process's handling of one signal, before any other thread exists.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
 }
 
 fn fail(error: &dyn std::fmt::Display) -> ExitCode {

@@ -40,6 +40,8 @@ pub enum StartError {
     Config(#[from] sepp_config::ConfigError),
     #[error("could not open storage: {0}")]
     Storage(#[from] sepp_log::OpenError),
+    #[error("storage is poisoned: {0}")]
+    Poisoned(String),
 }
 
 /// Where the running configuration came from, for hot reload.
@@ -54,7 +56,8 @@ pub async fn bind(config: &Config) -> Result<TcpListener, StartError> {
 }
 
 /// Runs the server until `shutdown` resolves, then stops gracefully: parked reserves return
-/// empty, in-flight calls finish, and the committer stops after its last cycle.
+/// empty, in-flight calls finish, and the committer stops after its last cycle. A failed write
+/// or sync (poisoned storage) stops it the same way, and it then returns the reason as an error.
 pub async fn run(
     config: Config,
     listener: TcpListener,
@@ -107,8 +110,10 @@ pub async fn run(
         let committer = committer.clone();
         let stopping = stopping.clone();
         async move {
-            shutdown.await;
-            tracing::info!("shutdown signal received");
+            tokio::select! {
+                () = shutdown => tracing::info!("shutdown signal received"),
+                reason = committer.poisoned() => tracing::error!(%reason, "storage is poisoned; stopping"),
+            }
             stopping.notify_one();
             // Parked reserves answer empty now, before the transport waits for them.
             let _ = committer.send(Command::Shutdown).await;
@@ -134,10 +139,14 @@ pub async fn run(
     };
     tracing::info!("queue server stopped");
     drop(watcher);
+    let poisoned = committer.poison_reason();
     drop(committer);
     drop(live);
     let _ = tokio::task::spawn_blocking(move || committer_thread.join()).await;
-    served.map_err(StartError::Serve)
+    match poisoned {
+        Some(reason) => Err(StartError::Poisoned(reason)),
+        None => served.map_err(StartError::Serve),
+    }
 }
 
 fn enabled(on: bool) -> &'static str {

@@ -1,11 +1,13 @@
 //! The committer over a real durable log with tiny checkpoint thresholds, so that checkpoints,
-//! payload relocation and file reclaiming all happen while jobs are being delivered.
+//! payload relocation and file reclaiming all happen while jobs are being delivered; and over a
+//! log whose persist fails, which poisons storage.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use sepp_core::validate::ReservePlan;
-use sepp_core::{JobId, NewJob, Payload, Policy, State, StorageRules};
+use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules, StoredPayload};
 use sepp_log::{DurableLog, LogOptions, PersistMode};
 use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings};
 use tokio::sync::oneshot;
@@ -74,4 +76,79 @@ async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behi
     assert!(started.elapsed() < Duration::from_secs(60));
     drop(committer);
     thread.join().expect("the committer stops");
+}
+
+/// A log that keeps nothing and whose persist fails once `failing` is set, counting the
+/// persists it was asked for after that.
+struct FailingLog {
+    failing: Arc<AtomicBool>,
+    failed_persists: Arc<AtomicUsize>,
+}
+
+impl sepp_log::Log for FailingLog {
+    fn append(&mut self, _records: &[Record]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn persist(&mut self) -> std::io::Result<Vec<(JobId, StoredPayload)>> {
+        if !self.failing.load(Ordering::SeqCst) {
+            return Ok(Vec::new());
+        }
+        self.failed_persists.fetch_add(1, Ordering::SeqCst);
+        Err(std::io::Error::other("the disk is on fire"))
+    }
+    fn read_payload(&mut self, _stored: &StoredPayload) -> std::io::Result<Vec<u8>> {
+        unreachable!("payloads stay in memory")
+    }
+    fn wants_checkpoint(&self, _live_bytes: u64) -> bool {
+        false
+    }
+    fn checkpoint(&mut self, _snapshot: Vec<Record>) -> std::io::Result<()> {
+        unreachable!("never wanted")
+    }
+    fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)> {
+        Vec::new()
+    }
+    fn reclaim(&mut self) {}
+}
+
+fn small_job() -> (JobId, NewJob) {
+    (JobId::new_v4(), NewJob { queue: "q".into(), job_type: "t".into(), ..NewJob::default() })
+}
+
+/// A failed persist poisons storage: the failed cycle's caller hears no answer (INTERNAL at the
+/// API), a parked reserve is answered empty, the handle reports why, the persist is not
+/// retried, and the committer takes no further command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_persist_poisons_storage_and_nothing_after_it_is_acknowledged() {
+    let failing = Arc::new(AtomicBool::new(false));
+    let failed_persists = Arc::new(AtomicUsize::new(0));
+    let log = FailingLog { failing: failing.clone(), failed_persists: failed_persists.clone() };
+    let state = State::new(Arc::new(Policy::default()), StorageRules::default());
+    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
+    let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
+    let Ok((committer, thread)) = committer::spawn(opened, settings);
+
+    let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
+    assert!(accepted[0].is_ok());
+    assert_eq!(committer.poison_reason(), None);
+    let plan = ReservePlan { queues: vec!["elsewhere".into()], wait_ms: 60_000, lease_ms: 60_000, max_jobs: 1 };
+    let (reply, parked) = oneshot::channel();
+    committer.send(Command::Reserve { plan, reply }).await.expect("the committer runs");
+
+    failing.store(true, Ordering::SeqCst);
+    let (reply, refused) = oneshot::channel();
+    committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.expect("the committer runs");
+    assert!(refused.await.is_err(), "the enqueue whose persist failed was answered");
+    let reason = tokio::time::timeout(Duration::from_secs(10), committer.poisoned()).await.expect("poisoned");
+    assert!(reason.contains("the disk is on fire"), "{reason}");
+    assert_eq!(committer.poison_reason(), Some(reason));
+    let parked = parked.await.expect("the parked reserve is answered");
+    assert!(parked.is_empty());
+
+    let stopped = tokio::task::spawn_blocking(move || thread.join());
+    let stopped = tokio::time::timeout(Duration::from_secs(10), stopped).await;
+    assert!(stopped.is_ok_and(|joined| joined.expect("joined").is_ok()), "the committer does not stop by itself");
+    let (reply, _) = oneshot::channel();
+    assert!(committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.is_err());
+    assert_eq!(failed_persists.load(Ordering::SeqCst), 1, "a failed persist is never retried");
 }

@@ -283,6 +283,68 @@ async fn dead_letters_survive_with_their_records_after_sigkill() {
     dead_letters_survive_with_their_records(Stop::Kill).await;
 }
 
+/// A write the file system refuses (here: past the process's file size limit, as a full disk
+/// would) poisons storage. The call whose cycle failed gets INTERNAL, the server says why and
+/// exits with status 1 instead of being killed by SIGXFSZ, and the next start has exactly the
+/// jobs that were acknowledged: the log took the failed frame back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_write_poisons_storage_and_the_server_exits_saying_why() {
+    if is_reference() {
+        // SPEC 6.3: sepp 0.1 aborts on a persist failure.
+        return;
+    }
+    let mut server = TestServer::start_with_file_size_limit("", 1 << 20);
+    assert!(
+        server.logs().contains("creating it without preallocation"),
+        "a 32 MiB first segment cannot be preallocated under a 1 MiB limit, and the server starts anyway\n{}",
+        server.logs()
+    );
+    let mut client = server.raw_client().await;
+    let queue = unique("poisoned");
+    let mut acknowledged = HashSet::new();
+    let failure = loop {
+        let jobs = (0..16).map(|_| new_job(&queue, &[7; 4096])).collect();
+        match client.enqueue_batch(pb::EnqueueBatchRequest { jobs }).await {
+            Ok(response) => {
+                for result in response.into_inner().results {
+                    match result.outcome.expect("an outcome") {
+                        pb::job_result::Outcome::Success(success) => acknowledged.insert(success.job_id),
+                        pb::job_result::Outcome::Rejection(rejection) => panic!("rejected: {rejection:?}"),
+                    };
+                }
+            }
+            Err(status) => break status,
+        }
+        assert!(acknowledged.len() < 1_000, "4 MB of payloads went into a log limited to 1 MiB");
+    };
+    assert_eq!(failure.code(), Code::Internal, "{failure:?}");
+    assert!(!acknowledged.is_empty(), "the first write already failed");
+
+    let status = server.wait_exit(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(1), "the server exits with status 1, not by a signal: {status}");
+    assert!(server.logs().contains("storage is poisoned"), "{}", server.logs());
+    let stderr = server.stderr().text();
+    assert!(stderr.contains("storage is poisoned") && stderr.contains("File too large"), "{stderr}");
+
+    server.lift_file_size_limit();
+    server.start_again();
+    assert!(
+        !server.logs().contains("dropped a torn or corrupt tail"),
+        "the failed frame was taken back, so the start finds no torn tail\n{}",
+        server.logs()
+    );
+    let mut client = server.raw_client().await;
+    let mut recovered = HashSet::new();
+    loop {
+        let jobs = reserve(&mut client, &queue, 60_000, 0).await;
+        if jobs.is_empty() {
+            break;
+        }
+        recovered.extend(jobs.into_iter().map(|job| job.id));
+    }
+    assert_eq!(recovered, acknowledged, "after the restart the queue holds exactly the acknowledged jobs");
+}
+
 /// What the clients of the crash loop saw acknowledged, in the order they saw it.
 #[derive(Default)]
 struct Ledger {

@@ -200,6 +200,8 @@ pub struct TestServer {
     stderr: Arc<Lines>,
     port: u16,
     env: Vec<(String, String)>,
+    /// The largest file the server may write (`RLIMIT_FSIZE`), when limited.
+    file_size_limit: Option<u64>,
 }
 
 impl TestServer {
@@ -223,17 +225,50 @@ impl TestServer {
 
     /// Starts a server whose config file holds exactly `contents`.
     pub fn start_raw(dir: TempDir, contents: &str, env: &[(&str, &str)]) -> TestServer {
-        let config_path = dir.path().join("sepp.toml");
-        std::fs::write(&config_path, contents).expect("write config");
-        let env = env.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
-        let mut server =
-            TestServer { dir, config_path, child: None, stdout: Arc::default(), stderr: Arc::default(), port: 0, env };
+        let mut server = TestServer::unstarted(dir, contents, env);
         server.spawn();
         server
     }
 
+    /// Like [`TestServer::start`], in a process that may write no file larger than `bytes`
+    /// (`RLIMIT_FSIZE`, as `ulimit -f` sets it): writes past it fail.
+    pub fn start_with_file_size_limit(toml_extra: &str, bytes: u64) -> TestServer {
+        let dir = TempDir::new().expect("temporary directory");
+        let contents = render_config(dir.path(), toml_extra);
+        let mut server = TestServer::unstarted(dir, &contents, &[]);
+        server.file_size_limit = Some(bytes);
+        server.spawn();
+        server
+    }
+
+    /// A server with its config file written, not started yet.
+    fn unstarted(dir: TempDir, contents: &str, env: &[(&str, &str)]) -> TestServer {
+        let config_path = dir.path().join("sepp.toml");
+        std::fs::write(&config_path, contents).expect("write config");
+        let env = env.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+        TestServer {
+            dir,
+            config_path,
+            child: None,
+            stdout: Arc::default(),
+            stderr: Arc::default(),
+            port: 0,
+            env,
+            file_size_limit: None,
+        }
+    }
+
+    /// Starts later runs of this server without a file size limit.
+    pub fn lift_file_size_limit(&mut self) {
+        self.file_size_limit = None;
+    }
+
     fn spawn(&mut self) {
-        let mut child = sepp_command()
+        let mut command = sepp_command();
+        if let Some(bytes) = self.file_size_limit {
+            limit_file_size(&mut command, bytes);
+        }
+        let mut child = command
             .arg("--config")
             .arg(&self.config_path)
             .current_dir(self.dir.path())
@@ -369,6 +404,19 @@ impl TestServer {
     pub fn start_again(&mut self) {
         assert!(self.child.is_none(), "the server is still running");
         self.spawn();
+    }
+}
+
+/// Has `command` run with `RLIMIT_FSIZE` set to `bytes`.
+fn limit_file_size(command: &mut Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: bytes as libc::rlim_t };
+    // SAFETY: runs in the child between fork and exec, and only calls setrlimit, which is
+    // async-signal-safe and reads nothing but `limit`, a copy owned by the closure.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        });
     }
 }
 
