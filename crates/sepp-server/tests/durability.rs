@@ -345,6 +345,54 @@ async fn a_refused_write_poisons_storage_and_the_server_exits_saying_why() {
     assert_eq!(recovered, acknowledged, "after the restart the queue holds exactly the acknowledged jobs");
 }
 
+/// Starts a server, has it write a few frames, and stops it: a data directory to damage.
+async fn stopped_server_with_jobs() -> TestServer {
+    let mut server = TestServer::start("");
+    let mut client = server.raw_client().await;
+    for _ in 0..3 {
+        enqueue(&mut client, new_job("kept", b"payload bytes of a job")).await;
+    }
+    let status = server.sigterm_and_wait();
+    assert!(status.success(), "{status}");
+    server
+}
+
+/// Runs the binary on the stopped server's directory and config, expecting it to refuse.
+fn refused_start(server: &TestServer) -> String {
+    let config = server.config_path().display().to_string();
+    let finished = run_to_exit(&["--config", &config], server.dir(), &[]);
+    assert_eq!(finished.status.code(), Some(1), "{}\n{}", finished.stdout, finished.stderr);
+    assert!(!finished.stdout.contains("queue server listening"), "{}", finished.stdout);
+    finished.stderr
+}
+
+/// A flipped bit inside an acknowledged frame (with whole frames after it) is corruption, not a
+/// torn tail: the binary refuses to start, naming the file and the frame's offset, and leaves
+/// the file as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flipped_bit_in_the_log_stops_the_binary_naming_the_file_and_offset() {
+    let server = stopped_server_with_jobs().await;
+    let segment = server.dir().join("db").join(format!("segment-{:020}.log", 1));
+    let mut bytes = std::fs::read(&segment).expect("the first segment");
+    // After the 8-byte segment header and the first frame's 8-byte header: its body.
+    bytes[8 + 8 + 5] ^= 0x10;
+    std::fs::write(&segment, &bytes).expect("damage the segment");
+    let stderr = refused_start(&server);
+    assert!(stderr.contains("could not open storage"), "{stderr}");
+    assert!(stderr.contains(&format!("{} is corrupt at byte offset 8", segment.display())), "{stderr}");
+    assert!(std::fs::read(&segment).expect("read") == bytes, "a refused directory is left untouched");
+}
+
+/// A data directory of a format this build does not know is refused with both formats named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_data_format_stops_the_binary_with_a_clear_message() {
+    let server = stopped_server_with_jobs().await;
+    std::fs::write(server.dir().join("db").join("FORMAT"), "sepp-log 9\n").expect("write FORMAT");
+    let stderr = refused_start(&server);
+    assert!(stderr.contains("has format \"sepp-log 9\""), "{stderr}");
+    assert!(stderr.contains("it writes \"sepp-log 1\"") && stderr.contains("refusing to open"), "{stderr}");
+}
+
 /// What the clients of the crash loop saw acknowledged, in the order they saw it.
 #[derive(Default)]
 struct Ledger {
