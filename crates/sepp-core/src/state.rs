@@ -86,6 +86,12 @@ struct Names {
 }
 
 impl Names {
+    /// Whether `name` is one of the recently interned names itself (the same allocation), which
+    /// costs no reference count.
+    fn is_recent(&self, name: &Arc<str>) -> bool {
+        self.recent.iter().flatten().any(|recent| Arc::ptr_eq(recent, name))
+    }
+
     fn intern(&mut self, name: &str) -> Arc<str> {
         if let Some(hit) = self.recent.iter().flatten().find(|recent| ***recent == *name) {
             return hit.clone();
@@ -321,6 +327,14 @@ impl State {
 
     /// Replayed jobs arrive with strings of their own; this makes them share the interned ones.
     fn share_names(&mut self, job: &Arc<Job>) -> Arc<Job> {
+        // A job accepted just now was built from interned names already.
+        let names = &self.names;
+        if names.is_recent(&job.queue)
+            && names.is_recent(&job.job_type)
+            && job.payload.as_ref().is_none_or(|payload| names.is_recent(&payload.encoding))
+        {
+            return job.clone();
+        }
         let queue = self.intern(&job.queue);
         let job_type = self.intern(&job.job_type);
         let encoding = job.payload.as_ref().map(|payload| self.intern(&payload.encoding));
@@ -404,7 +418,10 @@ impl State {
 
     fn index(&mut self, slot: Slot) {
         let live = self.jobs.at(slot);
-        let queue = self.queues.entry(live.job.queue.clone()).or_default();
+        if !self.queues.contains_key(&*live.job.queue) {
+            self.queues.insert(live.job.queue.clone(), QueueState::default());
+        }
+        let queue = self.queues.get_mut(&*live.job.queue).expect("inserted above");
         match live.state {
             JobState::Ready { .. } => {
                 queue.ready.insert(ready_key(&live.job), slot);
@@ -628,5 +645,39 @@ mod tests {
             assert!(Arc::ptr_eq(other, &names.intern(&format!("queue-{n}"))));
         }
         assert_eq!(names.all.len(), 11);
+    }
+
+    /// An accepted job is built from interned names and kept as it is; a job that arrives with
+    /// strings of its own (replay, a checkpoint) is copied onto the interned ones.
+    #[test]
+    fn live_jobs_share_the_interned_names() {
+        let mut state = State::new(Arc::new(crate::Policy::default()), StorageRules::default());
+        let new_job = || crate::NewJob {
+            queue: "emails".into(),
+            job_type: "send".into(),
+            payload: Some(crate::Payload { data: vec![1; 64], encoding: "json".into() }),
+            ..crate::NewJob::default()
+        };
+        let mut records = Vec::new();
+        let accepted = state.enqueue(1_000, vec![(JobId::new_v4(), new_job())], &mut records)[0].clone().unwrap();
+        let Some(Record::JobAccepted { job: recorded, .. }) = records.first() else { panic!("{records:?}") };
+        let live = state.jobs.get(&accepted.job_id).expect("live").job.clone();
+        assert!(Arc::ptr_eq(&live, recorded), "the accepted job itself is indexed, not a copy");
+
+        let mut own = (**recorded).clone();
+        own.id = JobId::new_v4();
+        own.seq += 1;
+        own.queue = Arc::from("emails");
+        own.job_type = Arc::from("send");
+        own.payload.as_mut().expect("a payload").encoding = Arc::from("json");
+        let own = Arc::new(own);
+        state.apply(&Record::JobRestored { job: own.clone(), state: JobState::Ready { attempt: 1 } });
+        let restored = &state.jobs.get(&own.id).expect("restored").job;
+        assert!(!Arc::ptr_eq(restored, &own), "copied onto the interned names");
+        assert!(Arc::ptr_eq(&restored.queue, &live.queue));
+        assert!(Arc::ptr_eq(&restored.job_type, &live.job_type));
+        let encoding = |job: &Job| job.payload.as_ref().expect("a payload").encoding.clone();
+        assert!(Arc::ptr_eq(&encoding(restored), &encoding(&live)));
+        assert_eq!(state.names.all.len(), 3);
     }
 }
