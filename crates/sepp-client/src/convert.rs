@@ -91,19 +91,17 @@ fn received_trace_context(trace: Option<pb::TraceContext>) -> Option<TraceContex
 }
 
 /// The wire form of a request: unset options stay unset.
-pub(crate) fn enqueue_request(request: &EnqueueRequest) -> pb::EnqueueRequest {
+/// The wire form of a job, moving its strings and payload rather than copying them.
+pub(crate) fn enqueue_request(request: EnqueueRequest) -> pb::EnqueueRequest {
     pb::EnqueueRequest {
-        queue: request.queue.clone(),
-        job_type: request.job_type.clone(),
-        payload: request
-            .payload
-            .as_ref()
-            .map(|payload| pb::Payload { data: payload.data.clone(), encoding: payload.encoding.clone() }),
-        idempotency_key: request.idempotency_key.clone(),
+        queue: request.queue,
+        job_type: request.job_type,
+        payload: request.payload.map(|payload| pb::Payload { data: payload.data, encoding: payload.encoding }),
+        idempotency_key: request.idempotency_key,
         priority: request.priority.map(|priority| u32::from(priority.get())),
         max_attempts: request.max_attempts,
         trace_context: request.trace_context.as_ref().map(trace_context),
-        custom: request.custom.iter().map(|(key, value)| (key.clone(), primitive(value))).collect(),
+        custom: request.custom.into_iter().map(|(key, value)| (key, primitive(&value))).collect(),
         scheduled_at: request.scheduled_at.and_then(timestamp),
     }
 }
@@ -371,7 +369,7 @@ mod tests {
 
     #[test]
     fn a_request_keeps_unset_options_unset() {
-        let wire = enqueue_request(&EnqueueRequest::new("q", "t").unwrap());
+        let wire = enqueue_request(EnqueueRequest::new("q", "t").unwrap());
         assert_eq!(wire.queue, "q");
         assert_eq!(wire.job_type, "t");
         assert_eq!(wire.payload, None);
@@ -397,7 +395,7 @@ mod tests {
             .with_custom_entry("b", false)
             .with_trace_context(TraceContext::new(TRACEPARENT).unwrap())
             .with_scheduled_at(UNIX_EPOCH + Duration::new(10, 5));
-        let wire = enqueue_request(&request);
+        let wire = enqueue_request(request.clone());
         assert_eq!(wire.payload, Some(pb::Payload { data: b"x".to_vec(), encoding: "text/plain".into() }));
         assert_eq!(wire.idempotency_key.as_deref(), Some("k"));
         assert_eq!((wire.priority, wire.max_attempts), (Some(9), Some(7)));
@@ -410,7 +408,7 @@ mod tests {
     #[test]
     fn a_schedule_before_the_epoch_is_not_sent() {
         let request = EnqueueRequest::new("q", "t").unwrap().with_scheduled_at(UNIX_EPOCH - Duration::from_secs(1));
-        assert_eq!(enqueue_request(&request).scheduled_at, None);
+        assert_eq!(enqueue_request(request).scheduled_at, None);
     }
 
     #[test]

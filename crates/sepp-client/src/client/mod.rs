@@ -135,7 +135,7 @@ impl SeppClient {
             tracing::info_span!("sepp.enqueue", otel.kind = "client", jobs = jobs.len(), otel.status_code = Empty);
         let call = async {
             let expected = jobs.len();
-            let (request, scope) = batch_request(&jobs);
+            let (request, scope) = batch_request(jobs);
             let (result, _) = self
                 .unary("enqueue", Some(scope), self.rpc_timeout, request, |mut inner, request| async move {
                     inner.enqueue_batch(request).await
@@ -185,7 +185,7 @@ impl SeppClient {
         );
         let call = async {
             let expected = jobs.len();
-            let (request, scope) = batch_request(&jobs);
+            let (request, scope) = batch_request(jobs);
             let (result, _) = self
                 .unary("enqueue_atomic", Some(scope), self.rpc_timeout, request, |mut inner, request| async move {
                     inner.enqueue_atomic(request).await
@@ -432,9 +432,13 @@ impl SeppClient {
         F: Fn(Inner, tonic::Request<Req>) -> Fut,
         Fut: Future<Output = Result<Response<Resp>, Status>>,
     {
-        let attempt = || {
+        // Each attempt sends its own copy of the message, except the last one possible, which
+        // takes the message itself: with the default policy (one attempt) nothing is copied.
+        let mut message = Some(message);
+        let mut attempt = |last: bool| {
             let inner = self.inner.clone();
-            let mut request = tonic::Request::new(message.clone());
+            let message = if last { message.take() } else { message.clone() };
+            let mut request = tonic::Request::new(message.expect("no attempt follows the last"));
             request.set_timeout(deadline);
             otel::inject(request.metadata_mut());
             let call = &call;
@@ -448,17 +452,22 @@ impl SeppClient {
         };
         match scope {
             Some(scope) => with_retries(&self.retry_policy, operation, scope, attempt).await,
-            None => (attempt().await, 1),
+            None => (attempt(true).await, 1),
         }
     }
 }
 
 /// The wire batch, with the current trace context stamped on jobs that have none, and how it
 /// may be retried: a job without an idempotency key makes ambiguous failures unsafe to repeat.
-fn batch_request(jobs: &[EnqueueRequest]) -> (pb::EnqueueBatchRequest, RetryScope) {
+fn batch_request(jobs: Vec<EnqueueRequest>) -> (pb::EnqueueBatchRequest, RetryScope) {
+    let scope = if jobs.iter().all(EnqueueRequest::has_idempotency_key) {
+        RetryScope::Transient
+    } else {
+        RetryScope::KeylessEnqueue
+    };
     let current = otel::current_trace_context();
     let wire = jobs
-        .iter()
+        .into_iter()
         .map(|job| {
             let mut wire = convert::enqueue_request(job);
             if wire.trace_context.is_none() {
@@ -467,11 +476,6 @@ fn batch_request(jobs: &[EnqueueRequest]) -> (pb::EnqueueBatchRequest, RetryScop
             wire
         })
         .collect();
-    let scope = if jobs.iter().all(EnqueueRequest::has_idempotency_key) {
-        RetryScope::Transient
-    } else {
-        RetryScope::KeylessEnqueue
-    };
     (pb::EnqueueBatchRequest { jobs: wire }, scope)
 }
 
@@ -525,14 +529,14 @@ mod tests {
         let keyed = EnqueueRequest::new("q", "t").unwrap().with_idempotency_key("k");
         let keyless = EnqueueRequest::new("q", "t").unwrap();
         let empty_key = EnqueueRequest::new("q", "t").unwrap().with_idempotency_key("");
-        assert_eq!(batch_request(&[keyed.clone(), keyed.clone()]).1, RetryScope::Transient);
-        assert_eq!(batch_request(&[keyed.clone(), keyless]).1, RetryScope::KeylessEnqueue);
-        assert_eq!(batch_request(&[keyed, empty_key]).1, RetryScope::KeylessEnqueue);
+        assert_eq!(batch_request(vec![keyed.clone(), keyed.clone()]).1, RetryScope::Transient);
+        assert_eq!(batch_request(vec![keyed.clone(), keyless]).1, RetryScope::KeylessEnqueue);
+        assert_eq!(batch_request(vec![keyed, empty_key]).1, RetryScope::KeylessEnqueue);
     }
 
     #[test]
     fn without_a_current_span_no_trace_context_is_stamped() {
-        let (wire, _) = batch_request(&[EnqueueRequest::new("q", "t").unwrap()]);
+        let (wire, _) = batch_request(vec![EnqueueRequest::new("q", "t").unwrap()]);
         assert_eq!(wire.jobs[0].trace_context, None);
     }
 

@@ -165,13 +165,13 @@ pub(crate) async fn with_retries<T, F, Fut>(
     mut call: F,
 ) -> (Result<T, Status>, u32)
 where
-    F: FnMut() -> Fut,
+    F: FnMut(bool) -> Fut,
     Fut: Future<Output = Result<T, Status>>,
 {
     let mut backoff = policy.first_backoff();
     let mut attempt = 1;
     loop {
-        match call().await {
+        match call(attempt >= policy.max_attempts).await {
             Err(status) if attempt < policy.max_attempts && scope.allows(status.code()) => {
                 let delay = policy.delay(backoff, fastrand::f64());
                 tracing::warn!(
@@ -260,13 +260,32 @@ mod tests {
 
     async fn failing_then_ok(policy: &RetryPolicy, scope: RetryScope, failures: u32, code: Code) -> (bool, u32) {
         let calls = AtomicU32::new(0);
-        let (result, attempts) = with_retries(policy, "test", scope, || async {
+        let (result, attempts) = with_retries(policy, "test", scope, |_| async {
             let call = calls.fetch_add(1, Ordering::SeqCst);
             if call < failures { Err(Status::new(code, "no")) } else { Ok(()) }
         })
         .await;
         assert_eq!(attempts, calls.load(Ordering::SeqCst));
         (result.is_ok(), attempts)
+    }
+
+    /// The caller may hand its message to the attempt told it is the last, instead of a copy.
+    #[tokio::test]
+    async fn only_the_last_possible_attempt_is_told_it_is_the_last() {
+        async fn lasts(policy: &RetryPolicy, failures: usize) -> Vec<bool> {
+            let seen = std::sync::Mutex::new(Vec::new());
+            let _ = with_retries(policy, "test", RetryScope::Transient, |last| {
+                seen.lock().unwrap().push(last);
+                let failed = seen.lock().unwrap().len() <= failures;
+                async move { if failed { Err(Status::unavailable("no")) } else { Ok(()) } }
+            })
+            .await;
+            seen.into_inner().unwrap()
+        }
+        let three = RetryPolicy::default().with_max_attempts(3).with_initial_backoff(Duration::from_millis(1));
+        assert_eq!(lasts(&three, 5).await, [false, false, true]);
+        assert_eq!(lasts(&three, 1).await, [false, false]);
+        assert_eq!(lasts(&RetryPolicy::default(), 5).await, [true]);
     }
 
     #[tokio::test]
