@@ -115,6 +115,8 @@ struct RunArgs {
 }
 
 fn main() -> ExitCode {
+    // The ceiling runs on the server's stack, allocator settings included.
+    sepp_server::memory::disable_transparent_huge_pages();
     let cli = Cli::parse();
     let result = match cli.command {
         Commands::Ceiling { listen } => ceiling(listen),

@@ -33,6 +33,7 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
+    sepp_server::memory::disable_transparent_huge_pages();
     #[cfg(unix)]
     ignore_file_size_signal();
     let cli = Cli::parse();

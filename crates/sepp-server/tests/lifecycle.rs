@@ -195,6 +195,20 @@ async fn an_idle_server_exits_zero_on_sigterm() {
     assert!(server.stderr().text().trim().is_empty(), "stderr: {}", server.stderr().text());
 }
 
+/// The server turns transparent huge pages off for itself (memory.rs says why), whatever the
+/// system's setting.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_server_runs_without_transparent_huge_pages() {
+    if is_reference() {
+        return;
+    }
+    let server = TestServer::start("");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).expect("read the status");
+    let line = status.lines().find(|line| line.starts_with("THP_enabled:")).expect("a THP_enabled line");
+    assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_leases_and_dead_letters_survive_a_restart() {
     let mut server = TestServer::start("[storage]\ndead_letter_retention_ms = 600000\n");
