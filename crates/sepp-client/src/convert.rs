@@ -90,8 +90,8 @@ fn received_trace_context(trace: Option<pb::TraceContext>) -> Option<TraceContex
     })
 }
 
-/// The wire form of a request: unset options stay unset.
-/// The wire form of a job, moving its strings and payload rather than copying them.
+/// The wire form of a request, moving its strings and payload rather than copying them; unset
+/// options stay unset.
 pub(crate) fn enqueue_request(request: EnqueueRequest) -> pb::EnqueueRequest {
     pb::EnqueueRequest {
         queue: request.queue,
