@@ -239,7 +239,7 @@ struct Committer {
     sweep_interval: Duration,
     waiters: VecDeque<Waiter>,
     closing: bool,
-    /// Set with the reason when a write or sync failed: the loop stops after that cycle.
+    /// Set with the reason when a write or sync failed; the loop stops after that cycle.
     poison: tokio::sync::watch::Sender<Option<String>>,
     records: Vec<Record>,
     answers: Vec<Answer>,
@@ -267,8 +267,7 @@ impl Committer {
                     Err(_) => break,
                 }
             }
-            self.cycle(&mut group);
-            if self.poison.borrow().is_some() {
+            if !self.cycle(&mut group) {
                 break;
             }
         }
@@ -291,7 +290,8 @@ impl Committer {
         Instant::now() + wait
     }
 
-    fn cycle(&mut self, group: &mut Vec<Command>) {
+    /// One cycle over `group`. False when storage is poisoned and the committer must stop.
+    fn cycle(&mut self, group: &mut Vec<Command>) -> bool {
         let now_ms = now_ms();
         if self.state.next_deadline_ms().is_some_and(|deadline_ms| deadline_ms <= now_ms) {
             self.sweep(now_ms);
@@ -302,7 +302,7 @@ impl Committer {
         self.serve_waiters(now_ms);
         if let Err(error) = self.persist() {
             self.poisoned(&error);
-            return;
+            return false;
         }
         for answer in self.answers.drain(..) {
             answer.send(self.log.as_mut());
@@ -310,6 +310,7 @@ impl Committer {
         // Only now: answers hold jobs as they were when applied, whose payloads may sit in the
         // very files a finished checkpoint is about to let the log delete.
         self.maintain_log();
+        true
     }
 
     fn sweep(&mut self, now_ms: TimeMs) {
