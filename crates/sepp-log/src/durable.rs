@@ -55,7 +55,9 @@ pub enum PersistMode {
 #[derive(Clone, Copy, Debug)]
 pub struct LogOptions {
     pub persist_mode: PersistMode,
-    /// A segment that reaches this size is closed and a new one started.
+    /// A segment that reaches its size is closed and a new one started. This is the size of
+    /// every segment from the fourth on; the first three are smaller (see
+    /// [`LogOptions::segment_capacity`]).
     pub segment_bytes: u64,
     /// Disk use below this never triggers a checkpoint.
     pub checkpoint_slack_bytes: u64,
@@ -64,6 +66,17 @@ pub struct LogOptions {
 impl LogOptions {
     pub fn new(persist_mode: PersistMode) -> Self {
         LogOptions { persist_mode, segment_bytes: 32 << 20, checkpoint_slack_bytes: 16 << 20 }
+    }
+
+    /// The size segment `index` is preallocated to, and closed at. A new log starts small and
+    /// doubles: segments 1, 2 and 3 get an eighth, a quarter and a half of `segment_bytes`,
+    /// every later one all of it. So a little-used data directory stays small (4 MiB rather than
+    /// 32 by default), and a new one is ready sooner, while a busy log soon rotates as seldom
+    /// as `segment_bytes` allows. Segment numbers only grow, so a log past its third segment
+    /// keeps the full size across restarts and checkpoints.
+    pub fn segment_capacity(&self, index: u64) -> u64 {
+        let halvings = 4u64.saturating_sub(index.max(1));
+        self.segment_bytes >> halvings
     }
 }
 
@@ -257,14 +270,14 @@ impl DurableLog {
                 // A new log starts in a preallocated segment, as every later one does. Nothing
                 // syncs yet, so the zeros need no pacing.
                 let index = base.unwrap_or(1);
-                let prepared = prepare_segment(dir, index, options.segment_bytes, Pace::No);
+                let prepared = prepare_segment(dir, index, options.segment_capacity(index), Pace::No);
                 let file = install_or_create(dir, index, prepared).map_err(io_error(dir))?;
                 history.insert(index, SEGMENT_MAGIC.len() as u64);
                 (index, file, SEGMENT_MAGIC.len() as u64)
             }
         };
         let segment_capacity = segment.metadata().map_err(io_error(dir))?.len();
-        let preparer = Preparer::start(dir.to_path_buf(), options.segment_bytes);
+        let preparer = Preparer::start(dir.to_path_buf(), options);
         let mut log = DurableLog {
             dir: dir.to_path_buf(),
             options,
@@ -328,7 +341,7 @@ impl DurableLog {
     /// Asks for the next segment once this one is a quarter full, or at once when this one is
     /// not preallocated: an idle log keeps one segment on disk, a busy one finds the next ready.
     fn prepare_next_when_due(&mut self) {
-        let quarter_full = self.segment_len >= self.options.segment_bytes / 4;
+        let quarter_full = self.segment_len >= self.options.segment_capacity(self.segment_index) / 4;
         if !self.next_requested && (quarter_full || self.segment_capacity <= self.segment_len) {
             self.preparer.request(self.segment_index + 1);
             self.next_requested = true;
@@ -381,7 +394,7 @@ impl Log for DurableLog {
                 (placement.job_id, StoredPayload { file, offset, len: placement.len })
             })
             .collect();
-        if self.segment_len >= self.options.segment_bytes {
+        if self.segment_len >= self.options.segment_capacity(self.segment_index) {
             self.rotate()?;
         }
         Ok(placed)
@@ -602,14 +615,14 @@ struct Preparer {
 }
 
 impl Preparer {
-    fn start(dir: PathBuf, capacity: u64) -> Preparer {
+    fn start(dir: PathBuf, options: LogOptions) -> Preparer {
         let (requests, request_receiver) = mpsc::channel::<u64>();
         let (ready_sender, ready) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("sepp-segment-prep".into())
             .spawn(move || {
                 for index in request_receiver {
-                    let result = prepare_segment(&dir, index, capacity, Pace::WriteBack);
+                    let result = prepare_segment(&dir, index, options.segment_capacity(index), Pace::WriteBack);
                     if ready_sender.send((index, result)).is_err() {
                         break;
                     }

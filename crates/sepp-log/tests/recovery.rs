@@ -401,7 +401,8 @@ fn a_new_directory_starts_in_a_preallocated_segment_and_an_idle_log_prepares_no_
     {
         let mut opened = open(dir.path(), options).expect("open a fresh directory");
         let [first] = <[_; 1]>::try_from(segments(dir.path())).expect("one segment");
-        assert_eq!(file_len(&first), options.segment_bytes, "the first segment is preallocated");
+        assert_eq!(file_len(&first), options.segment_capacity(1), "the first segment is preallocated");
+        assert_eq!(options.segment_capacity(1), options.segment_bytes / 8, "and small");
         write_cycles(&mut opened.log, std::slice::from_ref(&cycle));
     }
     assert!(files_with(dir.path(), "segment-", ".prep").is_empty(), "nothing prepared for a log this small");
@@ -416,21 +417,21 @@ fn a_prepared_segment_is_the_header_then_zeros_to_its_exact_size() {
     let dir = tempfile::tempdir().expect("tempdir");
     let segment_bytes = (1 << 20) + 12_345;
     let options = LogOptions { persist_mode: PersistMode::SyncAll, segment_bytes, ..small_segments() };
-    let check = |path: &Path, frames_end: u64| {
+    let check = |path: &Path, index: u64, frames_end: u64| {
         let bytes = fs::read(path).expect("read the segment");
-        assert_eq!(bytes.len() as u64, segment_bytes, "{}", path.display());
+        assert_eq!(bytes.len() as u64, options.segment_capacity(index), "{}", path.display());
         assert_eq!(&bytes[..8], b"SEPPLOG1", "the segment header");
         assert!(bytes[frames_end as usize..].iter().all(|byte| *byte == 0), "zeros after the frames");
     };
     let mut opened = open(dir.path(), options).expect("open a fresh directory");
-    check(&segments(dir.path())[0], 8);
+    check(&segments(dir.path())[0], 1, 8);
     let mut rng = Rng::new(27);
     wait_until("the log moved to a second segment", || {
         write_cycles(&mut opened.log, &[rng.records(20, 40)]);
         segments(dir.path()).len() == 2
     });
     let second = &segments(dir.path())[1];
-    check(second, frames_end(second));
+    check(second, 2, frames_end(second));
 }
 
 #[test]
@@ -456,13 +457,51 @@ fn a_segment_without_preallocated_space_is_left_as_soon_as_a_prepared_one_is_rea
             segments(dir.path()).len() == 2
         });
         let [first, second] = <[_; 2]>::try_from(segments(dir.path())).expect("two segments");
-        assert!(file_len(&first) < options.segment_bytes / 2, "the cut segment was left long before it was full");
+        assert!(file_len(&first) < options.segment_capacity(1) / 2, "the cut segment was left long before it was full");
         assert_eq!(file_len(&first), frames_end(&first), "the left segment keeps no tail");
-        assert_eq!(file_len(&second), options.segment_bytes, "the second segment is preallocated");
+        assert_eq!(file_len(&second), options.segment_capacity(2), "the second segment is preallocated");
         let more = rng.records(1, 3);
         write_cycles(&mut opened.log, std::slice::from_ref(&more));
         cycles.push(more);
         assert_eq!(segments(dir.path()).len(), 2, "a preallocated segment is written until it is full");
+    }
+    assert_eq!(open(dir.path(), options).expect("reopen").records, flatten(&cycles));
+}
+
+#[test]
+fn segments_start_at_an_eighth_of_the_size_and_double_up_to_it() {
+    let options = LogOptions { segment_bytes: 32 << 20, ..small_segments() };
+    let sizes: Vec<u64> = (0..=6).map(|index| options.segment_capacity(index) >> 20).collect();
+    assert_eq!(sizes, [4, 4, 8, 16, 32, 32, 32]);
+}
+
+#[test]
+fn each_segment_is_closed_at_its_own_size() {
+    // Segments 1 to 3 are smaller than the rest. The log moves on when the current one is full
+    // (or when the next frame would not fit and the next segment is ready), so a closed
+    // segment is its size give or take one cycle's frame.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 256 << 10, ..small_segments() };
+    let mut rng = Rng::new(28);
+    let mut cycles = Vec::new();
+    {
+        let mut opened = open(dir.path(), options).expect("open a fresh directory");
+        while segments(dir.path()).len() < 6 {
+            let cycle = rng.records(1, 4);
+            write_cycles(&mut opened.log, std::slice::from_ref(&cycle));
+            cycles.push(cycle);
+        }
+    }
+    let all = segments(dir.path());
+    for (position, path) in all[..all.len() - 1].iter().enumerate() {
+        let capacity = options.segment_capacity(position as u64 + 1);
+        let len = file_len(path);
+        let margin = 16 << 10;
+        assert!(
+            len + margin > capacity && len < capacity + margin,
+            "segment {} is {len} bytes, its size {capacity}",
+            position + 1
+        );
     }
     assert_eq!(open(dir.path(), options).expect("reopen").records, flatten(&cycles));
 }
