@@ -70,7 +70,7 @@ pub async fn run(
     }
     let live = Arc::new(LiveConfig::new(config));
     let boot = &live.boot;
-    let (committer, committer_thread) = open_storage(boot, &live)?;
+    let (committer, committer_closed) = open_storage(boot, &live)?;
     let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: boot.server.listen_addr, source })?;
 
     let tls = boot.server.tls_cert_path.is_some();
@@ -142,7 +142,7 @@ pub async fn run(
     let poisoned = committer.poison_reason();
     drop(committer);
     drop(live);
-    let _ = tokio::task::spawn_blocking(move || committer_thread.join()).await;
+    let _ = committer_closed.wait().await;
     match poisoned {
         Some(reason) => Err(StartError::Poisoned(reason)),
         None => served.map_err(StartError::Serve),
@@ -159,10 +159,7 @@ fn read_tls(path: &PathBuf) -> Result<Vec<u8>, StartError> {
 
 /// Starts the committer, which opens storage (replaying the log into a fresh state) on its own
 /// thread before it serves commands.
-fn open_storage(
-    boot: &Config,
-    live: &LiveConfig,
-) -> Result<(CommitterHandle, std::thread::JoinHandle<()>), StartError> {
+fn open_storage(boot: &Config, live: &LiveConfig) -> Result<(CommitterHandle, committer::Closed), StartError> {
     let settings = CommitterSettings {
         command_queue_capacity: boot.storage.command_queue_capacity,
         sweep_interval_ms: boot.storage.sweep_interval_ms,

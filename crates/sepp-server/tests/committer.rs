@@ -40,7 +40,7 @@ async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behi
     let (log, _) = DurableLog::open(dir.path(), options, |_| unreachable!("a new directory")).expect("open the log");
     let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
-    let Ok((committer, thread)) = committer::spawn(opened, settings);
+    let Ok((committer, closed)) = committer::spawn(opened, settings);
 
     const JOBS: usize = 400;
     let mut ids = Vec::new();
@@ -75,14 +75,22 @@ async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behi
     assert!(checkpoints(dir.path()) >= 1, "no checkpoint happened, so nothing was tested");
     assert!(started.elapsed() < Duration::from_secs(60));
     drop(committer);
-    thread.join().expect("the committer stops");
+    closed.wait().await.expect("the committer stops");
 }
 
 /// A log that keeps nothing and whose persist fails once `failing` is set, counting the
-/// persists it was asked for after that.
+/// persists it was asked for after that. It sets `closed` when it is dropped.
+#[derive(Default)]
 struct FailingLog {
     failing: Arc<AtomicBool>,
     failed_persists: Arc<AtomicUsize>,
+    closed: Arc<AtomicBool>,
+}
+
+impl Drop for FailingLog {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
 }
 
 impl sepp_log::Log for FailingLog {
@@ -122,11 +130,11 @@ fn small_job() -> (JobId, NewJob) {
 async fn a_failed_persist_poisons_storage_and_nothing_after_it_is_acknowledged() {
     let failing = Arc::new(AtomicBool::new(false));
     let failed_persists = Arc::new(AtomicUsize::new(0));
-    let log = FailingLog { failing: failing.clone(), failed_persists: failed_persists.clone() };
+    let log = FailingLog { failing: failing.clone(), failed_persists: failed_persists.clone(), closed: Arc::default() };
     let state = State::new(Arc::new(Policy::default()), StorageRules::default());
     let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
-    let Ok((committer, thread)) = committer::spawn(opened, settings);
+    let Ok((committer, closed)) = committer::spawn(opened, settings);
 
     let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
     assert!(accepted[0].is_ok());
@@ -145,10 +153,30 @@ async fn a_failed_persist_poisons_storage_and_nothing_after_it_is_acknowledged()
     let parked = parked.await.expect("the parked reserve is answered");
     assert!(parked.is_empty());
 
-    let stopped = tokio::task::spawn_blocking(move || thread.join());
-    let stopped = tokio::time::timeout(Duration::from_secs(10), stopped).await;
-    assert!(stopped.is_ok_and(|joined| joined.expect("joined").is_ok()), "the committer does not stop by itself");
+    let stopped = tokio::time::timeout(Duration::from_secs(10), closed.wait()).await;
+    assert!(stopped.is_ok_and(|closed| closed.is_ok()), "the committer does not stop by itself");
     let (reply, _) = oneshot::channel();
     assert!(committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.is_err());
     assert_eq!(failed_persists.load(Ordering::SeqCst), 1, "a failed persist is never retried");
+}
+
+/// The server exits as soon as the committer says it closed, without waiting for the state's
+/// memory to be freed; so by then the log must be closed (the data directory unlocked, its
+/// background threads joined).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_committer_says_it_closed_only_after_its_log_is_closed() {
+    let log = FailingLog::default();
+    let log_closed = log.closed.clone();
+    let state = State::new(Arc::new(Policy::default()), StorageRules::default());
+    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
+    let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
+    let Ok((committer, closed)) = committer::spawn(opened, settings);
+    let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
+    assert!(accepted[0].is_ok());
+    assert!(!log_closed.load(Ordering::SeqCst));
+
+    drop(committer);
+    let closed = tokio::time::timeout(Duration::from_secs(10), closed.wait()).await;
+    assert!(closed.is_ok_and(|closed| closed.is_ok()), "the committer does not close");
+    assert!(log_closed.load(Ordering::SeqCst), "the committer said it closed before its log did");
 }
