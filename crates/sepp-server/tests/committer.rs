@@ -119,6 +119,15 @@ impl sepp_log::Log for FailingLog {
     fn reclaim(&mut self) {}
 }
 
+/// A committer over `log` and an empty state.
+fn spawn_over(log: FailingLog) -> (CommitterHandle, committer::Closed) {
+    let state = State::new(Arc::new(Policy::default()), StorageRules::default());
+    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
+    let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
+    let Ok(spawned) = committer::spawn(opened, settings);
+    spawned
+}
+
 fn small_job() -> (JobId, NewJob) {
     (JobId::new_v4(), NewJob { queue: "q".into(), job_type: "t".into(), ..NewJob::default() })
 }
@@ -131,10 +140,7 @@ async fn a_failed_persist_poisons_storage_and_nothing_after_it_is_acknowledged()
     let failing = Arc::new(AtomicBool::new(false));
     let failed_persists = Arc::new(AtomicUsize::new(0));
     let log = FailingLog { failing: failing.clone(), failed_persists: failed_persists.clone(), closed: Arc::default() };
-    let state = State::new(Arc::new(Policy::default()), StorageRules::default());
-    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
-    let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
-    let Ok((committer, closed)) = committer::spawn(opened, settings);
+    let (committer, closed) = spawn_over(log);
 
     let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
     assert!(accepted[0].is_ok());
@@ -167,10 +173,7 @@ async fn a_failed_persist_poisons_storage_and_nothing_after_it_is_acknowledged()
 async fn the_committer_says_it_closed_only_after_its_log_is_closed() {
     let log = FailingLog::default();
     let log_closed = log.closed.clone();
-    let state = State::new(Arc::new(Policy::default()), StorageRules::default());
-    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
-    let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
-    let Ok((committer, closed)) = committer::spawn(opened, settings);
+    let (committer, closed) = spawn_over(log);
     let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
     assert!(accepted[0].is_ok());
     assert!(!log_closed.load(Ordering::SeqCst));
