@@ -17,6 +17,7 @@
 pub mod errors;
 pub mod limits;
 pub mod record;
+pub mod snapshot;
 pub mod retry;
 pub mod types;
 pub mod validate;
@@ -32,6 +33,7 @@ pub use errors::{CallError, LeaseError, Rejection};
 pub use lease::Nacked;
 pub use limits::{Policy, QueueLimits, RetryBackoff, ServerLimits};
 pub use record::Record;
+pub use snapshot::{SNAPSHOT_CHUNK, Snapshot, SnapshotEntry};
 pub use state::{Depths, State, StorageRules};
 pub use sweep::SweepReport;
 pub use types::*;

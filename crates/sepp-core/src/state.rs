@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::jobs::{JobTable, LiveJob, Slot};
 use crate::limits::Policy;
 use crate::record::Record;
+use crate::snapshot::{Snapshot, SnapshotEntry};
 use crate::types::{DeadLetter, Job, JobId, JobState, PayloadData, StoredPayload, TimeMs};
 
 /// Settings fixed when the state machine is created (restart-only configuration).
@@ -374,21 +375,28 @@ impl State {
     }
 
     /// Records that rebuild this exact state from an empty one: what a checkpoint stores.
-    pub fn snapshot(&self) -> Vec<Record> {
-        let mut records = Vec::with_capacity(self.jobs.len() + self.dead_letters.len() + self.dedup_deadlines.len());
-        records.extend(self.jobs.values().map(|live| Record::JobRestored { job: live.job.clone(), state: live.state }));
-        records.extend(self.dead_letters.values().map(|dead| Record::DeadLetterRestored { dead: dead.clone() }));
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for live in self.jobs.values() {
+            snapshot.push(SnapshotEntry::Job(live.job.clone(), live.state));
+        }
+        for dead in self.dead_letters.values() {
+            snapshot.push(Record::DeadLetterRestored { dead: dead.clone() }.into());
+        }
         for (queue, keys) in &self.dedup {
             for (key, entry) in keys {
-                records.push(Record::DedupBound {
-                    queue: queue.clone(),
-                    key: key.clone(),
-                    job_id: entry.job_id,
-                    deadline_ms: entry.deadline_ms,
-                });
+                snapshot.push(
+                    Record::DedupBound {
+                        queue: queue.clone(),
+                        key: key.clone(),
+                        job_id: entry.job_id,
+                        deadline_ms: entry.deadline_ms,
+                    }
+                    .into(),
+                );
             }
         }
-        records
+        snapshot
     }
 
     /// Removes a live job from the table and every index.

@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 
-use sepp_core::{JobId, JobPayload, PayloadData, Record, StoredPayload};
+use sepp_core::{JobId, JobPayload, PayloadData, Record, Snapshot, SnapshotEntry, StoredPayload};
 
 use crate::Log;
 use crate::codec::{Placement, Source};
@@ -38,7 +38,6 @@ use crate::frame::{self, Read};
 const FORMAT: &str = "sepp-log 1\n";
 const SEGMENT_MAGIC: &[u8; 8] = b"SEPPLOG1";
 const CHECKPOINT_MAGIC: &[u8; 8] = b"SEPPCKP1";
-const CHECKPOINT_FRAME_RECORDS: usize = 4096;
 
 /// How much of a write is made durable before the committer answers (SPEC 6.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -411,7 +410,7 @@ impl Log for DurableLog {
             && disk > live_bytes.saturating_mul(2).saturating_add(self.options.checkpoint_slack_bytes)
     }
 
-    fn checkpoint(&mut self, snapshot: Vec<Record>) -> io::Result<()> {
+    fn checkpoint(&mut self, snapshot: Snapshot) -> io::Result<()> {
         self.rotate()?;
         self.checkpointer.in_flight = true;
         let _ = self.checkpointer.jobs.send((self.segment_index, snapshot));
@@ -800,7 +799,7 @@ struct Completed {
 /// the files they are in and writes them into the checkpoint; the committer then moves the
 /// payloads' places to the checkpoint (`poll_checkpoint`) before the old files go (`reclaim`).
 struct Checkpointer {
-    jobs: mpsc::Sender<(u64, Vec<Record>)>,
+    jobs: mpsc::Sender<(u64, Snapshot)>,
     /// `None` reports a failed checkpoint.
     done: mpsc::Receiver<Option<Completed>>,
     in_flight: bool,
@@ -817,15 +816,14 @@ impl Drop for Checkpointer {
 
 impl Checkpointer {
     fn start(dir: PathBuf) -> Checkpointer {
-        let (jobs, job_receiver) = mpsc::channel::<(u64, Vec<Record>)>();
+        let (jobs, job_receiver) = mpsc::channel::<(u64, Snapshot)>();
         let (done_sender, done) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("sepp-checkpoint".into())
             .spawn(move || {
                 let mut readers = PayloadReader::new(dir.clone());
                 for (base, snapshot) in job_receiver {
-                    let result = write_checkpoint(&dir, base, &snapshot, &mut readers);
-                    drop(snapshot);
+                    let result = write_checkpoint(&dir, base, snapshot, &mut readers);
                     readers.files.clear();
                     let outcome = match result {
                         Ok((bytes, relocations)) => Some(Completed { base, bytes, relocations }),
@@ -844,12 +842,13 @@ impl Checkpointer {
     }
 }
 
-/// Writes the snapshot as `checkpoint-<base>.ckpt`, atomically (temp file, fsync, rename).
-/// Returns its size and the new place of every large payload.
+/// Writes the snapshot as `checkpoint-<base>.ckpt`, atomically (temp file, fsync, rename), one
+/// frame per chunk of the snapshot, freeing each chunk once it is encoded. Returns its size and
+/// the new place of every large payload.
 fn write_checkpoint(
     dir: &Path,
     base: u64,
-    snapshot: &[Record],
+    snapshot: Snapshot,
     readers: &mut PayloadReader,
 ) -> io::Result<(u64, Vec<(JobId, StoredPayload)>)> {
     let tmp = dir.join(format!("checkpoint-{base:020}.tmp"));
@@ -858,10 +857,12 @@ fn write_checkpoint(
     let mut bytes = CHECKPOINT_MAGIC.len() as u64;
     let mut buffer = Vec::with_capacity(1 << 20);
     let mut placements = Vec::new();
-    let mut relocations = Vec::new();
+    // At most one payload per entry; reserved whole, so that growing it never holds two copies.
+    let mut relocations = Vec::with_capacity(snapshot.len());
     let file_id = checkpoint_file(base);
-    for chunk in snapshot.chunks(CHECKPOINT_FRAME_RECORDS).chain(std::iter::once(&[][..])) {
-        let loaded = chunk.iter().map(|record| load_payload(record, readers)).collect::<io::Result<Vec<_>>>()?;
+    for chunk in snapshot.into_chunks().chain(std::iter::once(Vec::new())) {
+        let loaded = chunk.iter().map(|entry| load_payload(entry, readers)).collect::<io::Result<Vec<_>>>()?;
+        drop(chunk);
         buffer.clear();
         frame::encode(&loaded, &mut buffer, &mut placements);
         relocations.extend(placements.drain(..).map(|placement| {
@@ -878,24 +879,25 @@ fn write_checkpoint(
     Ok((bytes, relocations))
 }
 
-/// The record with its payload bytes in memory, read from the log if they are stored.
-fn load_payload(record: &Record, readers: &mut PayloadReader) -> io::Result<Record> {
-    let job = match record {
+/// The entry's record with its payload bytes in memory, read from the log if they are stored.
+fn load_payload(entry: &SnapshotEntry, readers: &mut PayloadReader) -> io::Result<Record> {
+    let record = entry.to_record();
+    let job = match &record {
         Record::JobRestored { job, .. } => job,
         Record::DeadLetterRestored { dead } => &dead.job,
-        other => return Ok(other.clone()),
+        _ => return Ok(record),
     };
     let Some(JobPayload { encoding, data: PayloadData::Stored(stored) }) = &job.payload else {
-        return Ok(record.clone());
+        return Ok(record);
     };
     let mut loaded = (**job).clone();
     loaded.payload =
         Some(JobPayload { encoding: encoding.clone(), data: PayloadData::Inline(readers.read(stored)?.into()) });
     let loaded = std::sync::Arc::new(loaded);
     Ok(match record {
-        Record::JobRestored { state, .. } => Record::JobRestored { job: loaded, state: *state },
+        Record::JobRestored { state, .. } => Record::JobRestored { job: loaded, state },
         Record::DeadLetterRestored { dead } => {
-            Record::DeadLetterRestored { dead: sepp_core::DeadLetter { job: loaded, ..dead.clone() } }
+            Record::DeadLetterRestored { dead: sepp_core::DeadLetter { job: loaded, ..dead } }
         }
         _ => unreachable!("matched above"),
     })

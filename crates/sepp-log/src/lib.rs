@@ -18,7 +18,7 @@ mod durable;
 
 use std::io;
 
-use sepp_core::{JobId, Record, StoredPayload};
+use sepp_core::{JobId, Record, Snapshot, StoredPayload};
 
 pub use durable::{DurableLog, LogOptions, OpenError, PersistMode, Recovery, TruncatedTail};
 
@@ -36,7 +36,7 @@ pub trait Log: Send {
     /// Whether a checkpoint now would reclaim space, given the live state's approximate size.
     fn wants_checkpoint(&self, live_bytes: u64) -> bool;
     /// Starts a checkpoint of `snapshot`, the records that rebuild the current state.
-    fn checkpoint(&mut self, snapshot: Vec<Record>) -> io::Result<()>;
+    fn checkpoint(&mut self, snapshot: Snapshot) -> io::Result<()>;
     /// When a checkpoint finished: the new places of the payloads it moved (apply them with
     /// `State::place_payload`, then call [`Log::reclaim`]). Empty otherwise.
     fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)>;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sepp_core::validate::ReservePlan;
-use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules, TimeMs};
+use sepp_core::{JobId, NewJob, Payload, Policy, Record, Snapshot, State, StorageRules, TimeMs};
 use sepp_log::frame;
 use sepp_log::{DurableLog, Log, LogOptions, OpenError, PersistMode, Recovery};
 
@@ -53,7 +53,7 @@ fn wants_checkpoint_needs_disk_use_beyond_the_slack_and_twice_the_live_data() {
     assert!(log.wants_checkpoint((disk_bytes - 20_000).saturating_sub(2) / 2));
     assert!(!log.wants_checkpoint(u64::MAX), "huge live data saturates instead of overflowing");
 
-    log.checkpoint(Vec::new()).expect("checkpoint");
+    log.checkpoint(Snapshot::default()).expect("checkpoint");
     assert!(!log.wants_checkpoint(0), "no second checkpoint while one is in flight");
     wait_for_checkpoint(dir.path(), || {
         log.poll_checkpoint();
@@ -173,7 +173,7 @@ fn a_checkpoint_in_flight_is_finished_before_a_dropped_log_lets_go_of_the_direct
     {
         let mut opened = open_ok(dir.path());
         fill(&mut opened.log, dir.path(), &mut rng, 3);
-        opened.log.checkpoint(snapshot.clone()).expect("checkpoint");
+        opened.log.checkpoint(snapshot.iter().cloned().collect()).expect("checkpoint");
     }
     assert_eq!(checkpoints(dir.path()).len(), 1, "the checkpoint was finished, not abandoned mid-write");
     assert!(files_with(dir.path(), "", ".tmp").is_empty());

@@ -429,7 +429,7 @@ impl Sim {
             // The sequence may restart lower, but never at or below a live job's.
             let highest_live = state
                 .snapshot()
-                .iter()
+                .records()
                 .filter_map(|record| match record {
                     Record::JobRestored { job, .. } => Some(job.seq),
                     _ => None,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use sepp_core::validate::ReservePlan;
-use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules, StoredPayload};
+use sepp_core::{JobId, NewJob, Payload, Policy, Record, Snapshot, State, StorageRules, StoredPayload};
 use sepp_log::{DurableLog, LogOptions, PersistMode};
 use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings};
 use tokio::sync::oneshot;
@@ -110,7 +110,7 @@ impl sepp_log::Log for FailingLog {
     fn wants_checkpoint(&self, _live_bytes: u64) -> bool {
         false
     }
-    fn checkpoint(&mut self, _snapshot: Vec<Record>) -> std::io::Result<()> {
+    fn checkpoint(&mut self, _snapshot: Snapshot) -> std::io::Result<()> {
         unreachable!("never wanted")
     }
     fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)> {

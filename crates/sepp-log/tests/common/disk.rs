@@ -184,7 +184,7 @@ pub fn checkpoint_then_write(
     after: &[Vec<Record>],
 ) -> PathBuf {
     let before = segments(dir).len();
-    log.checkpoint(snapshot).expect("checkpoint");
+    log.checkpoint(snapshot.into_iter().collect()).expect("checkpoint");
     let checkpoint = wait_for_checkpoint(dir, || {
         log.poll_checkpoint();
         log.reclaim();
