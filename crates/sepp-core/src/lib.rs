@@ -17,8 +17,8 @@
 pub mod errors;
 pub mod limits;
 pub mod record;
-pub mod snapshot;
 pub mod retry;
+pub mod snapshot;
 pub mod types;
 pub mod validate;
 

@@ -114,7 +114,10 @@ mod tests {
             .map(|index| match index % 3 {
                 0 => Record::JobRestored { job: job.clone(), state: JobState::Ready { attempt: 1 } },
                 1 => Record::Acked { job_id: JobId::new_v4() },
-                _ => Record::JobRestored { job: job.clone(), state: JobState::Inflight { attempt: 2, lease_deadline_ms: 9 } },
+                _ => Record::JobRestored {
+                    job: job.clone(),
+                    state: JobState::Inflight { attempt: 2, lease_deadline_ms: 9 },
+                },
             })
             .collect();
         let snapshot: Snapshot = records.iter().cloned().collect();

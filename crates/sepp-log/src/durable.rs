@@ -413,14 +413,16 @@ impl Log for DurableLog {
     fn checkpoint(&mut self, snapshot: Snapshot) -> io::Result<()> {
         self.rotate()?;
         self.checkpointer.in_flight = true;
-        let _ = self.checkpointer.jobs.send((self.segment_index, snapshot));
+        let _ = self.checkpointer.work.send(Work::Write(self.segment_index, snapshot));
         Ok(())
     }
 
     fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)> {
         let Ok(done) = self.checkpointer.done.try_recv() else { return Vec::new() };
-        self.checkpointer.in_flight = false;
-        let Some(done) = done else { return Vec::new() };
+        let Some(done) = done else {
+            self.checkpointer.in_flight = false;
+            return Vec::new();
+        };
         self.history.retain(|index, _| *index >= done.base);
         self.checkpoint_bytes = done.bytes;
         self.reclaimable = Some(done.base);
@@ -429,15 +431,20 @@ impl Log for DurableLog {
 
     fn reclaim(&mut self) {
         let Some(base) = self.reclaimable.take() else { return };
+        // Only now may the next checkpoint start: before, its snapshot could still name files
+        // this one replaced, or this reclaim could take the next checkpoint for an old one.
+        self.checkpointer.in_flight = false;
         let Ok((segments, checkpoints)) = list(&self.dir, false) else { return };
+        let mut replaced = Vec::new();
         for index in segments.into_iter().filter(|index| *index < base) {
             self.readers.forget(segment_file(index));
-            let _ = fs::remove_file(segment_path(&self.dir, index));
+            replaced.push(segment_path(&self.dir, index));
         }
         for index in checkpoints.into_iter().filter(|index| *index != base) {
             self.readers.forget(checkpoint_file(index));
-            let _ = fs::remove_file(checkpoint_path(&self.dir, index));
+            replaced.push(checkpoint_path(&self.dir, index));
         }
+        let _ = self.checkpointer.work.send(Work::Delete(replaced));
         tracing::info!(base, bytes = self.disk_bytes(), "checkpoint complete; older log files reclaimed");
     }
 }
@@ -795,11 +802,22 @@ struct Completed {
     relocations: Vec<(JobId, StoredPayload)>,
 }
 
+/// What the checkpoint thread is asked to do.
+enum Work {
+    /// Write a checkpoint of the snapshot, based at this segment.
+    Write(u64, Snapshot),
+    /// Delete files a finished checkpoint replaced. Freeing the blocks of a few hundred
+    /// megabytes of segments takes the file system a good part of a second, which the committer
+    /// must not wait for.
+    Delete(Vec<PathBuf>),
+}
+
 /// The thread that writes checkpoints off the committer's path. It reads stored payloads from
 /// the files they are in and writes them into the checkpoint; the committer then moves the
-/// payloads' places to the checkpoint (`poll_checkpoint`) before the old files go (`reclaim`).
+/// payloads' places to the checkpoint (`poll_checkpoint`) before the old files go (`reclaim`),
+/// which this thread deletes too.
 struct Checkpointer {
-    jobs: mpsc::Sender<(u64, Snapshot)>,
+    work: mpsc::Sender<Work>,
     /// `None` reports a failed checkpoint.
     done: mpsc::Receiver<Option<Completed>>,
     in_flight: bool,
@@ -807,22 +825,32 @@ struct Checkpointer {
 }
 
 impl Drop for Checkpointer {
-    /// Lets a checkpoint in flight finish and waits for the thread, so that the directory lock
-    /// (a later field of [`DurableLog`]) is released only once nothing writes here any more.
+    /// Lets a checkpoint in flight finish (and deletions asked for happen) and waits for the
+    /// thread, so that the directory lock (a later field of [`DurableLog`]) is released only
+    /// once nothing writes here any more.
     fn drop(&mut self) {
-        close_and_join(&mut self.jobs, &mut self.thread);
+        close_and_join(&mut self.work, &mut self.thread);
     }
 }
 
 impl Checkpointer {
     fn start(dir: PathBuf) -> Checkpointer {
-        let (jobs, job_receiver) = mpsc::channel::<(u64, Snapshot)>();
+        let (work, work_receiver) = mpsc::channel::<Work>();
         let (done_sender, done) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("sepp-checkpoint".into())
             .spawn(move || {
                 let mut readers = PayloadReader::new(dir.clone());
-                for (base, snapshot) in job_receiver {
+                for work in work_receiver {
+                    let (base, snapshot) = match work {
+                        Work::Write(base, snapshot) => (base, snapshot),
+                        Work::Delete(paths) => {
+                            for path in paths {
+                                let _ = fs::remove_file(path);
+                            }
+                            continue;
+                        }
+                    };
                     let result = write_checkpoint(&dir, base, snapshot, &mut readers);
                     readers.files.clear();
                     let outcome = match result {
@@ -838,7 +866,7 @@ impl Checkpointer {
                 }
             })
             .expect("spawn the checkpoint thread");
-        Checkpointer { jobs, done, in_flight: false, thread: Some(thread) }
+        Checkpointer { work, done, in_flight: false, thread: Some(thread) }
     }
 }
 

@@ -38,8 +38,10 @@ pub trait Log: Send {
     /// Starts a checkpoint of `snapshot`, the records that rebuild the current state.
     fn checkpoint(&mut self, snapshot: Snapshot) -> io::Result<()>;
     /// When a checkpoint finished: the new places of the payloads it moved (apply them with
-    /// `State::place_payload`, then call [`Log::reclaim`]). Empty otherwise.
+    /// `State::place_payload`, then call [`Log::reclaim`]). Empty otherwise, and also when the
+    /// checkpoint moved nothing, which must be reclaimed all the same.
     fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)>;
-    /// Deletes the files a finished checkpoint replaced. Call after applying its relocations.
+    /// Deletes the files a finished checkpoint replaced (nothing when no checkpoint finished).
+    /// Call after applying all its relocations; no checkpoint starts before this is called.
     fn reclaim(&mut self);
 }

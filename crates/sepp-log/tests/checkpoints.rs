@@ -66,6 +66,31 @@ fn wants_checkpoint_needs_disk_use_beyond_the_slack_and_twice_the_live_data() {
     assert!(!log.wants_checkpoint(0), "right after a checkpoint, disk use is back within the slack");
 }
 
+/// Until the committer has applied a finished checkpoint's relocations and called `reclaim`, the
+/// snapshot of a new checkpoint could still name files the finished one replaced, and reclaiming
+/// could take the new checkpoint for an old one: so no checkpoint starts in between.
+#[test]
+fn no_checkpoint_starts_until_the_finished_one_is_reclaimed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = LogOptions { checkpoint_slack_bytes: 20_000, ..small_segments() };
+    let mut opened = open(dir.path(), options).expect("open");
+    let log = &mut opened.log;
+    let mut rng = Rng::new(53);
+    fill(log, dir.path(), &mut rng, 4);
+    log.checkpoint(rng.records(500, 500).into_iter().collect()).expect("checkpoint");
+    let mut relocations = Vec::new();
+    wait_until("the checkpoint reports the payloads it moved", || {
+        relocations = log.poll_checkpoint();
+        !relocations.is_empty()
+    });
+    while log.disk_bytes() <= 20_000 {
+        write_cycles(log, &[rng.records(5, 10)]);
+    }
+    assert!(!log.wants_checkpoint(0), "a checkpoint may start before the finished one is reclaimed");
+    log.reclaim();
+    assert!(log.wants_checkpoint(0), "once reclaimed, the next checkpoint may start");
+}
+
 #[test]
 fn a_flipped_bit_in_a_checkpoint_refuses_to_open_naming_the_file_and_offset() {
     let dir = tempfile::tempdir().expect("tempdir");

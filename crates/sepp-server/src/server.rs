@@ -163,6 +163,7 @@ fn open_storage(boot: &Config, live: &LiveConfig) -> Result<(CommitterHandle, co
     let settings = CommitterSettings {
         command_queue_capacity: boot.storage.command_queue_capacity,
         sweep_interval_ms: boot.storage.sweep_interval_ms,
+        relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
     };
     let boot = boot.clone();
     let policy = live.get().policy.clone();

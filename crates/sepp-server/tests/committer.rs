@@ -2,8 +2,8 @@
 //! payload relocation and file reclaiming all happen while jobs are being delivered; and over a
 //! log whose persist fails, which poisons storage.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sepp_core::validate::ReservePlan;
@@ -11,6 +11,11 @@ use sepp_core::{JobId, NewJob, Payload, Policy, Record, Snapshot, State, Storage
 use sepp_log::{DurableLog, LogOptions, PersistMode};
 use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings};
 use tokio::sync::oneshot;
+
+/// Ten bands of priorities, rising with the index.
+fn priority_of(index: usize) -> u32 {
+    (index / 40) as u32
+}
 
 fn payload_of(index: usize) -> Vec<u8> {
     (0..2_000).map(|byte| ((byte + index * 7) % 251) as u8).collect()
@@ -22,6 +27,28 @@ async fn ask<T>(committer: &CommitterHandle, command: impl FnOnce(oneshot::Sende
     answer.await.expect("the committer answers")
 }
 
+/// A committer over a durable log in `dir` whose segments and checkpoint thresholds are so small
+/// that a few hundred jobs go through several checkpoints, and which applies a checkpoint's
+/// relocations a few per cycle.
+fn spawn_with_tiny_checkpoints(dir: &std::path::Path) -> (CommitterHandle, committer::Closed) {
+    let state = State::new(Arc::new(Policy::default()), StorageRules::default());
+    let options =
+        LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 16 << 10, checkpoint_slack_bytes: 32 << 10 };
+    let (log, _) = DurableLog::open(dir, options, |_| unreachable!("a new directory")).expect("open the log");
+    // A few relocations per cycle, so that moving a checkpoint's payloads spans many cycles.
+    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000, relocations_per_cycle: 7 };
+    let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
+    let Ok(spawned) = committer::spawn(opened, settings);
+    spawned
+}
+
+fn files_ending(dir: &std::path::Path, suffix: &str) -> usize {
+    std::fs::read_dir(dir)
+        .expect("read the data directory")
+        .filter(|entry| entry.as_ref().unwrap().file_name().to_string_lossy().ends_with(suffix))
+        .count()
+}
+
 fn checkpoints(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir)
         .expect("read the data directory")
@@ -30,17 +57,13 @@ fn checkpoints(dir: &std::path::Path) -> usize {
 }
 
 /// Every delivered payload comes back byte for byte while checkpoints move payloads into new
-/// files and delete the old ones underneath the deliveries.
+/// files and delete the old ones underneath the deliveries. Later jobs get higher priorities, so
+/// deliveries take the newest jobs first while a checkpoint moves payloads oldest first: many a
+/// delivery reads a payload whose move is not applied yet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behind_them() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let state = State::new(Arc::new(Policy::default()), StorageRules::default());
-    let options =
-        LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 16 << 10, checkpoint_slack_bytes: 32 << 10 };
-    let (log, _) = DurableLog::open(dir.path(), options, |_| unreachable!("a new directory")).expect("open the log");
-    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
-    let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
-    let Ok((committer, closed)) = committer::spawn(opened, settings);
+    let (committer, closed) = spawn_with_tiny_checkpoints(dir.path());
 
     const JOBS: usize = 400;
     let mut ids = Vec::new();
@@ -49,6 +72,7 @@ async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behi
             queue: "q".into(),
             job_type: "t".into(),
             payload: Some(Payload { data: payload_of(index), encoding: "bin".into() }),
+            priority: Some(priority_of(index)),
             ..NewJob::default()
         };
         let id = JobId::new_v4();
@@ -56,19 +80,22 @@ async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behi
         assert!(results[0].is_ok());
         ids.push(id);
     }
+    // Highest priority first, in acceptance order within a priority.
+    let mut order: Vec<usize> = (0..JOBS).collect();
+    order.sort_by_key(|&index| (std::cmp::Reverse(priority_of(index)), index));
     let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 60_000, max_jobs: 1 };
     let started = Instant::now();
-    for (index, id) in ids.iter().enumerate() {
+    for (delivery, index) in order.into_iter().enumerate() {
         let delivered = ask(&committer, |reply| Command::Reserve { plan: plan.clone(), reply }).await;
         assert_eq!(delivered.len(), 1, "job {index} was not delivered");
-        assert_eq!(delivered[0].value.job.id, *id);
+        assert_eq!(delivered[0].value.job.id, ids[index]);
         assert_eq!(delivered[0].payload_data.as_deref(), Some(&payload_of(index)[..]), "payload of job {index}");
         let attempt = delivered[0].value.attempt;
-        let acked = ask(&committer, |reply| Command::Ack { job_id: *id, attempt, reply }).await;
+        let acked = ask(&committer, |reply| Command::Ack { job_id: ids[index], attempt, reply }).await;
         assert_eq!(acked, Ok(()));
         // Give the checkpoint thread a moment now and then, so completions land between
         // deliveries rather than only at the end.
-        if index % 40 == 0 {
+        if delivery % 40 == 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -78,26 +105,62 @@ async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behi
     closed.wait().await.expect("the committer stops");
 }
 
-/// A log that keeps nothing and whose persist fails once `failing` is set, counting the
-/// persists it was asked for after that. It sets `closed` when it is dropped.
+/// Jobs without large payloads give a checkpoint nothing to move; the files it replaced must go
+/// all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_that_move_no_payloads_still_delete_the_files_they_replaced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (committer, closed) = spawn_with_tiny_checkpoints(dir.path());
+    let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 60_000, max_jobs: 1 };
+    let mut most_segments = 0;
+    for _ in 0..1_500 {
+        let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
+        assert!(accepted[0].is_ok());
+        let delivered = ask(&committer, |reply| Command::Reserve { plan: plan.clone(), reply }).await;
+        let (job_id, attempt) = (delivered[0].value.job.id, delivered[0].value.attempt);
+        assert_eq!(ask(&committer, |reply| Command::Ack { job_id, attempt, reply }).await, Ok(()));
+        most_segments = most_segments.max(files_ending(dir.path(), ".log"));
+    }
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
+    assert!(checkpoints(dir.path()) >= 1, "no checkpoint happened, so nothing was tested");
+    assert!(most_segments >= 6, "the log never grew past a few segments ({most_segments}), so nothing was tested");
+    assert_eq!(checkpoints(dir.path()), 1, "only the newest checkpoint is kept");
+    let segments = files_ending(dir.path(), ".log");
+    assert!(segments <= 3, "{segments} segments are left: the files checkpoints replaced were not deleted");
+}
+
+/// A log that keeps nothing. Its persist fails once `failing` is set, counting the persists it
+/// was asked for after that; its first poll reports `relocations` as a finished checkpoint's; it
+/// notes persists, polls that reported something, and reclaims in `events`; and it sets
+/// `closed` when it is dropped.
 #[derive(Default)]
-struct FailingLog {
+struct TestLog {
     failing: Arc<AtomicBool>,
     failed_persists: Arc<AtomicUsize>,
     closed: Arc<AtomicBool>,
+    relocations: Vec<(JobId, StoredPayload)>,
+    events: Arc<Mutex<Vec<String>>>,
 }
 
-impl Drop for FailingLog {
+impl Drop for TestLog {
     fn drop(&mut self) {
         self.closed.store(true, Ordering::SeqCst);
     }
 }
 
-impl sepp_log::Log for FailingLog {
+impl TestLog {
+    fn note(&self, event: String) {
+        self.events.lock().unwrap().push(event);
+    }
+}
+
+impl sepp_log::Log for TestLog {
     fn append(&mut self, _records: &[Record]) -> std::io::Result<()> {
         Ok(())
     }
     fn persist(&mut self) -> std::io::Result<Vec<(JobId, StoredPayload)>> {
+        self.note("persist".into());
         if !self.failing.load(Ordering::SeqCst) {
             return Ok(Vec::new());
         }
@@ -114,15 +177,22 @@ impl sepp_log::Log for FailingLog {
         unreachable!("never wanted")
     }
     fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)> {
-        Vec::new()
+        let relocations = std::mem::take(&mut self.relocations);
+        if !relocations.is_empty() {
+            self.note(format!("poll {}", relocations.len()));
+        }
+        relocations
     }
-    fn reclaim(&mut self) {}
+    fn reclaim(&mut self) {
+        self.note("reclaim".into());
+    }
 }
 
-/// A committer over `log` and an empty state.
-fn spawn_over(log: FailingLog) -> (CommitterHandle, committer::Closed) {
+/// A committer over `log` and an empty state, applying relocations `relocations_per_cycle` at a
+/// time.
+fn spawn_over(log: TestLog, relocations_per_cycle: usize) -> (CommitterHandle, committer::Closed) {
     let state = State::new(Arc::new(Policy::default()), StorageRules::default());
-    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000 };
+    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000, relocations_per_cycle };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok(spawned) = committer::spawn(opened, settings);
     spawned
@@ -137,10 +207,9 @@ fn small_job() -> (JobId, NewJob) {
 /// retried, and the committer takes no further command.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_persist_poisons_storage_and_nothing_after_it_is_acknowledged() {
-    let failing = Arc::new(AtomicBool::new(false));
-    let failed_persists = Arc::new(AtomicUsize::new(0));
-    let log = FailingLog { failing: failing.clone(), failed_persists: failed_persists.clone(), closed: Arc::default() };
-    let (committer, closed) = spawn_over(log);
+    let log = TestLog::default();
+    let (failing, failed_persists) = (log.failing.clone(), log.failed_persists.clone());
+    let (committer, closed) = spawn_over(log, CommitterSettings::RELOCATIONS_PER_CYCLE);
 
     let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
     assert!(accepted[0].is_ok());
@@ -171,9 +240,9 @@ async fn a_failed_persist_poisons_storage_and_nothing_after_it_is_acknowledged()
 /// background threads joined).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_committer_says_it_closed_only_after_its_log_is_closed() {
-    let log = FailingLog::default();
+    let log = TestLog::default();
     let log_closed = log.closed.clone();
-    let (committer, closed) = spawn_over(log);
+    let (committer, closed) = spawn_over(log, CommitterSettings::RELOCATIONS_PER_CYCLE);
     let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
     assert!(accepted[0].is_ok());
     assert!(!log_closed.load(Ordering::SeqCst));
@@ -182,4 +251,29 @@ async fn the_committer_says_it_closed_only_after_its_log_is_closed() {
     let closed = tokio::time::timeout(Duration::from_secs(10), closed.wait()).await;
     assert!(closed.is_ok_and(|closed| closed.is_ok()), "the committer does not close");
     assert!(log_closed.load(Ordering::SeqCst), "the committer said it closed before its log did");
+}
+
+/// A finished checkpoint's relocations are applied a slice per cycle, so that no cycle's callers
+/// wait for a million of them, and the files it replaced are reclaimed only after the last slice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relocations_are_applied_a_slice_per_cycle_and_reclaimed_after_the_last() {
+    let relocations: Vec<_> =
+        (0..50).map(|offset| (JobId::new_v4(), StoredPayload { offset, file: 1, len: 100 })).collect();
+    let mut log = TestLog::default();
+    log.relocations = relocations;
+    let events = log.events.clone();
+    let (committer, closed) = spawn_over(log, 7);
+    for _ in 0..12 {
+        let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
+        assert!(accepted[0].is_ok());
+    }
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
+
+    let events = events.lock().unwrap().clone();
+    let polled = events.iter().position(|event| event == "poll 50").expect("the relocations were taken");
+    let reclaimed = polled + events[polled..].iter().position(|event| event == "reclaim").expect("reclaimed");
+    let cycles = events[polled..reclaimed].iter().filter(|event| *event == "persist").count();
+    // Cycle 1 takes the relocations after its persist; 50 at 7 a cycle end in cycle 8.
+    assert_eq!(cycles, 7, "{events:?}");
 }
