@@ -555,8 +555,8 @@ fn prepared_path(dir: &Path, index: u64) -> PathBuf {
     dir.join(format!("segment-{index:020}.prep"))
 }
 
-/// Zeros the preparer writes, and writes back, at a time.
-const PREPARE_CHUNK_BYTES: usize = 128 << 10;
+/// Bytes the segment preparer and the checkpoint writer write, and write back, at a time.
+const WRITE_BACK_CHUNK_BYTES: usize = 128 << 10;
 
 /// Whether preparing a segment writes its zeros back as it goes.
 #[derive(Clone, Copy, PartialEq)]
@@ -579,7 +579,7 @@ fn prepare_segment(dir: &Path, index: u64, capacity: u64, pace: Pace) -> io::Res
     let file = File::create(prepared_path(dir, index))?;
     // However small the capacity, the header is written whole.
     let capacity = capacity.max(SEGMENT_MAGIC.len() as u64);
-    let mut chunk = vec![0; PREPARE_CHUNK_BYTES];
+    let mut chunk = vec![0; WRITE_BACK_CHUNK_BYTES];
     chunk[..SEGMENT_MAGIC.len()].copy_from_slice(SEGMENT_MAGIC);
     let mut written = 0;
     while written < capacity {
@@ -594,6 +594,19 @@ fn prepare_segment(dir: &Path, index: u64, capacity: u64, pace: Pace) -> io::Res
         written += len as u64;
     }
     file.sync_all()
+}
+
+/// Writes `bytes` at `offset` a chunk at a time, each written back before the next: a checkpoint
+/// of a large backlog is hundreds of megabytes, which left dirty in the page cache would reach
+/// the disk in one burst at its final sync, and every sync of the log would wait behind it.
+fn write_paced(file: &File, offset: u64, bytes: &[u8]) -> io::Result<()> {
+    let mut at = offset;
+    for chunk in bytes.chunks(WRITE_BACK_CHUNK_BYTES) {
+        file.write_all_at(chunk, at)?;
+        write_back(file, at, chunk.len());
+        at += chunk.len() as u64;
+    }
+    Ok(())
 }
 
 /// Writes a range of a file back to the disk and waits for it, without syncing anything else
@@ -880,8 +893,8 @@ fn write_checkpoint(
     readers: &mut PayloadReader,
 ) -> io::Result<(u64, Vec<(JobId, StoredPayload)>)> {
     let tmp = dir.join(format!("checkpoint-{base:020}.tmp"));
-    let mut file = io::BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-    file.write_all(CHECKPOINT_MAGIC)?;
+    let file = File::create(&tmp)?;
+    file.write_all_at(CHECKPOINT_MAGIC, 0)?;
     let mut bytes = CHECKPOINT_MAGIC.len() as u64;
     let mut buffer = Vec::with_capacity(1 << 20);
     let mut placements = Vec::new();
@@ -897,10 +910,9 @@ fn write_checkpoint(
             let stored = StoredPayload { file: file_id, offset: bytes + placement.offset as u64, len: placement.len };
             (placement.job_id, stored)
         }));
-        file.write_all(&buffer)?;
+        write_paced(&file, bytes, &buffer)?;
         bytes += buffer.len() as u64;
     }
-    let file = file.into_inner().map_err(|error| error.into_error())?;
     file.sync_all()?;
     fs::rename(&tmp, checkpoint_path(dir, base))?;
     sync_dir(dir)?;
