@@ -55,6 +55,8 @@ pub struct Plan {
     pub backlog_jobs: u64,
     /// Jobs drained after the backlog restart (at most `backlog_jobs`).
     pub backlog_drain_jobs: u64,
+    /// Jobs passed through the loaded backlog before the restart; 0 skips that phase.
+    pub backlog_churn_jobs: u64,
 }
 
 /// The standard scenarios for `jobs` jobs: the single-job connection sweep (1, 8, 50, 256) and
@@ -118,7 +120,7 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<Results, BenchError> {
     }
     if plan.backlog_jobs > 0 {
         for target in plan.targets.iter().filter(|target| target.is_sync_all()) {
-            let run = backlog(runtime, target, plan.backlog_jobs, plan.backlog_drain_jobs)?;
+            let run = backlog(runtime, target, plan.backlog_jobs, plan.backlog_churn_jobs, plan.backlog_drain_jobs)?;
             eprintln!(
                 "backlog     {:<15} rss {:>5} MB  disk {:>5} MB  restart {:>6.2} s  drain {:>8.0} jobs/s",
                 target.name,
@@ -237,19 +239,28 @@ const BACKLOG_FILL_BATCH: u32 = 256;
 /// The drain after the restart is the single/50 worker pattern: reserve(1), then ack.
 const BACKLOG_DRAIN_CONNECTIONS: usize = 50;
 
-/// Fills a fresh server with `jobs` jobs, measures memory and disk, restarts it with SIGTERM,
-/// times how long until its port serves again, then drains `drain_jobs` of them.
-pub fn backlog(runtime: &Runtime, target: &Target, jobs: u64, drain_jobs: u64) -> Result<BacklogRun, BenchError> {
+/// Fills a fresh server with `jobs` jobs, measures memory and disk, passes `churn_jobs` more
+/// through it while it holds them, restarts it with SIGTERM, times how long until its port
+/// serves again, then drains `drain_jobs` of the backlog.
+pub fn backlog(
+    runtime: &Runtime,
+    target: &Target,
+    jobs: u64,
+    churn_jobs: u64,
+    drain_jobs: u64,
+) -> Result<BacklogRun, BenchError> {
     assert!(target.is_sepp(), "the backlog scenario needs a sepp server");
     let mut server = ServerProcess::start(&target.program)?;
     let queue = queue_name("backlog", 0);
     let connections = runtime.block_on(phases::connect_all(server.addr(), BACKLOG_FILL_CONNECTIONS))?;
     let filled = runtime.block_on(phases::enqueue(&connections, &queue, jobs, BACKLOG_FILL_BATCH))?;
-    drop(connections);
     // Let background work that follows a burst (flushes, compactions) settle before sampling.
     std::thread::sleep(Duration::from_secs(1));
     let loaded = server.sample();
     let data_dir_bytes = server.data_dir_bytes();
+    let churned = (churn_jobs > 0).then(|| churn(runtime, &server, &connections, churn_jobs)).transpose()?;
+    drop(connections);
+    let data_dir_after_churn_bytes = churned.as_ref().and_then(|_| server.data_dir_bytes());
     let stop_started = std::time::Instant::now();
     let restart_seconds = server
         .restart(|addr| {
@@ -285,7 +296,61 @@ pub fn backlog(runtime: &Runtime, target: &Target, jobs: u64, drain_jobs: u64) -
         drain_seconds: drained.elapsed.as_secs_f64(),
         drain_connections: BACKLOG_DRAIN_CONNECTIONS,
         data_dir_after_drain_bytes,
+        churn_jobs: churned.as_ref().map_or(0, |churned| churned.churn.timing.jobs),
+        churn_seconds: churned.as_ref().map_or(0.0, |churned| churned.churn.timing.elapsed.as_secs_f64()),
+        churn_peak_rss_bytes: churned.as_ref().and_then(|churned| churned.peak_rss_bytes),
+        churn_slowest_round_trip_seconds: churned
+            .as_ref()
+            .map_or(0.0, |churned| churned.churn.slowest_round_trip.as_secs_f64()),
+        data_dir_after_churn_bytes,
     })
+}
+
+/// The churn phase and the memory it took.
+struct Churned {
+    churn: phases::Churn,
+    peak_rss_bytes: Option<u64>,
+}
+
+/// How often the churn phase samples the server's resident memory.
+const CHURN_RSS_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Passes `jobs` jobs through the loaded server (see [`phases::churn`]) while a thread samples
+/// its resident memory: what a server holding a large backlog needs while work keeps flowing,
+/// checkpoints and compactions included.
+fn churn(
+    runtime: &Runtime,
+    server: &ServerProcess,
+    connections: &[Connection],
+    jobs: u64,
+) -> Result<Churned, BenchError> {
+    let probe = runtime.block_on(Connection::connect(server.addr()))?;
+    let pid = server.pid();
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let sampling = sampling.clone();
+        std::thread::spawn(move || {
+            let mut peak = None;
+            while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(sample) = procfs::sample(pid) {
+                    peak = peak.max(Some(sample.rss_bytes));
+                }
+                std::thread::sleep(CHURN_RSS_SAMPLE_INTERVAL);
+            }
+            peak
+        })
+    };
+    let churn = runtime.block_on(phases::churn(
+        connections,
+        &probe,
+        &queue_name("churn", 0),
+        &queue_name("probe", 0),
+        jobs,
+        BACKLOG_FILL_BATCH,
+    ));
+    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+    let peak_rss_bytes = sampler.join().map_err(|_| BenchError::Unexpected("the memory sampler panicked".into()))?;
+    Ok(Churned { churn: churn?, peak_rss_bytes })
 }
 
 #[cfg(test)]

@@ -80,6 +80,10 @@ struct CompareArgs {
     /// Jobs of the large-backlog scenario, 0 to skip (default 1,000,000, or --jobs with --quick).
     #[arg(long)]
     backlog_jobs: Option<u64>,
+    /// Jobs passed through the loaded backlog before the restart, in rounds of 100,000 enqueued
+    /// then drained, 0 to skip (default: as many as the backlog holds).
+    #[arg(long)]
+    backlog_churn_jobs: Option<u64>,
     /// Jobs drained from the backlog after the restart (default: all of them).
     #[arg(long)]
     backlog_drain_jobs: Option<u64>,
@@ -171,6 +175,7 @@ fn compare_command(args: CompareArgs) -> Result<(), BenchError> {
         latency_rounds,
         backlog_jobs,
         backlog_drain_jobs: args.backlog_drain_jobs.unwrap_or(backlog_jobs),
+        backlog_churn_jobs: args.backlog_churn_jobs.unwrap_or(backlog_jobs),
     };
     let out = args.out.unwrap_or_else(|| workspace_dir().join("docs").join("benchmarks"));
     measure_and_write(&plan, &out)
@@ -185,6 +190,7 @@ fn smoke(ours_bin: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), BenchErr
         latency_rounds: 50,
         backlog_jobs: jobs,
         backlog_drain_jobs: jobs,
+        backlog_churn_jobs: jobs,
     };
     let temporary = tempfile::Builder::new().prefix("sepp-bench-smoke-").tempdir()?;
     let out = out.unwrap_or_else(|| temporary.path().to_path_buf());

@@ -6,6 +6,8 @@
 //! - [`drain`]: N workers reserve up to `batch` jobs and ack each one, until `jobs` are acked;
 //!   the clock stops at the last ack.
 //! - [`latency`]: one connection, sequential enqueue -> reserve -> ack round trips.
+//! - [`churn`]: jobs passing through a server that holds a large backlog, in rounds of enqueue
+//!   then drain, while one connection measures round trips.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -172,4 +174,64 @@ mod tests {
         assert_eq!(percentile(&samples, 0.999), 999.0);
         assert_eq!(percentile(&[7.0], 0.999), 7.0);
     }
+}
+
+/// Jobs enqueued and then drained per churn round: the backlog grows by at most this much.
+const CHURN_ROUND_JOBS: u64 = 100_000;
+
+/// What [`churn`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Churn {
+    pub timing: PhaseTiming,
+    /// The slowest enqueue -> reserve -> ack round trip of the probing connection.
+    pub slowest_round_trip: Duration,
+    pub round_trips: usize,
+}
+
+/// Passes `jobs` jobs through `queue` in rounds of enqueue (`batch` per call) then drain
+/// (reserve `batch`, ack each), while `probe` does sequential round trips through
+/// `probe_queue`, the way a latency-sensitive client would see the server meanwhile.
+pub async fn churn(
+    connections: &[Connection],
+    probe: &Connection,
+    queue: &str,
+    probe_queue: &str,
+    jobs: u64,
+    batch: u32,
+) -> Result<Churn, BenchError> {
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let prober = {
+        let (mut probe, done, probe_queue) = (probe.clone(), done.clone(), probe_queue.to_string());
+        tokio::spawn(async move {
+            let (mut slowest, mut round_trips) = (Duration::ZERO, 0);
+            while !done.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                probe.enqueue(&probe_queue, 1).await?;
+                for lease in probe.reserve(&probe_queue, 1).await? {
+                    probe.ack(&lease).await?;
+                }
+                slowest = slowest.max(started.elapsed());
+                round_trips += 1;
+            }
+            Ok::<_, BenchError>((slowest, round_trips))
+        })
+    };
+    let started = Instant::now();
+    let mut moved = 0;
+    let passed = async {
+        while moved < jobs {
+            let round = (jobs - moved).min(CHURN_ROUND_JOBS);
+            enqueue(connections, queue, round, batch).await?;
+            drain(connections, queue, round, batch).await?;
+            moved += round;
+        }
+        Ok::<_, BenchError>(())
+    }
+    .await;
+    let elapsed = started.elapsed();
+    done.store(true, Ordering::Relaxed);
+    let probed = prober.await.map_err(|error| BenchError::Unexpected(format!("probe task failed: {error}")))?;
+    passed?;
+    let (slowest_round_trip, round_trips) = probed?;
+    Ok(Churn { timing: PhaseTiming { jobs, elapsed }, slowest_round_trip, round_trips })
 }

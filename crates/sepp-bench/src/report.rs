@@ -289,11 +289,26 @@ fn backlog_table(out: &mut String, results: &Results) {
     let mut columns = vec!["measure".to_string(), "unit".to_string()];
     columns.extend(results.backlog.iter().map(|run| run.target.clone()));
     header(out, &columns);
-    let rows: [BacklogRow; 9] = [
+    let mut rows: Vec<BacklogRow> = vec![
         ("enqueue (8 conn x batch 256)", "jobs/s", |run| rate(Some(run.jobs as f64 / run.enqueue_seconds.max(1e-9)))),
         ("RSS with the backlog", "MB", |run| megabytes(run.rss_bytes)),
         ("peak RSS", "MB", |run| megabytes(run.peak_rss_bytes)),
         ("data directory", "MB", |run| megabytes(run.data_dir_bytes)),
+    ];
+    let churn_rows: [BacklogRow; 4] = [
+        ("more jobs through it (rounds of 100,000 enqueued, then drained)", "jobs/s", |run| {
+            format!("{} ({} jobs)", rate(Some(run.churn_jobs as f64 / run.churn_seconds.max(1e-9))), run.churn_jobs)
+        }),
+        ("peak RSS while they pass", "MB", |run| megabytes(run.churn_peak_rss_bytes)),
+        ("slowest round trip meanwhile (one connection)", "ms", |run| {
+            number(Some(run.churn_slowest_round_trip_seconds * 1e3), 1)
+        }),
+        ("data directory after they passed", "MB", |run| megabytes(run.data_dir_after_churn_bytes)),
+    ];
+    if results.backlog.iter().any(|run| run.churn_jobs > 0) {
+        rows.extend(churn_rows);
+    }
+    let restart_rows: [BacklogRow; 5] = [
         ("stop (SIGTERM until exit)", "s", |run| number(Some(run.stop_seconds), 2)),
         ("restart until GetServerInfo answers", "s", |run| number(Some(run.restart_seconds), 2)),
         ("RSS after restart", "MB", |run| megabytes(run.rss_after_restart_bytes)),
@@ -302,6 +317,7 @@ fn backlog_table(out: &mut String, results: &Results) {
         }),
         ("data directory after the drain", "MB", |run| megabytes(run.data_dir_after_drain_bytes)),
     ];
+    rows.extend(restart_rows);
     for (label, unit, cell) in rows {
         let cells: Vec<String> = results.backlog.iter().map(cell).collect();
         let _ = writeln!(out, "| {label} | {unit} | {} |", cells.join(" | "));
@@ -342,6 +358,15 @@ fn goals_table(out: &mut String, summary: &Summary) {
         let mb = |bytes: Option<u64>| bytes.map(|bytes| bytes as f64 / 1e6);
         let rss = mb(run.rss_bytes.max(run.peak_rss_bytes));
         rows.push((format!("RSS with {scale}"), "<= 300 MB".into(), rss, rss.is_some_and(|value| value <= 300.0)));
+        if run.churn_jobs > 0 {
+            let churning = mb(run.churn_peak_rss_bytes);
+            rows.push((
+                format!("RSS with {scale} while {} more pass through", run.churn_jobs),
+                "<= 300 MB".into(),
+                churning,
+                churning.is_some_and(|value| value <= 300.0),
+            ));
+        }
         let disk = mb(run.data_dir_bytes);
         rows.push((
             format!("data directory with {scale}"),
@@ -412,6 +437,28 @@ mod tests {
         assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
         assert_eq!(median(vec![5.0, 1.0, 3.0]), Some(3.0));
         assert_eq!(median(vec![]), None);
+    }
+
+    #[test]
+    fn results_without_a_churn_phase_render_without_its_rows() {
+        let run = r#"{"target": "ours sync_all", "jobs": 10, "enqueue_seconds": 1.0, "rss_bytes": 1,
+            "peak_rss_bytes": 1, "data_dir_bytes": 1, "stop_seconds": 0.1, "restart_seconds": 0.1,
+            "rss_after_restart_bytes": 1, "drained_jobs": 10, "drain_seconds": 1.0, "drain_connections": 50,
+            "data_dir_after_drain_bytes": 1}"#;
+        let mut results = Results::default();
+        results.backlog.push(serde_json::from_str(run).expect("a backlog run written before the churn phase"));
+        let mut out = String::new();
+        backlog_table(&mut out, &results);
+        assert!(out.contains("| RSS with the backlog | MB |"), "{out}");
+        assert!(!out.contains("while they pass"), "{out}");
+        results.backlog[0].churn_jobs = 10;
+        results.backlog[0].churn_seconds = 1.0;
+        let mut out = String::new();
+        backlog_table(&mut out, &results);
+        assert!(
+            out.contains("| more jobs through it (rounds of 100,000 enqueued, then drained) | jobs/s | 10 (10 jobs) |"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -135,4 +135,18 @@ pub struct BacklogRun {
     pub drain_seconds: f64,
     pub drain_connections: usize,
     pub data_dir_after_drain_bytes: Option<u64>,
+    /// Jobs passed through the loaded server before the restart (0: not measured; results
+    /// written before this phase existed read back as 0), and how long that took.
+    #[serde(default)]
+    pub churn_jobs: u64,
+    #[serde(default)]
+    pub churn_seconds: f64,
+    /// The largest resident memory seen while they passed (sampled every 10 ms).
+    #[serde(default)]
+    pub churn_peak_rss_bytes: Option<u64>,
+    /// The slowest enqueue -> reserve -> ack round trip of a probing connection meanwhile.
+    #[serde(default)]
+    pub churn_slowest_round_trip_seconds: f64,
+    #[serde(default)]
+    pub data_dir_after_churn_bytes: Option<u64>,
 }

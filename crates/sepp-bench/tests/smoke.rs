@@ -36,6 +36,11 @@ fn the_smoke_run_completes_every_phase_and_writes_tables_and_chart() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap()).unwrap();
     assert_eq!(results["targets"], serde_json::json!(["ours sync_all", "ours buffer", "ceiling"]));
     assert_eq!(results["backlog"].as_array().unwrap().len(), 1, "the backlog runs against ours sync_all");
+    let backlog = &results["backlog"][0];
+    assert_eq!(backlog["churn_jobs"], 300, "as many jobs pass through the loaded backlog as it holds");
+    assert!(backlog["churn_peak_rss_bytes"].as_u64().is_some_and(|bytes| bytes > 0), "{backlog}");
+    assert!(backlog["churn_slowest_round_trip_seconds"].as_f64().is_some_and(|seconds| seconds > 0.0), "{backlog}");
+    assert!(tables.contains("| peak RSS while they pass | MB |"), "{tables}");
     let svg = std::fs::read_to_string(out.path().join("throughput.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
 }
