@@ -80,7 +80,7 @@ struct CompareArgs {
     /// Jobs of the large-backlog scenario, 0 to skip (default 1,000,000, or --jobs with --quick).
     #[arg(long)]
     backlog_jobs: Option<u64>,
-    /// Jobs passed through the loaded backlog before the restart, in rounds of 100,000 enqueued
+    /// Jobs passed through the loaded backlog before the restart, in rounds of 20,000 enqueued
     /// then drained, 0 to skip (default: as many as the backlog holds).
     #[arg(long)]
     backlog_churn_jobs: Option<u64>,

@@ -296,7 +296,7 @@ fn backlog_table(out: &mut String, results: &Results) {
         ("data directory", "MB", |run| megabytes(run.data_dir_bytes)),
     ];
     let churn_rows: [BacklogRow; 4] = [
-        ("more jobs through it (rounds of 100,000 enqueued, then drained)", "jobs/s", |run| {
+        ("more jobs through it (rounds of 20,000 enqueued, then drained)", "jobs/s", |run| {
             format!("{} ({} jobs)", rate(Some(run.churn_jobs as f64 / run.churn_seconds.max(1e-9))), run.churn_jobs)
         }),
         ("peak RSS while they pass", "MB", |run| megabytes(run.churn_peak_rss_bytes)),
@@ -456,7 +456,7 @@ mod tests {
         let mut out = String::new();
         backlog_table(&mut out, &results);
         assert!(
-            out.contains("| more jobs through it (rounds of 100,000 enqueued, then drained) | jobs/s | 10 (10 jobs) |"),
+            out.contains("| more jobs through it (rounds of 20,000 enqueued, then drained) | jobs/s | 10 (10 jobs) |"),
             "{out}"
         );
     }
