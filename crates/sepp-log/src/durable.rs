@@ -31,9 +31,9 @@ use std::os::unix::fs::FileExt;
 
 use sepp_core::{JobId, JobPayload, PayloadData, Record, Snapshot, SnapshotEntry, StoredPayload};
 
-use crate::Log;
 use crate::codec::{Placement, Source};
 use crate::frame::{self, Read};
+use crate::{Log, Relocations};
 
 const FORMAT: &str = "sepp-log 1\n";
 const SEGMENT_MAGIC: &[u8; 8] = b"SEPPLOG1";
@@ -417,11 +417,11 @@ impl Log for DurableLog {
         Ok(())
     }
 
-    fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)> {
-        let Ok(done) = self.checkpointer.done.try_recv() else { return Vec::new() };
+    fn poll_checkpoint(&mut self) -> Relocations {
+        let Ok(done) = self.checkpointer.done.try_recv() else { return Relocations::default() };
         let Some(done) = done else {
             self.checkpointer.in_flight = false;
-            return Vec::new();
+            return Relocations::default();
         };
         self.history.retain(|index, _| *index >= done.base);
         self.checkpoint_bytes = done.bytes;
@@ -812,7 +812,7 @@ fn read_checkpoint(path: &Path, file: u32, apply: &mut impl FnMut(&Record)) -> R
 struct Completed {
     base: u64,
     bytes: u64,
-    relocations: Vec<(JobId, StoredPayload)>,
+    relocations: Relocations,
 }
 
 /// What the checkpoint thread is asked to do.
@@ -884,32 +884,31 @@ impl Checkpointer {
 }
 
 /// Writes the snapshot as `checkpoint-<base>.ckpt`, atomically (temp file, fsync, rename), one
-/// frame per chunk of the snapshot, freeing each chunk once it is encoded. Returns its size and
-/// the new place of every large payload.
+/// frame per chunk of the snapshot. Returns its size and the new place of every large payload
+/// (which keeps the snapshot's chunks: they name the jobs).
 fn write_checkpoint(
     dir: &Path,
     base: u64,
     snapshot: Snapshot,
     readers: &mut PayloadReader,
-) -> io::Result<(u64, Vec<(JobId, StoredPayload)>)> {
+) -> io::Result<(u64, Relocations)> {
     let tmp = dir.join(format!("checkpoint-{base:020}.tmp"));
     let file = File::create(&tmp)?;
     file.write_all_at(CHECKPOINT_MAGIC, 0)?;
     let mut bytes = CHECKPOINT_MAGIC.len() as u64;
     let mut buffer = Vec::with_capacity(1 << 20);
     let mut placements = Vec::new();
-    // At most one payload per entry; reserved whole, so that growing it never holds two copies.
-    let mut relocations = Vec::with_capacity(snapshot.len());
-    let file_id = checkpoint_file(base);
+    let mut relocations = Relocations::into_file(checkpoint_file(base));
     for chunk in snapshot.into_chunks().chain(std::iter::once(Vec::new())) {
         let loaded = chunk.iter().map(|entry| load_payload(entry, readers)).collect::<io::Result<Vec<_>>>()?;
-        drop(chunk);
         buffer.clear();
         frame::encode(&loaded, &mut buffer, &mut placements);
-        relocations.extend(placements.drain(..).map(|placement| {
-            let stored = StoredPayload { file: file_id, offset: bytes + placement.offset as u64, len: placement.len };
-            (placement.job_id, stored)
-        }));
+        drop(loaded);
+        let start = bytes;
+        relocations.push_chunk(
+            chunk,
+            placements.drain(..).map(|placement| (placement.job_id, start + placement.offset as u64)),
+        );
         write_paced(&file, bytes, &buffer)?;
         bytes += buffer.len() as u64;
     }

@@ -15,12 +15,14 @@ pub mod codec;
 pub mod frame;
 
 mod durable;
+mod relocations;
 
 use std::io;
 
 use sepp_core::{JobId, Record, Snapshot, StoredPayload};
 
 pub use durable::{DurableLog, LogOptions, OpenError, PersistMode, Recovery, TruncatedTail};
+pub use relocations::Relocations;
 
 /// Where the committer persists records.
 pub trait Log: Send {
@@ -40,7 +42,7 @@ pub trait Log: Send {
     /// When a checkpoint finished: the new places of the payloads it moved (apply them with
     /// `State::place_payload`, then call [`Log::reclaim`]). Empty otherwise, and also when the
     /// checkpoint moved nothing, which must be reclaimed all the same.
-    fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)>;
+    fn poll_checkpoint(&mut self) -> Relocations;
     /// Deletes the files a finished checkpoint replaced (nothing when no checkpoint finished).
     /// Call after applying all its relocations; no checkpoint starts before this is called.
     fn reclaim(&mut self);

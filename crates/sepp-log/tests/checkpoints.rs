@@ -78,7 +78,7 @@ fn no_checkpoint_starts_until_the_finished_one_is_reclaimed() {
     let mut rng = Rng::new(53);
     fill(log, dir.path(), &mut rng, 4);
     log.checkpoint(rng.records(500, 500).into_iter().collect()).expect("checkpoint");
-    let mut relocations = Vec::new();
+    let mut relocations = sepp_log::Relocations::default();
     wait_until("the checkpoint reports the payloads it moved", || {
         relocations = log.poll_checkpoint();
         !relocations.is_empty()

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{
     AtomicOutcome, DeadLetter, Delivery, Enqueued, Job, JobId, LeaseError, Nacked, NewJob, PayloadData, Policy, Record,
-    Rejection, State, StoredPayload, SweepReport, TimeMs,
+    Rejection, State, SweepReport, TimeMs,
 };
 use tokio::sync::oneshot;
 
@@ -238,7 +238,7 @@ pub fn spawn<E: Send + 'static>(
                 records: Vec::new(),
                 answers: Vec::new(),
                 served_generation: 0,
-                relocating: Vec::new().into_iter(),
+                relocating: sepp_log::Relocations::default(),
                 relocations_per_cycle: settings.relocations_per_cycle.max(1),
             };
             let state = committer.run();
@@ -271,7 +271,7 @@ struct Committer {
     /// The ready generation up to which the waiters were already offered jobs.
     served_generation: u64,
     /// Payload places a finished checkpoint moved that are not applied yet.
-    relocating: std::vec::IntoIter<(JobId, StoredPayload)>,
+    relocating: sepp_log::Relocations,
     relocations_per_cycle: usize,
 }
 
@@ -447,13 +447,13 @@ impl Committer {
     /// delete what it replaced. (A million relocations take the core about 80 ms, which no
     /// cycle's callers should wait for at once.)
     fn maintain_log(&mut self) {
-        if self.relocating.len() == 0 {
-            self.relocating = self.log.poll_checkpoint().into_iter();
+        if self.relocating.is_empty() {
+            self.relocating = self.log.poll_checkpoint();
         }
         for (job_id, stored) in self.relocating.by_ref().take(self.relocations_per_cycle) {
             self.state.place_payload(job_id, stored);
         }
-        if self.relocating.len() == 0 {
+        if self.relocating.is_empty() {
             self.log.reclaim();
         }
     }

@@ -176,12 +176,12 @@ impl sepp_log::Log for TestLog {
     fn checkpoint(&mut self, _snapshot: Snapshot) -> std::io::Result<()> {
         unreachable!("never wanted")
     }
-    fn poll_checkpoint(&mut self) -> Vec<(JobId, StoredPayload)> {
+    fn poll_checkpoint(&mut self) -> sepp_log::Relocations {
         let relocations = std::mem::take(&mut self.relocations);
         if !relocations.is_empty() {
             self.note(format!("poll {}", relocations.len()));
         }
-        relocations
+        sepp_log::Relocations::listed(relocations)
     }
     fn reclaim(&mut self) {
         self.note("reclaim".into());
