@@ -93,23 +93,25 @@ impl FromIterator<Record> for Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::JobId;
+    use crate::limits::Policy;
+    use crate::state::{State, StorageRules};
+    use crate::types::{JobId, NewJob};
+
+    /// A job as the state accepts it.
+    fn accepted_job() -> Arc<Job> {
+        let mut state = State::new(Arc::new(Policy::default()), StorageRules::default());
+        let mut records = Vec::new();
+        let job = NewJob { queue: "q".into(), job_type: "t".into(), ..NewJob::default() };
+        assert!(state.enqueue(0, vec![(JobId::new_v4(), job)], &mut records)[0].is_ok());
+        match records.remove(0) {
+            Record::JobAccepted { job, .. } => job,
+            other => panic!("an enqueue records the accepted job first, not {other:?}"),
+        }
+    }
 
     #[test]
     fn a_snapshot_gives_back_the_records_it_was_made_of_in_chunks() {
-        let job = Arc::new(Job {
-            id: JobId::new_v4(),
-            seq: 1,
-            queue: "q".into(),
-            job_type: "t".into(),
-            payload: None,
-            priority: 0,
-            trace_context: None,
-            enqueued_at_ms: 0,
-            max_attempts: 3,
-            custom: Default::default(),
-            scheduled_at_ms: None,
-        });
+        let job = accepted_job();
         let records: Vec<Record> = (0..SNAPSHOT_CHUNK + 3)
             .map(|index| match index % 3 {
                 0 => Record::JobRestored { job: job.clone(), state: JobState::Ready { attempt: 1 } },
