@@ -3,15 +3,16 @@
 //! A snapshot is taken on the committer and written by another thread while the state moves on,
 //! so it must not borrow the state; but copying a million jobs' records would cost more memory
 //! than the jobs themselves are allowed. So a live job is held as its shared `Arc<Job>` and its
-//! state (24 bytes, where a [`Record`] takes 64), every other record as a box, and the entries sit
-//! in chunks that the writer frees one by one as it goes.
+//! state (24 bytes, where a [`Record`] takes 64), every other record as a box, in chunks: the
+//! checkpoint writes one frame per chunk, and hands the chunks back to the committer, which lets
+//! them go as it takes the payloads' new places (`sepp_log::Relocations`).
 
 use std::sync::Arc;
 
 use crate::record::Record;
 use crate::types::{Job, JobState};
 
-/// Entries per chunk: a checkpoint writes, and then frees, one chunk at a time.
+/// Entries per chunk: a checkpoint writes one frame per chunk.
 pub const SNAPSHOT_CHUNK: usize = 4096;
 
 /// One record of a snapshot, held compactly.
@@ -74,7 +75,7 @@ impl Snapshot {
         self.chunks.iter().flatten().map(SnapshotEntry::to_record)
     }
 
-    /// The chunks, in order, each given up to the caller to free when it is done with it.
+    /// The chunks, in order.
     pub fn into_chunks(self) -> impl Iterator<Item = Vec<SnapshotEntry>> {
         self.chunks.into_iter()
     }
