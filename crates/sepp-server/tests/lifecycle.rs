@@ -27,7 +27,7 @@ fn version_prints_the_release_it_speaks_for() {
     for flag in ["--version", "-V"] {
         let run = run_to_exit(&[flag], dir.path(), &[]);
         assert!(run.status.success(), "{flag}: {:?}", run.status);
-        assert_eq!(run.stdout.trim(), "sepp 0.1.1");
+        assert_eq!(run.stdout.trim(), format!("sepp {}", server_version()));
     }
 }
 
@@ -149,17 +149,14 @@ async fn startup_logs_the_bound_address_and_the_settings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_answers_a_parked_reserve_with_no_jobs_and_exits_cleanly() {
-    let mut server = TestServer::start("");
-    let mut client = server.raw_client().await;
+    let mut server = TestServer::start_with_env("", &[PARKING_LOG]);
+    let client = server.raw_client().await;
     let queue = unique("parked");
     let mut request = reserve(&[&queue], 30_000);
     request.wait_timeout = Some(ms(60_000));
     let mut parked_client = client.clone();
     let parked = tokio::spawn(async move { parked_client.reserve(request).await });
-    // The reserve is in: an RPC sent after it on the same connection has been answered, and
-    // a moment later it is still waiting.
-    server_info(&mut client).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.wait_parked(1).await;
     assert!(!parked.is_finished(), "the reserve returned before its wait elapsed");
 
     let signalled = Instant::now();
