@@ -289,6 +289,25 @@ async fn a_lease_that_expired_while_the_server_was_down_is_redelivered() {
 
 // ---- hot reload ----------------------------------------------------------------------------
 
+/// Each reload's policy reaches the committer in the order of the reloads, so the last one is
+/// what the queue obeys (the depth cap is enforced on the committer, by its policy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_committer_obeys_the_last_of_several_reloads() {
+    let server = TestServer::start("[limits]\nmax_queue_depth = 0\n");
+    server.wait_for_log("watching config file for hot reload", Duration::from_secs(5)).await.expect("watching");
+    for depth in [5, 1, 7, 3, 2] {
+        let mark = server.log_mark();
+        server.write_config(&format!("[limits]\nmax_queue_depth = {depth}\n"));
+        server.wait_for_log_since(mark, "configuration reloaded", RELOAD_DEADLINE).await.expect("reloaded");
+    }
+    let mut client = server.raw_client().await;
+    let queue = unique("last-reload");
+    let jobs = (0..3).map(|_| job(&queue, "t")).collect();
+    let results = results(client.enqueue_batch(batch(jobs)).await.expect("enqueue").into_inner());
+    assert!(results[0].is_ok() && results[1].is_ok(), "{results:?}");
+    assert_eq!(results[2], Err(Reason::QueueFull(pb::QueueFull { queue, limit: 2 })));
+}
+
 #[tokio::test]
 async fn hot_reload_applies_strict_mode_keeps_running_config_on_errors_and_rotates_api_keys() {
     let server = TestServer::start("");
