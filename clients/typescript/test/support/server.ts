@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character starts every colour code.
 const ANSI = /\x1b\[[0-9;]*m/g;
 
 /** The server binary under test; the suites refuse to run without it. */
@@ -45,7 +46,9 @@ export class TestServer {
   static async start(options: ServerOptions = {}): Promise<TestServer> {
     const dir = mkdtempSync(join(tmpdir(), "sepp-js-test-"));
     const config = join(dir, "sepp.toml");
-    const storage = options.storage ?? 'persist_mode = "buffer"\ndead_letter_retention_ms = 86400000\nsweep_interval_ms = 50';
+    const storage =
+      options.storage ??
+      'persist_mode = "buffer"\ndead_letter_retention_ms = 86400000\nsweep_interval_ms = 50';
     writeFileSync(
       config,
       `[server]\nlisten_addr = "127.0.0.1:0"\ndb_path = ${JSON.stringify(join(dir, "data"))}\n${options.serverExtra ?? ""}\n\n` +
@@ -69,7 +72,9 @@ export class TestServer {
       createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", onLine);
       createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", onLine);
       child.once("error", reject);
-      child.once("exit", (code) => reject(new Error(`sepp exited with ${code} before listening:\n${lines.join("\n")}`)));
+      child.once("exit", (code) =>
+        reject(new Error(`sepp exited with ${code} before listening:\n${lines.join("\n")}`)),
+      );
     });
     server = new TestServer(child, port, dir);
     server.logs.push(...lines);
