@@ -397,21 +397,32 @@ export class SeppClient {
       const metadata = new grpc.Metadata();
       if (this.#authorization !== undefined) metadata.set("authorization", this.#authorization);
       injectTraceMetadata(metadata);
+      let call: grpc.ClientUnaryCall;
       const onAbort = () => call.cancel();
-      const call = this.#grpc.makeUnaryRequest(
-        method.path,
-        method.requestSerialize,
-        method.responseDeserialize,
-        request,
-        metadata,
-        { deadline: Date.now() + deadlineMs },
-        (error, response) => {
-          signal?.removeEventListener("abort", onAbort);
-          if (error) reject(error);
-          else if (response === undefined) reject({ code: grpc.status.INTERNAL, details: "empty response" });
-          else resolve(response);
-        },
-      );
+      try {
+        call = this.#grpc.makeUnaryRequest(
+          method.path,
+          method.requestSerialize,
+          method.responseDeserialize,
+          request,
+          metadata,
+          { deadline: Date.now() + deadlineMs },
+          (error, response) => {
+            signal?.removeEventListener("abort", onAbort);
+            if (error) reject(error);
+            else if (response === undefined)
+              reject({ code: grpc.status.INTERNAL, details: "empty response" });
+            else resolve(response);
+          },
+        );
+      } catch (error) {
+        // grpc-js throws when the channel was closed.
+        reject({
+          code: grpc.status.CANCELLED,
+          details: `the client is closed (${(error as Error).message})`,
+        });
+        return;
+      }
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
