@@ -16,6 +16,7 @@ import {
   TransportError,
   UnknownQueuesError,
   VERSION,
+  Worker,
 } from "../../src/index.js";
 import { RecordingLogger } from "../support/helpers.js";
 import { type MethodName, type StubAnswer, StubServer } from "../support/stub-server.js";
@@ -211,6 +212,70 @@ describe("malformed answers", () => {
     });
     const client = await SeppClient.connect(server.addr);
     await assert.rejects(client.reserve({ queues: ["nope"], leaseDuration: 1_000 }), UnknownQueuesError);
+    client.close();
+  });
+});
+
+describe("the Worker on the wire", () => {
+  test("its reserves carry the queues, lease, wait, batch size and worker id; acks the worker id", async () => {
+    let served = false;
+    const server = await stub({
+      reserve: () => {
+        if (served) return "hang";
+        served = true;
+        return { response: { jobs: [job()] } };
+      },
+      ack: () => ({ response: { jobId: "job-1" } }),
+    });
+    const client = await SeppClient.connect(server.addr);
+    const worker = new Worker(client, {
+      queues: ["a", "b"],
+      leaseDuration: 2_000,
+      waitTimeout: 5_000,
+      maxInFlight: 4,
+      maxJobs: 2,
+      workerId: "w-x",
+    });
+    await worker.catchAll(() => worker.shutdownHandle().shutdown()).run();
+    const first = server.callsOf("reserve")[0]?.request as wire.ReserveRequest;
+    assert.deepEqual(first, {
+      queues: ["a", "b"],
+      waitTimeout: { seconds: 5n, nanos: 0 },
+      leaseDuration: { seconds: 2n, nanos: 0 },
+      workerId: "w-x",
+      maxJobs: 2,
+    });
+    assert.deepEqual(server.callsOf("ack")[0]?.request, { jobId: "job-1", attempt: 1, workerId: "w-x" });
+    client.close();
+  });
+
+  test("without maxJobs a reserve asks for every free slot", async () => {
+    const server = await stub({ reserve: () => "hang" });
+    const client = await SeppClient.connect(server.addr);
+    const worker = new Worker(client, { queues: ["q"], leaseDuration: 1_000, maxInFlight: 5 });
+    const running = worker.catchAll(() => {}).run();
+    await server.waitForCalls("reserve");
+    worker.shutdownHandle().shutdown(); // cancels the pending long poll
+    await running;
+    assert.equal((server.callsOf("reserve")[0]?.request as wire.ReserveRequest).maxJobs, 5);
+    client.close();
+  });
+
+  test("a failed reserve is logged and retried after the backoff", async () => {
+    const server = await stub({ reserve: fail(status.UNAVAILABLE) });
+    const logger = new RecordingLogger();
+    const client = await SeppClient.connect(server.addr);
+    const worker = new Worker(client, {
+      queues: ["q"],
+      leaseDuration: 1_000,
+      reserveErrorBackoff: 10,
+      logger,
+    });
+    const running = worker.catchAll(() => {}).run();
+    await logger.waitFor("warn", /^reserve error: TransportError: .*; backing off for 10 ms$/, 3);
+    worker.shutdownHandle().shutdown();
+    await running;
+    assert.ok(server.callsOf("reserve").length >= 3);
     client.close();
   });
 });

@@ -3,6 +3,7 @@
  * fail with a chosen status, answer with malformed data, or never answer. It records every call
  * (method, request, metadata, deadline) so tests can check what the client put on the wire.
  */
+import { EventEmitter, once } from "node:events";
 import * as grpc from "@grpc/grpc-js";
 import { QueueServiceService } from "../../src/gen/sepp/v1/queue.js";
 
@@ -25,6 +26,7 @@ export class StubServer {
     readonly port: number,
     /** Every call received, in order. */
     readonly calls: RecordedCall[],
+    private readonly events: EventEmitter,
   ) {}
 
   get addr(): string {
@@ -37,6 +39,7 @@ export class StubServer {
   ): Promise<StubServer> {
     const server = new grpc.Server();
     const calls: RecordedCall[] = [];
+    const events = new EventEmitter();
     const implementation: grpc.UntypedServiceImplementation = {};
     for (const name of Object.keys(QueueServiceService) as MethodName[]) {
       implementation[name] = (
@@ -49,6 +52,7 @@ export class StubServer {
           metadata: call.metadata,
           deadline: call.getDeadline(),
         });
+        events.emit("call");
         const answer = answers[name]?.(call.request) ?? { code: grpc.status.UNIMPLEMENTED, details: "stub" };
         if (answer === "hang") return;
         if ("response" in answer) callback(null, answer.response);
@@ -62,7 +66,12 @@ export class StubServer {
         error ? reject(error) : resolve(bound),
       ),
     );
-    return new StubServer(server, port, calls);
+    return new StubServer(server, port, calls, events);
+  }
+
+  /** Resolves once `count` calls of `method` have arrived. */
+  async waitForCalls(method: MethodName, count = 1): Promise<void> {
+    while (this.callsOf(method).length < count) await once(this.events, "call");
   }
 
   /** The recorded calls of one method. */
