@@ -257,7 +257,8 @@ describe("the Worker on the wire", () => {
     await server.waitForCalls("reserve");
     worker.shutdownHandle().shutdown(); // cancels the pending long poll
     await running;
-    assert.equal((server.callsOf("reserve")[0]?.request as wire.ReserveRequest).maxJobs, 5);
+    const request = server.callsOf("reserve")[0]?.request as wire.ReserveRequest | undefined;
+    assert.equal(request?.maxJobs, 5);
     client.close();
   });
 
