@@ -3,6 +3,7 @@
  * `http://`, `https://`), the grpc-js channel options (keepalive, user agent, message size, TLS name
  * override), credentials, the API key header, and the eager first connection with its root cause.
  */
+import { createSecureContext } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { ConnectError, InvalidApiKeyError, ValidationError } from "./errors.js";
 import type { Logger } from "./logger.js";
@@ -90,11 +91,15 @@ export function channelOptions(options: ConnectOptions): grpc.ChannelOptions {
   return channel;
 }
 
-/** The channel credentials: TLS with the platform roots or the given CA, or plaintext. */
+/**
+ * The channel credentials: plaintext, or TLS trusting the given CA or else Node's default trust
+ * store (its bundled roots plus any added with NODE_EXTRA_CA_CERTS or the system-store flags).
+ */
 export function credentials(tls: boolean, options: ConnectOptions): grpc.ChannelCredentials {
   if (!tls) return grpc.credentials.createInsecure();
   const ca = options.tlsCaCert;
-  return grpc.credentials.createSsl(ca === undefined ? null : Buffer.from(ca));
+  const context = ca === undefined ? createSecureContext() : createSecureContext({ ca: Buffer.from(ca) });
+  return grpc.credentials.createFromSecureContext(context);
 }
 
 /**

@@ -7,7 +7,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { context, SpanKind, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
 import { Payload, SeppClient, Worker } from "../../src/index.js";
 import { freshQueue } from "../support/helpers.js";
 import { TestServer } from "../support/server.js";
@@ -47,7 +51,10 @@ describe("trace propagation", () => {
     assert.equal(enqueue.kind, SpanKind.CLIENT);
     assert.equal(enqueue.spanContext().traceId, parent.traceId);
     const [job] = (await client.reserve({ queues: [queue], leaseDuration: 1_000 })) ?? [];
-    assert.equal(job?.ctx.traceContext?.traceparent, `00-${parent.traceId}-${enqueue.spanContext().spanId}-01`);
+    assert.equal(
+      job?.ctx.traceContext?.traceparent,
+      `00-${parent.traceId}-${enqueue.spanContext().spanId}-01`,
+    );
   });
 
   test("a trace context given with the job wins over the active span", async () => {
@@ -102,7 +109,9 @@ describe("trace propagation", () => {
     assert.equal(traced.links[0]?.context.traceId, producer.traceId);
     assert.equal(traced.attributes["sepp.worker_id"], worker.workerId);
     assert.equal(activeInHandler.traced, traced.spanContext().spanId);
-    const ack = finished("sepp.ack").find((span) => span.parentSpanContext?.spanId === traced.spanContext().spanId);
+    const ack = finished("sepp.ack").find(
+      (span) => span.parentSpanContext?.spanId === traced.spanContext().spanId,
+    );
     assert.ok(ack, "the ack runs inside the process span");
     // The job enqueued outside any application span still carries its sepp.enqueue span's context.
     const withoutAppSpan = processes.find((span) => span.attributes["sepp.job_type"] === "no_app_span");

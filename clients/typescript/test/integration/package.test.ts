@@ -7,7 +7,16 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -67,16 +76,15 @@ describe("the packed package without @opentelemetry/api", () => {
 
   for (const [format, file, load] of [
     ["ESM", "main.mjs", 'import { Payload, SeppClient, Worker } from "sepp-js";'],
-    [
-      "CommonJS",
-      "main.cjs",
-      'const { Payload, SeppClient, Worker } = require("sepp-js");\n(async () => {',
-    ],
+    ["CommonJS", "main.cjs", 'const { Payload, SeppClient, Worker } = require("sepp-js");\n(async () => {'],
   ] as const) {
     test(`the ${format} build enqueues and works jobs, and stamps no trace context of its own`, () => {
       const source = format === "ESM" ? program(load) : `${program(load)}})();\n`;
       writeFileSync(join(app, file), source);
-      const output = execFileSync("node", [file, format], { cwd: app, env: { ...process.env, SEPP_ADDR: server.addr } });
+      const output = execFileSync("node", [file, format], {
+        cwd: app,
+        env: { ...process.env, SEPP_ADDR: server.addr },
+      });
       assert.deepEqual(JSON.parse(output.toString()), {
         plain: { traceContext: null, payload: { ok: true } },
         traced: { traceContext: { traceparent: TRACEPARENT }, payload: null },
@@ -96,8 +104,12 @@ describe("the packed package without @opentelemetry/api", () => {
       });
       void ack;
     `;
-    const imports = "Payload, SeppClient, Worker, HandlerError, Priority, isJobRejection, describeJobRejection";
-    writeFileSync(join(app, "esm.mts"), `import { ${imports}, type EnqueueAck } from "sepp-js";\n${consumer}\nexport {};\n`);
+    const imports =
+      "Payload, SeppClient, Worker, HandlerError, Priority, isJobRejection, describeJobRejection";
+    writeFileSync(
+      join(app, "esm.mts"),
+      `import { ${imports}, type EnqueueAck } from "sepp-js";\n${consumer}\nexport {};\n`,
+    );
     writeFileSync(
       join(app, "cjs.cts"),
       `import sepp = require("sepp-js");\nconst { ${imports} } = sepp;\ntype EnqueueAck = sepp.EnqueueAck;\nasync function main() {${consumer}}\nvoid main;\n`,
