@@ -14,7 +14,9 @@ import { Payload, SeppClient, Worker } from "sepp-js";
 
 // The context manager carries the active span across `await`; the provider prints finished spans.
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new ConsoleSpanExporter())] });
+const provider = new BasicTracerProvider({
+  spanProcessors: [new SimpleSpanProcessor(new ConsoleSpanExporter())],
+});
 trace.setGlobalTracerProvider(provider);
 const tracer = trace.getTracer("traced-example");
 
@@ -23,7 +25,11 @@ const queue = `traced-${process.pid}`;
 
 // Producer: the job carries the `sepp.enqueue` span's context (a child of `checkout`).
 await tracer.startActiveSpan("checkout", async (span) => {
-  const ack = await client.enqueue({ queue, jobType: "send_receipt", payload: Payload.json({ order: 1001 }) });
+  const ack = await client.enqueue({
+    queue,
+    jobType: "send_receipt",
+    payload: Payload.json({ order: 1001 }),
+  });
   console.log(`enqueued ${ack.jobId} in trace ${span.spanContext().traceId}`);
   span.end();
 });
@@ -34,7 +40,9 @@ const worker = new Worker(client, { queues: [queue], leaseDuration: 30_000, wait
 await worker
   .handle("send_receipt", async (payload, ctx) => {
     await tracer.startActiveSpan("render_receipt", async (span) => {
-      console.log(`rendering ${JSON.stringify(payload?.json())} for ${ctx.id}, produced in ${ctx.traceContext?.traceparent}`);
+      console.log(
+        `rendering ${JSON.stringify(payload?.json())} for ${ctx.id}, produced in ${ctx.traceContext?.traceparent}`,
+      );
       span.end();
     });
     worker.shutdownHandle().shutdown();

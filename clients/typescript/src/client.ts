@@ -398,7 +398,13 @@ export class SeppClient {
       if (this.#authorization !== undefined) metadata.set("authorization", this.#authorization);
       injectTraceMetadata(metadata);
       let call: grpc.ClientUnaryCall;
-      const onAbort = () => call.cancel();
+      // grpc-js starts a call's stream a few microtasks after creating it, and a cancel that comes
+      // before that start does not stop it: the request still reaches the server (where a reserve
+      // would then take jobs nobody receives). Cancelling again once the stream exists stops it.
+      const onAbort = () => {
+        call.cancel();
+        setImmediate(() => call.cancel());
+      };
       try {
         call = this.#grpc.makeUnaryRequest(
           method.path,

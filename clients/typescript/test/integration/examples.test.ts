@@ -16,7 +16,10 @@ before(async () => {
   server = await TestServer.start();
   dir = mkdtempSync(join(tmpdir(), "sepp-js-examples-"));
   // At run time `sepp-js` resolves to the built package, as it would for a user.
-  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { target: "ES2022", module: "ESNext" } }));
+  writeFileSync(
+    join(dir, "tsconfig.json"),
+    JSON.stringify({ compilerOptions: { target: "ES2022", module: "ESNext" } }),
+  );
 });
 
 after(async () => {
@@ -43,7 +46,14 @@ test("traced.ts prints the producer's spans and a sepp.process span linked to th
   const output = runExample("traced.ts");
   const traceId = /in trace ([0-9a-f]{32})/.exec(output)?.[1];
   assert.ok(traceId, output);
-  for (const name of ["checkout", "sepp.enqueue", "sepp.reserve", "sepp.process", "render_receipt", "sepp.ack"]) {
+  for (const name of [
+    "checkout",
+    "sepp.enqueue",
+    "sepp.reserve",
+    "sepp.process",
+    "render_receipt",
+    "sepp.ack",
+  ]) {
     assert.match(output, new RegExp(`name: '${name.replace(".", "\\.")}'`), name);
   }
   assert.match(output, new RegExp(`produced in 00-${traceId}-[0-9a-f]{16}-01`));

@@ -93,6 +93,27 @@ describe("metadata and deadlines", () => {
   });
 });
 
+describe("cancellation", () => {
+  test("a reserve aborted as soon as it is made is cancelled on the server as well", async () => {
+    // grpc-js still starts a call that was cancelled before its stream existed; a reserve left
+    // parked that way would take the next job and strand it under its lease.
+    const server = await stub({ reserve: () => "hang" });
+    const client = await SeppClient.connect(server.addr);
+    const controller = new AbortController();
+    const waiting = client.reserve({
+      queues: ["q"],
+      leaseDuration: 1_000,
+      waitTimeout: 300_000,
+      signal: controller.signal,
+    });
+    controller.abort();
+    await assert.rejects(waiting, TransportError);
+    await server.waitForCalls("reserve");
+    await server.callsOf("reserve")[0]?.cancelled; // never, if the stream were left open (its deadline is 310 s)
+    client.close();
+  });
+});
+
 describe("the retry policy on the wire", () => {
   test("transient failures are retried up to maxAttempts; the default policy makes one attempt", async () => {
     const server = await stub({ getServerInfo: fail(status.UNAVAILABLE), ack: fail(status.UNAVAILABLE) });

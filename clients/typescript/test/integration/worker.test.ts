@@ -156,8 +156,11 @@ describe("Worker", () => {
     const [record] = await client.drainDeadLetters({ queue, max: 10 });
     assert.equal(record?.lastReason, "no handler registered for job_type");
 
-    await client.enqueue({ queue, jobType: "mystery" });
-    const second = worker(queue);
+    // A queue of its own: a job enqueued right after the first worker's shutdown could otherwise go
+    // to its cancelled reserve before the server has seen the cancellation.
+    const other = freshQueue();
+    await client.enqueue({ queue: other, jobType: "mystery" });
+    const second = worker(other);
     const types: string[] = [];
     await second.worker
       .handle("known", () => {})
@@ -167,7 +170,7 @@ describe("Worker", () => {
       })
       .run();
     assert.deepEqual(types, ["mystery"]);
-    assert.equal(await hasReadyJob(queue), false);
+    assert.equal(await hasReadyJob(other), false);
   });
 
   test("no more than maxInFlight jobs are leased and handled at once", async () => {

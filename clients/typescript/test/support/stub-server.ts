@@ -18,6 +18,8 @@ export interface RecordedCall {
   request: unknown;
   metadata: grpc.Metadata;
   deadline: grpc.Deadline;
+  /** Resolves when the client cancels the call. */
+  cancelled: Promise<void>;
 }
 
 export class StubServer {
@@ -51,6 +53,7 @@ export class StubServer {
           request: call.request,
           metadata: call.metadata,
           deadline: call.getDeadline(),
+          cancelled: new Promise((resolve) => call.once("cancelled", () => resolve())),
         });
         events.emit("call");
         const answer = answers[name]?.(call.request) ?? { code: grpc.status.UNIMPLEMENTED, details: "stub" };
