@@ -34,6 +34,8 @@ step() {
 }
 
 step "npm ci" npm ci --no-audit --no-fund --prefer-offline
+# Tells tests/interop/run.sh that these dependencies match the lock file.
+sha256sum package-lock.json | cut -d' ' -f1 > node_modules/.sepp-lock.sha256
 # The committed stubs must be what buf and ts-proto generate from the proto today.
 step "code generation" npx buf generate ../../proto --template buf.gen.yaml --output "$scratch"
 if ! diff -r "$scratch/src/gen" src/gen >"$log" 2>&1; then
