@@ -36,6 +36,7 @@ import {
   BatchResultCountMismatchError,
   BatchValidationError,
   type ClientError,
+  ConnectError,
   EmptyBatchError,
   errorFromStatus,
   JobNotFoundError,
@@ -90,11 +91,16 @@ export class SeppClient {
   readonly #grpc: grpc.Client;
   readonly #authorization: string | undefined;
 
-  private constructor(channel: grpc.Client, options: ConnectOptions, authorization: string | undefined) {
+  private constructor(
+    channel: grpc.Client,
+    options: ConnectOptions,
+    authorization: string | undefined,
+    rpcTimeout: number,
+  ) {
     this.#grpc = channel;
     this.#authorization = authorization;
     this.retryPolicy = options.retryPolicy ?? new RetryPolicy();
-    this.rpcTimeout = checkMs("rpcTimeout", options.rpcTimeout ?? DEFAULT_RPC_TIMEOUT_MS, 1);
+    this.rpcTimeout = rpcTimeout;
     this.logger = options.logger ?? silentLogger;
   }
 
@@ -109,11 +115,22 @@ export class SeppClient {
     const authorization = options.apiKey === undefined ? undefined : authorizationHeader(options.apiKey);
     const logger = options.logger ?? silentLogger;
     const timeout = checkMs("connectTimeout", options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS, 1);
+    const rpcTimeout = checkMs("rpcTimeout", options.rpcTimeout ?? DEFAULT_RPC_TIMEOUT_MS, 1);
+    if (options.retryPolicy !== undefined && !(options.retryPolicy instanceof RetryPolicy)) {
+      throw new ValidationError("retryPolicy must be a RetryPolicy");
+    }
+    const settings = channelOptions(options);
+    let channelCredentials: grpc.ChannelCredentials;
+    try {
+      channelCredentials = credentials(tls, options);
+    } catch (error) {
+      throw new ConnectError(addr, `unusable TLS settings: ${(error as Error).message}`);
+    }
     if (authorization !== undefined && !tls) {
       logger.warn("API key configured without TLS; it will be sent to the server in plaintext", { addr });
     }
-    const channel = new grpc.Client(target, credentials(tls, options), channelOptions(options));
-    const client = new SeppClient(channel, options, authorization);
+    const channel = new grpc.Client(target, channelCredentials, settings);
+    const client = new SeppClient(channel, options, authorization, rpcTimeout);
     try {
       await connectChannel(channel, addr, timeout);
     } catch (error) {

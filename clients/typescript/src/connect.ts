@@ -3,6 +3,7 @@
  * `http://`, `https://`), the grpc-js channel options (keepalive, user agent, message size, TLS name
  * override), credentials, the API key header, and the eager first connection with its root cause.
  */
+import { X509Certificate } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { ConnectError, InvalidApiKeyError, ValidationError } from "./errors.js";
@@ -97,8 +98,10 @@ export function channelOptions(options: ConnectOptions): grpc.ChannelOptions {
  */
 export function credentials(tls: boolean, options: ConnectOptions): grpc.ChannelCredentials {
   if (!tls) return grpc.credentials.createInsecure();
-  const ca = options.tlsCaCert;
-  const context = ca === undefined ? createSecureContext() : createSecureContext({ ca: Buffer.from(ca) });
+  const ca = options.tlsCaCert === undefined ? undefined : Buffer.from(options.tlsCaCert);
+  // Node ignores a CA it cannot parse; refuse it here instead of failing the handshake later.
+  if (ca !== undefined) new X509Certificate(ca);
+  const context = ca === undefined ? createSecureContext() : createSecureContext({ ca });
   return grpc.credentials.createFromSecureContext(context);
 }
 

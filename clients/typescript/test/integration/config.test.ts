@@ -91,6 +91,17 @@ describe("TLS", () => {
     );
   });
 
+  test("a CA that is not a PEM certificate fails to connect, saying so", async () => {
+    await assert.rejects(
+      SeppClient.connect(server.addr, { tlsCaCert: "not a certificate" }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConnectError);
+        assert.match(error.reason, /unusable TLS settings/);
+        return true;
+      },
+    );
+  });
+
   test("an untrusted certificate, or plaintext to a TLS server, fails to connect", async () => {
     await assert.rejects(SeppClient.connect(`https://${server.addr}`), (error: unknown) => {
       assert.ok(error instanceof ConnectError);
