@@ -325,7 +325,7 @@ fn backlog_table(out: &mut String, results: &Results) {
     out.push('\n');
 }
 
-/// The figures issue 3 asks for, each with whether this run met it.
+/// The performance targets (docs/benchmarks.md), each with whether this run met it.
 fn goals_table(out: &mut String, summary: &Summary) {
     let results = summary.results;
     let ours = format!("{OURS} sync_all");

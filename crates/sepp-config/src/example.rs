@@ -157,7 +157,7 @@ mod tests {
     use super::*;
     use crate::load_str;
 
-    /// Every key of SPEC 4.2, by section.
+    /// Every key of the schema (docs/configuration.md#keys), by section.
     const EVERY_KEY: &[(&str, &[&str])] = &[
         ("server", &["listen_addr", "db_path", "tls_cert_path", "tls_key_path", "strict_queues"]),
         ("auth", &["api_keys"]),

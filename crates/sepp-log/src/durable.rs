@@ -39,7 +39,7 @@ const FORMAT: &str = "sepp-log 1\n";
 const SEGMENT_MAGIC: &[u8; 8] = b"SEPPLOG1";
 const CHECKPOINT_MAGIC: &[u8; 8] = b"SEPPCKP1";
 
-/// How much of a write is made durable before the committer answers (SPEC 6.3).
+/// How much of a write is made durable before the committer answers (docs/storage.md#group-commit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PersistMode {
     /// fsync: data and metadata on disk.

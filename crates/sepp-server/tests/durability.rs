@@ -1,5 +1,5 @@
 //! Durability of the real binary: every kind of state survives a graceful stop (SIGTERM) and a
-//! crash (SIGKILL), and a crash loop under load loses no acknowledged operation (SPEC 6.4).
+//! crash (SIGKILL), and a crash loop under load loses no acknowledged operation (docs/storage.md#recovery).
 
 mod common;
 
@@ -193,7 +193,7 @@ async fn live_leases_keep_their_attempt_after_sigkill() {
 }
 
 /// Idempotency keys keep the window they were given at insert, even when the configured window
-/// changes across the restart (SPEC 2.11), and acked jobs still deduplicate.
+/// changes across the restart (docs/protocol.md#idempotency-keys), and acked jobs still deduplicate.
 async fn dedup_records_keep_their_pinned_deadline(stop: Stop) {
     let mut server = TestServer::start("[storage]\ndedup_window_ms = 1500\n");
     let queue = unique("dedup");
@@ -290,7 +290,7 @@ async fn dead_letters_survive_with_their_records_after_sigkill() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_write_poisons_storage_and_the_server_exits_saying_why() {
     if is_reference() {
-        // SPEC 6.3: sepp 0.1 aborts on a persist failure.
+        // sepp 0.1 aborts on a persist failure (docs/operations.md#what-differs).
         return;
     }
     let mut server = TestServer::start_with_file_size_limit("", 1 << 20);
