@@ -9,7 +9,8 @@
 //! # Layout
 //!
 //! - `schema`: the typed sections and their defaults (docs/configuration.md#keys).
-//! - `load`: discovery, the layering pipeline and [`ConfigError`].
+//! - `keys`: every known key, and the report of unknown ones with a "did you mean".
+//! - `load`: discovery, the layering pipeline, [`ConfigError`] and [`ConfigWarning`].
 //! - `env`: the environment-variable convention and value parsing.
 //! - `validate`: every rule of docs/configuration.md#keys, including the per-queue merged limits.
 //! - `policy`: the merge into `sepp_core::Policy`, boot-pinned dedup windows, restart-only fields.
@@ -18,6 +19,7 @@
 
 mod env;
 mod example;
+mod keys;
 mod load;
 mod policy;
 mod schema;
@@ -26,7 +28,11 @@ mod watch;
 
 pub use env::env_key;
 pub use example::example;
-pub use load::{ConfigError, ConfigSource, discover, load, load_str, load_with_env};
+pub use keys::{UnknownKey, known_keys};
+pub use load::{
+    CheckReport, ConfigError, ConfigSource, ConfigWarning, Loaded, check_with_env, discover, load, load_str, load_with_env,
+    process_env,
+};
 pub use policy::RESTART_ONLY;
 pub use schema::{
     AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, Config, LimitsConfig, LogFormat, LoggingConfig,
