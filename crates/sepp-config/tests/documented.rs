@@ -3,9 +3,9 @@
 //! environment variable. A key added to the schema without a row in that page fails here, and
 //! so does a row for a key that no longer exists.
 //!
-//! The keys and their defaults come from `sepp_config::example()`, which its own tests hold to
-//! the schema (every key shown, every active value the default): the example as printed gives
-//! the defaults, and with its commented-out keys enabled it gives every key.
+//! The keys are `sepp_config::known_keys()`; their defaults come from `sepp_config::example()`,
+//! which its own tests hold to the schema (every active value is the default, keys without one
+//! are commented out).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,47 +34,20 @@ fn page() -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("read {}: {error}", path.display()))
 }
 
-/// The example with its commented-out keys, list entries and sections enabled (the same rule
-/// the example's own test uses to show they are meant to be enabled as they stand).
-fn uncommented_example() -> String {
-    sepp_config::example()
-        .lines()
-        .map(|line| match line.strip_prefix("# ") {
-            Some(rest) if rest.contains(" = ") || rest.starts_with('[') => rest,
-            Some(rest) if rest.starts_with("  {") || rest == "]" => rest,
-            _ => line,
-        })
-        .map(|line| format!("{line}\n"))
-        .collect()
-}
-
+/// Every key of `sepp_config::known_keys()`, with its default from the example.
 fn schema_keys() -> BTreeMap<String, SchemaKey> {
     let defaults: Table = sepp_config::example().parse().expect("the example is TOML");
-    let every: Table = uncommented_example().parse().expect("the uncommented example is TOML");
-    let mut keys = BTreeMap::new();
-    for (section, body) in &every {
-        match body {
-            Value::Table(table) => {
-                for (key, value) in table {
-                    let name = format!("{section}.{key}");
-                    let default = defaults.get(section).and_then(|s| s.get(key)).cloned();
-                    add_entry_fields(&mut keys, &name, value);
-                    keys.insert(name, SchemaKey { default, in_entry: false });
-                }
-            }
-            // `[[queues]]`: only its entries' fields are keys.
-            array => add_entry_fields(&mut keys, section, array),
-        }
-    }
-    keys
-}
-
-/// The fields of a list of tables (`auth.api_keys`, `admin.keys`, `queues`) as `name[].field`.
-fn add_entry_fields(keys: &mut BTreeMap<String, SchemaKey>, name: &str, value: &Value) {
-    let Some(Value::Table(entry)) = value.as_array().and_then(|entries| entries.first()) else { return };
-    for field in entry.keys() {
-        keys.insert(format!("{name}[].{field}"), SchemaKey { default: None, in_entry: true });
-    }
+    sepp_config::known_keys()
+        .iter()
+        .map(|key| {
+            let in_entry = key.contains("[]");
+            let default = match key.split_once('.') {
+                Some((section, field)) if !in_entry => defaults.get(section).and_then(|s| s.get(field)).cloned(),
+                _ => None,
+            };
+            (key.to_string(), SchemaKey { default, in_entry })
+        })
+        .collect()
 }
 
 /// The rows of the page's key tables: lines `| `key` | default | applies | env | text |`.
