@@ -386,7 +386,7 @@ fn goals_table(out: &mut String, summary: &Summary) {
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(out, "### Issue 3 targets (`sync_all`)\n");
+    let _ = writeln!(out, "### Performance targets (`sync_all`)\n");
     header(out, &["goal".into(), "wanted".into(), "measured".into(), "met".into()]);
     for (label, wanted, measured, met) in rows {
         let shown = match (wanted.contains('%'), measured) {
