@@ -89,7 +89,7 @@ command_queue_capacity = 4096
 
 [logging]
 # An EnvFilter directive; RUST_LOG, when set, replaces it (restart).
-level = "info,lsm_tree=warn,fjall=warn"
+level = "info"
 # "text" or "json" (restart).
 format = "text"
 

@@ -58,7 +58,10 @@ const SECTIONS: &[(&str, &[&str])] = &[
     ("logging", &["level", "format"]),
     ("tracing", &["enabled", "otlp_endpoint", "service_name", "sample_ratio"]),
     ("metrics", &["enabled", "otlp_endpoint", "export_interval_ms", "prometheus_enabled", "prometheus_listen_addr"]),
-    ("admin", &["enabled", "listen_addr", "tls_cert_path", "tls_key_path", "keys", "session_ttl_ms", "stats_history_ms"]),
+    (
+        "admin",
+        &["enabled", "listen_addr", "tls_cert_path", "tls_key_path", "keys", "session_ttl_ms", "stats_history_ms"],
+    ),
     (
         "queues[]",
         &[

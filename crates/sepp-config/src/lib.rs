@@ -30,12 +30,13 @@ pub use env::env_key;
 pub use example::example;
 pub use keys::{UnknownKey, known_keys};
 pub use load::{
-    CheckReport, ConfigError, ConfigSource, ConfigWarning, Loaded, check_with_env, discover, load, load_str, load_with_env,
-    process_env,
+    CheckReport, ConfigError, ConfigSource, ConfigWarning, Loaded, check_with_env, discover, load, load_str,
+    load_with_env, process_env,
 };
 pub use policy::RESTART_ONLY;
 pub use schema::{
     AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, Config, LimitsConfig, LogFormat, LoggingConfig,
-    MetricsConfig, PersistMode, QueueConfig, RetryBackoff, ServerConfig, StorageConfig, TracingConfig,
+    MetricsConfig, QueueConfig, RetryBackoff, ServerConfig, StorageConfig, TracingConfig,
 };
+pub use sepp_core::PersistMode;
 pub use watch::{ConfigWatcher, watch};

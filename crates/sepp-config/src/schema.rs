@@ -11,6 +11,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
+use sepp_core::PersistMode;
 use serde::Deserialize;
 
 /// The whole configuration after defaults, file and environment have been layered.
@@ -157,20 +158,20 @@ impl Default for LimitsConfig {
     }
 }
 
-/// How hard the committer pushes each cycle to disk.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum PersistMode {
-    #[default]
-    SyncAll,
-    SyncData,
-    Buffer,
+/// `storage.persist_mode` by its name.
+fn persist_mode<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<PersistMode, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    PersistMode::parse(&name).ok_or_else(|| {
+        let names: Vec<&'static str> = PersistMode::ALL.iter().map(|(name, _)| *name).collect();
+        serde::de::Error::unknown_variant(&name, Box::leak(names.into_boxed_slice()))
+    })
 }
 
 /// `[storage]`: all restart-only.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct StorageConfig {
+    #[serde(deserialize_with = "persist_mode")]
     pub persist_mode: PersistMode,
     pub sweep_interval_ms: u64,
     pub sweep_limit: u64,
@@ -223,7 +224,7 @@ pub struct LoggingConfig {
 
 impl Default for LoggingConfig {
     fn default() -> Self {
-        LoggingConfig { level: "info,lsm_tree=warn,fjall=warn".to_owned(), format: LogFormat::Text }
+        LoggingConfig { level: "info".to_owned(), format: LogFormat::Text }
     }
 }
 

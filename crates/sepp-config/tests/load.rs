@@ -54,7 +54,7 @@ fn empty_file_gives_all_defaults() {
     assert_eq!(s.command_queue_capacity, 4_096);
     assert_eq!((s.cache_size_bytes, s.max_journaling_size_bytes), (None, None));
     assert_eq!((s.max_cached_files, s.worker_threads), (None, None));
-    assert_eq!(c.logging.level, "info,lsm_tree=warn,fjall=warn");
+    assert_eq!(c.logging.level, "info");
     assert_eq!(c.logging.format, LogFormat::Text);
     assert!(!c.tracing.enabled);
     assert_eq!(c.tracing.otlp_endpoint, "http://localhost:4317");
@@ -370,7 +370,9 @@ fn an_unknown_key_from_the_environment_names_its_variable() {
     let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
         warnings,
-        ["environment variable SEPP_STORAGE__PERSIST_MOD: storage.persist_mod is not a known key; did you mean storage.persist_mode?"]
+        [
+            "environment variable SEPP_STORAGE__PERSIST_MOD: storage.persist_mod is not a known key; did you mean storage.persist_mode?"
+        ]
     );
 }
 

@@ -1,7 +1,7 @@
 //! The limits and policies the queue rules obey, already resolved per queue.
 //!
 //! This module owns the *values*; it does not parse configuration files or environment variables
-//! (that is the server's `config` module, which builds a [`Policy`] from them). A `Policy` is
+//! (that is the `sepp-config` crate, which builds a [`Policy`] from them). A `Policy` is
 //! immutable: a hot reload builds a new one and hands it to the state machine.
 
 use std::collections::HashMap;

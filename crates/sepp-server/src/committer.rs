@@ -150,17 +150,19 @@ impl CommitterHandle {
         self.sender.send_async(command).await.map_err(|_| Stopped)
     }
 
-    /// Commands waiting in the channel.
-    pub fn queued(&self) -> usize {
-        self.sender.len()
+    /// Sends a command from a thread outside the runtime, blocking while the channel is full.
+    pub fn send_blocking(&self, command: Command) -> Result<(), Stopped> {
+        self.sender.send(command).map_err(|_| Stopped)
     }
 
     /// Resolves, with the reason, once a failed write poisoned storage. Never resolves for a
     /// committer that works, or that stopped without failing.
     pub async fn poisoned(&self) -> String {
         let mut poison = self.poison.clone();
-        match poison.wait_for(Option::is_some).await {
-            Ok(reason) => reason.clone().unwrap_or_default(),
+        // The reason is copied out first: the watch's read guard must not live across an await.
+        let reason = poison.wait_for(Option::is_some).await.map(|reason| reason.clone().unwrap_or_default());
+        match reason {
+            Ok(reason) => reason,
             Err(_) => std::future::pending().await,
         }
     }
@@ -194,11 +196,40 @@ pub struct CommitterSettings {
     pub sweep_interval_ms: u64,
     /// How many payload places of a finished checkpoint one cycle applies.
     pub relocations_per_cycle: usize,
+    /// Where each cycle reads its `now`.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl CommitterSettings {
     /// A cycle's share of a checkpoint's relocations: about a millisecond of work.
     pub const RELOCATIONS_PER_CYCLE: usize = 16_384;
+}
+
+/// Where the server reads the time: once per committer cycle (every decision of the cycle uses
+/// that one reading), and for the checks of a request that need it (a schedule's horizon). The
+/// server runs on [`SystemClock`]; tests pass a clock they move themselves, so that leases,
+/// schedules and dedup windows expire when the test says, not when the machine gets to it.
+pub trait Clock: Send + Sync + 'static {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> TimeMs;
+}
+
+/// The wall clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> TimeMs {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as TimeMs)
+    }
+}
+
+/// The text of a panic's payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(message), _) => message,
+        (None, Some(message)) => message,
+        (None, None) => "(no message)",
+    }
 }
 
 /// Starts the committer thread. The thread first runs `open`, which recovers the state and the
@@ -212,6 +243,7 @@ pub fn spawn<E: Send + 'static>(
 ) -> Result<(CommitterHandle, Closed), E> {
     let (sender, receiver) = flume::bounded(settings.command_queue_capacity.max(1));
     let (poison, poison_receiver) = tokio::sync::watch::channel(None);
+    let poison_on_panic = poison.clone();
     let (opened, open_result) = std::sync::mpsc::sync_channel(1);
     let (closed, closed_receiver) = oneshot::channel();
     let thread = std::thread::Builder::new()
@@ -240,10 +272,23 @@ pub fn spawn<E: Send + 'static>(
                 served_generation: 0,
                 relocating: sepp_log::Relocations::default(),
                 relocations_per_cycle: settings.relocations_per_cycle.max(1),
+                clock: settings.clock,
             };
-            let state = committer.run();
-            let _ = closed.send(());
-            drop(state);
+            // A panic is a broken invariant. It poisons storage like a failed write: callers of
+            // the cycle hear INTERNAL, later calls too, and the server stops and says why,
+            // rather than serving on with a dead committer.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| committer.run())) {
+                Ok(state) => {
+                    let _ = closed.send(());
+                    drop(state);
+                }
+                Err(panic) => {
+                    let reason = format!("the committer thread panicked: {}", panic_message(&*panic));
+                    tracing::error!(%reason, "storage is poisoned and the server stops");
+                    poison_on_panic.send_replace(Some(reason));
+                    let _ = closed.send(());
+                }
+            }
         })
         .expect("spawn the committer thread");
     match open_result.recv() {
@@ -273,11 +318,7 @@ struct Committer {
     /// Payload places a finished checkpoint moved that are not applied yet.
     relocating: sepp_log::Relocations,
     relocations_per_cycle: usize,
-}
-
-/// Wall-clock now in milliseconds: the one clock read of a cycle.
-pub fn now_ms() -> TimeMs {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as TimeMs)
+    clock: Arc<dyn Clock>,
 }
 
 impl Committer {
@@ -310,7 +351,7 @@ impl Committer {
     /// When the loop must wake even without commands: the next sweep deadline, the next waiter
     /// deadline, or the sweep interval, whichever is first.
     fn next_wake(&self) -> Instant {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let deadlines =
             self.state.next_deadline_ms().into_iter().chain(self.waiters.iter().map(|waiter| waiter.deadline_ms));
         let wait = deadlines
@@ -324,7 +365,7 @@ impl Committer {
 
     /// One cycle over `group`. False when storage is poisoned and the committer must stop.
     fn cycle(&mut self, group: &mut Vec<Command>) -> bool {
-        let now_ms = now_ms();
+        let now_ms = self.clock.now_ms();
         if self.state.next_deadline_ms().is_some_and(|deadline_ms| deadline_ms <= now_ms) {
             self.sweep(now_ms);
         }
@@ -366,6 +407,8 @@ impl Committer {
                 let jobs = self.state.reserve(now_ms, &plan, records);
                 if jobs.is_empty() && plan.wait_ms > 0 && !self.closing {
                     let deadline_ms = now_ms.saturating_add(plan.wait_ms as TimeMs);
+                    // Tests (and an operator at debug level) wait on this line, not on a sleep.
+                    tracing::debug!(queues = plan.queues.len(), wait_ms = plan.wait_ms, "reserve parked");
                     self.waiters.push_back(Waiter { plan, deadline_ms, reply });
                     return;
                 }
@@ -453,8 +496,11 @@ impl Committer {
         for (job_id, stored) in self.relocating.by_ref().take(self.relocations_per_cycle) {
             self.state.place_payload(job_id, stored);
         }
-        if self.relocating.is_empty() {
-            self.log.reclaim();
+        if self.relocating.is_empty()
+            && let Err(error) = self.log.reclaim()
+        {
+            // The old files stay until a later cycle manages; nothing acknowledged is at stake.
+            tracing::warn!(%error, "deleting log files a checkpoint replaced failed; trying again next cycle");
         }
     }
 

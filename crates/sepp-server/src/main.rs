@@ -3,12 +3,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::io::IsTerminal;
+
 use clap::{Parser, Subcommand};
 use sepp_config::{Config, LogFormat};
+use sepp_server::logtext::Bounded;
+use sepp_server::service::SERVER_VERSION;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(name = "sepp", version = sepp_server::service::SERVER_VERSION, about = "A small, durable job queue server")]
+#[command(name = "sepp", version = SERVER_VERSION, about = "A small, durable job queue server")]
 struct Cli {
     /// Path of the configuration file (default: ./sepp.toml when it exists).
     #[arg(long, global = true, env = "SEPP_CONFIG")]
@@ -30,6 +34,9 @@ enum Commands {
 enum ConfigCommand {
     /// Print a commented example configuration, equal to the defaults.
     Example,
+    /// Check a configuration file, with the environment's SEPP_* overrides applied: print every
+    /// warning and error, and exit 1 if there is an error.
+    Check,
 }
 
 fn main() -> ExitCode {
@@ -37,16 +44,24 @@ fn main() -> ExitCode {
     #[cfg(unix)]
     ignore_file_size_signal();
     let cli = Cli::parse();
-    if let Some(Commands::Config { command: ConfigCommand::Example }) = cli.command {
-        print!("{}", sepp_config::example());
-        return ExitCode::SUCCESS;
-    }
     let source = sepp_config::discover(cli.config, &|name| std::env::var(name).ok());
-    let config = match sepp_config::load(&source) {
-        Ok(config) => config,
+    match cli.command {
+        Some(Commands::Config { command: ConfigCommand::Example }) => {
+            print!("{}", sepp_config::example());
+            return ExitCode::SUCCESS;
+        }
+        Some(Commands::Config { command: ConfigCommand::Check }) => return check_config(&source),
+        None => {}
+    }
+    let sepp_config::Loaded { config, warnings } = match sepp_config::load(&source) {
+        Ok(loaded) => loaded,
         Err(error) => return fail(&error),
     };
     init_logging(&config);
+    tracing::info!(version = SERVER_VERSION, "starting sepp");
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
     tracing::debug!("configuration loaded");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -55,7 +70,8 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         let listener = sepp_server::server::bind(&config).await?;
         let reload = Some(sepp_server::server::ReloadSource { source });
-        sepp_server::server::run(config, listener, reload, shutdown_signal()).await
+        let clock = std::sync::Arc::new(sepp_server::committer::SystemClock);
+        sepp_server::server::run(config, listener, reload, clock, shutdown_signal()).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -72,23 +88,59 @@ fn ignore_file_size_signal() {
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
 }
 
+/// `sepp config check`: every warning and error of the configuration `source` names, with the
+/// environment overlay, on stdout; exit 1 when there is an error.
+fn check_config(source: &sepp_config::ConfigSource) -> ExitCode {
+    let report = sepp_config::check_with_env(source, &sepp_config::process_env());
+    let shown = source.path.display();
+    let exists = source.path.exists();
+    for warning in &report.warnings {
+        println!("warning: {warning}");
+    }
+    for error in &report.errors {
+        println!("error: {error}");
+    }
+    let (warnings, errors) = (report.warnings.len(), report.errors.len());
+    let file = if exists { format!("{shown}") } else { format!("{shown} (not found: the defaults)") };
+    println!("{file}: {errors} error(s), {warnings} warning(s)");
+    if errors > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
 fn fail(error: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("error: {error}");
     ExitCode::FAILURE
 }
 
-/// Logs go to stdout; `RUST_LOG` replaces `logging.level`.
+/// Logs go to stdout; `RUST_LOG` replaces `logging.level`. Text logs are coloured only on a
+/// terminal, unless the environment forces it either way.
 fn init_logging(config: &Config) {
-    let filter = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|directives| EnvFilter::try_new(directives).ok())
+    let from_env =
+        std::env::var("RUST_LOG").ok().map(|directives| (EnvFilter::try_new(&directives).is_ok(), directives));
+    let filter = from_env
+        .as_ref()
+        .and_then(|(valid, directives)| valid.then(|| EnvFilter::new(directives)))
         .or_else(|| EnvFilter::try_new(&config.logging.level).ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stdout);
     match config.logging.format {
         LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.with_ansi(true).init(),
+        LogFormat::Text => {
+            builder.with_ansi(colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok())).init()
+        }
     }
+    if let Some((false, directives)) = &from_env {
+        tracing::warn!(rust_log = %Bounded(directives), "RUST_LOG is not a valid filter; using logging.level instead");
+    }
+}
+
+/// Whether text logs carry ANSI colours: on a terminal, unless `NO_COLOR` is set; elsewhere
+/// only when `CLICOLOR_FORCE` or `FORCE_COLOR` is set to something other than `0`.
+fn colour(terminal: bool, env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let set = |name: &str| env(name).is_some_and(|value| !value.is_empty() && value != "0");
+    if set("CLICOLOR_FORCE") || set("FORCE_COLOR") {
+        return true;
+    }
+    terminal && env("NO_COLOR").is_none_or(|value| value.is_empty())
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -105,4 +157,27 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = interrupt.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string())
+    }
+
+    #[test]
+    fn colour_is_on_only_on_a_terminal_by_default() {
+        assert!(colour(true, &env(&[])));
+        assert!(!colour(false, &env(&[])));
+    }
+
+    #[test]
+    fn the_environment_can_force_colour_either_way() {
+        assert!(colour(false, &env(&[("CLICOLOR_FORCE", "1")])));
+        assert!(colour(false, &env(&[("FORCE_COLOR", "true")])));
+        assert!(!colour(false, &env(&[("FORCE_COLOR", "0")])));
+        assert!(!colour(true, &env(&[("NO_COLOR", "1")])));
+    }
 }

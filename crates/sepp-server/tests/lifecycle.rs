@@ -27,7 +27,7 @@ fn version_prints_the_release_it_speaks_for() {
     for flag in ["--version", "-V"] {
         let run = run_to_exit(&[flag], dir.path(), &[]);
         assert!(run.status.success(), "{flag}: {:?}", run.status);
-        assert_eq!(run.stdout.trim(), "sepp 0.1.1");
+        assert_eq!(run.stdout.trim(), format!("sepp {}", server_version()));
     }
 }
 
@@ -149,17 +149,14 @@ async fn startup_logs_the_bound_address_and_the_settings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_answers_a_parked_reserve_with_no_jobs_and_exits_cleanly() {
-    let mut server = TestServer::start("");
-    let mut client = server.raw_client().await;
+    let mut server = TestServer::start_with_env("", &[PARKING_LOG]);
+    let client = server.raw_client().await;
     let queue = unique("parked");
     let mut request = reserve(&[&queue], 30_000);
     request.wait_timeout = Some(ms(60_000));
     let mut parked_client = client.clone();
     let parked = tokio::spawn(async move { parked_client.reserve(request).await });
-    // The reserve is in: an RPC sent after it on the same connection has been answered, and
-    // a moment later it is still waiting.
-    server_info(&mut client).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.wait_parked(1).await;
     assert!(!parked.is_finished(), "the reserve returned before its wait elapsed");
 
     let signalled = Instant::now();
@@ -291,6 +288,25 @@ async fn a_lease_that_expired_while_the_server_was_down_is_redelivered() {
 }
 
 // ---- hot reload ----------------------------------------------------------------------------
+
+/// Each reload's policy reaches the committer in the order of the reloads, so the last one is
+/// what the queue obeys (the depth cap is enforced on the committer, by its policy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_committer_obeys_the_last_of_several_reloads() {
+    let server = TestServer::start("[limits]\nmax_queue_depth = 0\n");
+    server.wait_for_log("watching config file for hot reload", Duration::from_secs(5)).await.expect("watching");
+    for depth in [5, 1, 7, 3, 2] {
+        let mark = server.log_mark();
+        server.write_config(&format!("[limits]\nmax_queue_depth = {depth}\n"));
+        server.wait_for_log_since(mark, "configuration reloaded", RELOAD_DEADLINE).await.expect("reloaded");
+    }
+    let mut client = server.raw_client().await;
+    let queue = unique("last-reload");
+    let jobs = (0..3).map(|_| job(&queue, "t")).collect();
+    let results = results(client.enqueue_batch(batch(jobs)).await.expect("enqueue").into_inner());
+    assert!(results[0].is_ok() && results[1].is_ok(), "{results:?}");
+    assert_eq!(results[2], Err(Reason::QueueFull(pb::QueueFull { queue, limit: 2 })));
+}
 
 #[tokio::test]
 async fn hot_reload_applies_strict_mode_keeps_running_config_on_errors_and_rotates_api_keys() {

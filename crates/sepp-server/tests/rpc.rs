@@ -56,7 +56,7 @@ async fn server_info_reports_the_default_limits() {
     let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("server info").into_inner();
     let after = now_ms();
 
-    assert_eq!(info.server_version, "0.1.1");
+    assert_eq!(info.server_version, server_version());
     assert_eq!(info.supported_protocol_versions, vec!["v1".to_string()]);
     let server_time = timestamp_ms(info.server_time.as_ref().expect("server_time is set"));
     assert!(before - 1000 <= server_time && server_time <= after + 1000, "server_time {server_time} not near {before}");
@@ -107,7 +107,7 @@ async fn server_info_reports_the_configured_limits() {
     let mut client = server.raw_client().await;
     let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("server info").into_inner();
 
-    assert_eq!(info.server_version, "0.1.1");
+    assert_eq!(info.server_version, server_version());
     assert!(info.restricts_encodings);
     assert_eq!(info.allowed_encodings, vec!["application/json".to_string(), "text/plain".to_string()]);
     assert_eq!(info.max_payload_bytes, 2048);

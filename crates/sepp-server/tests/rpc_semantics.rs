@@ -141,7 +141,7 @@ async fn a_batch_comes_out_in_submission_order() {
 
 #[tokio::test]
 async fn a_parked_reserve_wakes_when_a_job_arrives() {
-    let server = TestServer::start("");
+    let server = TestServer::start_with_env("", &[PARKING_LOG]);
     let mut client = server.raw_client().await;
     let queue = unique("long-poll");
     let mut parked_client = client.clone();
@@ -149,8 +149,7 @@ async fn a_parked_reserve_wakes_when_a_job_arrives() {
     request.wait_timeout = Some(ms(20_000));
     let started = Instant::now();
     let parked = tokio::spawn(async move { parked_client.reserve(request).await });
-    // Give the reserve a moment to park; if it has not parked yet it simply finds the job.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.wait_parked(1).await;
     let id = enqueue_one(&mut client, job(&queue, "t")).await;
     let jobs = parked.await.expect("task").expect("reserve").into_inner().jobs;
     assert_eq!(jobs.len(), 1);
@@ -546,7 +545,7 @@ async fn an_empty_encoding_list_refuses_payloads_but_not_jobs_without_one() {
 
 #[tokio::test]
 async fn a_reserve_parked_on_several_queues_wakes_for_any_of_them() {
-    let server = TestServer::start("");
+    let server = TestServer::start_with_env("", &[PARKING_LOG]);
     let mut client = server.raw_client().await;
     let first = unique("first");
     let second = unique("second");
@@ -555,7 +554,7 @@ async fn a_reserve_parked_on_several_queues_wakes_for_any_of_them() {
     let mut parked_client = client.clone();
     let started = Instant::now();
     let parked = tokio::spawn(async move { parked_client.reserve(request).await });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.wait_parked(1).await;
     let id = enqueue_one(&mut client, job(&second, "t")).await;
     let jobs = parked.await.expect("task").expect("reserve").into_inner().jobs;
     assert_eq!((jobs[0].id.as_str(), jobs[0].queue.as_str()), (id.as_str(), second.as_str()));
