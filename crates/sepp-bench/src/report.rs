@@ -330,7 +330,7 @@ fn backlog_table(out: &mut String, results: &Results) {
     out.push('\n');
 }
 
-/// The figures issue 3 asks for, each with whether this run met it.
+/// The performance targets (docs/benchmarks.md), each with whether this run met it.
 fn goals_table(out: &mut String, summary: &Summary) {
     let results = summary.results;
     let ours = format!("{OURS} sync_all");
@@ -403,7 +403,7 @@ fn goals_table(out: &mut String, summary: &Summary) {
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(out, "### Targets (`sync_all`)\n");
+    let _ = writeln!(out, "### Performance targets (`sync_all`)\n");
     header(out, &["goal".into(), "wanted".into(), "measured".into(), "met".into()]);
     for (label, wanted, measured, met) in rows {
         let shown = match (wanted.contains('%'), measured) {

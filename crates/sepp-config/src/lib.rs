@@ -1,4 +1,4 @@
-//! Loads, validates and watches the sepp server configuration (SPEC section 4).
+//! Loads, validates and watches the sepp server configuration (docs/configuration.md).
 //!
 //! The server calls [`discover`] to find the file, [`load`] to turn defaults + file +
 //! `SEPP_SECTION__FIELD` environment overrides into a validated [`Config`], [`Config::policy`] to
@@ -8,11 +8,11 @@
 //!
 //! # Layout
 //!
-//! - `schema`: the typed sections and their defaults (SPEC 4.2).
+//! - `schema`: the typed sections and their defaults (docs/configuration.md#keys).
 //! - `keys`: every known key, and the report of unknown ones with a "did you mean".
 //! - `load`: discovery, the layering pipeline, [`ConfigError`] and [`ConfigWarning`].
 //! - `env`: the environment-variable convention and value parsing.
-//! - `validate`: every rule of SPEC 4.2, including the per-queue merged limits.
+//! - `validate`: every rule of docs/configuration.md#keys, including the per-queue merged limits.
 //! - `policy`: the merge into `sepp_core::Policy`, boot-pinned dedup windows, restart-only fields.
 //! - `example`: the commented example file (`sepp config example`).
 //! - `watch`: the file watcher that triggers hot reloads.

@@ -1,6 +1,6 @@
 //! Finding the file and layering defaults, file and environment into a validated [`Config`].
 //!
-//! This module owns discovery (SPEC 4.1), the load pipeline and [`ConfigError`]: every error
+//! This module owns discovery (docs/configuration.md), the load pipeline and [`ConfigError`]: every error
 //! names the file or the environment variable that set the offending key, and none of them
 //! echoes file content or key material (the admin API shows these messages too).
 

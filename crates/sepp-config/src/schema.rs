@@ -1,8 +1,8 @@
-//! The typed configuration: one struct per TOML section, with the built-in defaults of SPEC 4.2.
+//! The typed configuration: one struct per TOML section, with the built-in defaults (docs/configuration.md#keys).
 //!
 //! This module owns the *shape* of the file and its defaults. It does not read files or the
 //! environment (`load`), check values against each other (`validate`) or build the core's
-//! `Policy` (`policy`). Unknown keys are ignored by serde except where SPEC 4.1 says they are
+//! `Policy` (`policy`). Unknown keys are ignored by serde except where docs/configuration.md#unknown-keys says they are
 //! rejected: inside `[admin]` and inside `auth.api_keys[]` / `admin.keys[]` entries.
 //!
 //! Types that hold key material have a hand-written `Debug` that never prints the key.
@@ -95,7 +95,7 @@ impl From<RetryBackoff> for sepp_core::RetryBackoff {
 }
 
 /// `[limits]`: the global limits. Most of them are the defaults of every queue; the rest are
-/// server-wide (SPEC 2.0 says which).
+/// server-wide (docs/protocol.md#per-queue-limits says which).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct LimitsConfig {
@@ -127,7 +127,7 @@ pub struct LimitsConfig {
 }
 
 impl Default for LimitsConfig {
-    /// The defaults of SPEC 4.2, taken from the core's limits so they are written down once.
+    /// The defaults of docs/configuration.md#limits, taken from the core's limits so they are written down once.
     fn default() -> Self {
         let queue = sepp_core::QueueLimits::default();
         let server = sepp_core::ServerLimits::default();
@@ -180,7 +180,7 @@ pub struct StorageConfig {
     pub dead_letter_retention_ms: u64,
     pub command_queue_capacity: usize,
     /// Engine tuning keys of 0.1: accepted and validated so existing files load, not used by
-    /// this storage engine (SPEC 12.7).
+    /// this storage engine (docs/configuration.md#storage).
     pub cache_size_bytes: Option<u64>,
     pub max_journaling_size_bytes: Option<u64>,
     pub max_cached_files: Option<u64>,

@@ -1,4 +1,4 @@
-//! The validation rules of SPEC 4.2: ranges, required pairs, uniqueness, and the cross-field rules
+//! The validation rules of docs/configuration.md#keys: ranges, required pairs, uniqueness, and the cross-field rules
 //! that every queue's merged limits must pass as well as the globals.
 //!
 //! This module owns the rules and their wording. It reports the first problem of each part of the
@@ -312,7 +312,7 @@ fn admin(admin: &AdminConfig) -> Check {
     between(&key("admin", "stats_history_ms"), admin.stats_history_ms, 60_000, 21_600_000)
 }
 
-/// Why `name` is not a valid queue name (SPEC 2.0), if it is not. Length is a separate check.
+/// Why `name` is not a valid queue name (docs/protocol.md#queue-names), if it is not. Length is a separate check.
 pub(crate) fn queue_name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         Some("must not be empty")

@@ -500,7 +500,7 @@ impl State {
         }
     }
 
-    /// Finds the job a lease operation names, fenced by attempt (SPEC 2.5).
+    /// Finds the job a lease operation names, fenced by attempt (docs/protocol.md#leases-and-attempts).
     pub(crate) fn leased(&self, job_id: &JobId, attempt: u32) -> Result<&LiveJob, crate::LeaseError> {
         match self.jobs.get(job_id) {
             Some(live) => match live.state {

@@ -150,7 +150,7 @@ pub struct NewJob {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Job {
     pub id: JobId,
-    /// Acceptance order across the whole server: FIFO within a priority follows it (SPEC 12.1).
+    /// Acceptance order across the whole server: FIFO within a priority follows it (docs/protocol.md#ordering).
     pub seq: u64,
     pub queue: Arc<str>,
     pub job_type: Arc<str>,

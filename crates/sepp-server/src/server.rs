@@ -1,5 +1,5 @@
 //! Assembles and runs the server: storage and committer, the gRPC listener with health, auth,
-//! TLS and limits, hot reload, and graceful shutdown (SPEC section 5).
+//! TLS and limits, hot reload, and graceful shutdown (docs/operations.md).
 //!
 //! [`run`] takes the configuration, an already-bound listener and a shutdown future, so tests
 //! can run a real server in-process on port 0 and stop it when they like.

@@ -112,7 +112,7 @@ fn enqueue_response(enqueued: sepp_core::Enqueued) -> pb::EnqueueResponse {
     pb::EnqueueResponse { job_id: enqueued.job_id.hyphenated().to_string(), deduplicated: enqueued.deduplicated }
 }
 
-/// Logs a failed call the way SPEC 2.0 asks: server faults as errors, the rest at debug.
+/// Logs a failed call the way docs/protocol.md#status-codes says: server faults as errors, the rest at debug.
 fn logged<T>(rpc: &'static str, result: Result<T, ApiError>) -> Result<T, Status> {
     let result = result.map_err(Status::from);
     if let Err(status) = &result {

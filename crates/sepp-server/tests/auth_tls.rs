@@ -1,4 +1,4 @@
-//! API keys (SPEC 2.0) and gRPC TLS (SPEC 9) against the real binary.
+//! API keys (docs/protocol.md#authentication) and gRPC TLS (#transport) against the real binary.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Durability of the real binary: every kind of state survives a graceful stop (SIGTERM) and a
-//! crash (SIGKILL), and a crash loop under load loses no acknowledged operation (SPEC 6.4).
+//! crash (SIGKILL), and a crash loop under load loses no acknowledged operation (docs/storage.md#recovery).
 
 mod common;
 
@@ -193,8 +193,8 @@ async fn live_leases_keep_their_attempt_after_sigkill() {
 }
 
 /// Idempotency keys keep the window they were given at insert: a configuration that shortens
-/// the window, applied by the restart, does not shorten a key's (SPEC 2.11), and acked jobs
-/// still deduplicate. (That a later, longer window does not lengthen it either is timed with
+/// the window, applied by the restart, does not shorten a key's
+/// (docs/protocol.md#idempotency-keys), and acked jobs still deduplicate. (That a later, longer window does not lengthen it either is timed with
 /// the clock the test moves: `dedup_windows_stay_pinned_when_the_configuration_lengthens_them`.)
 async fn dedup_records_keep_their_pinned_deadline(stop: Stop) {
     let mut server = TestServer::start("[storage]\ndedup_window_ms = 86400000\n");
@@ -276,7 +276,7 @@ async fn dead_letters_survive_with_their_records_after_sigkill() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_write_poisons_storage_and_the_server_exits_saying_why() {
     if is_reference() {
-        // SPEC 6.3: sepp 0.1 aborts on a persist failure.
+        // sepp 0.1 aborts on a persist failure (docs/operations.md#what-differs).
         return;
     }
     let mut server = TestServer::start_with_file_size_limit("", 1 << 20);

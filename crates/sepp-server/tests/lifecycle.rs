@@ -1,4 +1,4 @@
-//! The process around the queue (SPEC 4 and 5): command line, startup errors, graceful
+//! The process around the queue (docs/configuration.md, docs/operations.md): command line, startup errors, graceful
 //! shutdown, restart, and hot reload of the config file.
 
 mod common;
@@ -55,7 +55,7 @@ fn an_invalid_config_is_fatal_and_names_the_key() {
     assert!(run.stderr.contains("default_priority"), "stderr does not name the key: {}", run.stderr);
     assert!(!run.stdout.contains("queue server listening"));
     if !is_reference() {
-        // SPEC 12.4: a sentence saying which key, what is wrong and which file.
+        // docs/configuration.md#validation: a sentence saying which key, what is wrong and which file.
         assert!(run.stderr.contains("limits.default_priority"), "stderr: {}", run.stderr);
         assert!(run.stderr.contains("12"), "stderr does not give the value: {}", run.stderr);
         assert!(run.stderr.contains(path.to_str().unwrap()), "stderr does not name the file: {}", run.stderr);
@@ -402,7 +402,7 @@ async fn hot_reload_retunes_limits_and_queues() {
 #[tokio::test]
 async fn reading_the_config_file_does_not_trigger_reloads() {
     if is_reference() {
-        // SPEC 11.7 / 12.3: once the file has been read, 0.1 re-triggers a reload about every
+        // docs/configuration.md#hot-reload: once the file has been read, 0.1 re-triggers a reload about every
         // 500 ms; this project reacts to writes only.
         return;
     }

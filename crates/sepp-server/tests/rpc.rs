@@ -1,4 +1,4 @@
-//! The malformed-input matrix of SPEC section 2 for every `sepp.v1.QueueService` RPC, plus
+//! The malformed-input matrix of docs/protocol.md for every `sepp.v1.QueueService` RPC, plus
 //! GetServerInfo and health, driven with a raw tonic client against the real binary, so
 //! requests the official clients refuse to build (priority 10, an unset custom value, an empty
 //! traceparent, ...) reach the server. What the RPCs do with valid input is `rpc_semantics.rs`.
@@ -199,7 +199,7 @@ async fn a_batch_over_max_enqueue_batch_is_invalid_for_both_enqueue_rpcs() {
 
 // ---- Stage A: structural per-job checks ----------------------------------------------------
 
-/// Each malformed job with the exact message SPEC 2.1 stage A gives it.
+/// Each malformed job with the exact message docs/protocol.md#job-validation gives it.
 fn stage_a_cases(queue: &str) -> Vec<(pb::EnqueueRequest, &'static str)> {
     let mut cases = vec![
         (job("", "t"), "queue must not be empty"),
@@ -441,7 +441,7 @@ async fn enqueue_applies_limits_per_job() {
     assert!(results[cases.len()].is_ok(), "{:?}", results[cases.len()]);
 }
 
-// ---- Reserve validation (SPEC 2.4 rows 1-9) ------------------------------------------------
+// ---- Reserve validation (docs/protocol.md#reserve, rows 1-9) --------------------------------
 
 #[tokio::test]
 async fn reserve_validates_its_arguments_in_order() {
@@ -487,7 +487,7 @@ async fn reserve_validates_its_arguments_in_order() {
     assert_status(client.reserve(zero_jobs).await, bad, "max_jobs must be >= 1");
     // Row 7.
     assert_status(client.reserve(request(&["a", "b", "c"])).await, bad, "reserve exceeds max_reserve_queues (2)");
-    // Row 8: the message names the queue and the limit; SPEC does not pin its text.
+    // Row 8: the message names the queue and the limit; its wording is not part of the contract.
     let long = "x".repeat(17);
     let status = assert_code(client.reserve(request(&[ok, &long])).await, bad);
     assert!(status.message().contains(&long), "message {:?} does not name the queue", status.message());

@@ -1,4 +1,4 @@
-"""API keys ([auth] api_keys, SPEC 2.0 and 3)."""
+"""API keys ([auth] api_keys, docs/protocol.md#authentication)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GetServerInfo: defaults (SPEC 2.9) and values taken from the config."""
+"""GetServerInfo: defaults (docs/protocol.md#getserverinfo) and values taken from the config."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ pub fn sepp_bin() -> PathBuf {
 }
 
 /// Whether the tests run against another build than this workspace's (normally the published
-/// 0.1.1 release, through `$SEPP_BIN`). Only used where SPEC section 12 says this project
+/// 0.1.1 release, through `$SEPP_BIN`). Only used where docs/operations.md#what-differs says this project
 /// deliberately differs from 0.1.
 pub fn is_reference() -> bool {
     let own = PathBuf::from(env!("CARGO_BIN_EXE_sepp"));
@@ -591,7 +591,7 @@ pub fn assert_status<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code:
     }
 }
 
-/// Asserts `result` failed with `code` (the message is not pinned by SPEC).
+/// Asserts `result` failed with `code` (the message is not part of the contract).
 #[track_caller]
 pub fn assert_code<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: tonic::Code) -> tonic::Status {
     match result {
