@@ -402,3 +402,18 @@ fn a_check_of_a_file_that_does_not_parse_has_that_one_error() {
     assert_eq!(report.errors.len(), 1);
     assert!(matches!(report.errors[0], ConfigError::Parse { .. }), "{:?}", report.errors);
 }
+
+#[test]
+fn a_bad_global_limit_is_reported_once_however_many_queues_inherit_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = file_with(
+        dir.path(),
+        "[limits]\nretry_delay_ms = 10\nretry_delay_max_ms = 5\n[[queues]]\nname = \"a\"\n[[queues]]\nname = \"b\"\nretry_delay_ms = 9\n",
+    );
+    let errors: Vec<String> =
+        sepp_config::check_with_env(&source, &[]).errors.iter().map(ToString::to_string).collect();
+    // The globals' problem once, and queue b's own (its override is above the inherited cap).
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("limits.retry_delay_ms") && !errors[0].contains("queues"), "{errors:?}");
+    assert!(errors[1].contains("queues.b.retry_delay_ms"), "{errors:?}");
+}

@@ -72,6 +72,10 @@ pub enum Command {
     SetPolicy(Arc<Policy>),
     /// Shutdown began: answer parked reserves empty and stop parking new ones.
     Shutdown,
+    /// The listener stopped serving: finish this cycle, then close the log and stop, even
+    /// while handles remain (a connection that never answers the transport's goodbye can hold
+    /// one for as long as its peer likes). Later commands fail as after any stop.
+    Close,
 }
 
 /// An answer computed in this cycle, sent once the cycle's records are persisted.
@@ -266,6 +270,7 @@ pub fn spawn<E: Send + 'static>(
                 sweep_interval: Duration::from_millis(settings.sweep_interval_ms.max(1)),
                 waiters: VecDeque::new(),
                 closing: false,
+                close: false,
                 poison,
                 records: Vec::new(),
                 answers: Vec::new(),
@@ -309,6 +314,8 @@ struct Committer {
     sweep_interval: Duration,
     waiters: VecDeque<Waiter>,
     closing: bool,
+    /// Asked to stop after the current cycle ([`Command::Close`]).
+    close: bool,
     /// Set with the reason when a write or sync failed; the loop stops after that cycle.
     poison: tokio::sync::watch::Sender<Option<String>>,
     records: Vec<Record>,
@@ -363,7 +370,8 @@ impl Committer {
         Instant::now() + wait
     }
 
-    /// One cycle over `group`. False when storage is poisoned and the committer must stop.
+    /// One cycle over `group`. False when the committer must stop: storage is poisoned, or it
+    /// was asked to close.
     fn cycle(&mut self, group: &mut Vec<Command>) -> bool {
         let now_ms = self.clock.now_ms();
         if self.state.next_deadline_ms().is_some_and(|deadline_ms| deadline_ms <= now_ms) {
@@ -383,7 +391,7 @@ impl Committer {
         // Only now: answers hold jobs as they were when applied, whose payloads may sit in the
         // very files a finished checkpoint is about to let the log delete.
         self.maintain_log();
-        true
+        !self.close
     }
 
     fn sweep(&mut self, now_ms: TimeMs) {
@@ -431,6 +439,12 @@ impl Committer {
             }
             Command::Shutdown => {
                 self.closing = true;
+                self.answer_waiters_empty();
+                return;
+            }
+            Command::Close => {
+                self.closing = true;
+                self.close = true;
                 self.answer_waiters_empty();
                 return;
             }

@@ -68,10 +68,11 @@ fn main() -> ExitCode {
         Err(error) => return fail(&error),
     };
     let result = runtime.block_on(async move {
+        let shutdown = shutdown_signal().map_err(sepp_server::server::StartError::Signals)?;
         let listener = sepp_server::server::bind(&config).await?;
         let reload = Some(sepp_server::server::ReloadSource { source });
         let clock = std::sync::Arc::new(sepp_server::committer::SystemClock);
-        sepp_server::server::run(config, listener, reload, clock, shutdown_signal()).await
+        sepp_server::server::run(config, listener, reload, clock, shutdown).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -93,7 +94,7 @@ fn ignore_file_size_signal() {
 fn check_config(source: &sepp_config::ConfigSource) -> ExitCode {
     let report = sepp_config::check_with_env(source, &sepp_config::process_env());
     let shown = source.path.display();
-    let exists = source.path.exists();
+    let defaults = !source.explicit && !source.path.exists();
     for warning in &report.warnings {
         println!("warning: {warning}");
     }
@@ -101,7 +102,7 @@ fn check_config(source: &sepp_config::ConfigSource) -> ExitCode {
         println!("error: {error}");
     }
     let (warnings, errors) = (report.warnings.len(), report.errors.len());
-    let file = if exists { format!("{shown}") } else { format!("{shown} (not found: the defaults)") };
+    let file = if defaults { format!("{shown} (not found: the defaults)") } else { format!("{shown}") };
     println!("{file}: {errors} error(s), {warnings} warning(s)");
     if errors > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
@@ -143,20 +144,18 @@ fn colour(terminal: bool, env: &dyn Fn(&str) -> Option<String>) -> bool {
     terminal && env("NO_COLOR").is_none_or(|value| value.is_empty())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("install the SIGTERM handler");
+/// Resolves on SIGINT or SIGTERM. The handlers are installed here, before the server starts,
+/// so that a signal sent the moment it logs that it listens is not the default (a kill).
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
         tokio::select! {
-            _ = interrupt => {}
+            _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
+    })
 }
 
 #[cfg(test)]

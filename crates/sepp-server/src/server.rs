@@ -42,6 +42,8 @@ pub enum StartError {
     Storage(#[from] sepp_log::OpenError),
     #[error("storage is poisoned: {0}")]
     Poisoned(String),
+    #[error("could not install the signal handlers: {0}")]
+    Signals(std::io::Error),
     #[error("could not build the reflection service: {0}")]
     Reflection(tonic_reflection::server::Error),
 }
@@ -156,6 +158,8 @@ pub async fn run(
     tracing::info!("queue server stopped");
     drop(watcher);
     let poisoned = committer.poison_reason();
+    // Connections past the grace period may still hold handles; the committer stops anyway.
+    let _ = committer.send(Command::Close).await;
     drop(committer);
     drop(live);
     let _ = committer_closed.wait().await;

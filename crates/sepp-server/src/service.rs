@@ -116,10 +116,11 @@ fn enqueue_response(enqueued: sepp_core::Enqueued) -> pb::EnqueueResponse {
 fn logged<T>(rpc: &'static str, result: Result<T, ApiError>) -> Result<T, Status> {
     let result = result.map_err(Status::from);
     if let Err(status) = &result {
+        let message = Bounded(status.message());
         if is_server_fault(status) {
-            tracing::error!(rpc, code = ?status.code(), message = status.message(), "request failed");
+            tracing::error!(rpc, code = ?status.code(), %message, "request failed");
         } else {
-            tracing::debug!(rpc, code = ?status.code(), message = status.message(), "request rejected");
+            tracing::debug!(rpc, code = ?status.code(), %message, "request rejected");
         }
     }
     result

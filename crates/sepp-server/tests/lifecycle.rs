@@ -444,3 +444,28 @@ async fn a_changed_restart_only_field_is_reported_and_not_applied() {
         .unwrap_or_else(|| panic!("the changed restart-only field was not reported:\n{}", server.logs()));
     assert!(line.to_lowercase().contains("restart"), "{line}");
 }
+
+/// A peer that opens a connection and then never answers anything (not even the transport's
+/// goodbye) cannot keep the server from exiting: after the grace period it closes the
+/// connection and stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_connection_does_not_keep_the_server_alive_after_the_grace_period() {
+    use std::io::{Read, Write};
+    let mut server = TestServer::start("");
+    let mut stalled = std::net::TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+    // The HTTP/2 preface and an empty SETTINGS frame; the server's own SETTINGS frame header
+    // proves it took the connection on. Then silence: no ACK, no answer to its goodbye.
+    stalled.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").expect("preface");
+    let mut header = [0; 9];
+    stalled.read_exact(&mut header).expect("the server's SETTINGS");
+    assert_eq!(header[3], 4, "the first frame is SETTINGS");
+    tokio::task::block_in_place(|| {
+        server.sigterm();
+        // Well before the transport's keepalive (a ping every 30 s, 10 s to answer) would
+        // give up on the peer by itself.
+        let status = server.wait_exit(Duration::from_secs(25));
+        assert!(status.success(), "{status}\n{}", server.logs());
+    });
+    assert!(server.logs().contains("committer thread stopped"), "{}", server.logs());
+    drop(stalled);
+}
