@@ -52,7 +52,7 @@ impl LoadClient {
 #[derive(Clone, Debug)]
 pub enum Lease {
     Ours(JobCtx),
-    SeppRs(sepp_rs::JobCtx),
+    SeppRs(Box<sepp_rs::JobCtx>),
 }
 
 /// One client connection (its own HTTP/2 channel) to a sepp-protocol server.
@@ -139,7 +139,7 @@ impl Connection {
                     .with_wait_timeout(Duration::ZERO)
                     .with_max_jobs(max_jobs);
                 let jobs = client.reserve(&options).await.map_err(client_error)?.unwrap_or_default();
-                Ok(jobs.into_iter().map(|job| Lease::SeppRs(job.ctx)).collect())
+                Ok(jobs.into_iter().map(|job| Lease::SeppRs(Box::new(job.ctx))).collect())
             }
         }
     }
