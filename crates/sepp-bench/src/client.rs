@@ -51,7 +51,7 @@ impl LoadClient {
 /// A job held under a lease: what an ack needs.
 #[derive(Clone, Debug)]
 pub enum Lease {
-    Ours(JobCtx),
+    Ours(Box<JobCtx>),
     SeppRs(Box<sepp_rs::JobCtx>),
 }
 
@@ -131,7 +131,7 @@ impl Connection {
                     .with_wait_timeout(Duration::ZERO)
                     .with_max_jobs(max_jobs);
                 let jobs = client.reserve(&options).await.map_err(client_error)?.unwrap_or_default();
-                Ok(jobs.into_iter().map(|job| Lease::Ours(job.ctx)).collect())
+                Ok(jobs.into_iter().map(|job| Lease::Ours(Box::new(job.ctx))).collect())
             }
             Connection::SeppRs { client, .. } => {
                 let options = sepp_rs::ReserveOptions::new(vec![queue.to_string()], LEASE)
