@@ -1,7 +1,8 @@
 """sepp: the Python client of the sepp durable job queue (async, on grpc.aio).
 
     client = await SeppClient.connect("127.0.0.1:50051")
-    await client.enqueue(EnqueueRequest("emails", "send_welcome", payload=Payload(b"{}", "application/json")))
+    job = EnqueueRequest("emails", "send_welcome", payload=Payload(b"{}", "application/json"))
+    await client.enqueue(job)
 
     worker = Worker(client, ["emails"], timedelta(seconds=30))
 

@@ -12,7 +12,7 @@ constructors and avoid per-field presence checks where the message makes them un
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.empty_pb2 import Empty
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from ._lease import Lease
 from .errors import (
     CustomEntriesTooMany,
     CustomKeyTooLong,
@@ -40,7 +41,6 @@ from .errors import (
     UnknownQueue,
     UnknownRejection,
 )
-from ._lease import Lease
 from .types import (
     DeadLetterCause,
     DeadLetterRecord,
@@ -125,14 +125,15 @@ def set_custom(target: MessageMap[str, pb.PrimitiveValue], custom: Mapping[str, 
             target[key].bool_value = value
         elif isinstance(value, int):
             if not _INT64_MIN <= value <= _INT64_MAX:
-                raise ValueError(f"custom value {key!r}={value} does not fit in a signed 64-bit int")
+                raise ValueError(
+                    f"custom value {key!r}={value} does not fit in a signed 64-bit int"
+                )
             target[key].int_value = value
         elif isinstance(value, float):
             target[key].double_value = value
         else:
             raise TypeError(
-                f"custom value {key!r} must be str, int, float or bool, "
-                f"not {type(value).__name__}"
+                f"custom value {key!r} must be str, int, float or bool, not {type(value).__name__}"
             )
 
 
@@ -155,7 +156,9 @@ def enqueue_request_to_pb(request: EnqueueRequest) -> pb.EnqueueRequest:
         message.idempotency_key = request.idempotency_key
     priority = request.priority
     if priority is not None:
-        message.priority = int(priority) if isinstance(priority, Priority) else Priority(priority).value
+        message.priority = (
+            int(priority) if isinstance(priority, Priority) else Priority(priority).value
+        )
     if request.max_attempts is not None:
         message.max_attempts = _uint32("max_attempts", request.max_attempts)
     trace = request.trace_context
@@ -172,9 +175,25 @@ def enqueue_request_to_pb(request: EnqueueRequest) -> pb.EnqueueRequest:
     return message
 
 
-def is_keyed(request: EnqueueRequest) -> bool:
-    """Whether a retry of this job is deduplicated by the server (an empty key is no key)."""
-    return bool(request.idempotency_key)
+# What a job adds to a call besides its payload bytes, for size estimates.
+JOB_OVERHEAD_BYTES = 64
+
+
+def enqueue_batch_to_pb(
+    requests: list[EnqueueRequest],
+) -> tuple[list[pb.EnqueueRequest], bool, int]:
+    """The wire messages of `requests`, whether every job has an idempotency key (an empty key
+    is no key), and an estimate of their size in bytes."""
+    messages = []
+    keyed = True
+    size = 0
+    for request in requests:
+        messages.append(enqueue_request_to_pb(request))
+        if not request.idempotency_key:
+            keyed = False
+        payload = request.payload
+        size += JOB_OVERHEAD_BYTES + (len(payload.data) if payload is not None else 0)
+    return messages, keyed, size
 
 
 def nack_retry_to_pb(directive: RetryDirective) -> pb.NackRetry:
@@ -201,7 +220,7 @@ def _rejection_scheduled_too_far(r: pb.JobRejection) -> JobRejection:
     return ScheduledTooFar(timedelta_from_pb(detail.horizon), actual)
 
 
-_REJECTIONS = {
+_REJECTIONS: dict[str, Callable[[pb.JobRejection], JobRejection]] = {
     "unknown_queue": _rejection_unknown_queue,
     "payload_too_large": lambda r: PayloadTooLarge(
         r.payload_too_large.limit, r.payload_too_large.actual
@@ -266,7 +285,7 @@ def trace_context_from_pb(message: pb.Job) -> TraceContext | None:
 
 
 def _required_time(message: pb.Job, name: str) -> datetime:
-    if not message.HasField(name):  # type: ignore[arg-type]
+    if not message.HasField(name):
         raise JobConversionError(f"job {message.id} has no {name}")
     moment = datetime_from_pb(getattr(message, name))
     if moment is None:

@@ -1,4 +1,5 @@
-"""Retrying failed calls (`RetryPolicy`) and telling the server how to retry a job (`RetryDirective`).
+"""Retrying failed calls (`RetryPolicy`), and telling the server how to retry a job
+(`RetryDirective`).
 
 The two are unrelated except by name:
 

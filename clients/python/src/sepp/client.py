@@ -26,8 +26,9 @@ from typing import Any, TypeVar
 import grpc
 
 from . import _convert, _log, _otel
-from ._channel import build_channel
+from ._channel import auth_metadata, build_channel
 from ._lease import Lease
+from ._pipeline import EnqueuePipeline
 from ._retry import RetryDirective, RetryPolicy
 from ._version import VERSION
 from .errors import (
@@ -67,6 +68,9 @@ _SERVICE = "/sepp.v1.QueueService/"
 # Reserve's deadline is its wait timeout plus this, so an empty long poll ends cleanly.
 RESERVE_DEADLINE_SLACK = timedelta(seconds=10)
 
+# Enqueue calls a client keeps in flight before further enqueues wait and share the next call.
+ENQUEUE_CALLS_IN_FLIGHT = 4
+
 _OTEL = _otel.enabled()
 _NO_SPAN: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
@@ -83,6 +87,8 @@ class SeppClient:
         retry_policy: RetryPolicy | None = None,
         auth_metadata: Sequence[tuple[str, str]] | None = None,
         rpc_timeout: timedelta = timedelta(seconds=30),
+        *,
+        coalesce_enqueues: bool = True,
     ) -> None:
         if rpc_timeout <= timedelta(0):
             raise ValueError("rpc_timeout must be positive")
@@ -90,7 +96,9 @@ class SeppClient:
         self._retry = retry_policy if retry_policy is not None else RetryPolicy()
         self._auth: tuple[tuple[str, str], ...] = tuple(auth_metadata or ())
         self._rpc_timeout = rpc_timeout.total_seconds()
-        self._enqueue_batch = self._method("EnqueueBatch", pb.EnqueueBatchRequest, pb.EnqueueBatchResponse)
+        self._enqueue_batch = self._method(
+            "EnqueueBatch", pb.EnqueueBatchRequest, pb.EnqueueBatchResponse
+        )
         self._enqueue_atomic = self._method(
             "EnqueueAtomic", pb.EnqueueBatchRequest, pb.EnqueueAtomicResponse
         )
@@ -104,9 +112,14 @@ class SeppClient:
         self._server_info = self._method(
             "GetServerInfo", pb.GetServerInfoRequest, pb.GetServerInfoResponse
         )
+        self._pipeline = (
+            EnqueuePipeline(self._send_enqueue, ENQUEUE_CALLS_IN_FLIGHT)
+            if coalesce_enqueues
+            else None
+        )
 
     def _method(self, name: str, request: Any, response: Any) -> _Unary:
-        return self._channel.unary_unary(  # type: ignore[call-arg,no-any-return]
+        return self._channel.unary_unary(  # type: ignore[call-arg]
             _SERVICE + name,
             request_serializer=request.SerializeToString,
             response_deserializer=response.FromString,
@@ -131,6 +144,7 @@ class SeppClient:
         connect_timeout: timedelta = timedelta(seconds=5),
         rpc_timeout: timedelta = timedelta(seconds=30),
         max_receive_message_bytes: int | None = None,
+        coalesce_enqueues: bool = True,
     ) -> SeppClient:
         """Open a channel to `addr` and wait until it is connected.
 
@@ -139,6 +153,9 @@ class SeppClient:
         name to verify instead of the host) or `credentials` (a full `grpc.ChannelCredentials`,
         e.g. with a client certificate) is given. `api_key` is sent as `authorization: Bearer`.
         Raises `ConnectError` if the server is not reachable within `connect_timeout`.
+
+        `coalesce_enqueues` (on by default) lets concurrent `enqueue` / `enqueue_batch` calls
+        share gRPC calls once several are in flight; each still gets exactly its own results.
         """
         channel, target, use_tls, metadata = build_channel(
             addr,
@@ -162,7 +179,9 @@ class SeppClient:
         _log.info(
             "connected to sepp server at %s (tls=%s, api key=%s)", target, use_tls, bool(metadata)
         )
-        return cls(channel, retry_policy, metadata, rpc_timeout)
+        return cls(
+            channel, retry_policy, metadata, rpc_timeout, coalesce_enqueues=coalesce_enqueues
+        )
 
     @classmethod
     def from_channel(
@@ -172,12 +191,13 @@ class SeppClient:
         retry_policy: RetryPolicy | None = None,
         rpc_timeout: timedelta = timedelta(seconds=30),
         api_key: str | None = None,
+        coalesce_enqueues: bool = True,
     ) -> SeppClient:
         """Wrap a channel you built yourself (interceptors, custom options, ...)."""
-        from ._channel import auth_metadata
-
         metadata = auth_metadata(api_key) if api_key is not None else None
-        return cls(channel, retry_policy, metadata, rpc_timeout)
+        return cls(
+            channel, retry_policy, metadata, rpc_timeout, coalesce_enqueues=coalesce_enqueues
+        )
 
     @property
     def channel(self) -> grpc.aio.Channel:
@@ -272,31 +292,46 @@ class SeppClient:
         if not jobs:
             raise EmptyBatchError()
         span = (
-            _otel.client_span("enqueue", "EnqueueBatch", {"messaging.batch.message_count": len(jobs)})
+            _otel.client_span(
+                "enqueue", "EnqueueBatch", {"messaging.batch.message_count": len(jobs)}
+            )
             if _OTEL
             else _NO_SPAN
         )
         with span:
-            request = self._batch_request(jobs)
+            messages, keyed, size = _convert.enqueue_batch_to_pb(jobs)
+            traced = _OTEL and _stamp_trace(messages)
             try:
-                response = await self._call(
-                    "enqueue", self._enqueue_batch, request, self._enqueue_codes(jobs)
-                )
+                if self._pipeline is not None and not traced:
+                    # A traced call keeps its own gRPC call, so the server's span is its child.
+                    results = await self._pipeline.submit(messages, keyed, size)
+                else:
+                    results = (await self._send_enqueue(messages, keyed)).results
             except grpc.aio.AioRpcError as err:
                 raise client_error_from_rpc(err) from err
-        results = response.results
         if len(results) != len(jobs):
             raise BatchResultCountMismatchError(len(jobs), len(results))
         out: list[EnqueueAck | JobRejection] = []
         for result in results:
             outcome = result.WhichOneof("outcome")
             if outcome == "success":
-                out.append(EnqueueAck(result.success.job_id, result.success.deduplicated))
+                success = result.success
+                out.append(EnqueueAck(success.job_id, success.deduplicated))
             elif outcome == "rejection":
                 out.append(_convert.rejection_from_pb(result.rejection))
             else:
                 raise MalformedResponseError("the server sent a job result with no outcome")
         return out
+
+    async def _send_enqueue(
+        self, messages: list[pb.EnqueueRequest], keyed: bool
+    ) -> pb.EnqueueBatchResponse:
+        codes = RETRYABLE_CODES if keyed else KEYLESS_ENQUEUE_RETRYABLE_CODES
+        request = pb.EnqueueBatchRequest(jobs=messages)
+        response: pb.EnqueueBatchResponse = await self._call(
+            "enqueue", self._enqueue_batch, request, codes
+        )
+        return response
 
     async def enqueue_atomic(self, requests: Iterable[EnqueueRequest]) -> list[EnqueueAck]:
         """Enqueue all the jobs or none. Raises `BatchValidationError` listing every failed job."""
@@ -311,10 +346,16 @@ class SeppClient:
             else _NO_SPAN
         )
         with span:
-            request = self._batch_request(jobs)
+            messages, keyed, _ = _convert.enqueue_batch_to_pb(jobs)
+            if _OTEL:
+                _stamp_trace(messages)
+            codes = RETRYABLE_CODES if keyed else KEYLESS_ENQUEUE_RETRYABLE_CODES
             try:
                 response = await self._call(
-                    "enqueue_atomic", self._enqueue_atomic, request, self._enqueue_codes(jobs)
+                    "enqueue_atomic",
+                    self._enqueue_atomic,
+                    pb.EnqueueBatchRequest(jobs=messages),
+                    codes,
                 )
             except grpc.aio.AioRpcError as err:
                 raise client_error_from_rpc(err) from err
@@ -337,26 +378,6 @@ class SeppClient:
             raise BatchValidationError(errors)
         raise MalformedResponseError("the server's atomic enqueue answer has no outcome")
 
-    @staticmethod
-    def _enqueue_codes(jobs: list[EnqueueRequest]) -> frozenset[grpc.StatusCode]:
-        if all(_convert.is_keyed(job) for job in jobs):
-            return RETRYABLE_CODES
-        return KEYLESS_ENQUEUE_RETRYABLE_CODES
-
-    @staticmethod
-    def _batch_request(jobs: list[EnqueueRequest]) -> pb.EnqueueBatchRequest:
-        messages = [_convert.enqueue_request_to_pb(job) for job in jobs]
-        if _OTEL:
-            current = _otel.current_trace_context()
-            if current is not None:
-                traceparent, tracestate = current
-                for message in messages:
-                    if not message.HasField("trace_context"):
-                        message.trace_context.traceparent = traceparent
-                        if tracestate:
-                            message.trace_context.tracestate = tracestate
-        return pb.EnqueueBatchRequest(jobs=messages)
-
     # ----------------------------------------------------------------------------------------
     # Consuming
     # ----------------------------------------------------------------------------------------
@@ -378,9 +399,7 @@ class SeppClient:
         deadline = (wait_timeout + RESERVE_DEADLINE_SLACK).total_seconds()
         with _otel.client_span("reserve", "Reserve") if _OTEL else _NO_SPAN:
             try:
-                response = await self._reserve(
-                    request, timeout=deadline, metadata=self._metadata()
-                )
+                response = await self._reserve(request, timeout=deadline, metadata=self._metadata())
             except grpc.aio.AioRpcError as err:
                 raise reserve_error_from_rpc(err) from err
             except grpc.aio.UsageError as err:
@@ -518,11 +537,27 @@ class SeppClient:
         return f"<SeppClient sepp-py/{VERSION}>"
 
 
+def _stamp_trace(messages: list[pb.EnqueueRequest]) -> bool:
+    """Give the active span's context to every job without one; whether there was a span."""
+    current = _otel.current_trace_context()
+    if current is None:
+        return False
+    traceparent, tracestate = current
+    for message in messages:
+        if not message.HasField("trace_context"):
+            message.trace_context.traceparent = traceparent
+            if tracestate:
+                message.trace_context.tracestate = tracestate
+    return True
+
+
 def _ctx_of(job: JobCtx | Job) -> JobCtx:
     return job.ctx if isinstance(job, Job) else job
 
 
-def reserve_request_to_pb(options: ReserveOptions, max_jobs: int | None = None) -> pb.ReserveRequest:
+def reserve_request_to_pb(
+    options: ReserveOptions, max_jobs: int | None = None
+) -> pb.ReserveRequest:
     """The wire request for `options`, optionally with a different `max_jobs`."""
     request = pb.ReserveRequest(
         queues=options.queues,

@@ -129,7 +129,10 @@ class TraceContext:
     tracestate: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.traceparent, str) or _otel.parse_traceparent(self.traceparent) is None:
+        if (
+            not isinstance(self.traceparent, str)
+            or _otel.parse_traceparent(self.traceparent) is None
+        ):
             raise TraceContextError(
                 f"invalid traceparent {self.traceparent!r}: expected "
                 "'<2 hex>-<32 hex trace id>-<16 hex span id>-<2 hex flags>' with non-zero ids"
@@ -347,4 +350,3 @@ class DeadLetterRecord:
             custom=dict(self.custom),
             trace_context=self.trace_context,
         )
-

@@ -134,8 +134,10 @@ class Worker:
             raise ValueError("wait_timeout must be at least 1 ms (a zero wait would spin)")
         if reserve_error_backoff < timedelta(0):
             raise ValueError("reserve_error_backoff must not be negative")
+        if isinstance(queues, str):
+            raise TypeError(f"queues must be a list of queue names, not the string {queues!r}")
         self._options = ReserveOptions(
-            list(queues) if not isinstance(queues, str) else queues,
+            list(queues),
             lease_duration,
             wait,
             worker_id if worker_id is not None else default_worker_id(),
@@ -344,7 +346,9 @@ class Worker:
         return jobs
 
     @staticmethod
-    async def _pause(loop: asyncio.AbstractEventLoop, stop: asyncio.Task[None], seconds: float) -> None:
+    async def _pause(
+        loop: asyncio.AbstractEventLoop, stop: asyncio.Task[None], seconds: float
+    ) -> None:
         """Sleep `seconds`, waking early on shutdown."""
         if seconds <= 0 or stop.done():
             return
@@ -392,7 +396,9 @@ class Worker:
         if isinstance(outcome, HandlerError):
             _log.warning("handler asked to nack job %s (%s): %s", ctx.id, directive.kind, reason)
         else:
-            _log.error("handler raised %s on job %s; nacking for retry", type(outcome).__name__, ctx.id)
+            _log.error(
+                "handler raised %s on job %s; nacking for retry", type(outcome).__name__, ctx.id
+            )
             _log.logger.debug("handler traceback", exc_info=outcome)
         await self._settle_nack(ctx, directive, reason)
 
@@ -404,7 +410,9 @@ class Worker:
             return
         self._metrics.nacked(dead_lettered)
 
-    async def _run_with_heartbeat(self, handler: Handler, job: Job) -> Exception | _LeaseLost | None:
+    async def _run_with_heartbeat(
+        self, handler: Handler, job: Job
+    ) -> Exception | _LeaseLost | None:
         """Run the handler as a child task while a heartbeat keeps its lease alive."""
         ctx = job.ctx
         lease = ctx._lease
@@ -427,9 +435,13 @@ class Worker:
                     lost = True
                 except SeppError as err:
                     if not _decisions.lease_lost_after_failed_extend(lease.expires_at, _now()):
-                        _log.warning("job %s: extend failed (%s); lease still valid, will retry", ctx.id, err)
+                        _log.warning(
+                            "job %s: extend failed (%s); lease still valid, will retry", ctx.id, err
+                        )
                         continue
-                    _log.warning("job %s: extend failed (%s) and the lease has expired", ctx.id, err)
+                    _log.warning(
+                        "job %s: extend failed (%s) and the lease has expired", ctx.id, err
+                    )
                     lost = True
                 else:
                     _log.debug("job %s: lease extended to %s", ctx.id, expires_at.isoformat())
