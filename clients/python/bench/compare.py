@@ -107,7 +107,7 @@ def main() -> int:
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)
-    print(f"\n{'phase':16} {'client':16} {'jobs/s':>9} {'CPU us/job':>11} {'vs first':>9}")
+    print(f"\n{'phase':16} {'client':16} {'jobs/s':>9} {'CPU us/job':>11} {'ratio':>9}")
     for phase, _ in PHASES:
         baseline = None
         for name, _python in clients[::-1]:
