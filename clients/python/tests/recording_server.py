@@ -60,7 +60,9 @@ class RecordingServer:
             self.calls.append(Call(method, request, metadata, context.time_remaining()))
             answers = self.script.get(method)
             if not answers:
-                await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"no answer scripted for {method}")
+                await context.abort(
+                    grpc.StatusCode.UNIMPLEMENTED, f"no answer scripted for {method}"
+                )
             answer = answers.pop(0) if len(answers) > 1 else answers[0]
             if isinstance(answer, grpc.StatusCode):
                 await context.abort(answer, f"scripted {answer.name}")

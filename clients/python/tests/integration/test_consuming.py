@@ -26,11 +26,16 @@ TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 def options(queue: str, *, lease: float = 30.0, wait: float = 2.0, **kw: object) -> ReserveOptions:
     return ReserveOptions(
-        [queue], timedelta(seconds=lease), wait_timeout=timedelta(seconds=wait), **kw  # type: ignore[arg-type]
+        [queue],
+        timedelta(seconds=lease),
+        wait_timeout=timedelta(seconds=wait),
+        **kw,  # type: ignore[arg-type]
     )
 
 
-async def test_reserve_returns_none_when_the_wait_ends_empty(client: SeppClient, queue: str) -> None:
+async def test_reserve_returns_none_when_the_wait_ends_empty(
+    client: SeppClient, queue: str
+) -> None:
     assert await client.reserve(options(queue, wait=0.1)) is None
     assert await client.reserve(options(queue, wait=0)) is None
 
@@ -45,7 +50,11 @@ async def test_reserve_takes_queues_in_order_and_priorities_first(
     opts = ReserveOptions([first, second], timedelta(seconds=30), max_jobs=3)
     jobs = await client.reserve(opts)
     assert jobs is not None
-    assert [(j.ctx.queue, int(j.ctx.priority)) for j in jobs] == [(first, 9), (first, 1), (second, 0)]
+    assert [(j.ctx.queue, int(j.ctx.priority)) for j in jobs] == [
+        (first, 9),
+        (first, 1),
+        (second, 0),
+    ]
 
 
 async def test_a_long_poll_returns_a_job_enqueued_while_it_waits(
@@ -85,7 +94,9 @@ async def test_a_stale_attempt_is_refused_after_redelivery(client: SeppClient, q
     await client.ack(again[0].ctx)
 
 
-async def test_nack_default_redelivers_with_the_next_attempt(client: SeppClient, queue: str) -> None:
+async def test_nack_default_redelivers_with_the_next_attempt(
+    client: SeppClient, queue: str
+) -> None:
     await client.enqueue(EnqueueRequest(queue, "t", max_attempts=3))
     jobs = await client.reserve(options(queue))
     assert jobs is not None

@@ -153,9 +153,7 @@ async def test_bad_custom_values_fail_before_any_call(client: SeppClient, queue:
         await client.enqueue(EnqueueRequest(queue, "t", custom={"n": 2**63}))
 
 
-async def test_concurrent_enqueues_each_get_their_own_answer(
-    start_server, new_queue
-) -> None:
+async def test_concurrent_enqueues_each_get_their_own_answer(start_server, new_queue) -> None:
     srv = start_server({"queues": [{"name": "tiny", "max_payload_bytes": 1}]})
     good = new_queue()
     async with await SeppClient.connect(srv.addr) as client:
@@ -183,7 +181,10 @@ async def test_coalesced_calls_over_the_servers_batch_limit_are_resent_per_calle
 ) -> None:
     srv = start_server({"limits": {"max_enqueue_batch": 3}})
     async with await SeppClient.connect(srv.addr) as client:
-        batches = [[EnqueueRequest(queue, "t", custom={"b": b, "i": i}) for i in range(2)] for b in range(40)]
+        batches = [
+            [EnqueueRequest(queue, "t", custom={"b": b, "i": i}) for i in range(2)]
+            for b in range(40)
+        ]
         results = await asyncio.gather(*(client.enqueue_batch(batch) for batch in batches))
         assert all(isinstance(r, EnqueueAck) for batch in results for r in batch)
         jobs = await client.reserve(take(queue, max_jobs=100))
@@ -193,5 +194,7 @@ async def test_coalesced_calls_over_the_servers_batch_limit_are_resent_per_calle
 async def test_without_coalescing_every_enqueue_is_its_own_call(start_server, queue: str) -> None:
     srv = start_server({"limits": {"max_enqueue_batch": 1}})
     async with await SeppClient.connect(srv.addr, coalesce_enqueues=False) as client:
-        acks = await asyncio.gather(*(client.enqueue(EnqueueRequest(queue, "t")) for _ in range(30)))
+        acks = await asyncio.gather(
+            *(client.enqueue(EnqueueRequest(queue, "t")) for _ in range(30))
+        )
         assert len({a.job_id for a in acks}) == 30

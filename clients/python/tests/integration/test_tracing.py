@@ -79,7 +79,9 @@ async def test_enqueue_stamps_its_own_span_on_the_job(
         await client.enqueue(EnqueueRequest(queue, "t"))
     (enqueue,) = named(spans, "sepp.enqueue")
     assert enqueue.kind is SpanKind.CLIENT
-    assert enqueue.parent is not None and enqueue.parent.span_id == parent.get_span_context().span_id
+    assert (
+        enqueue.parent is not None and enqueue.parent.span_id == parent.get_span_context().span_id
+    )
     jobs = await client.reserve(ReserveOptions([queue], timedelta(seconds=30)))
     assert jobs is not None and jobs[0].ctx.trace_context is not None
     trace = jobs[0].ctx.trace_context
@@ -135,7 +137,9 @@ async def test_the_worker_links_its_process_span_to_the_producer(
     assert process.parent is None  # a trace of its own ...
     assert [link.context.span_id for link in process.links] == [enqueue.context.span_id]
     assert process.links[0].context.trace_id == enqueue.context.trace_id  # ... linked back
-    assert process.attributes is not None and process.attributes["messaging.destination.name"] == queue
+    assert (
+        process.attributes is not None and process.attributes["messaging.destination.name"] == queue
+    )
     current, seen = inside.result()
     assert current.span_id == process.context.span_id  # the handler runs inside it
     assert seen is not None and seen.span_id == f"{enqueue.context.span_id:016x}"
@@ -216,10 +220,20 @@ async def test_every_call_sends_its_span_as_traceparent_metadata(
         async with await SeppClient.connect(fake.addr) as client:
             with tracer().start_as_current_span("outer"):
                 await client.enqueue(EnqueueRequest("q", "t"))
-                await client.reserve(ReserveOptions(["q"], timedelta(seconds=1), wait_timeout=timedelta(0)))
+                await client.reserve(
+                    ReserveOptions(["q"], timedelta(seconds=1), wait_timeout=timedelta(0))
+                )
     by_name = {s.name: s for s in spans.get_finished_spans()}
-    for call, span_name in ((fake.calls_to("EnqueueBatch")[0], "sepp.enqueue"), (fake.calls_to("Reserve")[0], "sepp.reserve")):
+    for call, span_name in (
+        (fake.calls_to("EnqueueBatch")[0], "sepp.enqueue"),
+        (fake.calls_to("Reserve")[0], "sepp.reserve"),
+    ):
         span = by_name[span_name].context
-        assert call.metadata["traceparent"] == f"00-{span.trace_id:032x}-{span.span_id:016x}-{span.trace_flags:02x}"
+        assert (
+            call.metadata["traceparent"]
+            == f"00-{span.trace_id:032x}-{span.span_id:016x}-{span.trace_flags:02x}"
+        )
     sent = fake.calls_to("EnqueueBatch")[0].request.jobs[0]
-    assert sent.trace_context.traceparent == fake.calls_to("EnqueueBatch")[0].metadata["traceparent"]
+    assert (
+        sent.trace_context.traceparent == fake.calls_to("EnqueueBatch")[0].metadata["traceparent"]
+    )

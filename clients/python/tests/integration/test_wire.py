@@ -94,7 +94,9 @@ async def test_reserve_waits_ten_seconds_longer_than_its_long_poll(fake: Recordi
     assert reserve.time_remaining is not None and 25 < reserve.time_remaining < 31
     (info,) = fake.calls_to("GetServerInfo")
     assert info.time_remaining is not None and info.time_remaining <= 3.5
-    assert reserve.request.wait_timeout.seconds == 20 and reserve.request.lease_duration.seconds == 30
+    assert (
+        reserve.request.wait_timeout.seconds == 20 and reserve.request.lease_duration.seconds == 30
+    )
 
 
 async def test_an_unset_optional_stays_unset_on_the_wire(fake: RecordingServer) -> None:
@@ -219,7 +221,10 @@ async def test_ambiguous_failures_are_retried_only_when_every_job_has_a_key(
         fake.answer("EnqueueBatch", grpc.StatusCode.DEADLINE_EXCEEDED, ok("a", "b"))
         with pytest.raises(TransportError):
             await client.enqueue_batch(
-                [EnqueueRequest("q", "t", idempotency_key="k"), EnqueueRequest("q", "t", idempotency_key="")]
+                [
+                    EnqueueRequest("q", "t", idempotency_key="k"),
+                    EnqueueRequest("q", "t", idempotency_key=""),
+                ]
             )
         assert len(fake.calls_to("EnqueueBatch")) == 2
         fake.answer("EnqueueBatch", grpc.StatusCode.ABORTED, ok("a"))
@@ -251,6 +256,8 @@ async def test_a_slow_answer_hits_the_rpc_timeout(fake: RecordingServer) -> None
         return pb.GetServerInfoResponse()
 
     fake.answer("GetServerInfo", slow)
-    async with await SeppClient.connect(fake.addr, rpc_timeout=timedelta(milliseconds=200)) as client:
+    async with await SeppClient.connect(
+        fake.addr, rpc_timeout=timedelta(milliseconds=200)
+    ) as client:
         with pytest.raises(TransportError, match="DEADLINE_EXCEEDED"):
             await client.get_server_info()

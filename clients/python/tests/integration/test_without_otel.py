@@ -11,8 +11,16 @@ from datetime import timedelta
 
 import pytest
 
-from sepp import EnqueueRequest, JobCtx, Payload, ReserveOptions, SeppClient, TraceContext, Worker
-from sepp import _otel
+from sepp import (
+    EnqueueRequest,
+    JobCtx,
+    Payload,
+    ReserveOptions,
+    SeppClient,
+    TraceContext,
+    Worker,
+    _otel,
+)
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("opentelemetry") is not None,
@@ -44,7 +52,9 @@ async def test_the_worker_runs_and_hands_over_the_trace_context(
     client: SeppClient, queue: str
 ) -> None:
     await client.enqueue(
-        EnqueueRequest(queue, "t", payload=Payload(b"x", "x"), trace_context=TraceContext(TRACEPARENT))
+        EnqueueRequest(
+            queue, "t", payload=Payload(b"x", "x"), trace_context=TraceContext(TRACEPARENT)
+        )
     )
     worker = Worker(client, [queue], timedelta(seconds=30), wait_timeout=timedelta(seconds=1))
     seen: asyncio.Future[TraceContext | None] = asyncio.get_running_loop().create_future()

@@ -85,7 +85,9 @@ async def open_worker(target: Any) -> AsyncIterator[Worker]:
     raise TargetError(f"the factory returned a {type(made).__name__}, not a Worker")
 
 
-async def run_target(target: Any, install_signals: Callable[[Worker, asyncio.Task[None]], None]) -> int:
+async def run_target(
+    target: Any, install_signals: Callable[[Worker, asyncio.Task[None]], None]
+) -> int:
     async with open_worker(target) as worker:
         task = asyncio.get_running_loop().create_task(worker.run())
         install_signals(worker, task)
@@ -106,7 +108,8 @@ def _signal_handlers(worker: Worker, task: asyncio.Task[None]) -> None:
             task.cancel()
             return
         logging.getLogger("sepp").info(
-            "received %s; shutting down (send it again to stop at once)", signal.Signals(signum).name
+            "received %s; shutting down (send it again to stop at once)",
+            signal.Signals(signum).name,
         )
         handle.shutdown()
 
