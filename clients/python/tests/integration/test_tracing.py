@@ -237,3 +237,17 @@ async def test_every_call_sends_its_span_as_traceparent_metadata(
     assert (
         sent.trace_context.traceparent == fake.calls_to("EnqueueBatch")[0].metadata["traceparent"]
     )
+
+
+def test_the_blocking_client_carries_the_callers_span(
+    server: Any, queue: str, spans: InMemorySpanExporter
+) -> None:
+    from sepp.sync import SeppClient as BlockingClient
+
+    with BlockingClient.connect(server.addr) as client:
+        with tracer().start_as_current_span("sync-request") as parent:
+            client.enqueue(EnqueueRequest(queue, "t"))
+    (enqueue,) = named(spans, "sepp.enqueue")
+    assert (
+        enqueue.parent is not None and enqueue.parent.span_id == parent.get_span_context().span_id
+    )
