@@ -99,7 +99,10 @@ async def test_the_session_snippets_run_in_order(server: SeppServer, tmp_path: P
                     await asyncio.sleep(0.02)
                 namespace["worker"].shutdown_handle().shutdown()
 
-            await run_snippet(code, namespace, both_settled)
+            try:
+                await run_snippet(code, namespace, both_settled)
+            except TimeoutError:
+                raise AssertionError(f"the worker snippet settled only {client.settled}") from None
         elif "client.reserve(" in code:
             await client.enqueue(EnqueueRequest("emails", "send_welcome"))
             await run_snippet(code, namespace)
