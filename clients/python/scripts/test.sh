@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Tests of the Python client: the stub check, ruff, mypy --strict, then the whole pytest suite
-# twice, once with the otel extra and once without it.
+# Tests of the Python client: the stub check, ruff, mypy --strict, the whole pytest suite twice
+# (once with the otel extra, once without it), and finally the repository's conformance suite
+# for the official sepp-py 0.1 (tests/conformance/python), run with this client in its place to
+# show that code written for sepp-py 0.1 runs on it unchanged.
 #
 #   SEPP_BIN=/path/to/sepp clients/python/scripts/test.sh [pytest args...]
 #
@@ -78,3 +80,5 @@ echo "== python client: tests with the otel extra"
 "$dev/python" -m pytest -q -p no:cacheprovider tests "$@"
 echo "== python client: tests without the otel extra"
 "$cache/plain/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+echo "== python client: the conformance suite written for sepp-py 0.1, run with this client"
+(cd "$here/../../tests/conformance/python" && "$dev/python" -m pytest -q -p no:cacheprovider .)

@@ -480,8 +480,7 @@ class SeppClient:
         if expires_at is None:
             raise MalformedResponseError("extend returned an invalid lease_expires_at")
         if lease is not None:
-            lease.expires_at = expires_at
-        ctx.lease_expires_at = expires_at
+            lease.expires_at = expires_at  # ctx.lease_expires_at keeps the delivery's deadline
         return expires_at
 
     # ----------------------------------------------------------------------------------------

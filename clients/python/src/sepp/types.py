@@ -208,7 +208,11 @@ class EnqueueAck:
 
 @dataclass
 class JobCtx:
-    """Everything about a reserved job except its payload, and the lease to settle it with."""
+    """Everything about a reserved job except its payload, and the lease to settle it with.
+
+    `lease_expires_at` is the lease deadline the job was delivered with; `lease_deadline`
+    follows the extensions.
+    """
 
     id: str
     queue: str
@@ -222,6 +226,12 @@ class JobCtx:
     lease_expires_at: datetime
     scheduled_at: datetime | None = None
     _lease: Lease | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def lease_deadline(self) -> datetime:
+        """The latest lease deadline the server granted: `lease_expires_at` (the deadline at
+        delivery) until an extend moves it."""
+        return self._lease.expires_at if self._lease is not None else self.lease_expires_at
 
     async def extend(self, extension: timedelta) -> datetime:
         """Move this job's lease deadline to now + `extension`; returns the new deadline."""

@@ -248,7 +248,7 @@ async def test_auto_extend_keeps_a_long_handler_alive(client: SeppClient, queue:
     async def long(payload: Payload | None, ctx: JobCtx) -> None:
         first = ctx.lease_expires_at
         # Outlive the first lease by far: wait until the heartbeat has moved it twice.
-        while ctx.lease_expires_at < first + timedelta(milliseconds=1200):
+        while ctx.lease_deadline < first + timedelta(milliseconds=1200):
             await asyncio.sleep(0.05)
         extended.set()
 
