@@ -145,19 +145,24 @@ def _uint32(name: str, value: int) -> int:
 
 def enqueue_request_to_pb(request: EnqueueRequest) -> pb.EnqueueRequest:
     """One job to enqueue, as the wire message."""
-    if not request.queue or not request.job_type:
+    queue, job_type, payload = request.queue, request.job_type, request.payload
+    if not queue or not job_type:
         raise ValueError("queue and job_type must be non-empty names")
-    message = pb.EnqueueRequest(queue=request.queue, job_type=request.job_type)
-    payload = request.payload
+    # One constructor call for the common shape (a payload, nothing else) is the cheapest.
     if payload is not None:
-        message.payload.data = payload.data
-        message.payload.encoding = payload.encoding
+        message = pb.EnqueueRequest(
+            queue=queue,
+            job_type=job_type,
+            payload=pb.Payload(data=payload.data, encoding=payload.encoding),
+        )
+    else:
+        message = pb.EnqueueRequest(queue=queue, job_type=job_type)
     if request.idempotency_key is not None:
         message.idempotency_key = request.idempotency_key
     priority = request.priority
     if priority is not None:
         message.priority = (
-            int(priority) if isinstance(priority, Priority) else Priority(priority).value
+            priority.value if isinstance(priority, Priority) else Priority(priority).value
         )
     if request.max_attempts is not None:
         message.max_attempts = _uint32("max_attempts", request.max_attempts)

@@ -239,7 +239,7 @@ class SeppClient:
         timeout: float | None = None,
     ) -> Any:
         """One unary call under the retry policy. Raises the last `grpc.aio.AioRpcError`."""
-        metadata = self._metadata()
+        metadata = self._metadata() if _OTEL else (self._auth or None)
         deadline = self._rpc_timeout if timeout is None else timeout
         policy = self._retry
         if policy.max_attempts == 1:

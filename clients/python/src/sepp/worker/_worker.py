@@ -375,7 +375,13 @@ class Worker:
             if self._auto_extend:
                 outcome = await self._run_with_heartbeat(handler, job)
             else:
-                outcome = await _invoke(handler, job)
+                outcome = None
+                try:
+                    result = handler(job.payload, ctx)
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception as err:
+                    outcome = err
             if outcome is _LEASE_LOST:
                 _log.error("lease lost; handler aborted (job %s, attempt %d)", ctx.id, ctx.attempt)
                 return
