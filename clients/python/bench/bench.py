@@ -49,13 +49,17 @@ class JobCounter:
         return n
 
 
+def job(args: argparse.Namespace, data: bytes) -> EnqueueRequest:
+    # The server refuses empty payload bytes: with --payload-bytes 0 the job has no payload.
+    return EnqueueRequest(args.queue, JOB_TYPE, payload=Payload(data, ENCODING) if data else None)
+
+
 async def enqueue_single(client: SeppClient, args: argparse.Namespace, data: bytes) -> None:
     counter = JobCounter(args.jobs)
 
     async def task() -> None:
         while counter.take(1):
-            request = EnqueueRequest(args.queue, JOB_TYPE, payload=Payload(data, ENCODING))
-            await client.enqueue(request)
+            await client.enqueue(job(args, data))
 
     await asyncio.gather(*(task() for _ in range(args.concurrency)))
 
@@ -65,10 +69,7 @@ async def enqueue_batch(client: SeppClient, args: argparse.Namespace, data: byte
 
     async def task() -> None:
         while n := counter.take(args.batch):
-            requests = [
-                EnqueueRequest(args.queue, JOB_TYPE, payload=Payload(data, ENCODING))
-                for _ in range(n)
-            ]
+            requests = [job(args, data) for _ in range(n)]
             results = await client.enqueue_batch(requests)
             for result in results:
                 if not isinstance(result, EnqueueAck):

@@ -57,7 +57,7 @@ from .types import (
 from .v1 import queue_pb2 as pb
 
 if TYPE_CHECKING:
-    from google.protobuf.internal.containers import MessageMap
+    from google.protobuf.internal.containers import MessageMap, RepeatedCompositeFieldContainer
 
     from ._retry import RetryDirective
     from .client import SeppClient
@@ -143,20 +143,22 @@ def _uint32(name: str, value: int) -> int:
     return value
 
 
-def enqueue_request_to_pb(request: EnqueueRequest) -> pb.EnqueueRequest:
-    """One job to enqueue, as the wire message."""
+def add_enqueue_request(
+    jobs: RepeatedCompositeFieldContainer[pb.EnqueueRequest], request: EnqueueRequest
+) -> pb.EnqueueRequest:
+    """Append one job to a batch's `jobs`, built in place (copying a built message costs more)."""
     queue, job_type, payload = request.queue, request.job_type, request.payload
     if not queue or not job_type:
         raise ValueError("queue and job_type must be non-empty names")
     # One constructor call for the common shape (a payload, nothing else) is the cheapest.
     if payload is not None:
-        message = pb.EnqueueRequest(
+        message = jobs.add(
             queue=queue,
             job_type=job_type,
             payload=pb.Payload(data=payload.data, encoding=payload.encoding),
         )
     else:
-        message = pb.EnqueueRequest(queue=queue, job_type=job_type)
+        message = jobs.add(queue=queue, job_type=job_type)
     if request.idempotency_key is not None:
         message.idempotency_key = request.idempotency_key
     priority = request.priority
@@ -184,21 +186,20 @@ def enqueue_request_to_pb(request: EnqueueRequest) -> pb.EnqueueRequest:
 JOB_OVERHEAD_BYTES = 64
 
 
-def enqueue_batch_to_pb(
-    requests: list[EnqueueRequest],
-) -> tuple[list[pb.EnqueueRequest], bool, int]:
-    """The wire messages of `requests`, whether every job has an idempotency key (an empty key
-    is no key), and an estimate of their size in bytes."""
-    messages = []
+def enqueue_batch_to_pb(requests: list[EnqueueRequest]) -> tuple[pb.EnqueueBatchRequest, bool, int]:
+    """The wire batch of `requests`, whether every job has an idempotency key (an empty key is
+    no key), and an estimate of its size in bytes."""
+    batch = pb.EnqueueBatchRequest()
+    jobs = batch.jobs
     keyed = True
     size = 0
     for request in requests:
-        messages.append(enqueue_request_to_pb(request))
+        add_enqueue_request(jobs, request)
         if not request.idempotency_key:
             keyed = False
         payload = request.payload
         size += JOB_OVERHEAD_BYTES + (len(payload.data) if payload is not None else 0)
-    return messages, keyed, size
+    return batch, keyed, size
 
 
 def nack_retry_to_pb(directive: RetryDirective) -> pb.NackRetry:

@@ -35,12 +35,15 @@ from .v1 import queue_pb2 as pb
 MAX_JOBS_PER_CALL = 256
 MAX_BYTES_PER_CALL = 4 * 1024 * 1024
 
-Send = Callable[[list[pb.EnqueueRequest], bool], Awaitable[pb.EnqueueBatchResponse]]
+# A call: the batch (a message, or the serialized batches of several callers joined, which
+# protobuf reads as one batch with all their jobs), and whether every job has a key.
+Send = Callable[[pb.EnqueueBatchRequest | bytes, bool], Awaitable[pb.EnqueueBatchResponse]]
 
 
 @dataclass(eq=False)
 class _Waiting:
-    messages: list[pb.EnqueueRequest]
+    batch: pb.EnqueueBatchRequest
+    count: int
     size_bytes: int
     future: asyncio.Future[Sequence[pb.JobResult]]
 
@@ -63,19 +66,20 @@ class EnqueuePipeline:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def submit(
-        self, messages: list[pb.EnqueueRequest], keyed: bool, size_bytes: int
+        self, batch: pb.EnqueueBatchRequest, keyed: bool, size_bytes: int
     ) -> Sequence[pb.JobResult]:
-        """The results of `messages`, in order. Raises what the call raised."""
+        """The results of the jobs of `batch`, in order. Raises what the call raised."""
         lane = self._lanes[keyed]
         if lane.in_flight < self._max_calls and not lane.waiting:
             lane.in_flight += 1
             try:
-                response = await self._send(messages, keyed)
+                response = await self._send(batch, keyed)
             finally:
                 lane.in_flight -= 1
                 self._flush(lane, keyed)
             return response.results
-        waiting = _Waiting(messages, size_bytes, asyncio.get_running_loop().create_future())
+        future = asyncio.get_running_loop().create_future()
+        waiting = _Waiting(batch, len(batch.jobs), size_bytes, future)
         lane.waiting.append(waiting)
         try:
             return await waiting.future
@@ -100,9 +104,14 @@ class EnqueuePipeline:
             self._flush(lane, keyed)
 
     async def _deliver(self, keyed: bool, group: list[_Waiting]) -> None:
-        messages = [m for waiting in group for m in waiting.messages]
+        total = sum(waiting.count for waiting in group)
+        request: pb.EnqueueBatchRequest | bytes = (
+            group[0].batch
+            if len(group) == 1
+            else b"".join(waiting.batch.SerializeToString() for waiting in group)
+        )
         try:
-            response = await self._send(messages, keyed)
+            response = await self._send(request, keyed)
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.INVALID_ARGUMENT and len(group) > 1:
                 await asyncio.gather(*(self._deliver(keyed, [w]) for w in group))
@@ -115,12 +124,12 @@ class EnqueuePipeline:
                 raise
             return
         results = response.results
-        if len(results) != len(messages):
-            _fail(group, BatchResultCountMismatchError(len(messages), len(results)))
+        if len(results) != total:
+            _fail(group, BatchResultCountMismatchError(total, len(results)))
             return
         start = 0
         for waiting in group:
-            end = start + len(waiting.messages)
+            end = start + waiting.count
             _resolve(waiting.future, results[start:end])
             start = end
 
@@ -128,9 +137,9 @@ class EnqueuePipeline:
 def _take_group(waiting: list[_Waiting]) -> list[_Waiting]:
     """The longest prefix of waiting callers that fits one call (always at least one)."""
     group = [waiting[0]]
-    jobs, size = len(waiting[0].messages), waiting[0].size_bytes
+    jobs, size = waiting[0].count, waiting[0].size_bytes
     for candidate in waiting[1:]:
-        jobs += len(candidate.messages)
+        jobs += candidate.count
         size += candidate.size_bytes
         if jobs > MAX_JOBS_PER_CALL or size > MAX_BYTES_PER_CALL:
             break

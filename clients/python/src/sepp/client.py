@@ -96,8 +96,11 @@ class SeppClient:
         self._retry = retry_policy if retry_policy is not None else RetryPolicy()
         self._auth: tuple[tuple[str, str], ...] = tuple(auth_metadata or ())
         self._rpc_timeout = rpc_timeout.total_seconds()
-        self._enqueue_batch = self._method(
-            "EnqueueBatch", pb.EnqueueBatchRequest, pb.EnqueueBatchResponse
+        self._enqueue_batch = self._channel.unary_unary(  # type: ignore[call-arg]
+            _SERVICE + "EnqueueBatch",
+            request_serializer=_serialize_batch,
+            response_deserializer=pb.EnqueueBatchResponse.FromString,
+            _registered_method=True,
         )
         self._enqueue_atomic = self._method(
             "EnqueueAtomic", pb.EnqueueBatchRequest, pb.EnqueueAtomicResponse
@@ -299,14 +302,14 @@ class SeppClient:
             else _NO_SPAN
         )
         with span:
-            messages, keyed, size = _convert.enqueue_batch_to_pb(jobs)
-            traced = _OTEL and _stamp_trace(messages)
+            batch, keyed, size = _convert.enqueue_batch_to_pb(jobs)
+            traced = _OTEL and _stamp_trace(batch)
             try:
                 if self._pipeline is not None and not traced:
                     # A traced call keeps its own gRPC call, so the server's span is its child.
-                    results = await self._pipeline.submit(messages, keyed, size)
+                    results = await self._pipeline.submit(batch, keyed, size)
                 else:
-                    results = (await self._send_enqueue(messages, keyed)).results
+                    results = (await self._send_enqueue(batch, keyed)).results
             except grpc.aio.AioRpcError as err:
                 raise client_error_from_rpc(err) from err
         if len(results) != len(jobs):
@@ -324,10 +327,9 @@ class SeppClient:
         return out
 
     async def _send_enqueue(
-        self, messages: list[pb.EnqueueRequest], keyed: bool
+        self, request: pb.EnqueueBatchRequest | bytes, keyed: bool
     ) -> pb.EnqueueBatchResponse:
         codes = RETRYABLE_CODES if keyed else KEYLESS_ENQUEUE_RETRYABLE_CODES
-        request = pb.EnqueueBatchRequest(jobs=messages)
         response: pb.EnqueueBatchResponse = await self._call(
             "enqueue", self._enqueue_batch, request, codes
         )
@@ -346,17 +348,12 @@ class SeppClient:
             else _NO_SPAN
         )
         with span:
-            messages, keyed, _ = _convert.enqueue_batch_to_pb(jobs)
+            batch, keyed, _ = _convert.enqueue_batch_to_pb(jobs)
             if _OTEL:
-                _stamp_trace(messages)
+                _stamp_trace(batch)
             codes = RETRYABLE_CODES if keyed else KEYLESS_ENQUEUE_RETRYABLE_CODES
             try:
-                response = await self._call(
-                    "enqueue_atomic",
-                    self._enqueue_atomic,
-                    pb.EnqueueBatchRequest(jobs=messages),
-                    codes,
-                )
+                response = await self._call("enqueue_atomic", self._enqueue_atomic, batch, codes)
             except grpc.aio.AioRpcError as err:
                 raise client_error_from_rpc(err) from err
         outcome = response.WhichOneof("outcome")
@@ -536,13 +533,18 @@ class SeppClient:
         return f"<SeppClient sepp-py/{VERSION}>"
 
 
-def _stamp_trace(messages: list[pb.EnqueueRequest]) -> bool:
+def _serialize_batch(request: pb.EnqueueBatchRequest | bytes) -> bytes:
+    """A batch for the wire; coalesced batches arrive already serialized and joined."""
+    return request if isinstance(request, bytes) else request.SerializeToString()
+
+
+def _stamp_trace(batch: pb.EnqueueBatchRequest) -> bool:
     """Give the active span's context to every job without one; whether there was a span."""
     current = _otel.current_trace_context()
     if current is None:
         return False
     traceparent, tracestate = current
-    for message in messages:
+    for message in batch.jobs:
         if not message.HasField("trace_context"):
             message.trace_context.traceparent = traceparent
             if tracestate:

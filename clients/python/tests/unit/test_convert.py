@@ -37,9 +37,13 @@ from sepp.v1 import queue_pb2 as pb
 UTC = timezone.utc
 
 
+def one(request: EnqueueRequest) -> pb.EnqueueRequest:
+    return _convert.enqueue_batch_to_pb([request])[0].jobs[0]
+
+
 def test_a_full_request_becomes_the_wire_message() -> None:
     when = datetime(2030, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
-    message = _convert.enqueue_request_to_pb(
+    message = one(
         EnqueueRequest(
             "q",
             "t",
@@ -74,24 +78,20 @@ def test_a_full_request_becomes_the_wire_message() -> None:
 
 
 def test_naive_times_are_utc_and_times_before_the_epoch_are_dropped() -> None:
-    naive = _convert.enqueue_request_to_pb(
-        EnqueueRequest("q", "t", scheduled_at=datetime(2030, 1, 1))
-    )
+    naive = one(EnqueueRequest("q", "t", scheduled_at=datetime(2030, 1, 1)))
     assert naive.scheduled_at.seconds == int(datetime(2030, 1, 1, tzinfo=UTC).timestamp())
-    early = _convert.enqueue_request_to_pb(
-        EnqueueRequest("q", "t", scheduled_at=datetime(1969, 12, 31, tzinfo=UTC))
-    )
+    early = one(EnqueueRequest("q", "t", scheduled_at=datetime(1969, 12, 31, tzinfo=UTC)))
     assert not early.HasField("scheduled_at")
 
 
 def test_custom_values_of_other_types_are_refused() -> None:
     for value in (None, b"bytes", [1], 2**63, -(2**63) - 1):
         with pytest.raises((TypeError, ValueError)):
-            _convert.enqueue_request_to_pb(EnqueueRequest("q", "t", custom={"k": value}))  # type: ignore[dict-item]
+            one(EnqueueRequest("q", "t", custom={"k": value}))  # type: ignore[dict-item]
     with pytest.raises(TypeError):
-        _convert.enqueue_request_to_pb(EnqueueRequest("q", "t", custom={1: "x"}))  # type: ignore[dict-item]
+        one(EnqueueRequest("q", "t", custom={1: "x"}))  # type: ignore[dict-item]
     with pytest.raises(ValueError):
-        _convert.enqueue_request_to_pb(EnqueueRequest("q", "t", max_attempts=-1))
+        one(EnqueueRequest("q", "t", max_attempts=-1))
 
 
 def test_a_batch_knows_whether_every_job_has_a_key() -> None:

@@ -22,8 +22,12 @@ class ScriptedSend:
         self.short_answer = False
 
     async def __call__(
-        self, messages: list[pb.EnqueueRequest], keyed: bool
+        self, request: pb.EnqueueBatchRequest | bytes, keyed: bool
     ) -> pb.EnqueueBatchResponse:
+        batch = (
+            pb.EnqueueBatchRequest.FromString(request) if isinstance(request, bytes) else request
+        )
+        messages = list(batch.jobs)
         self.calls.append(([m.job_type for m in messages], keyed))
         gate = asyncio.get_running_loop().create_future()
         self.gates.append(gate)
@@ -39,8 +43,8 @@ class ScriptedSend:
                 gate.set_result(None)
 
 
-def jobs(*names: str) -> list[pb.EnqueueRequest]:
-    return [pb.EnqueueRequest(queue="q", job_type=n) for n in names]
+def jobs(*names: str) -> pb.EnqueueBatchRequest:
+    return pb.EnqueueBatchRequest(jobs=[pb.EnqueueRequest(queue="q", job_type=n) for n in names])
 
 
 async def settle() -> None:

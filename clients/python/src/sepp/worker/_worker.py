@@ -319,7 +319,11 @@ class Worker:
                 self._reserve_request(size), options.wait_timeout, options.worker_id
             )
         )
-        await asyncio.wait((call, stop), return_when=asyncio.FIRST_COMPLETED)
+        try:
+            await asyncio.wait((call, stop), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            call.cancel()  # run() itself is being cancelled: do not leave the long poll behind
+            raise
         if not call.done():
             call.cancel()
             await asyncio.wait((call,))
