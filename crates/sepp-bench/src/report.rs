@@ -199,9 +199,12 @@ fn cpu_table(out: &mut String, summary: &Summary) {
     let mut columns = vec!["scenario".to_string(), "jobs".to_string()];
     columns.extend(targets.iter().cloned());
     let mut ratio_columns = Vec::new();
-    for mode in MODES {
-        let reference = format!("{REFERENCE} {mode}");
-        for family in [format!("{OURS} {mode}"), CEILING.to_string()] {
+    for (mode, client) in
+        MODES.iter().flat_map(|mode| [LoadClient::Ours, LoadClient::SeppRs].map(|client| (mode, client)))
+    {
+        let suffix = client_suffix(client);
+        let reference = format!("{REFERENCE} {mode}{suffix}");
+        for family in [format!("{OURS} {mode}{suffix}"), CEILING.to_string()] {
             if summary.has_target(&family)
                 && summary.has_target(&reference)
                 && !ratio_columns.contains(&(family.clone(), reference.clone()))
