@@ -204,7 +204,9 @@ fn cpu_table(out: &mut String, summary: &Summary) {
     {
         let suffix = client_suffix(client);
         let reference = format!("{REFERENCE} {mode}{suffix}");
-        for family in [format!("{OURS} {mode}{suffix}"), CEILING.to_string()] {
+        // The ceiling is only ever loaded by our client.
+        let ceiling = (client == LoadClient::Ours).then(|| CEILING.to_string());
+        for family in std::iter::once(format!("{OURS} {mode}{suffix}")).chain(ceiling) {
             if summary.has_target(&family)
                 && summary.has_target(&reference)
                 && !ratio_columns.contains(&(family.clone(), reference.clone()))
