@@ -1,5 +1,6 @@
 //! Compiles the wire contract with protox (pure Rust, no protoc) into tonic server and client code,
-//! and has Cargo rebuild the crate when the embedded admin UI bundle changes.
+//! and keeps its encoded descriptors for the reflection service. It also has Cargo
+//! rebuild the crate when the embedded admin UI bundle changes.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto_root = "../../proto";
     let proto_file = "../../proto/sepp/v1/queue.proto";
@@ -7,6 +8,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The admin UI bundle is embedded by `include_dir!`; a rebuilt bundle must rebuild the crate.
     println!("cargo:rerun-if-changed=../../admin-ui/dist");
     let descriptors = protox::compile([proto_file], [proto_root])?;
+    // The encoded descriptors are served by gRPC reflection, so generic tools can list and call
+    // the service without the .proto file.
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(out_dir.join("sepp_descriptor.bin"), prost::Message::encode_to_vec(&descriptors))?;
     tonic_prost_build::configure().build_server(true).build_client(true).compile_fds(descriptors)?;
     Ok(())
 }

@@ -1,8 +1,10 @@
-//! The only module that talks the sepp protocol: one [`Connection`] is one `SeppClient`, on its
-//! own HTTP/2 channel.
+//! The only module that talks the sepp protocol: one [`Connection`] is one client, on its own
+//! HTTP/2 channel.
 //!
-//! The load loops use our Rust client, `sepp-client`, the way an application would: the same
-//! client, calls and payloads against every target, so only the server differs.
+//! The load loops drive a client library the way an application would: the same calls and
+//! payloads against every target, so only the server differs. The library is ours,
+//! `sepp-client`, or the official sepp-rs 0.1 that users who migrate from 0.1 keep running
+//! ([`LoadClient`]); sepp-rs is connected with its defaults, as a new user would.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -18,41 +20,102 @@ pub const PAYLOAD_BYTES: usize = 256;
 /// Leases outlive any phase, so no job is ever redelivered during a measurement.
 const LEASE: Duration = Duration::from_secs(300);
 
+/// The client library that generates the load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadClient {
+    /// Our Rust client, `sepp-client`.
+    #[default]
+    Ours,
+    /// The official sepp-rs 0.1.0 client.
+    SeppRs,
+}
+
+impl LoadClient {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadClient::Ours => "sepp-client",
+            LoadClient::SeppRs => "sepp-rs",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<LoadClient> {
+        match name {
+            "ours" | "sepp-client" => Some(LoadClient::Ours),
+            "sepp-rs" => Some(LoadClient::SeppRs),
+            _ => None,
+        }
+    }
+}
+
 /// A job held under a lease: what an ack needs.
 #[derive(Clone, Debug)]
-pub struct Lease {
-    ctx: JobCtx,
+pub enum Lease {
+    Ours(Box<JobCtx>),
+    SeppRs(Box<sepp_rs::JobCtx>),
 }
 
 /// One client connection (its own HTTP/2 channel) to a sepp-protocol server.
 #[derive(Clone)]
-pub struct Connection {
-    client: SeppClient,
-    payload: Payload,
+pub enum Connection {
+    Ours { client: SeppClient, payload: Payload },
+    SeppRs { client: sepp_rs::client::SeppClient, payload: sepp_rs::Payload },
 }
 
 fn client_error(error: impl std::fmt::Display) -> BenchError {
     BenchError::Unexpected(format!("client: {error}"))
 }
 
+fn payload_bytes() -> Vec<u8> {
+    vec![b'x'; PAYLOAD_BYTES]
+}
+
+const ENCODING: &str = "application/octet-stream";
+
 impl Connection {
-    /// Opens a new channel; it is connected when this returns.
-    pub async fn connect(addr: SocketAddr) -> Result<Connection, BenchError> {
-        let client = SeppClient::builder(format!("http://{addr}"))
-            .max_receive_message_bytes(64 * 1024 * 1024)
-            .connect()
-            .await
-            .map_err(client_error)?;
-        Ok(Connection { client, payload: Payload::new(vec![b'x'; PAYLOAD_BYTES], "application/octet-stream") })
+    /// Opens a new channel with `client`; it is connected when this returns.
+    pub async fn connect(addr: SocketAddr, client: LoadClient) -> Result<Connection, BenchError> {
+        let url = format!("http://{addr}");
+        Ok(match client {
+            LoadClient::Ours => Connection::Ours {
+                client: SeppClient::builder(url)
+                    .max_receive_message_bytes(64 * 1024 * 1024)
+                    .connect()
+                    .await
+                    .map_err(client_error)?,
+                payload: Payload::new(payload_bytes(), ENCODING),
+            },
+            LoadClient::SeppRs => Connection::SeppRs {
+                client: sepp_rs::client::SeppClient::connect(url).await.map_err(client_error)?,
+                payload: sepp_rs::Payload::new(payload_bytes(), ENCODING),
+            },
+        })
     }
 
     /// Enqueues `count` jobs in one EnqueueBatch call; every one must be accepted.
     pub async fn enqueue(&mut self, queue: &str, count: usize) -> Result<(), BenchError> {
-        let jobs = (0..count)
-            .map(|_| Ok(EnqueueRequest::new(queue, "bench").map_err(client_error)?.with_payload(self.payload.clone())))
-            .collect::<Result<Vec<_>, BenchError>>()?;
-        let results = self.client.enqueue_batch(jobs).await.map_err(client_error)?;
-        let accepted = results.iter().filter(|result| result.is_ok()).count();
+        let accepted = match self {
+            Connection::Ours { client, payload } => {
+                let jobs = (0..count)
+                    .map(|_| {
+                        Ok(EnqueueRequest::new(queue, "bench").map_err(client_error)?.with_payload(payload.clone()))
+                    })
+                    .collect::<Result<Vec<_>, BenchError>>()?;
+                let results = client.enqueue_batch(jobs).await.map_err(client_error)?;
+                results.iter().filter(|result| result.is_ok()).count()
+            }
+            Connection::SeppRs { client, payload } => {
+                let jobs = (0..count)
+                    .map(|_| {
+                        Ok(sepp_rs::EnqueueRequest::new(queue, "bench")
+                            .map_err(client_error)?
+                            .with_payload(payload.clone()))
+                    })
+                    .collect::<Result<Vec<_>, BenchError>>()?;
+                let results = client.enqueue_batch(jobs).await.map_err(client_error)?;
+                results.iter().filter(|result| result.is_ok()).count()
+            }
+        };
         if accepted != count {
             return Err(BenchError::Unexpected(format!("{accepted} of {count} jobs accepted")));
         }
@@ -61,21 +124,40 @@ impl Connection {
 
     /// Reserves up to `max_jobs` ready jobs without waiting.
     pub async fn reserve(&mut self, queue: &str, max_jobs: u32) -> Result<Vec<Lease>, BenchError> {
-        let options = ReserveOptions::new([queue], LEASE)
-            .map_err(client_error)?
-            .with_wait_timeout(Duration::ZERO)
-            .with_max_jobs(max_jobs);
-        let jobs = self.client.reserve(&options).await.map_err(client_error)?.unwrap_or_default();
-        Ok(jobs.into_iter().map(|job| Lease { ctx: job.ctx }).collect())
+        match self {
+            Connection::Ours { client, .. } => {
+                let options = ReserveOptions::new([queue], LEASE)
+                    .map_err(client_error)?
+                    .with_wait_timeout(Duration::ZERO)
+                    .with_max_jobs(max_jobs);
+                let jobs = client.reserve(&options).await.map_err(client_error)?.unwrap_or_default();
+                Ok(jobs.into_iter().map(|job| Lease::Ours(Box::new(job.ctx))).collect())
+            }
+            Connection::SeppRs { client, .. } => {
+                let options = sepp_rs::ReserveOptions::new(vec![queue.to_string()], LEASE)
+                    .map_err(client_error)?
+                    .with_wait_timeout(Duration::ZERO)
+                    .with_max_jobs(max_jobs);
+                let jobs = client.reserve(&options).await.map_err(client_error)?.unwrap_or_default();
+                Ok(jobs.into_iter().map(|job| Lease::SeppRs(Box::new(job.ctx))).collect())
+            }
+        }
     }
 
     /// Completes a leased job.
     pub async fn ack(&mut self, lease: &Lease) -> Result<(), BenchError> {
-        self.client.ack(&lease.ctx).await.map_err(client_error)
+        match (self, lease) {
+            (Connection::Ours { client, .. }, Lease::Ours(ctx)) => client.ack(ctx).await.map_err(client_error),
+            (Connection::SeppRs { client, .. }, Lease::SeppRs(ctx)) => client.ack(ctx).await.map_err(client_error),
+            _ => Err(BenchError::Unexpected("a lease acked through another client library".into())),
+        }
     }
 
     /// Asks for the server's version: the cheapest call that proves the port serves.
     pub async fn server_info(&mut self) -> Result<String, BenchError> {
-        Ok(self.client.get_server_info().await.map_err(client_error)?.version)
+        match self {
+            Connection::Ours { client, .. } => Ok(client.get_server_info().await.map_err(client_error)?.version),
+            Connection::SeppRs { client, .. } => Ok(client.get_server_info().await.map_err(client_error)?.version),
+        }
     }
 }

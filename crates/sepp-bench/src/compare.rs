@@ -12,26 +12,40 @@ use tokio::runtime::Runtime;
 
 use crate::BenchError;
 use crate::ceiling::CEILING_VERSION;
-use crate::client::Connection;
+use crate::client::{Connection, LoadClient};
 use crate::phases;
 use crate::procfs;
 use crate::results::{BacklogRun, LatencyRun, Results, Scenario, ThroughputRun};
 use crate::server::{PersistMode, Program, ServerProcess};
 
-/// A server to measure, by name (`ours sync_all`, `0.1.1 buffer`, `ceiling`, ...).
+/// A server to measure and the client library that loads it, by name (`ours sync_all`,
+/// `0.1.1 buffer`, `ceiling`; with the sepp-rs client `ours sync_all via sepp-rs`, ...).
 #[derive(Clone, Debug)]
 pub struct Target {
     pub name: String,
     pub program: Program,
+    pub client: LoadClient,
+}
+
+/// What a target's name says of the client that loads it: nothing for ours.
+pub fn client_suffix(client: LoadClient) -> String {
+    match client {
+        LoadClient::Ours => String::new(),
+        other => format!(" via {}", other.name()),
+    }
 }
 
 impl Target {
-    pub fn sepp(family: &str, binary: std::path::PathBuf, persist_mode: PersistMode) -> Target {
-        Target { name: format!("{family} {}", persist_mode.name()), program: Program::Sepp { binary, persist_mode } }
+    pub fn sepp(family: &str, binary: std::path::PathBuf, persist_mode: PersistMode, client: LoadClient) -> Target {
+        Target {
+            name: format!("{family} {}{}", persist_mode.name(), client_suffix(client)),
+            program: Program::Sepp { binary, persist_mode },
+            client,
+        }
     }
 
-    pub fn ceiling(binary: std::path::PathBuf) -> Target {
-        Target { name: "ceiling".to_string(), program: Program::Ceiling { binary } }
+    pub fn ceiling(binary: std::path::PathBuf, client: LoadClient) -> Target {
+        Target { name: format!("ceiling{}", client_suffix(client)), program: Program::Ceiling { binary }, client }
     }
 
     fn is_sepp(&self) -> bool {
@@ -119,7 +133,8 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<Results, BenchError> {
         }
     }
     if plan.backlog_jobs > 0 {
-        for target in plan.targets.iter().filter(|target| target.is_sync_all()) {
+        // The backlog measures the server's memory and restart, which no client changes.
+        for target in plan.targets.iter().filter(|target| target.is_sync_all() && target.client == LoadClient::Ours) {
             let run = backlog(runtime, target, plan.backlog_jobs, plan.backlog_churn_jobs, plan.backlog_drain_jobs)?;
             eprintln!(
                 "backlog     {:<15} rss {:>5} MB  disk {:>5} MB  restart {:>6.2} s  drain {:>8.0} jobs/s",
@@ -160,7 +175,7 @@ pub fn throughput(
     round: usize,
 ) -> Result<ThroughputRun, BenchError> {
     let mut server = ServerProcess::start(&target.program)?;
-    let mut run = throughput_at(runtime, server.addr(), Some(&server), scenario, round)?;
+    let mut run = throughput_at(runtime, server.addr(), Some(&server), scenario, round, target.client)?;
     run.target = target.name.clone();
     server.stop()?;
     Ok(run)
@@ -173,9 +188,10 @@ pub fn throughput_at(
     server: Option<&ServerProcess>,
     scenario: &Scenario,
     round: usize,
+    client: LoadClient,
 ) -> Result<ThroughputRun, BenchError> {
     let queue = queue_name(&scenario.name, round);
-    let connections = runtime.block_on(phases::connect_all(addr, scenario.connections))?;
+    let connections = runtime.block_on(phases::connect_all(addr, scenario.connections, client))?;
     let version = runtime.block_on(connections[0].clone().server_info())?;
     let sample = || server.and_then(ServerProcess::sample);
     let client_before = client_cpu_seconds();
@@ -210,16 +226,22 @@ pub fn throughput_at(
 /// Starts a fresh server for `target` and measures sequential round trips on one connection.
 pub fn latency(runtime: &Runtime, target: &Target, rounds: usize, round: usize) -> Result<LatencyRun, BenchError> {
     let mut server = ServerProcess::start(&target.program)?;
-    let mut run = latency_at(runtime, server.addr(), rounds, round)?;
+    let mut run = latency_at(runtime, server.addr(), rounds, round, target.client)?;
     run.target = target.name.clone();
     server.stop()?;
     Ok(run)
 }
 
 /// Measures `rounds` enqueue -> reserve -> ack round trips against `addr`, after a warm-up.
-pub fn latency_at(runtime: &Runtime, addr: SocketAddr, rounds: usize, round: usize) -> Result<LatencyRun, BenchError> {
+pub fn latency_at(
+    runtime: &Runtime,
+    addr: SocketAddr,
+    rounds: usize,
+    round: usize,
+    client: LoadClient,
+) -> Result<LatencyRun, BenchError> {
     let queue = queue_name("latency", round);
-    let connection = runtime.block_on(Connection::connect(addr))?;
+    let connection = runtime.block_on(Connection::connect(addr, client))?;
     runtime.block_on(phases::latency(&connection, &queue, 20.min(rounds)))?;
     let summary = runtime.block_on(phases::latency(&connection, &queue, rounds))?;
     Ok(LatencyRun {
@@ -252,20 +274,21 @@ pub fn backlog(
     assert!(target.is_sepp(), "the backlog scenario needs a sepp server");
     let mut server = ServerProcess::start(&target.program)?;
     let queue = queue_name("backlog", 0);
-    let connections = runtime.block_on(phases::connect_all(server.addr(), BACKLOG_FILL_CONNECTIONS))?;
+    let connections = runtime.block_on(phases::connect_all(server.addr(), BACKLOG_FILL_CONNECTIONS, target.client))?;
     let filled = runtime.block_on(phases::enqueue(&connections, &queue, jobs, BACKLOG_FILL_BATCH))?;
     // Let background work that follows a burst (flushes, compactions) settle before sampling.
     std::thread::sleep(Duration::from_secs(1));
     let loaded = server.sample();
     let data_dir_bytes = server.data_dir_bytes();
-    let churned = (churn_jobs > 0).then(|| churn(runtime, &server, &connections, churn_jobs)).transpose()?;
+    let churned =
+        (churn_jobs > 0).then(|| churn(runtime, &server, &connections, churn_jobs, target.client)).transpose()?;
     drop(connections);
     let data_dir_after_churn_bytes = churned.as_ref().and_then(|_| server.data_dir_bytes());
     let stop_started = std::time::Instant::now();
     let restart_seconds = server
         .restart(|addr| {
             runtime.block_on(async {
-                let attempt = async { Connection::connect(addr).await?.server_info().await };
+                let attempt = async { Connection::connect(addr, target.client).await?.server_info().await };
                 matches!(tokio::time::timeout(Duration::from_secs(1), attempt).await, Ok(Ok(_)))
             })
         })?
@@ -273,7 +296,7 @@ pub fn backlog(
     let stop_seconds = (stop_started.elapsed().as_secs_f64() - restart_seconds).max(0.0);
     let restarted = server.sample();
     let drain_jobs = drain_jobs.min(jobs);
-    let connections = runtime.block_on(phases::connect_all(server.addr(), BACKLOG_DRAIN_CONNECTIONS))?;
+    let connections = runtime.block_on(phases::connect_all(server.addr(), BACKLOG_DRAIN_CONNECTIONS, target.client))?;
     let drained = runtime.block_on(phases::drain(&connections, &queue, drain_jobs, 1))?;
     if drain_jobs == jobs {
         runtime.block_on(phases::expect_empty(&connections[0], &queue))?;
@@ -323,8 +346,9 @@ fn churn(
     server: &ServerProcess,
     connections: &[Connection],
     jobs: u64,
+    client: LoadClient,
 ) -> Result<Churned, BenchError> {
-    let probe = runtime.block_on(Connection::connect(server.addr()))?;
+    let probe = runtime.block_on(Connection::connect(server.addr(), client))?;
     let pid = server.pid();
     let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let sampler = {
@@ -360,7 +384,11 @@ mod tests {
     fn targets(names: &[&str]) -> Vec<Target> {
         names
             .iter()
-            .map(|name| Target { name: name.to_string(), program: Program::Ceiling { binary: "x".into() } })
+            .map(|name| Target {
+                name: name.to_string(),
+                program: Program::Ceiling { binary: "x".into() },
+                client: LoadClient::Ours,
+            })
             .collect()
     }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::{Args, Parser, Subcommand};
+use sepp_bench::client::LoadClient;
 use sepp_bench::compare::{self, Plan, Target};
 use sepp_bench::results::{Results, Scenario};
 use sepp_bench::server::{PersistMode, Program, ServerProcess};
@@ -67,6 +68,10 @@ struct CompareArgs {
     /// Persist modes of the sepp servers: sync_all, buffer.
     #[arg(long, value_delimiter = ',', default_value = "sync_all,buffer")]
     modes: Vec<String>,
+    /// Client libraries that generate the load: ours (sepp-client) and/or sepp-rs (the
+    /// official 0.1 client). The ceiling is measured with ours only.
+    #[arg(long, value_delimiter = ',', default_value = "ours")]
+    clients: Vec<String>,
     /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
     #[arg(long)]
     ours_bin: Option<PathBuf>,
@@ -116,6 +121,9 @@ struct RunArgs {
     /// Sequential round trips of the latency phase, 0 to skip.
     #[arg(long, default_value_t = 1000)]
     latency_rounds: usize,
+    /// The client library that generates the load: ours or sepp-rs.
+    #[arg(long, default_value = "ours")]
+    client: String,
 }
 
 fn main() -> ExitCode {
@@ -169,7 +177,7 @@ fn compare_command(args: CompareArgs) -> Result<(), BenchError> {
         scenarios.retain(|scenario| args.scenarios.contains(&scenario.name));
     }
     let plan = Plan {
-        targets: targets(&args.targets, &args.modes, args.ours_bin, args.reference_bin)?,
+        targets: targets(&args.targets, &args.modes, &args.clients, args.ours_bin, args.reference_bin)?,
         scenarios,
         rounds,
         latency_rounds,
@@ -184,7 +192,13 @@ fn compare_command(args: CompareArgs) -> Result<(), BenchError> {
 fn smoke(ours_bin: Option<PathBuf>, out: Option<PathBuf>) -> Result<(), BenchError> {
     let jobs = 300;
     let plan = Plan {
-        targets: targets(&["ours".into(), "ceiling".into()], &["sync_all".into(), "buffer".into()], ours_bin, None)?,
+        targets: targets(
+            &["ours".into(), "ceiling".into()],
+            &["sync_all".into(), "buffer".into()],
+            &["ours".into(), "sepp-rs".into()],
+            ours_bin,
+            None,
+        )?,
         scenarios: compare::standard_scenarios(jobs),
         rounds: 1,
         latency_rounds: 50,
@@ -239,6 +253,8 @@ fn run_command(args: RunArgs) -> Result<(), BenchError> {
         enqueue_batch: args.enqueue_batch.max(1),
         reserve_batch: args.reserve_batch.max(1),
     };
+    let client = LoadClient::parse(&args.client)
+        .ok_or_else(|| BenchError::Unexpected(format!("unknown client {}: use ours or sepp-rs", args.client)))?;
     let runtime = runtime()?;
     let mut server = match (&args.addr, &args.server_bin) {
         (Some(_), _) => None,
@@ -246,7 +262,7 @@ fn run_command(args: RunArgs) -> Result<(), BenchError> {
         (None, None) => return Err(BenchError::Unexpected("give --addr or --server-bin".into())),
     };
     let addr = args.addr.or(server.as_ref().map(ServerProcess::addr)).expect("an address");
-    let run = compare::throughput_at(&runtime, addr, server.as_ref(), &scenario, 0)?;
+    let run = compare::throughput_at(&runtime, addr, server.as_ref(), &scenario, 0, client)?;
     println!("enqueue: {} jobs/s", report::rate(Some(run.enqueue_jobs_per_second())));
     println!("drain:   {} jobs/s", report::rate(Some(run.drain_jobs_per_second())));
     if let Some(cpu) = run.cpu_us_per_job() {
@@ -259,7 +275,7 @@ fn run_command(args: RunArgs) -> Result<(), BenchError> {
         println!("data directory with every job queued: {:.1} MB", disk as f64 / 1e6);
     }
     if args.latency_rounds > 0 {
-        let latency = compare::latency_at(&runtime, addr, args.latency_rounds, 0)?;
+        let latency = compare::latency_at(&runtime, addr, args.latency_rounds, 0, client)?;
         println!(
             "latency (enqueue -> reserve -> ack): p50 {:.2} ms, p99 {:.2} ms, p999 {:.2} ms",
             latency.p50_us / 1000.0,
@@ -273,14 +289,23 @@ fn run_command(args: RunArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// The targets named by `families` (ours, 0.1.1, ceiling) in each of `modes`, ordered so that
-/// alternation interleaves them: ours and 0.1.1 per mode, then the ceiling.
+/// The targets named by `families` (ours, 0.1.1, ceiling) in each of `modes`, loaded by each of
+/// `clients`, ordered so that alternation interleaves them: ours and 0.1.1 per mode and client,
+/// then the ceiling (loaded by our client only).
 fn targets(
     families: &[String],
     modes: &[String],
+    clients: &[String],
     ours_bin: Option<PathBuf>,
     reference_bin: Option<PathBuf>,
 ) -> Result<Vec<Target>, BenchError> {
+    let clients = clients
+        .iter()
+        .map(|name| {
+            LoadClient::parse(name)
+                .ok_or_else(|| BenchError::Unexpected(format!("unknown client {name}: use ours or sepp-rs")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     for family in families {
         if !["ours", "0.1.1", "ceiling"].contains(&family.as_str()) {
             return Err(BenchError::Unexpected(format!("unknown target {family}: use ours, 0.1.1 or ceiling")));
@@ -293,15 +318,17 @@ fn targets(
     for mode in modes {
         let mode =
             PersistMode::parse(mode).ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {mode}")))?;
-        if let Some(binary) = &ours {
-            targets.push(Target::sepp("ours", binary.clone(), mode));
-        }
-        if let Some(binary) = &reference {
-            targets.push(Target::sepp("0.1.1", binary.clone(), mode));
+        for client in &clients {
+            if let Some(binary) = &ours {
+                targets.push(Target::sepp("ours", binary.clone(), mode, *client));
+            }
+            if let Some(binary) = &reference {
+                targets.push(Target::sepp("0.1.1", binary.clone(), mode, *client));
+            }
         }
     }
     if wants("ceiling") {
-        targets.push(Target::ceiling(std::env::current_exe()?));
+        targets.push(Target::ceiling(std::env::current_exe()?, LoadClient::Ours));
     }
     Ok(targets)
 }

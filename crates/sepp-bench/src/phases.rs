@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
 use crate::BenchError;
-use crate::client::Connection;
+use crate::client::{Connection, LoadClient};
 
 /// The wall time one phase took to move its jobs.
 #[derive(Clone, Copy, Debug)]
@@ -41,11 +41,15 @@ pub struct LatencySummary {
     pub max_us: f64,
 }
 
-/// Opens `count` connections, each its own HTTP/2 channel.
-pub async fn connect_all(addr: std::net::SocketAddr, count: usize) -> Result<Vec<Connection>, BenchError> {
+/// Opens `count` connections of `client`, each its own HTTP/2 channel.
+pub async fn connect_all(
+    addr: std::net::SocketAddr,
+    count: usize,
+    client: LoadClient,
+) -> Result<Vec<Connection>, BenchError> {
     let mut connections = Vec::with_capacity(count);
     for _ in 0..count {
-        connections.push(Connection::connect(addr).await?);
+        connections.push(Connection::connect(addr, client).await?);
     }
     Ok(connections)
 }

@@ -6,6 +6,8 @@
 
 use std::fmt::Write;
 
+use crate::client::LoadClient;
+use crate::compare::client_suffix;
 use crate::results::{Results, ThroughputRun};
 
 pub const OURS: &str = "ours";
@@ -94,10 +96,13 @@ impl<'a> Summary<'a> {
     pub fn ratio_columns(&self) -> Vec<(String, String)> {
         let mut columns = Vec::new();
         for mode in MODES {
-            let ours = format!("{OURS} {mode}");
-            let reference = format!("{REFERENCE} {mode}");
-            if self.has_target(&ours) && self.has_target(&reference) {
-                columns.push((ours, reference));
+            for client in [LoadClient::Ours, LoadClient::SeppRs] {
+                let suffix = client_suffix(client);
+                let ours = format!("{OURS} {mode}{suffix}");
+                let reference = format!("{REFERENCE} {mode}{suffix}");
+                if self.has_target(&ours) && self.has_target(&reference) {
+                    columns.push((ours, reference));
+                }
             }
         }
         for mode in MODES {
@@ -325,7 +330,7 @@ fn backlog_table(out: &mut String, results: &Results) {
     out.push('\n');
 }
 
-/// The figures issue 3 asks for, each with whether this run met it.
+/// The performance targets (docs/benchmarks.md), each with whether this run met it.
 fn goals_table(out: &mut String, summary: &Summary) {
     let results = summary.results;
     let ours = format!("{OURS} sync_all");
@@ -359,6 +364,18 @@ fn goals_table(out: &mut String, summary: &Summary) {
             )
         }));
     }
+    let (ours_rs, reference_rs) = (format!("{ours} via sepp-rs"), format!("{reference} via sepp-rs"));
+    if summary.has_target(&ours_rs) && summary.has_target(&reference_rs) {
+        let measured = summary.ratio("single/50", &ours_rs, &reference_rs, Metric::CpuPerJob);
+        rows.extend(measured.map(|_| {
+            (
+                "server CPU per job (single/50), both loaded by sepp-rs 0.1".into(),
+                "<= 0.65x".into(),
+                measured,
+                measured.is_some_and(|value| value <= 0.65),
+            )
+        }));
+    }
     if let Some(run) = results.backlog.iter().find(|run| run.target == ours) {
         let scale = format!("{} jobs", run.jobs);
         let mb = |bytes: Option<u64>| bytes.map(|bytes| bytes as f64 / 1e6);
@@ -386,7 +403,7 @@ fn goals_table(out: &mut String, summary: &Summary) {
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(out, "### Issue 3 targets (`sync_all`)\n");
+    let _ = writeln!(out, "### Performance targets (`sync_all`)\n");
     header(out, &["goal".into(), "wanted".into(), "measured".into(), "met".into()]);
     for (label, wanted, measured, met) in rows {
         let shown = match (wanted.contains('%'), measured) {

@@ -13,6 +13,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use sepp_core::PersistMode;
 use tempfile::TempDir;
 
 use crate::BenchError;
@@ -24,31 +25,6 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How long a server may take to exit after SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// The `storage.persist_mode` of a sepp server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PersistMode {
-    SyncAll,
-    Buffer,
-}
-
-impl PersistMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            PersistMode::SyncAll => "sync_all",
-            PersistMode::Buffer => "buffer",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<PersistMode> {
-        match text {
-            "sync_all" => Some(PersistMode::SyncAll),
-            "buffer" => Some(PersistMode::Buffer),
-            _ => None,
-        }
-    }
-}
 
 /// Which program a target runs.
 #[derive(Clone, Debug)]

@@ -34,7 +34,18 @@ fn the_smoke_run_completes_every_phase_and_writes_tables_and_chart() {
     }
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap()).unwrap();
-    assert_eq!(results["targets"], serde_json::json!(["ours sync_all", "ours buffer", "ceiling"]));
+    assert_eq!(
+        results["targets"],
+        serde_json::json!([
+            "ours sync_all",
+            "ours sync_all via sepp-rs",
+            "ours buffer",
+            "ours buffer via sepp-rs",
+            "ceiling"
+        ])
+    );
+    // The official 0.1 client drove every scenario too.
+    assert!(tables.contains("ours sync_all via sepp-rs"), "{tables}");
     assert_eq!(results["backlog"].as_array().unwrap().len(), 1, "the backlog runs against ours sync_all");
     let backlog = &results["backlog"][0];
     assert_eq!(backlog["churn_jobs"], 300, "as many jobs pass through the loaded backlog as it holds");

@@ -1,6 +1,6 @@
 //! The environment layer: `SEPP_SECTION__FIELD=value` variables as overrides of the file.
 //!
-//! This module owns the naming convention (SPEC 4.1) and the value parsing: a value is read as a
+//! This module owns the naming convention (docs/configuration.md) and the value parsing: a value is read as a
 //! TOML literal (number, bool, string, array, inline table) and, when it is not one, taken as a
 //! plain string. It does not read `std::env` itself; callers pass the variables in, so tests and
 //! hot reloads see exactly the environment they are given.

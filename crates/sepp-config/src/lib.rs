@@ -1,4 +1,4 @@
-//! Loads, validates and watches the sepp server configuration (SPEC section 4).
+//! Loads, validates and watches the sepp server configuration (docs/configuration.md).
 //!
 //! The server calls [`discover`] to find the file, [`load`] to turn defaults + file +
 //! `SEPP_SECTION__FIELD` environment overrides into a validated [`Config`], [`Config::policy`] to
@@ -8,16 +8,18 @@
 //!
 //! # Layout
 //!
-//! - `schema`: the typed sections and their defaults (SPEC 4.2).
-//! - `load`: discovery, the layering pipeline and [`ConfigError`].
+//! - `schema`: the typed sections and their defaults (docs/configuration.md#keys).
+//! - `keys`: every known key, and the report of unknown ones with a "did you mean".
+//! - `load`: discovery, the layering pipeline, [`ConfigError`] and [`ConfigWarning`].
 //! - `env`: the environment-variable convention and value parsing.
-//! - `validate`: every rule of SPEC 4.2, including the per-queue merged limits.
+//! - `validate`: every rule of docs/configuration.md#keys, including the per-queue merged limits.
 //! - `policy`: the merge into `sepp_core::Policy`, boot-pinned dedup windows, restart-only fields.
 //! - `example`: the commented example file (`sepp config example`).
 //! - `watch`: the file watcher that triggers hot reloads.
 
 mod env;
 mod example;
+mod keys;
 mod load;
 mod policy;
 mod schema;
@@ -26,10 +28,15 @@ mod watch;
 
 pub use env::env_key;
 pub use example::example;
-pub use load::{ConfigError, ConfigSource, discover, load, load_str, load_str_as, load_with_env};
+pub use keys::{UnknownKey, known_keys};
+pub use load::{
+    CheckReport, ConfigError, ConfigSource, ConfigWarning, Loaded, check_with_env, discover, load, load_str,
+    load_str_as, load_with_env, process_env,
+};
 pub use policy::RESTART_ONLY;
 pub use schema::{
     AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, Config, LimitsConfig, LogFormat, LoggingConfig,
-    MetricsConfig, PersistMode, QueueConfig, RetryBackoff, ServerConfig, StorageConfig, TracingConfig,
+    MetricsConfig, QueueConfig, RetryBackoff, ServerConfig, StorageConfig, TracingConfig,
 };
+pub use sepp_core::PersistMode;
 pub use watch::{ConfigWatcher, watch};

@@ -1,6 +1,6 @@
 //! Finding the file and layering defaults, file and environment into a validated [`Config`].
 //!
-//! This module owns discovery (SPEC 4.1), the load pipeline and [`ConfigError`]: every error
+//! This module owns discovery (docs/configuration.md), the load pipeline and [`ConfigError`]: every error
 //! names the file or the environment variable that set the offending key, and none of them
 //! echoes file content or key material (the admin API shows these messages too).
 
@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use toml::{Table, Value};
 
 use crate::env::{self, EnvOverride};
+use crate::keys::{self, UnknownKey};
 use crate::schema::Config;
 use crate::validate::{self, KeyPath, Problem, Seg};
 
@@ -58,53 +59,124 @@ pub fn discover(flag: Option<PathBuf>, env: &dyn Fn(&str) -> Option<String>) -> 
     }
 }
 
-/// Loads `source` with the process environment as the override layer. Variables whose name or
-/// value is not valid UTF-8 are skipped.
-pub fn load(source: &ConfigSource) -> Result<Config, ConfigError> {
-    let env: Vec<(String, String)> = std::env::vars_os()
+/// A configuration that loaded, with what the operator should hear about it.
+#[derive(Debug)]
+pub struct Loaded {
+    pub config: Config,
+    /// Keys that were set but mean nothing to this server (typos, most likely).
+    pub warnings: Vec<ConfigWarning>,
+}
+
+/// A key set in the file or the environment that the configuration does not know. The file
+/// still loads (0.1 ignored such keys silently); the server logs each one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// The file, or `environment variable SEPP_...`, that set the key.
+    pub origin: String,
+    pub unknown: UnknownKey,
+}
+
+impl std::fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.origin, self.unknown)
+    }
+}
+
+/// Everything wrong with a configuration, for `sepp config check`: every warning, and the
+/// first error of each part of the file (a file that does not parse has just that error).
+#[derive(Debug, Default)]
+pub struct CheckReport {
+    pub warnings: Vec<ConfigWarning>,
+    pub errors: Vec<ConfigError>,
+}
+
+/// The process environment, without variables whose name or value is not valid UTF-8.
+pub fn process_env() -> Vec<(String, String)> {
+    std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .collect();
-    load_with_env(source, &env)
+        .collect()
+}
+
+/// Loads `source` with the process environment as the override layer.
+pub fn load(source: &ConfigSource) -> Result<Loaded, ConfigError> {
+    load_with_env(source, &process_env())
 }
 
 /// Loads `source` with `env` as the override layer: defaults, then the file, then `env`, then
 /// validation. A missing file is an error only when the path was explicit.
-pub fn load_with_env(source: &ConfigSource, env: &[(String, String)]) -> Result<Config, ConfigError> {
-    let text = match std::fs::read_to_string(&source.path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            if source.explicit {
-                return Err(ConfigError::NotFound { path: source.path.clone() });
-            }
-            String::new()
-        }
-        Err(source_error) => {
-            return Err(ConfigError::Read { path: source.path.clone(), source: source_error });
-        }
-    };
-    load_text(&text, &source.path.display().to_string(), env)
+pub fn load_with_env(source: &ConfigSource, env: &[(String, String)]) -> Result<Loaded, ConfigError> {
+    let Checked { mut report, config } = check_source(source, env);
+    match config {
+        Some(config) => Ok(Loaded { config, warnings: report.warnings }),
+        None => Err(report.errors.swap_remove(0)),
+    }
+}
+
+/// Checks `source` with `env` as the override layer, collecting every warning and error.
+pub fn check_with_env(source: &ConfigSource, env: &[(String, String)]) -> CheckReport {
+    check_source(source, env).report
 }
 
 /// Loads configuration from TOML text (as if it were a file) with `env` as the override layer.
 pub fn load_str(toml_text: &str, env: &[(String, String)]) -> Result<Config, ConfigError> {
-    load_text(toml_text, "<inline config>", env)
+    load_str_as(toml_text, "<inline config>", env)
 }
 
 /// Like [`load_str`], naming the text `file_label` in errors: how the admin API checks a
 /// candidate file before writing it.
 pub fn load_str_as(toml_text: &str, file_label: &str, env: &[(String, String)]) -> Result<Config, ConfigError> {
-    load_text(toml_text, file_label, env)
+    let Checked { mut report, config } = check_text(toml_text, file_label, env);
+    config.ok_or_else(|| report.errors.swap_remove(0))
 }
 
-fn load_text(text: &str, file_label: &str, env: &[(String, String)]) -> Result<Config, ConfigError> {
-    let file: Table = toml::from_str(text).map_err(|error| ConfigError::Parse {
-        origin: file_label.to_owned(),
-        message: describe_parse_error(text, &error),
-    })?;
+/// A check's report, and the configuration when it had no error.
+struct Checked {
+    report: CheckReport,
+    config: Option<Config>,
+}
+
+impl Checked {
+    fn failed(error: ConfigError) -> Checked {
+        Checked { report: CheckReport { warnings: Vec::new(), errors: vec![error] }, config: None }
+    }
+}
+
+fn check_source(source: &ConfigSource, env: &[(String, String)]) -> Checked {
+    let text = match std::fs::read_to_string(&source.path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            if source.explicit {
+                return Checked::failed(ConfigError::NotFound { path: source.path.clone() });
+            }
+            String::new()
+        }
+        Err(source_error) => {
+            return Checked::failed(ConfigError::Read { path: source.path.clone(), source: source_error });
+        }
+    };
+    check_text(&text, &source.path.display().to_string(), env)
+}
+
+fn check_text(text: &str, file_label: &str, env: &[(String, String)]) -> Checked {
+    let file: Table = match toml::from_str(text) {
+        Ok(file) => file,
+        Err(error) => {
+            return Checked::failed(ConfigError::Parse {
+                origin: file_label.to_owned(),
+                message: describe_parse_error(text, &error),
+            });
+        }
+    };
     let mut layers = Layers { file_label: file_label.to_owned(), file, env: env::overrides(env) };
-    let config = layers.deserialize()?;
-    validate::validate(&config).map_err(|problem| layers.invalid(problem))?;
-    Ok(config)
+    let warnings = layers.unknown_keys();
+    let config = match layers.deserialize() {
+        Ok(config) => config,
+        Err(error) => return Checked { report: CheckReport { warnings, errors: vec![error] }, config: None },
+    };
+    let errors: Vec<ConfigError> =
+        validate::problems(&config).into_iter().map(|problem| layers.invalid(problem)).collect();
+    let config = errors.is_empty().then_some(config);
+    Checked { report: CheckReport { warnings, errors }, config }
 }
 
 /// The parser's message and position, without the quoted line the default display adds (it
@@ -138,6 +210,26 @@ enum Origin<'a> {
 }
 
 impl Layers {
+    /// The keys the merged document sets that the configuration does not know, each with the
+    /// file or variable that set it. A variable without a section (`SEPP_BIN`, `SEPP_ADMIN_KEY`)
+    /// is taken to be some other program's setting, not a typo, and is not reported.
+    fn unknown_keys(&self) -> Vec<ConfigWarning> {
+        let mut merged = self.file.clone();
+        env::apply(&mut merged, &self.env);
+        keys::unknown_keys(&merged)
+            .into_iter()
+            .filter_map(|unknown| {
+                let path = key_path(&unknown.key);
+                let origin = match self.origin(&path) {
+                    Origin::Env(_) if path.len() == 1 => return None,
+                    Origin::Env(var) => format!("environment variable {var}"),
+                    Origin::File | Origin::Default => self.file_label.clone(),
+                };
+                Some(ConfigWarning { origin, unknown })
+            })
+            .collect()
+    }
+
     /// The merged document as a `Config`. An environment value that was read as a literal of the
     /// wrong type is retried as the plain string it also is.
     fn deserialize(&mut self) -> Result<Config, ConfigError> {
@@ -307,4 +399,19 @@ fn label(path: &KeyPath) -> String {
         }
     }
     out
+}
+
+/// `queues[2].name` as a path: `queues`, 2, `name`.
+fn key_path(label: &str) -> KeyPath {
+    let mut path = Vec::new();
+    for part in label.split('.') {
+        match part.split_once('[') {
+            Some((name, index)) => {
+                path.push(Seg::Key(name.to_owned()));
+                path.push(Seg::Index(index.trim_end_matches(']').parse().unwrap_or(0)));
+            }
+            None => path.push(Seg::Key(part.to_owned())),
+        }
+    }
+    path
 }

@@ -1,7 +1,7 @@
 //! From configuration to the core's `Policy`, and what a reload cannot change.
 //!
-//! This module owns the merge rule of SPEC 2.0 (a `[[queues]]` override, else the global), the
-//! boot pinning of dedup windows (SPEC 4.4), and the restart-only list. It does not validate:
+//! This module owns the merge rule of docs/protocol.md#per-queue-limits (a `[[queues]]` override, else the global), the
+//! boot pinning of dedup windows (docs/configuration.md#hot-reload), and the restart-only list. It does not validate:
 //! `validate` uses the same merge so that what is checked is what the core receives.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use sepp_core::{Policy, QueueLimits, ServerLimits};
 
 use crate::schema::{Config, LimitsConfig, QueueConfig};
 
-/// The fields a reload does not apply (SPEC 4.4), as named by the admin config API. `logging`,
+/// The fields a reload does not apply (docs/configuration.md#hot-reload), as named by the admin config API. `logging`,
 /// `tracing` and `metrics` stand for their whole sections.
 pub const RESTART_ONLY: &[&str] = &[
     "server.listen_addr",

@@ -1,8 +1,8 @@
-//! The typed configuration: one struct per TOML section, with the built-in defaults of SPEC 4.2.
+//! The typed configuration: one struct per TOML section, with the built-in defaults (docs/configuration.md#keys).
 //!
 //! This module owns the *shape* of the file and its defaults. It does not read files or the
 //! environment (`load`), check values against each other (`validate`) or build the core's
-//! `Policy` (`policy`). Unknown keys are ignored by serde except where SPEC 4.1 says they are
+//! `Policy` (`policy`). Unknown keys are ignored by serde except where docs/configuration.md#unknown-keys says they are
 //! rejected: inside `[admin]` and inside `auth.api_keys[]` / `admin.keys[]` entries.
 //!
 //! Types that hold key material have a hand-written `Debug` that never prints the key, and their
@@ -12,6 +12,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
+use sepp_core::PersistMode;
 use serde::{Deserialize, Serialize};
 
 /// The whole configuration after defaults, file and environment have been layered.
@@ -97,7 +98,7 @@ impl From<RetryBackoff> for sepp_core::RetryBackoff {
 }
 
 /// `[limits]`: the global limits. Most of them are the defaults of every queue; the rest are
-/// server-wide (SPEC 2.0 says which).
+/// server-wide (docs/protocol.md#per-queue-limits says which).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct LimitsConfig {
@@ -129,7 +130,7 @@ pub struct LimitsConfig {
 }
 
 impl Default for LimitsConfig {
-    /// The defaults of SPEC 4.2, taken from the core's limits so they are written down once.
+    /// The defaults of docs/configuration.md#limits, taken from the core's limits so they are written down once.
     fn default() -> Self {
         let queue = sepp_core::QueueLimits::default();
         let server = sepp_core::ServerLimits::default();
@@ -160,20 +161,25 @@ impl Default for LimitsConfig {
     }
 }
 
-/// How hard the committer pushes each cycle to disk.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum PersistMode {
-    #[default]
-    SyncAll,
-    SyncData,
-    Buffer,
+/// `storage.persist_mode` as its name.
+fn persist_mode_name<S: serde::Serializer>(mode: &PersistMode, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(mode.name())
+}
+
+/// `storage.persist_mode` by its name.
+fn persist_mode<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<PersistMode, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    PersistMode::parse(&name).ok_or_else(|| {
+        let names: Vec<&'static str> = PersistMode::ALL.iter().map(|(name, _)| *name).collect();
+        serde::de::Error::unknown_variant(&name, Box::leak(names.into_boxed_slice()))
+    })
 }
 
 /// `[storage]`: all restart-only.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct StorageConfig {
+    #[serde(deserialize_with = "persist_mode", serialize_with = "persist_mode_name")]
     pub persist_mode: PersistMode,
     pub sweep_interval_ms: u64,
     pub sweep_limit: u64,
@@ -182,7 +188,7 @@ pub struct StorageConfig {
     pub dead_letter_retention_ms: u64,
     pub command_queue_capacity: usize,
     /// Engine tuning keys of 0.1: accepted and validated so existing files load, not used by
-    /// this storage engine (SPEC 12.7).
+    /// this storage engine (docs/configuration.md#storage).
     pub cache_size_bytes: Option<u64>,
     pub max_journaling_size_bytes: Option<u64>,
     pub max_cached_files: Option<u64>,
@@ -226,7 +232,7 @@ pub struct LoggingConfig {
 
 impl Default for LoggingConfig {
     fn default() -> Self {
-        LoggingConfig { level: "info,lsm_tree=warn,fjall=warn".to_owned(), format: LogFormat::Text }
+        LoggingConfig { level: "info".to_owned(), format: LogFormat::Text }
     }
 }
 

@@ -1,8 +1,8 @@
-//! The validation rules of SPEC 4.2: ranges, required pairs, uniqueness, and the cross-field rules
+//! The validation rules of docs/configuration.md#keys: ranges, required pairs, uniqueness, and the cross-field rules
 //! that every queue's merged limits must pass as well as the globals.
 //!
-//! This module owns the rules and their wording. It reports the first problem found, naming the
-//! key(s) involved as paths; `load` turns those paths into "which file or environment variable
+//! This module owns the rules and their wording. It reports the first problem of each part of the
+//! file, naming the key(s) involved as paths; `load` turns those paths into "which file or environment variable
 //! set this". It never prints key material.
 
 use std::collections::HashMap;
@@ -84,17 +84,24 @@ fn non_empty(k: &Key, value: &str) -> Check {
     Ok(())
 }
 
-/// Checks the whole configuration; the first problem found is returned.
-pub(crate) fn validate(config: &Config) -> Check {
-    server(&config.server)?;
-    auth(&config.auth)?;
-    server_wide_limits(&config.limits)?;
+/// Checks the whole configuration: the first problem of each part (each section, each queue
+/// entry), so that one look shows everything to fix. Empty when the configuration is valid.
+pub(crate) fn problems(config: &Config) -> Vec<Problem> {
     let globals = global_limits(&config.limits, config.storage.dedup_window_ms);
-    queue_limits(&globals, config.limits.max_message_bytes, &|field| global_key(field))?;
-    storage(config)?;
-    observability(config)?;
-    admin(&config.admin)?;
-    queues(config, &globals)
+    let mut checks = vec![
+        server(&config.server),
+        auth(&config.auth),
+        server_wide_limits(&config.limits)
+            .and_then(|()| queue_limits(&globals, config.limits.max_message_bytes, &|field| global_key(field))),
+        storage(config),
+        observability(config),
+        admin(&config.admin),
+    ];
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (index, queue) in config.queues.iter().enumerate() {
+        checks.push(queue_entry(config, &globals, index, queue, &mut seen));
+    }
+    checks.into_iter().filter_map(Result::err).collect()
 }
 
 fn server(server: &ServerConfig) -> Check {
@@ -305,7 +312,7 @@ fn admin(admin: &AdminConfig) -> Check {
     between(&key("admin", "stats_history_ms"), admin.stats_history_ms, 60_000, 21_600_000)
 }
 
-/// Why `name` is not a valid queue name (SPEC 2.0), if it is not. Length is a separate check.
+/// Why `name` is not a valid queue name (docs/protocol.md#queue-names), if it is not. Length is a separate check.
 pub(crate) fn queue_name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         Some("must not be empty")
@@ -329,60 +336,76 @@ fn queue_key(index: usize, queue: &QueueConfig, field: &str) -> Key {
     Key { label, path: vec![Seg::Key("queues".into()), Seg::Index(index), Seg::Key(field.into())] }
 }
 
-fn queues(config: &Config, globals: &QueueLimits) -> Check {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    for (index, queue) in config.queues.iter().enumerate() {
-        let name_key = Key {
-            label: format!("queues[{index}].name"),
-            path: vec![Seg::Key("queues".into()), Seg::Index(index), Seg::Key("name".into())],
-        };
-        if let Some(why) = queue_name_problem(&queue.name) {
-            return Err(problem(
-                &[&name_key],
-                format!("{} {:?} is not a valid queue name: it {why}", name_key.label, queue.name),
-            ));
-        }
-        let max_name_bytes = config.limits.max_queue_name_bytes;
-        if queue.name.len() > max_name_bytes as usize {
-            let limit = key("limits", "max_queue_name_bytes");
-            return Err(problem(
-                &[&name_key, &limit],
-                format!(
-                    "{} is {} bytes long, more than {} ({max_name_bytes})",
-                    name_key.label,
-                    queue.name.len(),
-                    limit.label
-                ),
-            ));
-        }
-        if let Some(first) = seen.insert(&queue.name, index) {
-            return Err(problem(
-                &[&name_key],
-                format!(
-                    "{} {:?} is already declared by queues[{first}]; queue names must be unique",
-                    name_key.label, queue.name
-                ),
-            ));
-        }
-        if let Some(types) = &queue.allowed_job_types {
-            let k = queue_key(index, queue, "allowed_job_types");
-            if types.is_empty() {
-                return Err(problem(
-                    &[&k],
-                    format!("{} must list at least one job type (leave it out to accept any)", k.label),
-                ));
-            }
-            if types.iter().any(String::is_empty) {
-                return Err(problem(&[&k], format!("{} must not contain an empty job type", k.label)));
-            }
-        }
-        let merged = merged_limits(globals, queue);
-        let key_of = |field: &str| {
-            if overrides(queue, field) { queue_key(index, queue, field) } else { global_key(field) }
-        };
-        queue_limits(&merged, config.limits.max_message_bytes, &key_of)?;
+/// One `[[queues]]` entry: its name (valid, short enough, not declared before, as `seen`
+/// records) and its merged limits.
+fn queue_entry<'a>(
+    config: &Config,
+    globals: &QueueLimits,
+    index: usize,
+    queue: &'a QueueConfig,
+    seen: &mut HashMap<&'a str, usize>,
+) -> Check {
+    let name_key = Key {
+        label: format!("queues[{index}].name"),
+        path: vec![Seg::Key("queues".into()), Seg::Index(index), Seg::Key("name".into())],
+    };
+    if let Some(why) = queue_name_problem(&queue.name) {
+        return Err(problem(
+            &[&name_key],
+            format!("{} {:?} is not a valid queue name: it {why}", name_key.label, queue.name),
+        ));
     }
-    Ok(())
+    let max_name_bytes = config.limits.max_queue_name_bytes;
+    if queue.name.len() > max_name_bytes as usize {
+        let limit = key("limits", "max_queue_name_bytes");
+        return Err(problem(
+            &[&name_key, &limit],
+            format!(
+                "{} is {} bytes long, more than {} ({max_name_bytes})",
+                name_key.label,
+                queue.name.len(),
+                limit.label
+            ),
+        ));
+    }
+    if let Some(first) = seen.insert(&queue.name, index) {
+        return Err(problem(
+            &[&name_key],
+            format!(
+                "{} {:?} is already declared by queues[{first}]; queue names must be unique",
+                name_key.label, queue.name
+            ),
+        ));
+    }
+    if let Some(types) = &queue.allowed_job_types {
+        let k = queue_key(index, queue, "allowed_job_types");
+        if types.is_empty() {
+            return Err(problem(
+                &[&k],
+                format!("{} must list at least one job type (leave it out to accept any)", k.label),
+            ));
+        }
+        if types.iter().any(String::is_empty) {
+            return Err(problem(&[&k], format!("{} must not contain an empty job type", k.label)));
+        }
+    }
+    let merged = merged_limits(globals, queue);
+    let key_of = |field: &str| {
+        if overrides(queue, field) { queue_key(index, queue, field) } else { global_key(field) }
+    };
+    match queue_limits(&merged, config.limits.max_message_bytes, &key_of) {
+        // A problem of the globals alone is the globals' (reported for `[limits]`), not this
+        // queue's: the queue only inherits it.
+        Err(problem)
+            if problem
+                .keys
+                .iter()
+                .all(|path| !matches!(path.first(), Some(Seg::Key(section)) if section == "queues")) =>
+        {
+            Ok(())
+        }
+        result => result,
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The hot-reload trigger: tells the server when the config file's content may have changed.
 //!
-//! This module owns the file-system watch (SPEC 4.4 with 12.3): it watches the file's parent
+//! This module owns the file-system watch (docs/configuration.md#hot-reload): it watches the file's parent
 //! directory (so replacing the file by rename is seen), keeps only events that can change the
 //! file's data, and coalesces a burst of them into one call. Reading the file never counts, which
 //! is what keeps a reload's own read from triggering the next reload. It does not load or

@@ -54,7 +54,7 @@ fn empty_file_gives_all_defaults() {
     assert_eq!(s.command_queue_capacity, 4_096);
     assert_eq!((s.cache_size_bytes, s.max_journaling_size_bytes), (None, None));
     assert_eq!((s.max_cached_files, s.worker_threads), (None, None));
-    assert_eq!(c.logging.level, "info,lsm_tree=warn,fjall=warn");
+    assert_eq!(c.logging.level, "info");
     assert_eq!(c.logging.format, LogFormat::Text);
     assert!(!c.tracing.enabled);
     assert_eq!(c.tracing.otlp_endpoint, "http://localhost:4317");
@@ -128,7 +128,7 @@ fn an_explicit_path_that_does_not_exist_is_an_error_naming_it() {
 fn a_missing_default_file_gives_defaults_plus_environment() {
     let dir = tempfile::tempdir().unwrap();
     let source = ConfigSource { path: dir.path().join("sepp.toml"), explicit: false };
-    let c = load_with_env(&source, &env(&[("SEPP_SERVER__STRICT_QUEUES", "true")])).unwrap();
+    let c = load_with_env(&source, &env(&[("SEPP_SERVER__STRICT_QUEUES", "true")])).unwrap().config;
     assert!(c.server.strict_queues);
     assert_eq!(Config { server: Default::default(), ..c }, Config::default());
 }
@@ -144,7 +144,8 @@ fn env_override_wins_over_file() {
         &source,
         &env(&[("SEPP_SERVER__LISTEN_ADDR", "0.0.0.0:6000"), ("SEPP_LIMITS__DEFAULT_PRIORITY", "7")]),
     )
-    .unwrap();
+    .unwrap()
+    .config;
     assert_eq!(c.server.listen_addr, addr("0.0.0.0:6000"));
     assert_eq!(c.limits.default_priority, 7);
     assert_eq!(c.server.db_path, PathBuf::from("/from/file"));
@@ -338,4 +339,81 @@ fn type_errors_use_the_words_of_a_toml_file() {
     );
     let error = error_of("server = 5\n");
     assert!(error.ends_with("server: invalid type: integer `5`, expected a table"), "{error}");
+}
+
+#[test]
+fn unknown_keys_load_with_a_warning_naming_the_file_and_the_nearest_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = file_with(dir.path(), "[server]\nlisten_adr = \"127.0.0.1:6001\"\n[servr]\nstrict_queues = true\n");
+    let loaded = load_with_env(&source, &[]).unwrap();
+    assert_eq!(loaded.config, Config::default());
+    let file = source.path.display().to_string();
+    let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            format!("{file}: server.listen_adr is not a known key; did you mean server.listen_addr?"),
+            format!("{file}: servr is not a known key; did you mean server?"),
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_key_from_the_environment_names_its_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = ConfigSource { path: dir.path().join("sepp.toml"), explicit: false };
+    let loaded = load_with_env(
+        &source,
+        &env(&[("SEPP_STORAGE__PERSIST_MOD", "buffer"), ("SEPP_BIN", "/usr/bin/sepp"), ("SEPP_ADMIN_KEY", "k")]),
+    )
+    .unwrap();
+    let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "environment variable SEPP_STORAGE__PERSIST_MOD: storage.persist_mod is not a known key; did you mean storage.persist_mode?"
+        ]
+    );
+}
+
+#[test]
+fn a_check_reports_every_warning_and_the_first_error_of_each_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = file_with(
+        dir.path(),
+        "[limits]\ndefault_priority = 12\nmax_reserve_bach = 3\n[storage]\nsweep_limit = 0\n[[queues]]\nname = \"a/b\"\n",
+    );
+    let report = sepp_config::check_with_env(&source, &[]);
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert_eq!(report.warnings[0].unknown.suggestion.as_deref(), Some("limits.max_reserve_batch"));
+    let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(errors[0].contains("limits.default_priority"), "{errors:?}");
+    assert!(errors[1].contains("storage.sweep_limit"), "{errors:?}");
+    assert!(errors[2].contains("queues[0].name"), "{errors:?}");
+}
+
+#[test]
+fn a_check_of_a_file_that_does_not_parse_has_that_one_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = file_with(dir.path(), "[server\n");
+    let report = sepp_config::check_with_env(&source, &[]);
+    assert!(report.warnings.is_empty());
+    assert_eq!(report.errors.len(), 1);
+    assert!(matches!(report.errors[0], ConfigError::Parse { .. }), "{:?}", report.errors);
+}
+
+#[test]
+fn a_bad_global_limit_is_reported_once_however_many_queues_inherit_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = file_with(
+        dir.path(),
+        "[limits]\nretry_delay_ms = 10\nretry_delay_max_ms = 5\n[[queues]]\nname = \"a\"\n[[queues]]\nname = \"b\"\nretry_delay_ms = 9\n",
+    );
+    let errors: Vec<String> =
+        sepp_config::check_with_env(&source, &[]).errors.iter().map(ToString::to_string).collect();
+    // The globals' problem once, and queue b's own (its override is above the inherited cap).
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("limits.retry_delay_ms") && !errors[0].contains("queues"), "{errors:?}");
+    assert!(errors[1].contains("queues.b.retry_delay_ms"), "{errors:?}");
 }

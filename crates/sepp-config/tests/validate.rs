@@ -1,4 +1,4 @@
-//! Validation: every rule of SPEC 4.2 rejects its bad values, accepts its boundary values, and
+//! Validation: every rule of docs/configuration.md#keys rejects its bad values, accepts its boundary values, and
 //! names the key to fix.
 
 use sepp_config::load_str;

@@ -1,4 +1,4 @@
-//! Enqueue at commit time (stage D of SPEC 2.1): close tombstones, idempotency keys, the depth cap,
+//! Enqueue at commit time (stage D of docs/protocol.md#job-validation): close tombstones, idempotency keys, the depth cap,
 //! and insertion, for best-effort batches and all-or-nothing atomic batches.
 //!
 //! Jobs reaching these functions have passed stages A to C (`validate::validate_new_job`).
@@ -67,7 +67,7 @@ impl State {
         if !closing.is_empty() {
             return Err(closing);
         }
-        // Capacity counts every job as new, deduplicated or not (SPEC 2.3).
+        // Capacity counts every job as new, deduplicated or not (docs/protocol.md#enqueueatomic).
         let mut per_queue: HashMap<&str, u64> = HashMap::new();
         for (_, job) in &jobs {
             *per_queue.entry(job.queue.as_str()).or_default() += 1;

@@ -68,7 +68,7 @@ impl Rejection {
         Rejection::InvalidRequest { message: message.into() }
     }
 
-    /// The label used in logs and metrics (SPEC 7.3).
+    /// The label used in logs and metrics (docs/protocol.md#rejections).
     pub fn label(&self) -> &'static str {
         match self {
             Rejection::UnknownQueue { .. } => "unknown_queue",

@@ -1,7 +1,7 @@
 //! Reserving jobs and settling their leases: reserve, ack, nack, extend.
 //!
 //! Every lease operation is fenced by attempt: the caller must present the attempt the job is
-//! currently in flight under (SPEC 2.5).
+//! currently in flight under (docs/protocol.md#leases-and-attempts).
 
 use crate::errors::LeaseError;
 use crate::record::Record;

@@ -1,7 +1,7 @@
 //! The limits and policies the queue rules obey, already resolved per queue.
 //!
 //! This module owns the *values*; it does not parse configuration files or environment variables
-//! (that is the server's `config` module, which builds a [`Policy`] from them). A `Policy` is
+//! (that is the `sepp-config` crate, which builds a [`Policy`] from them). A `Policy` is
 //! immutable: a hot reload builds a new one and hands it to the state machine.
 
 use std::collections::HashMap;
@@ -34,14 +34,14 @@ pub struct QueueLimits {
     pub max_custom_entries: u32,
     pub max_custom_total_bytes: u64,
     pub max_custom_key_bytes: u32,
-    /// Pinned from the boot-time configuration (SPEC 4.4): reloads never change it.
+    /// Pinned from the boot-time configuration (docs/configuration.md#hot-reload): reloads never change it.
     pub dedup_window_ms: u64,
     /// `None` is unlimited; `Some(0)` rejects every new job.
     pub max_queue_depth: Option<u64>,
 }
 
 impl Default for QueueLimits {
-    /// The built-in defaults of SPEC 4.2.
+    /// The built-in defaults (docs/configuration.md#limits).
     fn default() -> Self {
         QueueLimits {
             max_lease_duration_ms: 300_000,

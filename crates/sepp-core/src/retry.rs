@@ -1,4 +1,4 @@
-//! The retry policy of a queue: how long a nacked job waits before its next attempt (SPEC 2.6).
+//! The retry policy of a queue: how long a nacked job waits before its next attempt (docs/protocol.md#retry-policy).
 
 use crate::limits::{QueueLimits, RetryBackoff};
 use crate::types::JobId;

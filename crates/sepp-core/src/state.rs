@@ -1,4 +1,6 @@
-//! The queue state and its indexes, and the one function that changes them: [`State::apply`].
+//! The queue state and its indexes. Every change to the queue goes through [`State::apply`] with
+//! a record; the other mutators only say where payload bytes now are (`place_payload`) or which
+//! rules apply from now on (`set_policy`), and neither is part of what a replay must rebuild.
 //!
 //! The operations (enqueue, reserve, lease settlement, sweep, drain) live in their own modules;
 //! each decides what happens and then calls `apply` with the records of its decision. Nothing
@@ -538,7 +540,7 @@ impl State {
         }
     }
 
-    /// Finds the job a lease operation names, fenced by attempt (SPEC 2.5).
+    /// Finds the job a lease operation names, fenced by attempt (docs/protocol.md#leases-and-attempts).
     pub(crate) fn leased(&self, job_id: &JobId, attempt: u32) -> Result<&LiveJob, crate::LeaseError> {
         match self.jobs.get(job_id) {
             Some(live) => match live.state {

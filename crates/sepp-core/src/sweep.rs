@@ -1,4 +1,4 @@
-//! Time-driven transitions (SPEC 2.11) and dead-letter draining (SPEC 2.8). Expired close
+//! Time-driven transitions (docs/protocol.md#timers) and dead-letter draining (#draindeadletters there). Expired close
 //! tombstones go first, with no budget (there are at most a few).
 //!
 //! The committer calls [`State::sweep`] whenever [`State::next_deadline_ms`] has passed. Each
@@ -88,7 +88,7 @@ impl State {
     }
 
     /// Removes and returns up to `max` of the oldest dead letters, of one queue or of all.
-    /// A queue filter walks that queue's own index, so it never under-returns (SPEC 12.2).
+    /// A queue filter walks that queue's own index, so it never under-returns (docs/protocol.md#draindeadletters).
     pub fn drain_dead_letters(&mut self, queue: Option<&str>, max: u32, out: &mut Vec<Record>) -> Vec<DeadLetter> {
         let taken: Vec<JobId> = match queue {
             Some(queue) => self.queues.get(queue).map_or_else(Vec::new, |state| {

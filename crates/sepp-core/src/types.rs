@@ -150,7 +150,7 @@ pub struct NewJob {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Job {
     pub id: JobId,
-    /// Acceptance order across the whole server: FIFO within a priority follows it (SPEC 12.1).
+    /// Acceptance order across the whole server: FIFO within a priority follows it (docs/protocol.md#ordering).
     pub seq: u64,
     pub queue: Arc<str>,
     pub job_type: Arc<str>,
@@ -226,6 +226,35 @@ pub struct DeadLetter {
     pub last_reason: Option<String>,
 }
 
+/// How much of a cycle's writes is made durable before its callers are answered. The log obeys
+/// it; the configuration (`storage.persist_mode`) names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PersistMode {
+    /// fsync: data and metadata on disk.
+    #[default]
+    SyncAll,
+    /// fdatasync: data on disk, metadata may lag.
+    SyncData,
+    /// Handed to the operating system only: survives a crash of the process, not of the machine.
+    Buffer,
+}
+
+impl PersistMode {
+    /// Every mode, by its configuration name.
+    pub const ALL: [(&'static str, PersistMode); 3] =
+        [("sync_all", PersistMode::SyncAll), ("sync_data", PersistMode::SyncData), ("buffer", PersistMode::Buffer)];
+
+    /// The name the configuration uses: `sync_all`, `sync_data`, `buffer`.
+    pub fn name(self) -> &'static str {
+        PersistMode::ALL.iter().find(|(_, mode)| *mode == self).map_or("sync_all", |(name, _)| name)
+    }
+
+    /// The mode of a configuration name.
+    pub fn parse(name: &str) -> Option<PersistMode> {
+        PersistMode::ALL.iter().find(|(known, _)| *known == name).map(|(_, mode)| *mode)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +264,14 @@ mod tests {
         // A million queued jobs must stay within the memory budget (docs/benchmarks.md): one
         // more field here moves every job up an allocation class.
         assert!(std::mem::size_of::<Job>() + 16 <= 160, "Job is {} bytes", std::mem::size_of::<Job>());
+    }
+
+    #[test]
+    fn persist_modes_round_trip_through_their_names() {
+        for (name, mode) in PersistMode::ALL {
+            assert_eq!((mode.name(), PersistMode::parse(name)), (name, Some(mode)));
+        }
+        assert_eq!(PersistMode::parse("fsync"), None);
     }
 
     #[test]

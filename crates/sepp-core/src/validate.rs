@@ -1,4 +1,4 @@
-//! Request validation that needs no queue state: enqueue stages A to C (SPEC 2.1), and the
+//! Request validation that needs no queue state: enqueue stages A to C (docs/protocol.md#job-validation), and the
 //! argument checks and clamps of Reserve, Ack, Nack, Extend and DrainDeadLetters.
 //!
 //! These functions run on the caller's task, before a command reaches the committer, so the
@@ -9,7 +9,7 @@ use crate::errors::{CallError, Rejection};
 use crate::limits::Policy;
 use crate::types::{JobId, NewJob, TimeMs};
 
-/// The validity rule for queue names shared by enqueue, reserve and configuration (SPEC 2.0).
+/// The validity rule for queue names shared by enqueue, reserve and configuration (docs/protocol.md#queue-names).
 /// Returns the reason, phrased with `subject` (`queue` or `queues item`).
 pub fn queue_name_problem(name: &str, subject: &str) -> Option<String> {
     if name.is_empty() {
@@ -181,7 +181,7 @@ pub struct ReservePlan {
     pub max_jobs: u32,
 }
 
-/// Validates and clamps a Reserve call (SPEC 2.4) in the documented order.
+/// Validates and clamps a Reserve call (docs/protocol.md#reserve) in the documented order.
 pub fn plan_reserve(policy: &Policy, request: ReserveRequest) -> Result<ReservePlan, CallError> {
     let invalid = |message: String| Err(CallError::InvalidArgument(message));
     if request.queues.is_empty() {
@@ -240,7 +240,7 @@ pub enum LeaseTarget {
     NoSuchJob,
 }
 
-/// Checks the fields every lease operation shares: job id, attempt and worker id (SPEC 2.5).
+/// Checks the fields every lease operation shares: job id, attempt and worker id (docs/protocol.md#ack).
 pub fn validate_lease_fields(job_id: &str, attempt: u32, worker_id: Option<&str>) -> Result<LeaseTarget, CallError> {
     let target = parse_job_id(job_id)?;
     if attempt == 0 {

@@ -1,4 +1,4 @@
-//! Enqueue at commit time (SPEC 2.1 stage D, 2.2 and 2.3): resolved values, idempotency keys,
+//! Enqueue at commit time (docs/protocol.md#enqueue, stage D): resolved values, idempotency keys,
 //! the depth cap, and the all-or-nothing semantics of atomic batches.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Settling leases: the shared argument checks, Ack (SPEC 2.5), Nack (2.6) and Extend (2.7), with
+//! Settling leases: the shared argument checks, Ack, Nack and Extend (docs/protocol.md#ack and after), with
 //! attempt fencing and what each settlement does to the job; and the DrainDeadLetters arguments.
 
 mod common;

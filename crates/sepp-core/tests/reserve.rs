@@ -1,5 +1,5 @@
-//! Reserve (SPEC 2.4): argument checks and their order, clamps, and the claim order (priority,
-//! exact FIFO of SPEC 12.1, queues in listed order).
+//! Reserve (docs/protocol.md#reserve): argument checks and their order, clamps, and the claim order (priority,
+//! exact FIFO of docs/protocol.md#ordering, queues in listed order).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! The nack retry policy (SPEC 2.6): base, backoff, caps and deterministic jitter.
+//! The nack retry policy (docs/protocol.md#retry-policy): base, backoff, caps and deterministic jitter.
 
 mod common;
 
@@ -12,7 +12,7 @@ fn limits(retry_delay_ms: u64, retry_backoff: RetryBackoff) -> QueueLimits {
     QueueLimits { retry_delay_ms, retry_backoff, ..QueueLimits::default() }
 }
 
-/// The jitter window of SPEC 2.6: up to a quarter of the capped delay is subtracted.
+/// The jitter window of docs/protocol.md#retry-policy: up to a quarter of the capped delay is subtracted.
 fn assert_jittered(delay_ms: u64, capped_ms: u64) {
     assert!(
         delay_ms <= capped_ms && delay_ms >= capped_ms - capped_ms / 4,

@@ -1,5 +1,5 @@
-//! The sweep (SPEC 2.11): scheduled promotion, lease expiry, dedup expiry, dead-letter
-//! retention and the per-phase budget; and DrainDeadLetters (SPEC 2.8 with 12.2).
+//! The sweep (docs/protocol.md#timers): scheduled promotion, lease expiry, dedup expiry, dead-letter
+//! retention and the per-phase budget; and DrainDeadLetters (docs/protocol.md#draindeadletters).
 
 mod common;
 
@@ -340,8 +340,8 @@ fn a_queue_filtered_drain_returns_only_that_queue_oldest_first() {
 
 #[test]
 fn a_queue_filtered_drain_does_not_under_return_when_other_queues_hold_older_records() {
-    // A sweep limit of 1 would make a scan-capped drain return nothing (SPEC 2.8); SPEC 12.2 says
-    // the filtered drain still finds the queue's own records.
+    // A sweep limit of 1 would make a scan-capped drain return nothing (as in sepp 0.1); this server
+    // makes the filtered drain still find the queue's own records.
     let mut harness = Harness::with_rules(rules(1_000_000, 1));
     let older: Vec<JobId> = harness.add_all(NOW_MS, (0..50).map(|_| job("noisy")).collect());
     let deliveries = harness.reserve(NOW_MS, &["noisy"], 50, 1_000);

@@ -1,5 +1,5 @@
-//! Enqueue validation stages A (structure), B (strict mode) and C (limits) of SPEC 2.1, and the
-//! batch-size checks of SPEC 2.2.
+//! Enqueue validation stages A (structure), B (strict mode) and C (limits) of docs/protocol.md, and the
+//! batch-size checks of #enqueuebatch there.
 
 mod common;
 

@@ -21,8 +21,9 @@ use std::io;
 
 use sepp_core::{JobId, Record, Snapshot, StoredPayload};
 
-pub use durable::{DurableLog, LogOptions, OpenError, PersistMode, Recovery, TruncatedTail};
+pub use durable::{DurableLog, LogOptions, OpenError, Recovery, TruncatedTail};
 pub use relocations::Relocations;
+pub use sepp_core::PersistMode;
 
 /// Where the committer persists records.
 pub trait Log: Send {
@@ -44,6 +45,7 @@ pub trait Log: Send {
     /// checkpoint moved nothing, which must be reclaimed all the same.
     fn poll_checkpoint(&mut self) -> Relocations;
     /// Deletes the files a finished checkpoint replaced (nothing when no checkpoint finished).
-    /// Call after applying all its relocations; no checkpoint starts before this is called.
-    fn reclaim(&mut self);
+    /// Call after applying all its relocations; no checkpoint starts before this succeeded. An
+    /// error leaves the finished checkpoint to be reclaimed by a later call.
+    fn reclaim(&mut self) -> io::Result<()>;
 }

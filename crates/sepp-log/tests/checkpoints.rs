@@ -57,7 +57,7 @@ fn wants_checkpoint_needs_disk_use_beyond_the_slack_and_twice_the_live_data() {
     assert!(!log.wants_checkpoint(0), "no second checkpoint while one is in flight");
     wait_for_checkpoint(dir.path(), || {
         log.poll_checkpoint();
-        log.reclaim();
+        log.reclaim().expect("reclaim");
     });
     wait_until("the log counts the reclaimed segments", || {
         write_cycles(log, &[Vec::new()]);
@@ -87,7 +87,7 @@ fn no_checkpoint_starts_until_the_finished_one_is_reclaimed() {
         write_cycles(log, &[rng.records(5, 10)]);
     }
     assert!(!log.wants_checkpoint(0), "a checkpoint may start before the finished one is reclaimed");
-    log.reclaim();
+    log.reclaim().expect("reclaim");
     assert!(log.wants_checkpoint(0), "once reclaimed, the next checkpoint may start");
 }
 
@@ -279,7 +279,7 @@ impl Node {
         for (job_id, stored) in self.log.poll_checkpoint() {
             self.state.place_payload(job_id, stored);
         }
-        self.log.reclaim();
+        self.log.reclaim().expect("reclaim");
     }
 
     fn enqueue(&mut self, now_ms: TimeMs, count: usize, payload_bytes: usize) {

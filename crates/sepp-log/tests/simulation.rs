@@ -328,7 +328,7 @@ impl Sim {
         for (job_id, stored) in log.poll_checkpoint() {
             self.state.place_payload(job_id, stored);
         }
-        log.reclaim();
+        log.reclaim().expect("reclaim");
     }
 
     /// What the committer does after each persist.

@@ -1,6 +1,6 @@
 //! Reading what a sepp server prints, for the programs that start one and wait on its output
 //! (the test harnesses and the benchmark harness). The text log format carries ANSI colours even
-//! when piped (SPEC 5), and a server started on port 0 names the port it bound in its
+//! when piped (docs/operations.md#log-lines), and a server started on port 0 names the port it bound in its
 //! `queue server listening` line.
 
 /// `line` without its ANSI escape sequences.

@@ -1,4 +1,4 @@
-//! API-key authentication of QueueService calls (SPEC 2.0). The health service is not gated.
+//! API-key authentication of QueueService calls (docs/protocol.md#authentication). The health service is not gated.
 //!
 //! The key set is read from the live configuration on every call, so hot reloads apply at once.
 //! Keys are compared in constant time against every configured key.

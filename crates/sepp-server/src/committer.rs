@@ -71,9 +71,13 @@ pub enum Command {
     /// A hot reload produced a new policy.
     SetPolicy(Arc<Policy>),
     /// A request of the admin API (see `admin::commands`).
-    Admin(crate::admin::commands::AdminCommand),
+    Admin(Box<crate::admin::commands::AdminCommand>),
     /// Shutdown began: answer parked reserves empty and stop parking new ones.
     Shutdown,
+    /// The listener stopped serving: finish this cycle, then close the log and stop, even
+    /// while handles remain (a connection that never answers the transport's goodbye can hold
+    /// one for as long as its peer likes). Later commands fail as after any stop.
+    Close,
 }
 
 /// An answer computed in this cycle, sent once the cycle's records are persisted.
@@ -157,17 +161,24 @@ impl CommitterHandle {
         self.sender.send_async(command).await.map_err(|_| Stopped)
     }
 
-    /// Commands waiting in the channel.
+    /// Commands waiting in the channel (the admin API shows it).
     pub fn queued(&self) -> usize {
         self.sender.len()
+    }
+
+    /// Sends a command from a thread outside the runtime, blocking while the channel is full.
+    pub fn send_blocking(&self, command: Command) -> Result<(), Stopped> {
+        self.sender.send(command).map_err(|_| Stopped)
     }
 
     /// Resolves, with the reason, once a failed write poisoned storage. Never resolves for a
     /// committer that works, or that stopped without failing.
     pub async fn poisoned(&self) -> String {
         let mut poison = self.poison.clone();
-        match poison.wait_for(Option::is_some).await {
-            Ok(reason) => reason.clone().unwrap_or_default(),
+        // The reason is copied out first: the watch's read guard must not live across an await.
+        let reason = poison.wait_for(Option::is_some).await.map(|reason| reason.clone().unwrap_or_default());
+        match reason {
+            Ok(reason) => reason,
             Err(_) => std::future::pending().await,
         }
     }
@@ -201,11 +212,40 @@ pub struct CommitterSettings {
     pub sweep_interval_ms: u64,
     /// How many payload places of a finished checkpoint one cycle applies.
     pub relocations_per_cycle: usize,
+    /// Where each cycle reads its `now`.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl CommitterSettings {
     /// A cycle's share of a checkpoint's relocations: about a millisecond of work.
     pub const RELOCATIONS_PER_CYCLE: usize = 16_384;
+}
+
+/// Where the server reads the time: once per committer cycle (every decision of the cycle uses
+/// that one reading), and for the checks of a request that need it (a schedule's horizon). The
+/// server runs on [`SystemClock`]; tests pass a clock they move themselves, so that leases,
+/// schedules and dedup windows expire when the test says, not when the machine gets to it.
+pub trait Clock: Send + Sync + 'static {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> TimeMs;
+}
+
+/// The wall clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> TimeMs {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as TimeMs)
+    }
+}
+
+/// The text of a panic's payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(message), _) => message,
+        (None, Some(message)) => message,
+        (None, None) => "(no message)",
+    }
 }
 
 /// Starts the committer thread. The thread first runs `open`, which recovers the state and the
@@ -219,6 +259,7 @@ pub fn spawn<E: Send + 'static>(
 ) -> Result<(CommitterHandle, Closed), E> {
     let (sender, receiver) = flume::bounded(settings.command_queue_capacity.max(1));
     let (poison, poison_receiver) = tokio::sync::watch::channel(None);
+    let poison_on_panic = poison.clone();
     let (opened, open_result) = std::sync::mpsc::sync_channel(1);
     let (closed, closed_receiver) = oneshot::channel();
     let thread = std::thread::Builder::new()
@@ -241,6 +282,7 @@ pub fn spawn<E: Send + 'static>(
                 sweep_interval: Duration::from_millis(settings.sweep_interval_ms.max(1)),
                 waiters: VecDeque::new(),
                 closing: false,
+                close: false,
                 poison,
                 records: Vec::new(),
                 answers: Vec::new(),
@@ -248,10 +290,23 @@ pub fn spawn<E: Send + 'static>(
                 relocating: sepp_log::Relocations::default(),
                 relocations_per_cycle: settings.relocations_per_cycle.max(1),
                 stats: None,
+                clock: settings.clock,
             };
-            let state = committer.run();
-            let _ = closed.send(());
-            drop(state);
+            // A panic is a broken invariant. It poisons storage like a failed write: callers of
+            // the cycle hear INTERNAL, later calls too, and the server stops and says why,
+            // rather than serving on with a dead committer.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| committer.run())) {
+                Ok(state) => {
+                    let _ = closed.send(());
+                    drop(state);
+                }
+                Err(panic) => {
+                    let reason = format!("the committer thread panicked: {}", panic_message(&*panic));
+                    tracing::error!(%reason, "storage is poisoned and the server stops");
+                    poison_on_panic.send_replace(Some(reason));
+                    let _ = closed.send(());
+                }
+            }
         })
         .expect("spawn the committer thread");
     match open_result.recv() {
@@ -272,6 +327,8 @@ struct Committer {
     sweep_interval: Duration,
     waiters: VecDeque<Waiter>,
     closing: bool,
+    /// Asked to stop after the current cycle ([`Command::Close`]).
+    close: bool,
     /// Set with the reason when a write or sync failed; the loop stops after that cycle.
     poison: tokio::sync::watch::Sender<Option<String>>,
     records: Vec<Record>,
@@ -283,11 +340,7 @@ struct Committer {
     relocations_per_cycle: usize,
     /// Publishes stats snapshots for the admin API, once it asked for them.
     stats: Option<crate::admin::stats::StatsPublisher>,
-}
-
-/// Wall-clock now in milliseconds: the one clock read of a cycle.
-pub fn now_ms() -> TimeMs {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as TimeMs)
+    clock: Arc<dyn Clock>,
 }
 
 impl Committer {
@@ -320,7 +373,7 @@ impl Committer {
     /// When the loop must wake even without commands: the next sweep deadline, the next waiter
     /// deadline, or the sweep interval, whichever is first.
     fn next_wake(&self) -> Instant {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let deadlines = self
             .state
             .next_deadline_ms()
@@ -336,9 +389,10 @@ impl Committer {
         Instant::now() + wait
     }
 
-    /// One cycle over `group`. False when storage is poisoned and the committer must stop.
+    /// One cycle over `group`. False when the committer must stop: storage is poisoned, or it
+    /// was asked to close.
     fn cycle(&mut self, group: &mut Vec<Command>) -> bool {
-        let now_ms = now_ms();
+        let now_ms = self.clock.now_ms();
         if self.state.next_deadline_ms().is_some_and(|deadline_ms| deadline_ms <= now_ms) {
             self.sweep(now_ms);
         }
@@ -359,7 +413,7 @@ impl Committer {
         if let Some(stats) = &mut self.stats {
             stats.after_cycle(now_ms, &mut self.state);
         }
-        true
+        !self.close
     }
 
     fn sweep(&mut self, now_ms: TimeMs) {
@@ -383,6 +437,8 @@ impl Committer {
                 let jobs = self.state.reserve(now_ms, &plan, records);
                 if jobs.is_empty() && plan.wait_ms > 0 && !self.closing {
                     let deadline_ms = now_ms.saturating_add(plan.wait_ms as TimeMs);
+                    // Tests (and an operator at debug level) wait on this line, not on a sleep.
+                    tracing::debug!(queues = plan.queues.len(), wait_ms = plan.wait_ms, "reserve parked");
                     self.waiters.push_back(Waiter { plan, deadline_ms, reply });
                     return;
                 }
@@ -417,6 +473,12 @@ impl Committer {
             }
             Command::Shutdown => {
                 self.closing = true;
+                self.answer_waiters_empty();
+                return;
+            }
+            Command::Close => {
+                self.closing = true;
+                self.close = true;
                 self.answer_waiters_empty();
                 return;
             }
@@ -482,8 +544,11 @@ impl Committer {
         for (job_id, stored) in self.relocating.by_ref().take(self.relocations_per_cycle) {
             self.state.place_payload(job_id, stored);
         }
-        if self.relocating.is_empty() {
-            self.log.reclaim();
+        if self.relocating.is_empty()
+            && let Err(error) = self.log.reclaim()
+        {
+            // The old files stay until a later cycle manages; nothing acknowledged is at stake.
+            tracing::warn!(%error, "deleting log files a checkpoint replaced failed; trying again next cycle");
         }
     }
 

@@ -10,6 +10,7 @@
 //! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
 //! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
 //!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
+//! - [`logtext`]: client-supplied strings cut to a bounded length for log lines.
 //! - [`memory`]: the allocator (mimalloc) of every binary that links this crate.
 //!
 //! The durable log the committer persists to is the `sepp-log` crate.
@@ -20,6 +21,7 @@ pub mod auth;
 pub mod committer;
 pub mod convert;
 pub mod live;
+pub mod logtext;
 pub mod memory;
 pub mod server;
 pub mod service;
@@ -30,4 +32,7 @@ pub mod proto {
     pub mod v1 {
         tonic::include_proto!("sepp.v1");
     }
+
+    /// The encoded file descriptors of the contract, served by gRPC reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sepp_descriptor.bin"));
 }

@@ -4,12 +4,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::io::IsTerminal;
+
 use clap::{Parser, Subcommand};
 use sepp_config::{Config, LogFormat};
+use sepp_server::logtext::Bounded;
+use sepp_server::service::SERVER_VERSION;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(name = "sepp", version = sepp_server::service::SERVER_VERSION, about = "A small, durable job queue server")]
+#[command(name = "sepp", version = SERVER_VERSION, about = "A small, durable job queue server")]
 struct Cli {
     /// Path of the configuration file (default: ./sepp.toml when it exists).
     #[arg(long, global = true, env = "SEPP_CONFIG")]
@@ -26,13 +30,16 @@ enum Commands {
         command: ConfigCommand,
     },
     /// Operate a running server through its admin API (key from SEPP_ADMIN_KEY).
-    Admin(sepp_server::admin_cli::AdminArgs),
+    Admin(Box<sepp_server::admin_cli::AdminArgs>),
 }
 
 #[derive(Subcommand)]
 enum ConfigCommand {
     /// Print a commented example configuration, equal to the defaults.
     Example,
+    /// Check a configuration file, with the environment's SEPP_* overrides applied: print every
+    /// warning and error, and exit 1 if there is an error.
+    Check,
 }
 
 fn main() -> ExitCode {
@@ -40,29 +47,36 @@ fn main() -> ExitCode {
     #[cfg(unix)]
     ignore_file_size_signal();
     let cli = Cli::parse();
+    let source = sepp_config::discover(cli.config, &|name| std::env::var(name).ok());
     match cli.command {
         Some(Commands::Config { command: ConfigCommand::Example }) => {
             print!("{}", sepp_config::example());
             return ExitCode::SUCCESS;
         }
-        Some(Commands::Admin(args)) => return sepp_server::admin_cli::run(args),
+        Some(Commands::Config { command: ConfigCommand::Check }) => return check_config(&source),
+        Some(Commands::Admin(args)) => return sepp_server::admin_cli::run(*args),
         None => {}
     }
-    let source = sepp_config::discover(cli.config, &|name| std::env::var(name).ok());
-    let config = match sepp_config::load(&source) {
-        Ok(config) => config,
+    let sepp_config::Loaded { config, warnings } = match sepp_config::load(&source) {
+        Ok(loaded) => loaded,
         Err(error) => return fail(&error),
     };
     init_logging(&config);
+    tracing::info!(version = SERVER_VERSION, "starting sepp");
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
     tracing::debug!("configuration loaded");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => return fail(&error),
     };
     let result = runtime.block_on(async move {
+        let shutdown = shutdown_signal().map_err(sepp_server::server::StartError::Signals)?;
         let listener = sepp_server::server::bind(&config).await?;
         let reload = Some(sepp_server::server::ReloadSource { source });
-        sepp_server::server::run(config, listener, reload, shutdown_signal()).await
+        let clock = std::sync::Arc::new(sepp_server::committer::SystemClock);
+        sepp_server::server::run(config, listener, reload, clock, shutdown).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -79,37 +93,94 @@ fn ignore_file_size_signal() {
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
 }
 
+/// `sepp config check`: every warning and error of the configuration `source` names, with the
+/// environment overlay, on stdout; exit 1 when there is an error.
+fn check_config(source: &sepp_config::ConfigSource) -> ExitCode {
+    let report = sepp_config::check_with_env(source, &sepp_config::process_env());
+    let shown = source.path.display();
+    let defaults = !source.explicit && !source.path.exists();
+    for warning in &report.warnings {
+        println!("warning: {warning}");
+    }
+    for error in &report.errors {
+        println!("error: {error}");
+    }
+    let (warnings, errors) = (report.warnings.len(), report.errors.len());
+    let file = if defaults { format!("{shown} (not found: the defaults)") } else { format!("{shown}") };
+    println!("{file}: {errors} error(s), {warnings} warning(s)");
+    if errors > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
 fn fail(error: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("error: {error}");
     ExitCode::FAILURE
 }
 
-/// Logs go to stdout; `RUST_LOG` replaces `logging.level`.
+/// Logs go to stdout; `RUST_LOG` replaces `logging.level`. Text logs are coloured only on a
+/// terminal, unless the environment forces it either way.
 fn init_logging(config: &Config) {
-    let filter = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|directives| EnvFilter::try_new(directives).ok())
+    let from_env =
+        std::env::var("RUST_LOG").ok().map(|directives| (EnvFilter::try_new(&directives).is_ok(), directives));
+    let filter = from_env
+        .as_ref()
+        .and_then(|(valid, directives)| valid.then(|| EnvFilter::new(directives)))
         .or_else(|| EnvFilter::try_new(&config.logging.level).ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stdout);
     match config.logging.format {
         LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.with_ansi(true).init(),
+        LogFormat::Text => {
+            builder.with_ansi(colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok())).init()
+        }
+    }
+    if let Some((false, directives)) = &from_env {
+        tracing::warn!(rust_log = %Bounded(directives), "RUST_LOG is not a valid filter; using logging.level instead");
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("install the SIGTERM handler");
+/// Whether text logs carry ANSI colours: on a terminal, unless `NO_COLOR` is set; elsewhere
+/// only when `CLICOLOR_FORCE` or `FORCE_COLOR` is set to something other than `0`.
+fn colour(terminal: bool, env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let set = |name: &str| env(name).is_some_and(|value| !value.is_empty() && value != "0");
+    if set("CLICOLOR_FORCE") || set("FORCE_COLOR") {
+        return true;
+    }
+    terminal && env("NO_COLOR").is_none_or(|value| value.is_empty())
+}
+
+/// Resolves on SIGINT or SIGTERM. The handlers are installed here, before the server starts,
+/// so that a signal sent the moment it logs that it listens is not the default (a kill).
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
         tokio::select! {
-            _ = interrupt => {}
+            _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string())
     }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
+
+    #[test]
+    fn colour_is_on_only_on_a_terminal_by_default() {
+        assert!(colour(true, &env(&[])));
+        assert!(!colour(false, &env(&[])));
+    }
+
+    #[test]
+    fn the_environment_can_force_colour_either_way() {
+        assert!(colour(false, &env(&[("CLICOLOR_FORCE", "1")])));
+        assert!(colour(false, &env(&[("FORCE_COLOR", "true")])));
+        assert!(!colour(false, &env(&[("FORCE_COLOR", "0")])));
+        assert!(!colour(true, &env(&[("NO_COLOR", "1")])));
+    }
 }

@@ -1,5 +1,5 @@
 //! Assembles and runs the server: storage and committer, the gRPC listener with health, auth,
-//! TLS and limits, hot reload, and graceful shutdown (SPEC section 5).
+//! TLS and limits, hot reload, and graceful shutdown (docs/operations.md).
 //!
 //! [`run`] takes the configuration, an already-bound listener and a shutdown future, so tests
 //! can run a real server in-process on port 0 and stop it when they like.
@@ -17,7 +17,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::auth::ApiKeyCheck;
-use crate::committer::{self, Command, CommitterHandle, CommitterSettings};
+use crate::committer::{self, Clock, Command, CommitterHandle, CommitterSettings};
 use crate::live::{Live, LiveConfig};
 use crate::proto::v1::queue_service_server::QueueServiceServer;
 use crate::service::QueueApi;
@@ -42,6 +42,10 @@ pub enum StartError {
     Storage(#[from] sepp_log::OpenError),
     #[error("storage is poisoned: {0}")]
     Poisoned(String),
+    #[error("could not install the signal handlers: {0}")]
+    Signals(std::io::Error),
+    #[error("could not build the reflection service: {0}")]
+    Reflection(tonic_reflection::server::Error),
     #[error(transparent)]
     Admin(#[from] crate::admin::listener::AdminStartError),
 }
@@ -64,6 +68,7 @@ pub async fn run(
     config: Config,
     listener: TcpListener,
     reload: Option<ReloadSource>,
+    clock: Arc<dyn Clock>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
     if !config.queues.is_empty() {
@@ -72,7 +77,7 @@ pub async fn run(
     }
     let live = Arc::new(LiveConfig::new(config));
     let boot = &live.boot;
-    let (committer, committer_closed) = open_storage(boot, &live)?;
+    let (committer, committer_closed) = open_storage(boot, &live, clock.clone())?;
     let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: boot.server.listen_addr, source })?;
 
     let tls = boot.server.tls_cert_path.is_some();
@@ -83,6 +88,7 @@ pub async fn run(
     tracing::info!(
         %addr,
         db_path = %boot.server.db_path.display(),
+        version = crate::service::SERVER_VERSION,
         tls = enabled(tls),
         auth = enabled(auth),
         strict_queues = enabled(boot.server.strict_queues),
@@ -98,6 +104,7 @@ pub async fn run(
         config_path,
         watching: watcher.is_some(),
         workers: workers.clone().unwrap_or_default(),
+        clock: clock.clone(),
     })
     .await?;
 
@@ -110,21 +117,29 @@ pub async fn run(
     }
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
-    let api = QueueApi { committer: committer.clone(), live: live.clone(), workers };
+    let api = QueueApi { committer: committer.clone(), live: live.clone(), workers, clock };
     let queue_service = QueueServiceServer::new(api)
         .max_decoding_message_size(boot.limits.max_message_bytes as usize)
         .max_encoding_message_size(usize::MAX);
-    let queue_service =
-        tonic::service::interceptor::InterceptedService::new(queue_service, ApiKeyCheck { live: live.clone() });
+    let api_key_check = ApiKeyCheck { live: live.clone() };
+    let queue_service = tonic::service::interceptor::InterceptedService::new(queue_service, api_key_check.clone());
+    let (reflection_v1, reflection_v1alpha) = reflection_services()?;
+    let reflection_v1 = tonic::service::interceptor::InterceptedService::new(reflection_v1, api_key_check.clone());
+    let reflection_v1alpha = tonic::service::interceptor::InterceptedService::new(reflection_v1alpha, api_key_check);
 
     let stopping = Arc::new(tokio::sync::Notify::new());
     let graceful = {
         let committer = committer.clone();
         let stopping = stopping.clone();
+        let health_reporter = health_reporter.clone();
         async move {
             tokio::select! {
                 () = shutdown => tracing::info!("shutdown signal received"),
-                reason = committer.poisoned() => tracing::error!(%reason, "storage is poisoned; stopping"),
+                reason = committer.poisoned() => {
+                    tracing::error!(%reason, "storage is poisoned; stopping");
+                    health_reporter.set_not_serving::<QueueServiceServer<QueueApi>>().await;
+                    health_reporter.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+                }
             }
             stopping.notify_one();
             // Parked reserves answer empty now, before the transport waits for them.
@@ -135,8 +150,12 @@ pub async fn run(
     // caller, so accepted sockets get TCP_NODELAY here (without it, every small reply waits out
     // a delayed ACK of tens of milliseconds).
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let serving =
-        builder.add_service(health_service).add_service(queue_service).serve_with_incoming_shutdown(incoming, graceful);
+    let serving = builder
+        .add_service(health_service)
+        .add_service(queue_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .serve_with_incoming_shutdown(incoming, graceful);
     // In-flight calls get a bounded grace period: a peer that never answers the transport's
     // goodbye (a stalled client) must not keep the server from stopping.
     let served = tokio::select! {
@@ -155,6 +174,8 @@ pub async fn run(
     tracing::info!("queue server stopped");
     drop(watcher);
     let poisoned = committer.poison_reason();
+    // Connections past the grace period may still hold handles; the committer stops anyway.
+    let _ = committer.send(Command::Close).await;
     drop(committer);
     drop(live);
     let _ = committer_closed.wait().await;
@@ -162,6 +183,27 @@ pub async fn run(
         Some(reason) => Err(StartError::Poisoned(reason)),
         None => served.map_err(StartError::Serve),
     }
+}
+
+/// gRPC server reflection, both versions generic tools ask for (`grpcurl list` tries v1, then
+/// v1alpha), describing the queue service and the health service.
+fn reflection_services() -> Result<
+    (
+        tonic_reflection::server::v1::ServerReflectionServer<impl tonic_reflection::server::v1::ServerReflection>,
+        tonic_reflection::server::v1alpha::ServerReflectionServer<
+            impl tonic_reflection::server::v1alpha::ServerReflection,
+        >,
+    ),
+    StartError,
+> {
+    let builder = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let v1 = builder().build_v1().map_err(StartError::Reflection)?;
+    let v1alpha = builder().build_v1alpha().map_err(StartError::Reflection)?;
+    Ok((v1, v1alpha))
 }
 
 fn enabled(on: bool) -> &'static str {
@@ -174,11 +216,16 @@ fn read_tls(path: &PathBuf) -> Result<Vec<u8>, StartError> {
 
 /// Starts the committer, which opens storage (replaying the log into a fresh state) on its own
 /// thread before it serves commands.
-fn open_storage(boot: &Config, live: &LiveConfig) -> Result<(CommitterHandle, committer::Closed), StartError> {
+fn open_storage(
+    boot: &Config,
+    live: &LiveConfig,
+    clock: Arc<dyn Clock>,
+) -> Result<(CommitterHandle, committer::Closed), StartError> {
     let settings = CommitterSettings {
         command_queue_capacity: boot.storage.command_queue_capacity,
         sweep_interval_ms: boot.storage.sweep_interval_ms,
         relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
+        clock,
     };
     let boot = boot.clone();
     let policy = live.get().policy.clone();
@@ -195,11 +242,7 @@ fn recover(boot: &Config, policy: Arc<sepp_core::Policy>) -> Result<(State, Box<
         sweep_limit: storage.sweep_limit as usize,
     };
     let mut state = State::new(policy, rules);
-    let persist_mode = match storage.persist_mode {
-        PersistMode::SyncAll => sepp_log::PersistMode::SyncAll,
-        PersistMode::SyncData => sepp_log::PersistMode::SyncData,
-        PersistMode::Buffer => sepp_log::PersistMode::Buffer,
-    };
+    let persist_mode = storage.persist_mode;
     let (log, recovery) =
         DurableLog::open(&boot.server.db_path, LogOptions::new(persist_mode), |record| state.apply(record))?;
     let depths = state.total_depths();
@@ -241,7 +284,7 @@ fn recover(boot: &Config, policy: Arc<sepp_core::Policy>) -> Result<(State, Box<
     }
     tracing::info!(
         db_path = %boot.server.db_path.display(),
-        persist_mode = persist_mode_name(storage.persist_mode),
+        persist_mode = persist_mode.name(),
         sweep_interval_ms = storage.sweep_interval_ms,
         sweep_limit = storage.sweep_limit,
         dead_letter_retention_ms = storage.dead_letter_retention_ms,
@@ -251,14 +294,6 @@ fn recover(boot: &Config, policy: Arc<sepp_core::Policy>) -> Result<(State, Box<
     // Recovery read whole segments; what it freed would stay with this thread until it allocates.
     crate::memory::release_freed();
     Ok((state, Box::new(log)))
-}
-
-fn persist_mode_name(mode: PersistMode) -> &'static str {
-    match mode {
-        PersistMode::SyncAll => "sync_all",
-        PersistMode::SyncData => "sync_data",
-        PersistMode::Buffer => "buffer",
-    }
 }
 
 /// Starts the config watcher when the file exists; each change reloads, validates and, when the
@@ -273,12 +308,16 @@ fn watch_config(
         tracing::info!("no config file; hot reload is disabled and config changes apply after a restart");
         return None;
     }
-    let runtime = tokio::runtime::Handle::current();
     let source = reload.source;
     let on_change = move || {
         let attempt = || {
             let candidate = match sepp_config::load(&source) {
-                Ok(candidate) => candidate,
+                Ok(loaded) => {
+                    for warning in &loaded.warnings {
+                        tracing::warn!("{warning}");
+                    }
+                    loaded.config
+                }
                 Err(error) => {
                     tracing::error!(%error, "config reload failed; keeping the running configuration");
                     return;
@@ -293,10 +332,9 @@ fn watch_config(
                 tracing::warn!(fields = ?restart_only, "changed restart-only fields are not applied until a restart");
             }
             let published = live.replace(Live::new(candidate, &live.boot));
-            let committer = committer.clone();
-            runtime.spawn(async move {
-                let _ = committer.send(Command::SetPolicy(published.policy.clone())).await;
-            });
+            // Sent from this one watcher thread, in order: a later reload's policy can never reach
+            // the committer before an earlier one's.
+            let _ = committer.send_blocking(Command::SetPolicy(published.policy.clone()));
             tracing::info!("configuration reloaded");
         };
         attempt();

@@ -11,14 +11,16 @@ use sepp_core::{JobId, Rejection};
 use tokio::sync::oneshot;
 use tonic::{Request, Response, Status};
 
-use crate::committer::{Command, CommitterHandle, now_ms};
+use crate::committer::{Clock, Command, CommitterHandle};
 use crate::convert;
 use crate::live::LiveConfig;
+use crate::logtext::{Bounded, MAX_REJECTIONS_LOGGED, RejectionDetail};
 use crate::proto::v1 as pb;
 use crate::status::{ApiError, is_server_fault};
 
-/// The version this server reports; clients of 0.1 check it.
-pub const SERVER_VERSION: &str = "0.1.1";
+/// The version this server reports (`sepp --version`, `GetServerInfo`, the startup line): the
+/// crate's own.
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A job after stages A to C: an id and the job, ready for the committer, or its rejection.
 type Screened = Result<(JobId, sepp_core::NewJob), Rejection>;
@@ -28,6 +30,7 @@ pub struct QueueApi {
     pub live: Arc<LiveConfig>,
     /// Who reserved what, for the admin API's workers view (when the admin listener runs).
     pub workers: Option<Arc<crate::admin::workers::Workers>>,
+    pub clock: Arc<dyn Clock>,
 }
 
 impl QueueApi {
@@ -42,7 +45,7 @@ impl QueueApi {
     fn screen(&self, jobs: Vec<pb::EnqueueRequest>) -> Result<Vec<Screened>, ApiError> {
         let live = self.live.get();
         validate::validate_batch_size(&live.policy, jobs.len())?;
-        let now_ms = now_ms();
+        let now_ms = self.clock.now_ms();
         Ok(jobs
             .into_iter()
             .map(|request| {
@@ -68,22 +71,58 @@ fn queue_names(jobs: &[pb::EnqueueRequest]) -> Vec<Arc<str>> {
     names
 }
 
-fn log_rejection(rpc: &str, queue: &str, rejection: &Rejection) {
-    tracing::info!(rpc, queue, reason = rejection.label(), detail = ?rejection, "enqueue rejected");
+/// Logs the rejected jobs of one call: the first few one line each, then one line that counts
+/// the rest, so that a flood of rejections cannot flood the log.
+struct RejectionLog {
+    rpc: &'static str,
+    /// The line's message: `enqueue rejected`, or 0.1's `enqueue_atomic rejected job`.
+    message: &'static str,
+    logged: usize,
+}
+
+impl RejectionLog {
+    fn new(rpc: &'static str, message: &'static str) -> RejectionLog {
+        RejectionLog { rpc, message, logged: 0 }
+    }
+
+    fn note(&mut self, index: usize, queue: &str, rejection: &Rejection) {
+        self.logged += 1;
+        if self.logged <= MAX_REJECTIONS_LOGGED {
+            tracing::info!(
+                rpc = self.rpc,
+                index,
+                queue = %Bounded(queue),
+                reason = rejection.label(),
+                detail = %RejectionDetail(rejection),
+                "{}",
+                self.message
+            );
+        }
+    }
+}
+
+impl Drop for RejectionLog {
+    fn drop(&mut self) {
+        if self.logged > MAX_REJECTIONS_LOGGED {
+            let more = self.logged - MAX_REJECTIONS_LOGGED;
+            tracing::info!(rpc = self.rpc, more, "{}: more jobs of this call were rejected", self.message);
+        }
+    }
 }
 
 fn enqueue_response(enqueued: sepp_core::Enqueued) -> pb::EnqueueResponse {
     pb::EnqueueResponse { job_id: enqueued.job_id.hyphenated().to_string(), deduplicated: enqueued.deduplicated }
 }
 
-/// Logs a failed call the way SPEC 2.0 asks: server faults as errors, the rest at debug.
+/// Logs a failed call the way docs/protocol.md#status-codes says: server faults as errors, the rest at debug.
 fn logged<T>(rpc: &'static str, result: Result<T, ApiError>) -> Result<T, Status> {
     let result = result.map_err(Status::from);
     if let Err(status) = &result {
+        let message = Bounded(status.message());
         if is_server_fault(status) {
-            tracing::error!(rpc, code = ?status.code(), message = status.message(), "request failed");
+            tracing::error!(rpc, code = ?status.code(), %message, "request failed");
         } else {
-            tracing::debug!(rpc, code = ?status.code(), message = status.message(), "request rejected");
+            tracing::debug!(rpc, code = ?status.code(), %message, "request rejected");
         }
     }
     result
@@ -113,7 +152,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
             let deliveries = self.ask(|reply| Command::Reserve { plan, reply }).await?;
             if let (Some(workers), Some(worker_id)) = (&self.workers, worker_id) {
                 let delivered = deliveries.iter().map(|loaded| (loaded.value.job.id, loaded.value.attempt));
-                workers.saw(&worker_id, now_ms(), delivered);
+                workers.saw(&worker_id, self.clock.now_ms(), delivered);
             }
             Ok::<_, ApiError>(Response::new(pb::ReserveResponse {
                 jobs: deliveries.into_iter().map(convert::delivery).collect(),
@@ -145,7 +184,8 @@ impl pb::queue_service_server::QueueService for QueueApi {
             let (attempt, reason) = (request.attempt, request.reason.clone());
             let nacked = self.ask(|reply| Command::Nack { job_id, attempt, strategy, reason, reply }).await??;
             if nacked.dead_lettered {
-                tracing::info!(%job_id, attempt, reason = request.reason.as_deref().unwrap_or("<none>"), "job dead-lettered via nack");
+                let reason = request.reason.as_deref().map_or(Bounded("<none>"), Bounded);
+                tracing::info!(%job_id, attempt, %reason, "job dead-lettered via nack");
             }
             Ok::<_, ApiError>(Response::new(pb::NackResponse {
                 job_id: request.job_id.clone(),
@@ -199,7 +239,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         Ok(Response::new(pb::GetServerInfoResponse {
             server_version: SERVER_VERSION.into(),
             supported_protocol_versions: vec!["v1".into()],
-            server_time: Some(convert::timestamp(now_ms())),
+            server_time: Some(convert::timestamp(self.clock.now_ms())),
             restricts_encodings: limits.allowed_encodings.is_some(),
             allowed_encodings: limits.allowed_encodings.clone().unwrap_or_default(),
             max_payload_bytes: limits.max_payload_bytes,
@@ -237,10 +277,12 @@ impl QueueApi {
         } else {
             self.ask(|reply| Command::Enqueue { jobs: accepted, reply }).await?.into_iter()
         };
+        let mut rejections = RejectionLog::new("EnqueueBatch", "enqueue rejected");
         let results = slots
             .into_iter()
             .zip(&queues)
-            .map(|(slot, queue)| {
+            .enumerate()
+            .map(|(index, (slot, queue))| {
                 let outcome = match slot {
                     Ok(()) => committed.next().expect("one commit result per accepted job"),
                     Err(rejection) => Err(rejection),
@@ -248,7 +290,7 @@ impl QueueApi {
                 let outcome = match outcome {
                     Ok(enqueued) => pb::job_result::Outcome::Success(enqueue_response(enqueued)),
                     Err(rejection) => {
-                        log_rejection("EnqueueBatch", queue, &rejection);
+                        rejections.note(index, queue, &rejection);
                         pb::job_result::Outcome::Rejection(convert::rejection(rejection))
                     }
                 };
@@ -280,20 +322,18 @@ impl QueueApi {
             Ok(enqueued) => Outcome::Success(pb::EnqueueAtomicSuccess {
                 responses: enqueued.into_iter().map(enqueue_response).collect(),
             }),
-            Err(failures) => Outcome::Rejection(pb::BatchValidationFailure {
-                errors: failures
-                    .into_iter()
-                    .map(|(index, rejection)| {
-                        tracing::info!(
-                            index,
-                            queue = &*queues[index as usize],
-                            reason = rejection.label(),
-                            "enqueue_atomic rejected job"
-                        );
-                        pb::JobValidationError { index, rejection: Some(convert::rejection(rejection)) }
-                    })
-                    .collect(),
-            }),
+            Err(failures) => {
+                let mut rejections = RejectionLog::new("EnqueueAtomic", "enqueue_atomic rejected job");
+                Outcome::Rejection(pb::BatchValidationFailure {
+                    errors: failures
+                        .into_iter()
+                        .map(|(index, rejection)| {
+                            rejections.note(index as usize, &queues[index as usize], &rejection);
+                            pb::JobValidationError { index, rejection: Some(convert::rejection(rejection)) }
+                        })
+                        .collect(),
+                })
+            }
         };
         Ok(Response::new(pb::EnqueueAtomicResponse { outcome: Some(outcome) }))
     }

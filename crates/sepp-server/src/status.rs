@@ -47,7 +47,9 @@ impl From<Stopped> for ApiError {
 }
 
 impl From<tokio::sync::oneshot::error::RecvError> for ApiError {
-    /// The committer dropped the answer: its cycle was not persisted.
+    /// The committer dropped the answer: its cycle was not persisted (storage is poisoned), or a
+    /// delivered job's payload could not be read back (its lease then runs out and the job is
+    /// delivered again).
     fn from(_: tokio::sync::oneshot::error::RecvError) -> ApiError {
         ApiError(Status::internal("storage commit failed"))
     }

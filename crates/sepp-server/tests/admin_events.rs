@@ -8,7 +8,6 @@ mod common;
 use std::time::Duration;
 
 use admin_support::*;
-use common::*;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 

@@ -318,7 +318,7 @@ async fn a_requeued_dead_letter_comes_back_as_a_first_attempt_and_a_deleted_one_
     let first = enqueue_one(&mut client, pb::EnqueueRequest { max_attempts: Some(3), ..job("q", "t") }).await;
     reserve_now(&mut client, &["q"], 60_000).await;
     let retry = Some(pb::nack_retry::Strategy::DeadLetter(()));
-    client.nack(nack(&first, 1, retry.clone())).await.unwrap();
+    client.nack(nack(&first, 1, retry)).await.unwrap();
     let second = enqueue_one(&mut client, job("q", "t")).await;
     let dead = admin.peek("q", "dead_letter", "").await;
     assert_eq!(dead["jobs"][0]["cause"], "rejected");
@@ -335,7 +335,7 @@ async fn a_requeued_dead_letter_comes_back_as_a_first_attempt_and_a_deleted_one_
         (Some("ready"), Some(1), Some(3))
     );
     let order: Vec<String> = reserve_now(&mut client, &["q"], 60_000).await.into_iter().map(|job| job.id).collect();
-    assert_eq!(order, [second.clone()], "behind the job ready before it");
+    assert_eq!(order, std::slice::from_ref(&second), "behind the job ready before it");
     let again = admin
         .post("/queues/q/dead-letters:requeue", OPERATOR_KEY, json!({ "keys_b64": keys }))
         .await

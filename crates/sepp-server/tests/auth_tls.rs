@@ -1,4 +1,4 @@
-//! API keys (SPEC 2.0) and gRPC TLS (SPEC 9) against the real binary.
+//! API keys (docs/protocol.md#authentication) and gRPC TLS (#transport) against the real binary.
 
 mod common;
 
@@ -37,7 +37,10 @@ async fn server_info(
 async fn a_listed_key_is_accepted() {
     let server = TestServer::start(KEYS);
     let mut client = server.raw_client().await;
-    assert_eq!(server_info(&mut client, Some("Bearer s3cret")).await.expect("first key").server_version, "0.1.1");
+    assert_eq!(
+        server_info(&mut client, Some("Bearer s3cret")).await.expect("first key").server_version,
+        server_version()
+    );
     server_info(&mut client, Some("Bearer 0ther-Key!")).await.expect("second key");
     // A whole round trip with the key.
     let queue = unique("authed");
@@ -122,7 +125,7 @@ async fn sepp_rs_sends_its_api_key() {
     use sepp_rs::client::{ClientError, SeppClient};
     let server = TestServer::start(KEYS);
     let client = SeppClient::builder(server.addr()).api_key("s3cret").connect().await.expect("connect");
-    assert_eq!(client.get_server_info().await.expect("server info").version, "0.1.1");
+    assert_eq!(client.get_server_info().await.expect("server info").version, server_version());
 
     let wrong = SeppClient::builder(server.addr()).api_key("wrong").connect().await.expect("connect");
     match wrong.get_server_info().await {
@@ -177,7 +180,7 @@ async fn a_tls_client_trusting_the_certificate_is_served() {
     let server = TestServer::start_in(dir, TLS);
     let mut client = QueueServiceClient::new(tls_channel(&server, &ca_pem).await);
     let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("server info over TLS").into_inner();
-    assert_eq!(info.server_version, "0.1.1");
+    assert_eq!(info.server_version, server_version());
     let queue = unique("tls");
     let id = enqueue_one(&mut client, job(&queue, "t")).await;
     assert_eq!(reserve_now(&mut client, &[&queue], 30_000).await[0].id, id);

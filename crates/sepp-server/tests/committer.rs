@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use sepp_core::validate::ReservePlan;
 use sepp_core::{JobId, NewJob, Payload, Policy, Record, Snapshot, State, StorageRules, StoredPayload};
 use sepp_log::{DurableLog, LogOptions, PersistMode};
-use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings};
+use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings, SystemClock};
 use tokio::sync::oneshot;
 
 /// Ten bands of priorities, rising with the index.
@@ -36,7 +36,12 @@ fn spawn_with_tiny_checkpoints(dir: &std::path::Path) -> (CommitterHandle, commi
         LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 16 << 10, checkpoint_slack_bytes: 32 << 10 };
     let (log, _) = DurableLog::open(dir, options, |_| unreachable!("a new directory")).expect("open the log");
     // A few relocations per cycle, so that moving a checkpoint's payloads spans many cycles.
-    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000, relocations_per_cycle: 7 };
+    let settings = CommitterSettings {
+        command_queue_capacity: 64,
+        sweep_interval_ms: 1000,
+        relocations_per_cycle: 7,
+        clock: Arc::new(SystemClock),
+    };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok(spawned) = committer::spawn(opened, settings);
     spawned
@@ -138,6 +143,8 @@ async fn checkpoints_that_move_no_payloads_still_delete_the_files_they_replaced(
 #[derive(Default)]
 struct TestLog {
     failing: Arc<AtomicBool>,
+    /// Once set, append panics: a broken invariant on the committer thread.
+    panicking: Arc<AtomicBool>,
     failed_persists: Arc<AtomicUsize>,
     closed: Arc<AtomicBool>,
     relocations: Vec<(JobId, StoredPayload)>,
@@ -158,6 +165,7 @@ impl TestLog {
 
 impl sepp_log::Log for TestLog {
     fn append(&mut self, _records: &[Record]) -> std::io::Result<()> {
+        assert!(!self.panicking.load(Ordering::SeqCst), "an invariant broke");
         Ok(())
     }
     fn persist(&mut self) -> std::io::Result<Vec<(JobId, StoredPayload)>> {
@@ -184,8 +192,9 @@ impl sepp_log::Log for TestLog {
         }
         sepp_log::Relocations::listed(relocations)
     }
-    fn reclaim(&mut self) {
+    fn reclaim(&mut self) -> std::io::Result<()> {
         self.note("reclaim".into());
+        Ok(())
     }
 }
 
@@ -193,7 +202,12 @@ impl sepp_log::Log for TestLog {
 /// time.
 fn spawn_over(log: TestLog, relocations_per_cycle: usize) -> (CommitterHandle, committer::Closed) {
     let state = State::new(Arc::new(Policy::default()), StorageRules::default());
-    let settings = CommitterSettings { command_queue_capacity: 64, sweep_interval_ms: 1000, relocations_per_cycle };
+    let settings = CommitterSettings {
+        command_queue_capacity: 64,
+        sweep_interval_ms: 1000,
+        relocations_per_cycle,
+        clock: Arc::new(SystemClock),
+    };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok(spawned) = committer::spawn(opened, settings);
     spawned
@@ -234,6 +248,28 @@ async fn a_failed_persist_poisons_storage_and_nothing_after_it_is_acknowledged()
     let (reply, _) = oneshot::channel();
     assert!(committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.is_err());
     assert_eq!(failed_persists.load(Ordering::SeqCst), 1, "a failed persist is never retried");
+}
+
+/// A panic on the committer thread poisons storage like a failed write, so that the server
+/// stops and says why instead of answering INTERNAL forever while its health says SERVING.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_on_the_committer_thread_poisons_storage_with_its_message() {
+    let log = TestLog::default();
+    let panicking = log.panicking.clone();
+    let (committer, closed) = spawn_over(log, CommitterSettings::RELOCATIONS_PER_CYCLE);
+    let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
+    assert!(accepted[0].is_ok());
+
+    panicking.store(true, Ordering::SeqCst);
+    let (reply, refused) = oneshot::channel();
+    committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.expect("the committer runs");
+    assert!(refused.await.is_err(), "the enqueue of the panicked cycle was answered");
+    let reason = tokio::time::timeout(Duration::from_secs(10), committer.poisoned()).await.expect("poisoned");
+    assert!(reason.contains("panicked") && reason.contains("an invariant broke"), "{reason}");
+    let closed = tokio::time::timeout(Duration::from_secs(10), closed.wait()).await;
+    assert!(closed.is_ok_and(|closed| closed.is_ok()), "the server would wait forever for the committer");
+    let (reply, _) = oneshot::channel();
+    assert!(committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.is_err());
 }
 
 /// The server exits as soon as the committer says it closed, without waiting for the state's

@@ -329,7 +329,7 @@ async fn server_info_decodes_every_field() {
     let server = TestServer::start("[limits]\nmax_reserve_batch = 17\nallowed_encodings = [\"json\"]\n");
     let client = server.sepp_rs_client().await;
     let info = client.get_server_info().await.expect("server info");
-    assert_eq!(info.version, "0.1.1");
+    assert_eq!(info.version, server_version());
     assert_eq!(info.supported_protocol_versions, vec!["v1".to_string()]);
     let skew = info.server_time.duration_since(SystemTime::now()).unwrap_or_else(|error| error.duration());
     assert!(skew < Duration::from_secs(5));

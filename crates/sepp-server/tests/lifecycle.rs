@@ -1,4 +1,4 @@
-//! The process around the queue (SPEC 4 and 5): command line, startup errors, graceful
+//! The process around the queue (docs/configuration.md, docs/operations.md): command line, startup errors, graceful
 //! shutdown, restart, and hot reload of the config file.
 
 mod common;
@@ -27,7 +27,7 @@ fn version_prints_the_release_it_speaks_for() {
     for flag in ["--version", "-V"] {
         let run = run_to_exit(&[flag], dir.path(), &[]);
         assert!(run.status.success(), "{flag}: {:?}", run.status);
-        assert_eq!(run.stdout.trim(), "sepp 0.1.1");
+        assert_eq!(run.stdout.trim(), format!("sepp {}", server_version()));
     }
 }
 
@@ -55,7 +55,7 @@ fn an_invalid_config_is_fatal_and_names_the_key() {
     assert!(run.stderr.contains("default_priority"), "stderr does not name the key: {}", run.stderr);
     assert!(!run.stdout.contains("queue server listening"));
     if !is_reference() {
-        // SPEC 12.4: a sentence saying which key, what is wrong and which file.
+        // docs/configuration.md#validation: a sentence saying which key, what is wrong and which file.
         assert!(run.stderr.contains("limits.default_priority"), "stderr: {}", run.stderr);
         assert!(run.stderr.contains("12"), "stderr does not give the value: {}", run.stderr);
         assert!(run.stderr.contains(path.to_str().unwrap()), "stderr does not name the file: {}", run.stderr);
@@ -149,17 +149,14 @@ async fn startup_logs_the_bound_address_and_the_settings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_answers_a_parked_reserve_with_no_jobs_and_exits_cleanly() {
-    let mut server = TestServer::start("");
-    let mut client = server.raw_client().await;
+    let mut server = TestServer::start_with_env("", &[PARKING_LOG]);
+    let client = server.raw_client().await;
     let queue = unique("parked");
     let mut request = reserve(&[&queue], 30_000);
     request.wait_timeout = Some(ms(60_000));
     let mut parked_client = client.clone();
     let parked = tokio::spawn(async move { parked_client.reserve(request).await });
-    // The reserve is in: an RPC sent after it on the same connection has been answered, and
-    // a moment later it is still waiting.
-    server_info(&mut client).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.wait_parked(1).await;
     assert!(!parked.is_finished(), "the reserve returned before its wait elapsed");
 
     let signalled = Instant::now();
@@ -292,6 +289,25 @@ async fn a_lease_that_expired_while_the_server_was_down_is_redelivered() {
 
 // ---- hot reload ----------------------------------------------------------------------------
 
+/// Each reload's policy reaches the committer in the order of the reloads, so the last one is
+/// what the queue obeys (the depth cap is enforced on the committer, by its policy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_committer_obeys_the_last_of_several_reloads() {
+    let server = TestServer::start("[limits]\nmax_queue_depth = 0\n");
+    server.wait_for_log("watching config file for hot reload", Duration::from_secs(5)).await.expect("watching");
+    for depth in [5, 1, 7, 3, 2] {
+        let mark = server.log_mark();
+        server.write_config(&format!("[limits]\nmax_queue_depth = {depth}\n"));
+        server.wait_for_log_since(mark, "configuration reloaded", RELOAD_DEADLINE).await.expect("reloaded");
+    }
+    let mut client = server.raw_client().await;
+    let queue = unique("last-reload");
+    let jobs = (0..3).map(|_| job(&queue, "t")).collect();
+    let results = results(client.enqueue_batch(batch(jobs)).await.expect("enqueue").into_inner());
+    assert!(results[0].is_ok() && results[1].is_ok(), "{results:?}");
+    assert_eq!(results[2], Err(Reason::QueueFull(pb::QueueFull { queue, limit: 2 })));
+}
+
 #[tokio::test]
 async fn hot_reload_applies_strict_mode_keeps_running_config_on_errors_and_rotates_api_keys() {
     let server = TestServer::start("");
@@ -386,7 +402,7 @@ async fn hot_reload_retunes_limits_and_queues() {
 #[tokio::test]
 async fn reading_the_config_file_does_not_trigger_reloads() {
     if is_reference() {
-        // SPEC 11.7 / 12.3: once the file has been read, 0.1 re-triggers a reload about every
+        // docs/configuration.md#hot-reload: once the file has been read, 0.1 re-triggers a reload about every
         // 500 ms; this project reacts to writes only.
         return;
     }
@@ -427,4 +443,29 @@ async fn a_changed_restart_only_field_is_reported_and_not_applied() {
         .await
         .unwrap_or_else(|| panic!("the changed restart-only field was not reported:\n{}", server.logs()));
     assert!(line.to_lowercase().contains("restart"), "{line}");
+}
+
+/// A peer that opens a connection and then never answers anything (not even the transport's
+/// goodbye) cannot keep the server from exiting: after the grace period it closes the
+/// connection and stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_connection_does_not_keep_the_server_alive_after_the_grace_period() {
+    use std::io::{Read, Write};
+    let mut server = TestServer::start("");
+    let mut stalled = std::net::TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+    // The HTTP/2 preface and an empty SETTINGS frame; the server's own SETTINGS frame header
+    // proves it took the connection on. Then silence: no ACK, no answer to its goodbye.
+    stalled.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").expect("preface");
+    let mut header = [0; 9];
+    stalled.read_exact(&mut header).expect("the server's SETTINGS");
+    assert_eq!(header[3], 4, "the first frame is SETTINGS");
+    tokio::task::block_in_place(|| {
+        server.sigterm();
+        // Well before the transport's keepalive (a ping every 30 s, 10 s to answer) would
+        // give up on the peer by itself.
+        let status = server.wait_exit(Duration::from_secs(25));
+        assert!(status.success(), "{status}\n{}", server.logs());
+    });
+    assert!(server.logs().contains("committer thread stopped"), "{}", server.logs());
+    drop(stalled);
 }

@@ -1,4 +1,4 @@
-//! The malformed-input matrix of SPEC section 2 for every `sepp.v1.QueueService` RPC, plus
+//! The malformed-input matrix of docs/protocol.md for every `sepp.v1.QueueService` RPC, plus
 //! GetServerInfo and health, driven with a raw tonic client against the real binary, so
 //! requests the official clients refuse to build (priority 10, an unset custom value, an empty
 //! traceparent, ...) reach the server. What the RPCs do with valid input is `rpc_semantics.rs`.
@@ -56,7 +56,7 @@ async fn server_info_reports_the_default_limits() {
     let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("server info").into_inner();
     let after = now_ms();
 
-    assert_eq!(info.server_version, "0.1.1");
+    assert_eq!(info.server_version, server_version());
     assert_eq!(info.supported_protocol_versions, vec!["v1".to_string()]);
     let server_time = timestamp_ms(info.server_time.as_ref().expect("server_time is set"));
     assert!(before - 1000 <= server_time && server_time <= after + 1000, "server_time {server_time} not near {before}");
@@ -107,7 +107,7 @@ async fn server_info_reports_the_configured_limits() {
     let mut client = server.raw_client().await;
     let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("server info").into_inner();
 
-    assert_eq!(info.server_version, "0.1.1");
+    assert_eq!(info.server_version, server_version());
     assert!(info.restricts_encodings);
     assert_eq!(info.allowed_encodings, vec!["application/json".to_string(), "text/plain".to_string()]);
     assert_eq!(info.max_payload_bytes, 2048);
@@ -199,7 +199,7 @@ async fn a_batch_over_max_enqueue_batch_is_invalid_for_both_enqueue_rpcs() {
 
 // ---- Stage A: structural per-job checks ----------------------------------------------------
 
-/// Each malformed job with the exact message SPEC 2.1 stage A gives it.
+/// Each malformed job with the exact message docs/protocol.md#job-validation gives it.
 fn stage_a_cases(queue: &str) -> Vec<(pb::EnqueueRequest, &'static str)> {
     let mut cases = vec![
         (job("", "t"), "queue must not be empty"),
@@ -441,7 +441,7 @@ async fn enqueue_applies_limits_per_job() {
     assert!(results[cases.len()].is_ok(), "{:?}", results[cases.len()]);
 }
 
-// ---- Reserve validation (SPEC 2.4 rows 1-9) ------------------------------------------------
+// ---- Reserve validation (docs/protocol.md#reserve, rows 1-9) --------------------------------
 
 #[tokio::test]
 async fn reserve_validates_its_arguments_in_order() {
@@ -487,7 +487,7 @@ async fn reserve_validates_its_arguments_in_order() {
     assert_status(client.reserve(zero_jobs).await, bad, "max_jobs must be >= 1");
     // Row 7.
     assert_status(client.reserve(request(&["a", "b", "c"])).await, bad, "reserve exceeds max_reserve_queues (2)");
-    // Row 8: the message names the queue and the limit; SPEC does not pin its text.
+    // Row 8: the message names the queue and the limit; its wording is not part of the contract.
     let long = "x".repeat(17);
     let status = assert_code(client.reserve(request(&[ok, &long])).await, bad);
     assert!(status.message().contains(&long), "message {:?} does not name the queue", status.message());

@@ -1,4 +1,4 @@
-//! What each `sepp.v1.QueueService` RPC does with valid input (SPEC 2.1 to 2.11), through a
+//! What each `sepp.v1.QueueService` RPC does with valid input (docs/protocol.md), through a
 //! raw tonic client against the real binary: fields, defaults, ordering, long-poll, leases,
 //! retries, dead letters, dedup, depth caps and clamping.
 
@@ -109,7 +109,7 @@ async fn reserve_takes_priority_then_fifo_and_walks_queues_in_order() {
         let mut request = job(queue, "t");
         request.priority = Some(priority);
         ids.push(enqueue_one(&mut client, request).await);
-        // Separate enqueue milliseconds, so FIFO holds on 0.1 as well (SPEC 11.1).
+        // Separate enqueue milliseconds, so FIFO holds on 0.1 as well (docs/operations.md#what-differs).
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let mut request = reserve(&[&first, &second], LEASE_MS);
@@ -123,7 +123,7 @@ async fn reserve_takes_priority_then_fifo_and_walks_queues_in_order() {
 #[tokio::test]
 async fn a_batch_comes_out_in_submission_order() {
     if is_reference() {
-        // SPEC 11.1 / 12.1: 0.1 orders jobs of one enqueue millisecond by random id.
+        // docs/protocol.md#ordering: 0.1 orders jobs of one enqueue millisecond by random id.
         return;
     }
     let server = TestServer::start("");
@@ -141,7 +141,7 @@ async fn a_batch_comes_out_in_submission_order() {
 
 #[tokio::test]
 async fn a_parked_reserve_wakes_when_a_job_arrives() {
-    let server = TestServer::start("");
+    let server = TestServer::start_with_env("", &[PARKING_LOG]);
     let mut client = server.raw_client().await;
     let queue = unique("long-poll");
     let mut parked_client = client.clone();
@@ -149,8 +149,7 @@ async fn a_parked_reserve_wakes_when_a_job_arrives() {
     request.wait_timeout = Some(ms(20_000));
     let started = Instant::now();
     let parked = tokio::spawn(async move { parked_client.reserve(request).await });
-    // Give the reserve a moment to park; if it has not parked yet it simply finds the job.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.wait_parked(1).await;
     let id = enqueue_one(&mut client, job(&queue, "t")).await;
     let jobs = parked.await.expect("task").expect("reserve").into_inner().jobs;
     assert_eq!(jobs.len(), 1);
@@ -546,7 +545,7 @@ async fn an_empty_encoding_list_refuses_payloads_but_not_jobs_without_one() {
 
 #[tokio::test]
 async fn a_reserve_parked_on_several_queues_wakes_for_any_of_them() {
-    let server = TestServer::start("");
+    let server = TestServer::start_with_env("", &[PARKING_LOG]);
     let mut client = server.raw_client().await;
     let first = unique("first");
     let second = unique("second");
@@ -555,7 +554,7 @@ async fn a_reserve_parked_on_several_queues_wakes_for_any_of_them() {
     let mut parked_client = client.clone();
     let started = Instant::now();
     let parked = tokio::spawn(async move { parked_client.reserve(request).await });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.wait_parked(1).await;
     let id = enqueue_one(&mut client, job(&second, "t")).await;
     let jobs = parked.await.expect("task").expect("reserve").into_inner().jobs;
     assert_eq!((jobs[0].id.as_str(), jobs[0].queue.as_str()), (id.as_str(), second.as_str()));
@@ -565,7 +564,7 @@ async fn a_reserve_parked_on_several_queues_wakes_for_any_of_them() {
 #[tokio::test]
 async fn a_filtered_drain_finds_its_queue_beyond_the_sweep_limit() {
     if is_reference() {
-        // SPEC 11.9 / 12.2: 0.1 scans only `sweep_limit` records, so this drain under-returns.
+        // docs/protocol.md#draindeadletters: 0.1 scans only `sweep_limit` records, so this drain under-returns.
         return;
     }
     let server = TestServer::start("[storage]\ndead_letter_retention_ms = 600000\nsweep_limit = 2\n");

@@ -244,6 +244,13 @@ def sepp_binary() -> str:
     return binary
 
 
+def binary_version() -> str:
+    """The version the binary under test prints for ``--version`` (``sepp 0.2.0`` -> ``0.2.0``);
+    the server must report the same one in GetServerInfo."""
+    out = subprocess.run([sepp_binary(), "--version"], capture_output=True, text=True, check=True)
+    return out.stdout.split()[-1]
+
+
 _dir_counter = itertools.count()
 
 

@@ -1,4 +1,4 @@
-"""API keys ([auth] api_keys, SPEC 2.0 and 3)."""
+"""API keys ([auth] api_keys, docs/protocol.md#authentication)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import grpc
 import pytest
 from sepp import EnqueueRequest, SeppClient, UnauthenticatedError
 
-from harness import running_server
+from harness import binary_version, running_server
 from helpers import opts, reserve_one
 
 KEY = "s3cret-Key_1"
@@ -31,7 +31,7 @@ async def client(server):
 async def test_calls_with_a_configured_api_key_succeed(client, new_queue):
     q = new_queue()
     info = await client.get_server_info()
-    assert info.version == "0.1.1"
+    assert info.version == binary_version()
     ack = await client.enqueue(EnqueueRequest(q, "t"))
     job = await reserve_one(client, q)
     assert job.ctx.id == ack.job_id

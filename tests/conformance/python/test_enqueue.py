@@ -1,4 +1,4 @@
-"""Enqueue: round trips, the validation pipeline (SPEC 2.1), batch/atomic and dedup."""
+"""Enqueue: round trips, the validation pipeline (docs/protocol.md#job-validation), batch/atomic and dedup."""
 
 from __future__ import annotations
 

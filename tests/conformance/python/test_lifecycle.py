@@ -1,4 +1,4 @@
-"""Process lifecycle: graceful shutdown (SPEC 5.3) and durability across restarts (6.4)."""
+"""Process lifecycle: graceful shutdown (docs/operations.md#stopping) and durability across restarts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GetServerInfo: defaults (SPEC 2.9) and values taken from the config."""
+"""GetServerInfo: defaults (docs/protocol.md#getserverinfo) and values taken from the config."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from sepp import EncodingNotAllowed, EnqueueAck, EnqueueRequest, Payload, SeppClient
 
+from harness import binary_version
 from helpers import utcnow
 
 
@@ -13,7 +14,7 @@ async def test_server_info_reports_the_defaults_of_an_unconfigured_server(client
     before = utcnow()
     info = await client.get_server_info()
     after = utcnow()
-    assert info.version == "0.1.1"
+    assert info.version == binary_version()
     assert info.supported_protocol_versions == ["v1"]
     slack = timedelta(milliseconds=50)
     assert before - slack <= info.server_time <= after + slack
@@ -63,7 +64,7 @@ async def test_server_info_reflects_the_configured_limits(start_server):
     )
     async with await SeppClient.connect(srv.addr) as c:
         info = await c.get_server_info()
-    assert info.version == "0.1.1"
+    assert info.version == binary_version()
     assert info.restricts_encodings is True
     assert info.allowed_encodings == ["application/json", "text/plain"]
     assert info.max_payload_bytes == 4096

@@ -1,5 +1,5 @@
 //! A program written against the sepp-rs 0.1 API, compiled against `sepp-client` renamed to
-//! `sepp_rs` (see `Cargo.toml`). It names every public path of CLIENTS.md section 3 (the crate
+//! `sepp_rs` (see `Cargo.toml`). It names every public path of the sepp-rs 0.1 API (the crate
 //! root types, `sepp_rs::client::*` and `sepp_rs::worker::*`) and calls the 0.1 methods with
 //! their 0.1 argument and result types, spelled out, so a renamed or retyped item fails to
 //! build. `tests/compat.rs` runs it against the real server.

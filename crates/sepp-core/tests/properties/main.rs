@@ -1,6 +1,6 @@
 //! A seeded simulation: random enqueues, reserves, settlements, sweeps, drains, reloads and time
-//! jumps, each checked against a small model of SPEC section 2 (with the exact FIFO of 12.1 and
-//! the full filtered drains of 12.2).
+//! jumps, each checked against a small model of docs/protocol.md (with the exact FIFO of #ordering and
+//! the full filtered drains of #draindeadletters).
 //!
 //! After every step the state must pass `check_invariants`, agree with the model on every job's
 //! place and attempt, on depths and on the next deadline, and never have one job under two live

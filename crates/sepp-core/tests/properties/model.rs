@@ -1,4 +1,4 @@
-//! What SPEC section 2 says the queue holds, kept the simplest way: plain maps scanned in full.
+//! What docs/protocol.md says the queue holds, kept the simplest way: plain maps scanned in full.
 //! Each operation returns what the state machine must return.
 
 use std::cmp::Reverse;
@@ -38,7 +38,7 @@ impl ModelJob {
         }
     }
 
-    /// Where the job sorts among the ready jobs of its queue (SPEC 2.0 with 12.1).
+    /// Where the job sorts among the ready jobs of its queue (docs/protocol.md#ordering).
     pub fn ready_key(&self) -> (Reverse<u8>, u64) {
         (Reverse(self.priority), self.seq)
     }
@@ -53,7 +53,7 @@ pub struct ModelDead {
     pub last_reason: Option<String>,
 }
 
-/// What SPEC section 2 says the queue holds. Ordered maps keep every run reproducible.
+/// What docs/protocol.md says the queue holds. Ordered maps keep every run reproducible.
 pub struct Model {
     pub jobs: BTreeMap<JobId, ModelJob>,
     pub dedup: BTreeMap<(String, String), (JobId, TimeMs)>,

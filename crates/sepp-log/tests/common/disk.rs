@@ -187,7 +187,7 @@ pub fn checkpoint_then_write(
     log.checkpoint(snapshot.into_iter().collect()).expect("checkpoint");
     let checkpoint = wait_for_checkpoint(dir, || {
         log.poll_checkpoint();
-        log.reclaim();
+        log.reclaim().expect("reclaim");
     });
     assert!(segments(dir).len() < before, "segments older than the checkpoint are deleted");
     write_cycles(log, after);

@@ -27,7 +27,6 @@ use subtle::ConstantTimeEq;
 
 use crate::admin::AdminState;
 use crate::admin::errors::{AdminError, AdminResult};
-use crate::committer::now_ms;
 
 /// Sessions kept at most; a new one evicts the one that expires soonest.
 pub const MAX_SESSIONS: usize = 1024;
@@ -85,13 +84,12 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
 
 impl Sessions {
     /// Starts a session for `key`, evicting the soonest-expiring one when full; returns the token.
-    fn start(&self, key: &AdminKey, expires_at_ms: i64) -> String {
+    fn start(&self, key: &AdminKey, now_ms: i64, expires_at_ms: i64) -> String {
         let mut token_bytes = [0u8; 32];
         getrandom::fill(&mut token_bytes).expect("the operating system provides random bytes");
         let token: String = token_bytes.iter().map(|byte| format!("{byte:02x}")).collect();
         let mut sessions = self.by_token.lock().expect("sessions lock");
-        let now = now_ms();
-        sessions.retain(|_, session| session.expires_at_ms > now);
+        sessions.retain(|_, session| session.expires_at_ms > now_ms);
         if sessions.len() >= MAX_SESSIONS
             && let Some(soonest) =
                 sessions.iter().min_by_key(|(_, session)| session.expires_at_ms).map(|(token, _)| token.clone())
@@ -104,10 +102,10 @@ impl Sessions {
     }
 
     /// The actor of a session token, if the session is alive and its key still exists.
-    fn resolve(&self, token: &str, keys: &[AdminKey]) -> Option<Actor> {
+    fn resolve(&self, token: &str, keys: &[AdminKey], now_ms: i64) -> Option<Actor> {
         let mut sessions = self.by_token.lock().expect("sessions lock");
         let session = sessions.get(token)?;
-        if session.expires_at_ms <= now_ms() {
+        if session.expires_at_ms <= now_ms {
             sessions.remove(token);
             return None;
         }
@@ -176,7 +174,7 @@ impl AdminState {
             return found.map(|key| Actor { name: Some(key.name.clone()), role: key.role }).ok_or_else(required);
         }
         match &credentials.session {
-            Some(token) => self.sessions.resolve(token, keys).ok_or_else(required),
+            Some(token) => self.sessions.resolve(token, keys, self.clock.now_ms()).ok_or_else(required),
             None => Err(required()),
         }
     }
@@ -228,14 +226,15 @@ pub async fn login(State(state): State<AdminState>, Json(login): Json<Login>) ->
         tracing::warn!(
             target: "sepp::audit",
             action = "session.login_failed",
-            name = %crate::admin::shorten(&login.name),
+            name = %crate::logtext::Bounded(&login.name),
             "admin login failed"
         );
         tokio::time::sleep(FAILED_LOGIN_DELAY).await;
         return AdminError::unauthorized("invalid name or key").into_response();
     };
-    let expires_at_ms = now_ms().saturating_add(live.config.admin.session_ttl_ms as i64);
-    let token = state.sessions.start(key, expires_at_ms);
+    let now_ms = state.clock.now_ms();
+    let expires_at_ms = now_ms.saturating_add(live.config.admin.session_ttl_ms as i64);
+    let token = state.sessions.start(key, now_ms, expires_at_ms);
     let actor = Actor { name: Some(key.name.clone()), role: key.role };
     if let Err(error) = state.audit(&actor, "session.login", json!({})).await {
         return error.into_response();

@@ -105,7 +105,7 @@ pub enum AdminCommand {
         cursor: Option<JobKey>,
         action: BulkAction,
         actor: Actor,
-        reply: Reply<Result<(BulkStep, Option<Arc<AuditEntry>>), BulkError>>,
+        reply: Reply<BulkAnswer>,
     },
     /// Sets or refreshes the queue's close tombstone and answers its exact depths.
     CloseQueue {
@@ -139,12 +139,20 @@ pub enum AdminCommand {
     /// attempt.
     Leases {
         jobs: Vec<(JobId, u32)>,
-        reply: Reply<Vec<Option<(Arc<str>, TimeMs)>>>,
+        reply: Reply<Vec<Lease>>,
     },
 }
 
+/// A bulk step, and its audit entry when it changed anything.
+pub type BulkAnswer = Result<(BulkStep, Option<Arc<AuditEntry>>), BulkError>;
+
+/// A job's queue and lease deadline while it is in flight.
+pub type Lease = Option<(Arc<str>, TimeMs)>;
+
+type SendWithLog = Box<dyn FnOnce(&mut dyn Log) + Send>;
+
 /// An answer to send once the cycle is persisted, loading payloads from the log first.
-pub struct Deferred(Box<dyn FnOnce(&mut dyn Log) + Send>);
+pub struct Deferred(SendWithLog);
 
 impl Deferred {
     fn new(send: impl FnOnce(&mut dyn Log) + Send + 'static) -> Deferred {
@@ -385,6 +393,6 @@ pub async fn ask<T>(
     command: impl FnOnce(Reply<T>) -> AdminCommand,
 ) -> Result<T, crate::admin::errors::AdminError> {
     let (reply, answer) = oneshot::channel();
-    committer.send(crate::committer::Command::Admin(command(reply))).await?;
+    committer.send(crate::committer::Command::Admin(Box::new(command(reply)))).await?;
     Ok(answer.await?)
 }

@@ -21,7 +21,6 @@ use crate::admin::access::{Operator, Viewer};
 use crate::admin::commands::{AdminCommand, ask};
 use crate::admin::errors::{AdminError, AdminResult};
 use crate::admin::views;
-use crate::committer::now_ms;
 
 /// Most handles one action takes.
 const MAX_KEYS: usize = 100;
@@ -50,7 +49,23 @@ struct Listing {
     filter: JobFilter,
 }
 
-fn parse_listing(pairs: &[(String, String)]) -> Result<Listing, Response> {
+/// Why a listing's parameters were refused: an unparsable query string (plain text, as any
+/// other), or a bad value (the error envelope).
+enum ListingError {
+    Query(String),
+    Value(AdminError),
+}
+
+impl IntoResponse for ListingError {
+    fn into_response(self) -> Response {
+        match self {
+            ListingError::Query(message) => (StatusCode::BAD_REQUEST, message).into_response(),
+            ListingError::Value(error) => error.into_response(),
+        }
+    }
+}
+
+fn parse_listing(pairs: &[(String, String)]) -> Result<Listing, ListingError> {
     let mut state = "";
     let mut cursor = None;
     let mut limit = 50;
@@ -61,9 +76,7 @@ fn parse_listing(pairs: &[(String, String)]) -> Result<Listing, Response> {
             "cursor" if !value.is_empty() => cursor = Some(value.as_str()),
             "limit" => {
                 limit = value.parse::<u64>().map_err(|error| {
-                    // The same plain-text answer as any other unparsable query string.
-                    let message = format!("Failed to deserialize query string: limit: {error}");
-                    (StatusCode::BAD_REQUEST, message).into_response()
+                    ListingError::Query(format!("Failed to deserialize query string: limit: {error}"))
                 })? as usize;
             }
             "job_type" if !value.is_empty() => filter.job_type = Some(value.clone()),
@@ -73,12 +86,12 @@ fn parse_listing(pairs: &[(String, String)]) -> Result<Listing, Response> {
             _ => {}
         }
     }
-    let state = parse_state(state).map_err(IntoResponse::into_response)?;
+    let state = parse_state(state).map_err(ListingError::Value)?;
     let cursor = match cursor {
         Some(text) => Some(
             views::decode_key(text, "cursor")
                 .and_then(|key| key.ok_or_else(|| AdminError::invalid_argument("cursor is not a job key")))
-                .map_err(IntoResponse::into_response)?,
+                .map_err(ListingError::Value)?,
         ),
         None => None,
     };
@@ -94,7 +107,7 @@ pub async fn peek(
 ) -> Response {
     let listing = match parse_listing(&pairs) {
         Ok(listing) => listing,
-        Err(response) => return response,
+        Err(error) => return error.into_response(),
     };
     let Listing { state: peek_state, cursor, limit, filter } = listing;
     let answer =
@@ -128,7 +141,7 @@ pub async fn count(
 ) -> Response {
     let listing = match parse_listing(&pairs) {
         Ok(listing) => listing,
-        Err(response) => return response,
+        Err(error) => return error.into_response(),
     };
     match count_matching(&state, &queue, listing.state, &listing.filter).await {
         Ok(count) => Json(json!({ "count": count })).into_response(),
@@ -265,7 +278,7 @@ pub async fn enqueue(
 ) -> AdminResult<Json<Value>> {
     let job = new_job(queue, body)?;
     let live = state.live.get();
-    sepp_core::validate::validate_new_job(&live.policy, &job, now_ms())
+    sepp_core::validate::validate_new_job(&live.policy, &job, state.clock.now_ms())
         .map_err(|rejection| AdminError::rejected(&rejection))?;
     let job_id = JobId::new_v4();
     let outcome = ask(&state.committer, |reply| AdminCommand::Enqueue { job_id, job, actor, reply }).await?;

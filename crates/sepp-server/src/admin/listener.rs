@@ -24,7 +24,7 @@ use crate::admin::config_file::ConfigFile;
 use crate::admin::events::{self, EVENT_BUFFER};
 use crate::admin::stats::{self, StatsHub, StatsPublisher, StatsSnapshot};
 use crate::admin::{AdminSetup, AdminShared, AdminState, access::Sessions, routes};
-use crate::committer::{Command, now_ms};
+use crate::committer::Command;
 
 /// How long open connections may take to finish once the server stops.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -103,7 +103,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
     let publisher = StatsPublisher::new(snapshots);
     setup
         .committer
-        .send(Command::Admin(AdminCommand::PublishStats(publisher)))
+        .send(Command::Admin(Box::new(AdminCommand::PublishStats(publisher))))
         .await
         .map_err(|_| AdminStartError::Stopped)?;
     let hub = Arc::new(StatsHub::new(snapshot_receiver));
@@ -114,6 +114,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
         setup.live.clone(),
         setup.committer.clone(),
         events.clone(),
+        setup.clock.clone(),
         stopping_receiver.clone(),
     ));
     tokio::spawn(events::forward_reloads(setup.live.subscribe_reloads(), events.clone(), stopping_receiver.clone()));
@@ -121,7 +122,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
     let config_path = setup.config_path.unwrap_or_else(|| "./sepp.toml".into());
     let state = AdminState::new(AdminShared {
         committer: setup.committer,
-        started_at_ms: now_ms(),
+        started_at_ms: setup.clock.now_ms(),
         boot_loopback: bind.ip().is_loopback(),
         admin_tls: tls.is_some(),
         sessions: Sessions::default(),
@@ -129,6 +130,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
         events,
         config: ConfigFile::new(config_path, setup.watching),
         workers: setup.workers,
+        clock: setup.clock.clone(),
         stopping: stopping_receiver.clone(),
         live: setup.live.clone(),
     });

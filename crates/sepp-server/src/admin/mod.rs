@@ -43,8 +43,9 @@ use sepp_core::AuditEntry;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-use crate::committer::CommitterHandle;
+use crate::committer::{Clock, CommitterHandle};
 use crate::live::LiveConfig;
+use crate::logtext::Bounded;
 use access::{Actor, Sessions};
 use errors::AdminResult;
 use events::Event;
@@ -65,6 +66,8 @@ pub struct AdminShared {
     pub events: broadcast::Sender<Event>,
     pub config: config_file::ConfigFile,
     pub workers: Arc<Workers>,
+    /// The server's clock (the committer's).
+    pub clock: Arc<dyn Clock>,
     /// Turns true when the server stops: SSE streams end.
     pub stopping: watch::Receiver<bool>,
 }
@@ -101,10 +104,10 @@ impl AdminState {
     pub fn announce(&self, entry: &AuditEntry) {
         tracing::info!(
             target: "sepp::audit",
-            actor = %shorten(&entry.actor),
+            actor = %Bounded(&entry.actor),
             role = %entry.role,
             action = %entry.action,
-            details = %shorten(&entry.details),
+            details = %Bounded(&entry.details),
             "admin action"
         );
         let _ = self.events.send(Event::audit(entry));
@@ -119,19 +122,5 @@ pub struct AdminSetup {
     pub config_path: Option<PathBuf>,
     pub watching: bool,
     pub workers: Arc<Workers>,
-}
-
-/// At most this much of a client-supplied string goes into a log line.
-const LOGGED_TEXT_MAX: usize = 256;
-
-/// `text` cut to a bounded length for a log line, with the original length noted.
-pub fn shorten(text: &str) -> String {
-    if text.len() <= LOGGED_TEXT_MAX {
-        return text.to_owned();
-    }
-    let mut end = LOGGED_TEXT_MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}... ({} bytes)", &text[..end], text.len())
+    pub clock: Arc<dyn Clock>,
 }

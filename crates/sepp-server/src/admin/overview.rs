@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 
 use crate::admin::AdminState;
 use crate::admin::access::Viewer;
-use crate::committer::now_ms;
 use crate::service::SERVER_VERSION;
 
 #[derive(Deserialize)]
@@ -26,7 +25,7 @@ pub async fn overview(
         "server": {
             "version": SERVER_VERSION,
             "started_at_ms": state.started_at_ms,
-            "now_ms": now_ms(),
+            "now_ms": state.clock.now_ms(),
             "strict_queues": live.config.server.strict_queues,
             "dead_letter_retention_ms": state.live.boot.storage.dead_letter_retention_ms,
             "command_queue_len": state.committer.queued(),

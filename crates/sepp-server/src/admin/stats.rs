@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, watch};
 
 use crate::admin::events::Event;
-use crate::committer::{CommitterHandle, now_ms};
+use crate::committer::{Clock, CommitterHandle};
 use crate::live::LiveConfig;
 
 /// The committer publishes at most this often.
@@ -208,9 +208,10 @@ pub async fn run_hub(
     live: Arc<LiveConfig>,
     committer: CommitterHandle,
     events: broadcast::Sender<Event>,
+    clock: Arc<dyn Clock>,
     mut stopping: watch::Receiver<bool>,
 ) {
-    let mut ticker = Ticker { seq: 0, previous: BTreeMap::new(), previous_ms: now_ms() };
+    let mut ticker = Ticker { seq: 0, previous: BTreeMap::new(), previous_ms: clock.now_ms() };
     let mut interval = tokio::time::interval(std::time::Duration::from_secs(1));
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -221,8 +222,9 @@ pub async fn run_hub(
         let declared: Vec<String> = live.get().config.queues.iter().map(|queue| queue.name.clone()).collect();
         let capacity = (live.get().config.admin.stats_history_ms / 1000) as usize;
         let snapshot = hub.snapshot();
-        let (frame, rates) = ticker.frame(&snapshot, &declared, committer.queued());
-        hub.history.lock().expect("stats history lock").push(ticker.previous_ms, &rates, capacity);
+        let now_ms = clock.now_ms();
+        let (frame, rates) = ticker.frame(now_ms, &snapshot, &declared, committer.queued());
+        hub.history.lock().expect("stats history lock").push(now_ms, &rates, capacity);
         let frame = Arc::new(frame);
         *hub.latest.write().expect("stats frame lock") = frame.clone();
         let _ = events.send(Event::stats(&frame));
@@ -233,11 +235,11 @@ impl Ticker {
     /// The next frame, and each listed queue's rates for the history.
     fn frame(
         &mut self,
+        now_ms: TimeMs,
         snapshot: &StatsSnapshot,
         declared: &[String],
         command_queue_len: usize,
     ) -> (Value, BTreeMap<Arc<str>, [f64; 4]>) {
-        let now_ms = now_ms();
         let seconds = ((now_ms - self.previous_ms).max(1) as f64) / 1000.0;
         let mut names: BTreeSet<Arc<str>> = snapshot.queues.keys().cloned().collect();
         names.extend(declared.iter().map(|name| Arc::from(name.as_str())));
@@ -319,7 +321,7 @@ mod tests {
     #[test]
     fn samples_keep_two_decimals_and_line_up_with_the_timeline() {
         let mut history = History::default();
-        history.push(1_000, &rates_for(1, 3.14159), 10);
+        history.push(1_000, &rates_for(1, 1.23456), 10);
         let mut two = rates_for(2, 7.0);
         history.push(2_000, &two, 10);
         two.remove("queue-000");

@@ -21,7 +21,6 @@ use crate::admin::AdminState;
 use crate::admin::access::Viewer;
 use crate::admin::commands::{AdminCommand, ask};
 use crate::admin::errors::AdminResult;
-use crate::committer::now_ms;
 
 pub const MAX_WORKERS: usize = 1024;
 pub const MAX_HELD_PER_WORKER: usize = 1024;
@@ -116,7 +115,7 @@ impl Workers {
 /// `GET /workers`: `{workers: [{worker_id, last_seen_ms, reserves, jobs_delivered,
 /// held: {queue: n}, held_total, next_lease_expires_at_ms}]}`, most recently seen first.
 pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<Value>> {
-    let mut seen = state.workers.seen(now_ms());
+    let mut seen = state.workers.seen(state.clock.now_ms());
     seen.sort_by(|a, b| b.last_seen_ms.cmp(&a.last_seen_ms).then_with(|| a.worker_id.cmp(&b.worker_id)));
     let deliveries: Vec<(JobId, u32)> = seen.iter().flat_map(|worker| worker.held.iter().copied()).collect();
     let mut leases = Vec::with_capacity(deliveries.len());

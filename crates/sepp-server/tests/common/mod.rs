@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod in_process;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -31,13 +33,22 @@ pub fn sepp_bin() -> PathBuf {
 }
 
 /// Whether the tests run against another build than this workspace's (normally the published
-/// 0.1.1 release, through `$SEPP_BIN`). Only used where SPEC section 12 says this project
+/// 0.1.1 release, through `$SEPP_BIN`). Only used where docs/operations.md#what-differs says this project
 /// deliberately differs from 0.1.
 pub fn is_reference() -> bool {
     let own = PathBuf::from(env!("CARGO_BIN_EXE_sepp"));
     let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     canonical(&sepp_bin()) != canonical(&own)
 }
+
+/// The version the binary under test reports: this crate's, or 0.1.1 for the published release.
+pub fn server_version() -> &'static str {
+    if is_reference() { "0.1.1" } else { env!("CARGO_PKG_VERSION") }
+}
+
+/// `RUST_LOG` for a server whose tests wait for a reserve to park: the committer's debug line
+/// `reserve parked` is the signal.
+pub const PARKING_LOG: (&str, &str) = ("RUST_LOG", "sepp=info,sepp_server::committer=debug");
 
 /// A `Command` for the binary under test with a clean environment: no `SEPP_*` variable of the
 /// test process leaks into the server's configuration.
@@ -72,6 +83,10 @@ pub struct Lines {
 struct LinesState {
     lines: Vec<String>,
     closed: bool,
+    /// Bytes read from the stream, as written (colour codes included).
+    bytes: usize,
+    /// Lines that held an ANSI escape before it was removed.
+    coloured: usize,
 }
 
 impl Lines {
@@ -87,9 +102,13 @@ impl Lines {
                 buffer.clear();
                 match reader.read_until(b'\n', &mut buffer) {
                     Ok(0) | Err(_) => break,
-                    Ok(_) => {
+                    Ok(read) => {
                         let line = strip_ansi(String::from_utf8_lossy(&buffer).trim_end_matches(['\n', '\r']));
-                        sink.state.lock().unwrap().lines.push(line);
+                        let mut state = sink.state.lock().unwrap();
+                        state.bytes += read;
+                        state.coloured += usize::from(buffer.contains(&0x1b));
+                        state.lines.push(line);
+                        drop(state);
                         sink.changed.notify_all();
                     }
                 }
@@ -106,6 +125,16 @@ impl Lines {
 
     pub fn text(&self) -> String {
         self.snapshot().join("\n")
+    }
+
+    /// Bytes the stream carried so far, colour codes included.
+    pub fn bytes(&self) -> usize {
+        self.state.lock().unwrap().bytes
+    }
+
+    /// Lines that carried ANSI colour codes.
+    pub fn coloured(&self) -> usize {
+        self.state.lock().unwrap().coloured
     }
 
     pub fn contains(&self, needle: &str) -> bool {
@@ -378,6 +407,31 @@ impl TestServer {
         tokio::task::spawn_blocking(move || lines.wait_for_since(mark, &needle, timeout)).await.expect("log waiter")
     }
 
+    /// Waits until the committer has parked `parked` reserves since the start (the server must
+    /// log at [`PARKING_LOG`]). The published 0.1.1 says nothing when it parks one, so against
+    /// it this can only give the reserve a moment.
+    pub async fn wait_parked(&self, parked: usize) {
+        if is_reference() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            return;
+        }
+        let lines = self.stdout.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                // The mark comes first, so a line arriving after the count is still waited on.
+                let mark = lines.len();
+                if lines.count("reserve parked") >= parked {
+                    return Some(());
+                }
+                lines.wait_for_since(mark, "reserve parked", deadline.checked_duration_since(Instant::now())?)?;
+            }
+        })
+        .await
+        .expect("log waiter");
+        assert!(found.is_some(), "fewer than {parked} reserves parked\n{}", self.logs());
+    }
+
     /// Sends SIGTERM to the server (and nothing else).
     pub fn sigterm(&self) {
         let sent = Command::new("kill").arg("-TERM").arg(self.pid().to_string()).status().expect("run kill");
@@ -553,7 +607,7 @@ pub fn assert_status<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code:
     }
 }
 
-/// Asserts `result` failed with `code` (the message is not pinned by SPEC).
+/// Asserts `result` failed with `code` (the message is not part of the contract).
 #[track_caller]
 pub fn assert_code<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: tonic::Code) -> tonic::Status {
     match result {

@@ -1,0 +1,524 @@
+/**
+ * {@link SeppClient}: one connection to a sepp server and its eight calls — the producer half
+ * (`enqueue`, `enqueueBatch`, `enqueueAtomic`), the consumer half (`reserve`, `ack`, `nack`,
+ * `extend`), `getServerInfo` and `drainDeadLetters`.
+ *
+ * Every call has a deadline (`rpcTimeout`, or for reserve its wait plus 10 s), sends the API key and
+ * the active trace context as metadata, and runs in an OpenTelemetry client span `sepp.<call>` when
+ * the API is installed. Enqueue, ack, nack, extend and getServerInfo follow the retry policy; reserve
+ * and drainDeadLetters are never retried.
+ */
+import * as grpc from "@grpc/grpc-js";
+import {
+  authorizationHeader,
+  type ConnectOptions,
+  channelOptions,
+  connectChannel,
+  credentials,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_RPC_TIMEOUT_MS,
+  parseAddress,
+} from "./connect.js";
+import {
+  checkCount,
+  checkMs,
+  DecodeError,
+  dateFromTimestamp,
+  deadLetterFromWire,
+  durationFromMs,
+  enqueueRequestToWire,
+  hasIdempotencyKey,
+  rejectionFromWire,
+  reservedJobFromWire,
+  serverInfoFromWire,
+} from "./convert.js";
+import {
+  BatchResultCountMismatchError,
+  BatchValidationError,
+  type ClientError,
+  ConnectError,
+  EmptyBatchError,
+  errorFromStatus,
+  JobNotFoundError,
+  JobRejectedError,
+  type LeaseError,
+  leaseErrorFromStatus,
+  MalformedResponseError,
+  reserveErrorFromStatus,
+  type StatusLike,
+  ValidationError,
+} from "./errors.js";
+import * as wire from "./gen/sepp/v1/queue.js";
+import { type Job, JobCtx, type Lease, leaseOf } from "./job.js";
+import { type Logger, silentLogger } from "./logger.js";
+import { activeTraceContext, inClientSpan, injectTraceMetadata } from "./otel.js";
+import type { JobRejection } from "./rejection.js";
+import { RetryDirective, RetryPolicy, type RetryScope, withRetries } from "./retry.js";
+import type {
+  DeadLetterRecord,
+  DrainDeadLettersOptions,
+  EnqueueAck,
+  EnqueueRequest,
+  NackOptions,
+  ReserveOptions,
+  ServerInfo,
+} from "./types.js";
+
+export type { ConnectOptions } from "./connect.js";
+
+/** Added to a reserve's wait for its deadline, so the server answers an idle poll first. */
+const RESERVE_DEADLINE_SLACK_MS = 10_000;
+/** A reserve's wait when none is given. */
+const DEFAULT_WAIT_TIMEOUT_MS = 30_000;
+
+/** One generated method: its path and (de)serializers. */
+interface Method<Req, Resp> {
+  path: string;
+  requestSerialize(value: Req): Buffer;
+  responseDeserialize(value: Buffer): Resp;
+}
+
+const Q = wire.QueueServiceService;
+
+/** A connection to a sepp server. Every method returns a Promise; `close()` ends the connection. */
+export class SeppClient {
+  /** The retry policy of enqueue, ack, nack, extend and getServerInfo. */
+  readonly retryPolicy: RetryPolicy;
+  /** The deadline of every call except reserve, in ms. */
+  readonly rpcTimeout: number;
+  /** Where the client's diagnostics go (the Worker's too, unless it is given its own). */
+  readonly logger: Logger;
+  readonly #grpc: grpc.Client;
+  readonly #authorization: string | undefined;
+
+  private constructor(
+    channel: grpc.Client,
+    options: ConnectOptions,
+    authorization: string | undefined,
+    rpcTimeout: number,
+  ) {
+    this.#grpc = channel;
+    this.#authorization = authorization;
+    this.retryPolicy = options.retryPolicy ?? new RetryPolicy();
+    this.rpcTimeout = rpcTimeout;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /**
+   * Connects to `addr` (`host:port`, `http://host:port` or `https://host:port`) and resolves once the
+   * connection is up; rejects with a `ConnectError` (or `InvalidApiKeyError`, `ValidationError`).
+   */
+  static async connect(addr: string, options: ConnectOptions = {}): Promise<SeppClient> {
+    const tlsRequested =
+      options.tls === true || options.tlsCaCert !== undefined || options.tlsDomain !== undefined;
+    const { target, tls } = parseAddress(addr, tlsRequested);
+    const authorization = options.apiKey === undefined ? undefined : authorizationHeader(options.apiKey);
+    const logger = options.logger ?? silentLogger;
+    const timeout = checkMs("connectTimeout", options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS, 1);
+    const rpcTimeout = checkMs("rpcTimeout", options.rpcTimeout ?? DEFAULT_RPC_TIMEOUT_MS, 1);
+    if (options.retryPolicy !== undefined && !(options.retryPolicy instanceof RetryPolicy)) {
+      throw new ValidationError("retryPolicy must be a RetryPolicy");
+    }
+    const settings = channelOptions(options);
+    let channelCredentials: grpc.ChannelCredentials;
+    try {
+      channelCredentials = credentials(tls, options);
+    } catch (error) {
+      throw new ConnectError(addr, `unusable TLS settings: ${(error as Error).message}`);
+    }
+    if (authorization !== undefined && !tls) {
+      logger.warn("API key configured without TLS; it will be sent to the server in plaintext", { addr });
+    }
+    const channel = new grpc.Client(target, channelCredentials, settings);
+    const client = new SeppClient(channel, options, authorization, rpcTimeout);
+    try {
+      await connectChannel(channel, addr, timeout);
+    } catch (error) {
+      channel.close();
+      logger.error("could not connect to the sepp server", { addr, error: String(error) });
+      throw error;
+    }
+    logger.info?.("connected to the sepp server", { addr, tls, auth: authorization !== undefined });
+    return client;
+  }
+
+  /** Closes the connection; calls in flight fail with a `TransportError`. */
+  close(): void {
+    this.#grpc.close();
+  }
+
+  // ---- producer ----
+
+  /** Enqueues one job; a rejection throws `JobRejectedError`. */
+  async enqueue(job: EnqueueRequest): Promise<EnqueueAck> {
+    const [result] = await this.#enqueueBatch([job], "enqueue");
+    if (result === undefined) throw new BatchResultCountMismatchError(1, 0);
+    if ("kind" in result) throw new JobRejectedError(result);
+    return result;
+  }
+
+  /**
+   * Enqueues jobs, each accepted or rejected on its own: one result per job, in order, where a
+   * rejection is a value (narrow with `isJobRejection`). An empty batch throws `EmptyBatchError`.
+   */
+  enqueueBatch(jobs: readonly EnqueueRequest[]): Promise<(EnqueueAck | JobRejection)[]> {
+    return this.#enqueueBatch(jobs, undefined);
+  }
+
+  async #enqueueBatch(jobs: readonly EnqueueRequest[], single: string | undefined) {
+    const { request, scope } = batchRequest(jobs, single);
+    return inClientSpan("sepp.enqueue", { "sepp.jobs": jobs.length }, async () => {
+      const response = await this.#unary("enqueue", Q.enqueueBatch, request(), scope, this.rpcTimeout);
+      if (response.results.length !== jobs.length) {
+        throw new BatchResultCountMismatchError(jobs.length, response.results.length);
+      }
+      return response.results.map((result): EnqueueAck | JobRejection => {
+        const outcome = result.outcome;
+        if (outcome === undefined)
+          throw new MalformedResponseError("malformed response: missing outcome in job result");
+        if (outcome.$case === "success") return ackFromWire(outcome.value);
+        return rejectionFromWire(outcome.value);
+      });
+    });
+  }
+
+  /**
+   * Enqueues jobs all or nothing: either every job is written (their acks come back in order) or
+   * none is, and `BatchValidationError` lists every refused job.
+   */
+  async enqueueAtomic(jobs: readonly EnqueueRequest[]): Promise<EnqueueAck[]> {
+    const { request, scope } = batchRequest(jobs, undefined);
+    return inClientSpan("sepp.enqueue_atomic", { "sepp.jobs": jobs.length }, async () => {
+      const response = await this.#unary(
+        "enqueue_atomic",
+        Q.enqueueAtomic,
+        request(),
+        scope,
+        this.rpcTimeout,
+      );
+      const outcome = response.outcome;
+      if (outcome === undefined) {
+        throw new MalformedResponseError("malformed response: missing outcome in atomic enqueue response");
+      }
+      if (outcome.$case === "rejection") {
+        throw new BatchValidationError(
+          outcome.value.errors.map((error) => ({
+            index: error.index,
+            rejection: rejectionFromWire(error.rejection),
+          })),
+        );
+      }
+      if (outcome.value.responses.length !== jobs.length) {
+        throw new BatchResultCountMismatchError(jobs.length, outcome.value.responses.length);
+      }
+      return outcome.value.responses.map(ackFromWire);
+    });
+  }
+
+  // ---- consumer ----
+
+  /**
+   * Reserves up to `maxJobs` ready jobs from the first listed queue that has any, waiting up to
+   * `waitTimeout`; resolves with `null` when nothing became ready. Never retried (call it again).
+   * Malformed jobs in the answer are skipped with a warning. Strict-mode servers reject undeclared
+   * queues with `UnknownQueuesError`.
+   */
+  async reserve(options: ReserveOptions): Promise<Job[] | null> {
+    const request = reserveRequest(options);
+    const wait = options.waitTimeout ?? DEFAULT_WAIT_TIMEOUT_MS;
+    const attributes = { "sepp.queues": options.queues.join(","), "sepp.worker_id": options.workerId };
+    return inClientSpan("sepp.reserve", attributes, async (span) => {
+      let response: wire.ReserveResponse;
+      try {
+        response = await this.#call(Q.reserve, request, wait + RESERVE_DEADLINE_SLACK_MS, options.signal);
+      } catch (error) {
+        throw mapped(error, reserveErrorFromStatus);
+      }
+      const jobs: Job[] = [];
+      for (const job of response.jobs) {
+        try {
+          const { fields, payload, leaseExpiresAt } = reservedJobFromWire(job);
+          const lease: Lease = {
+            expiresAt: leaseExpiresAt,
+            workerId: options.workerId,
+            controller: new AbortController(),
+            extend: (ctx, extension) => this.extend(ctx, extension),
+          };
+          jobs.push({ payload, ctx: new JobCtx(fields, lease) });
+        } catch (error) {
+          if (!(error instanceof DecodeError)) throw error;
+          this.logger.warn("skipping malformed job in reserve response", {
+            jobId: job.id,
+            error: error.message,
+          });
+        }
+      }
+      span.setAttribute("sepp.jobs", jobs.length);
+      return jobs.length > 0 ? jobs : null;
+    });
+  }
+
+  /** Completes a job: the server deletes it. Throws `JobNotFoundError` or `AttemptMismatchError` when the lease is gone. */
+  async ack(ctx: JobCtx): Promise<void> {
+    const request: wire.AckRequest = { jobId: ctx.id, attempt: ctx.attempt, workerId: ctx.workerId };
+    await inClientSpan("sepp.ack", leaseAttributes(ctx), () => this.#leaseCall("ack", Q.ack, request));
+  }
+
+  /**
+   * Fails a job: it is retried as `retry` says (default: the queue's policy), or dead-lettered after
+   * its last attempt, with `reason` recorded. Resolves with whether the job was dead-lettered.
+   */
+  async nack(ctx: JobCtx, options: NackOptions = {}): Promise<boolean> {
+    const retry = options.retry ?? RetryDirective.default();
+    if (!(retry instanceof RetryDirective)) throw new ValidationError("nack: retry must be a RetryDirective");
+    const reason = options.reason;
+    if (reason !== undefined && typeof reason !== "string")
+      throw new ValidationError("nack: reason must be a string");
+    const request: wire.NackRequest = {
+      jobId: ctx.id,
+      attempt: ctx.attempt,
+      reason: reason ? reason : undefined,
+      retry: { strategy: nackStrategy(retry) },
+      workerId: ctx.workerId,
+    };
+    const attributes = { ...leaseAttributes(ctx), "sepp.retry": retry.toString() };
+    const response = await inClientSpan("sepp.nack", attributes, () =>
+      this.#leaseCall("nack", Q.nack, request),
+    );
+    return response.deadLettered;
+  }
+
+  /**
+   * Moves the job's lease deadline to now + `extensionMs` (the server may clamp it) and resolves with
+   * the new deadline, which `ctx.leaseExpiresAt` reflects from then on.
+   */
+  async extend(ctx: JobCtx, extensionMs: number): Promise<Date> {
+    checkMs("extend: extensionMs", extensionMs, 1);
+    const request: wire.ExtendRequest = {
+      jobId: ctx.id,
+      attempt: ctx.attempt,
+      leaseDuration: durationFromMs(extensionMs),
+      workerId: ctx.workerId,
+    };
+    return inClientSpan("sepp.extend", leaseAttributes(ctx), async () => {
+      const response = await this.#leaseCall("extend", Q.extend, request);
+      const expiry = dateFromTimestamp(response.leaseExpiresAt);
+      if (expiry === undefined)
+        throw new MalformedResponseError("malformed response: extend returned an invalid lease_expires_at");
+      leaseOf(ctx).expiresAt = expiry;
+      return expiry;
+    });
+  }
+
+  // ---- server info and dead letters ----
+
+  /** The server's version, clock and limits. */
+  async getServerInfo(): Promise<ServerInfo> {
+    return inClientSpan("sepp.get_server_info", {}, async () => {
+      const response = await this.#unary(
+        "get_server_info",
+        Q.getServerInfo,
+        {},
+        "transient",
+        this.rpcTimeout,
+      );
+      try {
+        return serverInfoFromWire(response);
+      } catch (error) {
+        throw new MalformedResponseError(`malformed server info: ${(error as Error).message}`);
+      }
+    });
+  }
+
+  /**
+   * Removes and returns up to `max` (default 1) of the oldest dead-letter records, of one queue or
+   * all. Destructive, so never retried. `max: 0` returns `[]` without a call; an empty answer can
+   * also mean the server keeps no dead letters (`ServerInfo.deadLetterRetentionEnabled`). Malformed
+   * records are skipped with a warning.
+   */
+  async drainDeadLetters(options: DrainDeadLettersOptions = {}): Promise<DeadLetterRecord[]> {
+    const max = checkCount("drainDeadLetters: max", options.max ?? 1, 0);
+    const queue = options.queue;
+    if (queue !== undefined && typeof queue !== "string")
+      throw new ValidationError("drainDeadLetters: queue must be a string");
+    if (max === 0) return [];
+    return inClientSpan("sepp.drain_dead_letters", { "sepp.queue": queue, "sepp.max": max }, async (span) => {
+      let response: wire.DrainDeadLettersResponse;
+      try {
+        response = await this.#call(Q.drainDeadLetters, { queue, max }, this.rpcTimeout, undefined);
+      } catch (error) {
+        throw mapped(error, errorFromStatus);
+      }
+      const records: DeadLetterRecord[] = [];
+      for (const record of response.records) {
+        try {
+          records.push(deadLetterFromWire(record));
+        } catch (error) {
+          if (!(error instanceof DecodeError)) throw error;
+          this.logger.warn("skipping malformed dead-letter record", {
+            jobId: record.job?.id,
+            error: error.message,
+          });
+        }
+      }
+      span.setAttribute("sepp.drained", records.length);
+      return records;
+    });
+  }
+
+  // ---- plumbing ----
+
+  /** An ack, nack or extend: retried under the policy, its failure mapped to a lease error. */
+  async #leaseCall<Req, Resp>(operation: string, method: Method<Req, Resp>, request: Req): Promise<Resp> {
+    const outcome = await withRetries(this.retryPolicy, operation, "transient", this.logger, () =>
+      this.#call(method, request, this.rpcTimeout, undefined),
+    );
+    if (outcome.ok) return outcome.value;
+    const error = mapped(outcome.error, leaseErrorFromStatus);
+    if (outcome.attempts > 1 && error instanceof JobNotFoundError) {
+      this.logger.warn(
+        "job not found after a retried call: an earlier attempt may have succeeded and only its answer was lost",
+        { operation, attempts: outcome.attempts },
+      );
+    }
+    throw error;
+  }
+
+  /** A call retried under the policy within `scope`, its failure mapped to a client error. */
+  async #unary<Req, Resp>(
+    operation: string,
+    method: Method<Req, Resp>,
+    request: Req,
+    scope: RetryScope,
+    deadlineMs: number,
+  ): Promise<Resp> {
+    const outcome = await withRetries(this.retryPolicy, operation, scope, this.logger, () =>
+      this.#call(method, request, deadlineMs, undefined),
+    );
+    if (outcome.ok) return outcome.value;
+    throw mapped(outcome.error, errorFromStatus);
+  }
+
+  /** One attempt of a call: rejects with the grpc-js status error. */
+  #call<Req, Resp>(
+    method: Method<Req, Resp>,
+    request: Req,
+    deadlineMs: number,
+    signal: AbortSignal | undefined,
+  ) {
+    return new Promise<Resp>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject({ code: grpc.status.CANCELLED, details: "cancelled by the caller" } satisfies StatusLike);
+        return;
+      }
+      const metadata = new grpc.Metadata();
+      if (this.#authorization !== undefined) metadata.set("authorization", this.#authorization);
+      injectTraceMetadata(metadata);
+      let call: grpc.ClientUnaryCall;
+      // grpc-js starts a call's stream a few microtasks after creating it, and a cancel that comes
+      // before that start does not stop it: the request still reaches the server (where a reserve
+      // would then take jobs nobody receives). Cancelling again once the stream exists stops it.
+      const onAbort = () => {
+        call.cancel();
+        setImmediate(() => call.cancel());
+      };
+      try {
+        call = this.#grpc.makeUnaryRequest(
+          method.path,
+          method.requestSerialize,
+          method.responseDeserialize,
+          request,
+          metadata,
+          { deadline: Date.now() + deadlineMs },
+          (error, response) => {
+            signal?.removeEventListener("abort", onAbort);
+            if (error) reject(error);
+            else if (response === undefined)
+              reject({ code: grpc.status.INTERNAL, details: "empty response" });
+            else resolve(response);
+          },
+        );
+      } catch (error) {
+        // grpc-js throws when the channel was closed.
+        reject({
+          code: grpc.status.CANCELLED,
+          details: `the client is closed (${(error as Error).message})`,
+        });
+        return;
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}
+
+/** The wire batch (built lazily inside the enqueue span, so it picks up that span's context) and its retry scope. */
+function batchRequest(jobs: readonly EnqueueRequest[], single: string | undefined) {
+  if (!Array.isArray(jobs)) throw new ValidationError("an enqueue batch must be an array of jobs");
+  if (jobs.length === 0) throw new EmptyBatchError();
+  const scope: RetryScope = jobs.every(hasIdempotencyKey) ? "transient" : "keylessEnqueue";
+  const request = (): wire.EnqueueBatchRequest => {
+    const active = activeTraceContext();
+    return {
+      jobs: jobs.map((job, index) => enqueueRequestToWire(job, single ?? `job ${index}`, active)),
+    };
+  };
+  return { request, scope };
+}
+
+function reserveRequest(options: ReserveOptions): wire.ReserveRequest {
+  if (typeof options !== "object" || options === null) throw new ValidationError("reserve needs options");
+  const { queues, leaseDuration, waitTimeout, maxJobs, workerId } = options;
+  if (!Array.isArray(queues) || queues.length === 0)
+    throw new ValidationError("reserve: at least one queue is required");
+  queues.forEach((queue, index) => {
+    if (typeof queue !== "string" || queue === "") {
+      throw new ValidationError(`reserve: queue name at index ${index} is empty`);
+    }
+  });
+  checkMs("reserve: leaseDuration", leaseDuration, 1);
+  const wait = checkMs("reserve: waitTimeout", waitTimeout ?? DEFAULT_WAIT_TIMEOUT_MS, 0);
+  if (maxJobs !== undefined) checkCount("reserve: maxJobs", maxJobs, 1);
+  if (workerId !== undefined && (typeof workerId !== "string" || workerId === "")) {
+    throw new ValidationError("reserve: workerId must not be empty");
+  }
+  return {
+    queues: [...queues],
+    waitTimeout: wait > 0 ? durationFromMs(wait) : undefined,
+    leaseDuration: durationFromMs(leaseDuration),
+    workerId,
+    maxJobs,
+  };
+}
+
+function nackStrategy(retry: RetryDirective): wire.NackRetry["strategy"] {
+  switch (retry.kind) {
+    case "default":
+      return { $case: "default", value: {} };
+    case "after":
+      return { $case: "delay", value: durationFromMs(retry.delay ?? 0) };
+    case "deadLetter":
+      return { $case: "deadLetter", value: {} };
+  }
+}
+
+function ackFromWire(response: wire.EnqueueResponse): EnqueueAck {
+  return { jobId: response.jobId, deduplicated: response.deduplicated };
+}
+
+function leaseAttributes(ctx: JobCtx) {
+  return { "sepp.job_id": ctx.id, "sepp.attempt": ctx.attempt, "sepp.worker_id": ctx.workerId };
+}
+
+/** A call's failure as the package's error: statuses through `map`, anything else as it is. */
+function mapped<E extends ClientError | LeaseError | Error>(
+  error: unknown,
+  map: (status: StatusLike) => E,
+): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "number" && typeof (error as { details?: unknown }).details === "string") {
+    const result = map(error as StatusLike);
+    if (error instanceof Error) Object.defineProperty(result, "cause", { value: error, configurable: true });
+    return result;
+  }
+  return error;
+}

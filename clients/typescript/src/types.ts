@@ -1,0 +1,175 @@
+/**
+ * The request and result types of the producer, consumer and admin calls: {@link EnqueueRequest},
+ * {@link EnqueueAck}, {@link ReserveOptions}, {@link NackOptions}, {@link ServerInfo} and
+ * {@link DeadLetterRecord}. Durations are milliseconds; timestamps are `Date`s.
+ */
+import type { CustomValue, Payload } from "./payload.js";
+import type { RetryDirective } from "./retry.js";
+import type { TraceContext } from "./trace.js";
+
+/** One job to enqueue. Unset options take the queue's defaults on the server. */
+export interface EnqueueRequest {
+  /** The queue (non-empty). */
+  queue: string;
+  /** The job type, which picks the Worker handler (non-empty). */
+  jobType: string;
+  /** The data; omit it for a job without data. */
+  payload?: Payload | undefined;
+  /** The server drops a job whose key it has seen within its deduplication window. */
+  idempotencyKey?: string | undefined;
+  /** 0 (lowest) to 9 (highest). */
+  priority?: number | undefined;
+  /** How many deliveries the job gets before it is dead-lettered. */
+  maxAttempts?: number | undefined;
+  /** Small typed key/value metadata. */
+  custom?: Record<string, CustomValue> | undefined;
+  /** Deliver no earlier than this; a time in the past means now. */
+  scheduledAt?: Date | undefined;
+  /** The job's trace context; by default the active OpenTelemetry span's, when there is one. */
+  traceContext?: TraceContext | undefined;
+}
+
+/** The server's receipt for an enqueued job. */
+export interface EnqueueAck {
+  jobId: string;
+  /** True when the idempotency key matched an earlier job: `jobId` is that job's. */
+  deduplicated: boolean;
+}
+
+/** What to reserve, and for how long. */
+export interface ReserveOptions {
+  /** Queues to take from, in order of preference (at least one, none empty). */
+  queues: string[];
+  /** How long the jobs stay leased to this worker, in ms (at least 1). */
+  leaseDuration: number;
+  /** How long to wait for a job when none is ready, in ms (default 30 000; 0 answers at once). */
+  waitTimeout?: number | undefined;
+  /** The most jobs to take (server default 1, capped by its `maxReserveBatch`). */
+  maxJobs?: number | undefined;
+  /** Names this worker to the server; acks, nacks and extends of the jobs send it too. */
+  workerId?: string | undefined;
+  /** Aborting it cancels the call, which then rejects with a `TransportError` (CANCELLED). */
+  signal?: AbortSignal | undefined;
+}
+
+/** How to fail a job. */
+export interface NackOptions {
+  /** What happens next (default: the queue's retry policy). */
+  retry?: RetryDirective | undefined;
+  /** Recorded with the job (an empty reason is not sent). */
+  reason?: string | undefined;
+}
+
+/** Which dead letters to take. */
+export interface DrainDeadLettersOptions {
+  /** Only this queue's (default: every queue's). */
+  queue?: string | undefined;
+  /** The most records to take (default 1; 0 returns none without a call). */
+  max?: number | undefined;
+}
+
+/** The server's version, clock and limits. Durations are in ms, sizes in bytes. */
+export interface ServerInfo {
+  version: string;
+  supportedProtocolVersions: string[];
+  serverTime: Date;
+  restrictsEncodings: boolean;
+  allowedEncodings: string[];
+  maxPayloadBytes: number;
+  maxCustomEntries: number;
+  maxCustomTotalBytes: number;
+  maxCustomKeyBytes: number;
+  maxQueueNameBytes: number;
+  maxJobTypeBytes: number;
+  maxIdempotencyKeyBytes: number;
+  maxScheduleHorizon: number;
+  maxEnqueueBatch: number;
+  maxReserveBatch: number;
+  maxReserveQueues: number;
+  maxWaitTimeout: number;
+  maxLeaseDuration: number;
+  strictQueues: boolean;
+  deadLetterRetentionEnabled: boolean;
+}
+
+/** Why a job was dead-lettered. */
+export const DeadLetterCause = {
+  Unspecified: "unspecified",
+  AttemptsExhausted: "attempts_exhausted",
+  Rejected: "rejected",
+  LeaseExpired: "lease_expired",
+  Admin: "admin",
+} as const;
+
+/** Why a job was dead-lettered. */
+export type DeadLetterCause = (typeof DeadLetterCause)[keyof typeof DeadLetterCause];
+
+/** The fields of a {@link DeadLetterRecord}. */
+export interface DeadLetterFields {
+  queue: string;
+  jobId: string;
+  jobType: string;
+  payload: Payload | undefined;
+  priority: number;
+  maxAttempts: number;
+  custom: Record<string, CustomValue>;
+  traceContext: TraceContext | undefined;
+  enqueuedAt: Date;
+  scheduledAt: Date | undefined;
+  cause: DeadLetterCause;
+  failedAt: Date;
+  finalAttempt: number;
+  lastReason: string | undefined;
+}
+
+/** A job that failed for good, as `drainDeadLetters` returns it. */
+export class DeadLetterRecord implements DeadLetterFields {
+  readonly queue: string;
+  readonly jobId: string;
+  readonly jobType: string;
+  readonly payload: Payload | undefined;
+  readonly priority: number;
+  readonly maxAttempts: number;
+  readonly custom: Record<string, CustomValue>;
+  readonly traceContext: TraceContext | undefined;
+  readonly enqueuedAt: Date;
+  readonly scheduledAt: Date | undefined;
+  readonly cause: DeadLetterCause;
+  readonly failedAt: Date;
+  readonly finalAttempt: number;
+  readonly lastReason: string | undefined;
+
+  constructor(fields: DeadLetterFields) {
+    this.queue = fields.queue;
+    this.jobId = fields.jobId;
+    this.jobType = fields.jobType;
+    this.payload = fields.payload;
+    this.priority = fields.priority;
+    this.maxAttempts = fields.maxAttempts;
+    this.custom = fields.custom;
+    this.traceContext = fields.traceContext;
+    this.enqueuedAt = fields.enqueuedAt;
+    this.scheduledAt = fields.scheduledAt;
+    this.cause = fields.cause;
+    this.failedAt = fields.failedAt;
+    this.finalAttempt = fields.finalAttempt;
+    this.lastReason = fields.lastReason;
+  }
+
+  /**
+   * A fresh request to replay this job on its queue: the same type, payload, priority, max attempts,
+   * custom metadata and trace context, but no idempotency key and no schedule, so it runs at once.
+   * A max attempts of 0 is left to the queue's default.
+   */
+  toEnqueueRequest(): EnqueueRequest {
+    return {
+      queue: this.queue,
+      jobType: this.jobType,
+      payload: this.payload,
+      priority: this.priority,
+      maxAttempts: this.maxAttempts > 0 ? this.maxAttempts : undefined,
+      custom: { ...this.custom },
+      traceContext: this.traceContext,
+    };
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * What the client puts on the wire and how it reacts to failures the real server cannot be made to
+ * produce on demand: a stand-in QueueService records metadata and deadlines, fails with chosen
+ * statuses (to exercise the retry policy), answers with malformed data, or never answers.
+ */
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { status } from "@grpc/grpc-js";
+import * as wire from "../../src/gen/sepp/v1/queue.js";
+import {
+  JobNotFoundError,
+  MalformedResponseError,
+  RetryPolicy,
+  SeppClient,
+  ServerInternalError,
+  TransportError,
+  UnknownQueuesError,
+  VERSION,
+  Worker,
+} from "../../src/index.js";
+import { RecordingLogger } from "../support/helpers.js";
+import { type MethodName, type StubAnswer, StubServer } from "../support/stub-server.js";
+
+const stubs: StubServer[] = [];
+after(() => {
+  for (const stub of stubs) stub.stop();
+});
+
+async function stub(answers: Partial<Record<MethodName, (request: unknown) => StubAnswer>>) {
+  const server = await StubServer.start(answers);
+  stubs.push(server);
+  return server;
+}
+
+const retrying = new RetryPolicy({ maxAttempts: 3, initialBackoff: 1, maxBackoff: 2 });
+const fail = (code: status) => () => ({ code });
+
+const job = (overrides: Partial<wire.Job> = {}): wire.Job => ({
+  id: "job-1",
+  jobType: "t",
+  payload: undefined,
+  priority: 0,
+  traceContext: undefined,
+  enqueuedAt: { seconds: 100n, nanos: 0 },
+  attempt: 1,
+  maxAttempts: 3,
+  leaseExpiresAt: { seconds: BigInt(Math.floor(Date.now() / 1000) + 60), nanos: 0 },
+  custom: {},
+  scheduledAt: undefined,
+  queue: "q",
+  ...overrides,
+});
+
+describe("metadata and deadlines", () => {
+  test("every call carries the user agent and the API key; unary calls get rpcTimeout, reserve its wait + 10 s", async () => {
+    const server = await stub({
+      getServerInfo: fail(status.UNIMPLEMENTED),
+      reserve: () => ({ response: { jobs: [] } }),
+    });
+    const logger = new RecordingLogger();
+    const client = await SeppClient.connect(server.addr, { apiKey: "secret-key", rpcTimeout: 7_000, logger });
+    assert.ok(logger.messages("warn").some((message) => /API key configured without TLS/.test(message)));
+    const before = Date.now();
+    await assert.rejects(client.getServerInfo(), /UNIMPLEMENTED/);
+    assert.equal(await client.reserve({ queues: ["q"], leaseDuration: 1_000, waitTimeout: 20_000 }), null);
+    const [info, reserve] = server.calls;
+    assert.ok(info && reserve);
+    for (const call of [info, reserve]) {
+      assert.match(
+        String(call.metadata.get("user-agent")[0]),
+        new RegExp(`^sepp-js/${VERSION.replace(/\./g, "\\.")}`),
+      );
+      assert.deepEqual(call.metadata.get("authorization"), ["Bearer secret-key"]);
+    }
+    const remaining = (deadline: unknown) => new Date(deadline as Date).getTime() - before;
+    assert.ok(Math.abs(remaining(info.deadline) - 7_000) < 2_000, String(remaining(info.deadline)));
+    assert.ok(Math.abs(remaining(reserve.deadline) - 30_000) < 2_000, String(remaining(reserve.deadline)));
+    const request = reserve.request as wire.ReserveRequest;
+    assert.deepEqual(request.waitTimeout, { seconds: 20n, nanos: 0 });
+    assert.deepEqual(request.leaseDuration, { seconds: 1n, nanos: 0 });
+    client.close();
+  });
+
+  test("a call that gets no answer fails when its deadline passes", async () => {
+    const server = await stub({ getServerInfo: () => "hang" });
+    const client = await SeppClient.connect(server.addr, { rpcTimeout: 200 });
+    await assert.rejects(client.getServerInfo(), (error: unknown) => {
+      assert.ok(error instanceof TransportError);
+      assert.equal(error.code, status.DEADLINE_EXCEEDED);
+      return true;
+    });
+    client.close();
+  });
+});
+
+describe("cancellation", () => {
+  test("a reserve aborted as soon as it is made is cancelled on the server as well", async () => {
+    // grpc-js still starts a call that was cancelled before its stream existed; a reserve left
+    // parked that way would take the next job and strand it under its lease.
+    const server = await stub({ reserve: () => "hang" });
+    const client = await SeppClient.connect(server.addr);
+    const controller = new AbortController();
+    const waiting = client.reserve({
+      queues: ["q"],
+      leaseDuration: 1_000,
+      waitTimeout: 300_000,
+      signal: controller.signal,
+    });
+    controller.abort();
+    await assert.rejects(waiting, TransportError);
+    await server.waitForCalls("reserve");
+    await server.callsOf("reserve")[0]?.cancelled; // never, if the stream were left open (its deadline is 310 s)
+    client.close();
+  });
+});
+
+describe("the retry policy on the wire", () => {
+  test("transient failures are retried up to maxAttempts; the default policy makes one attempt", async () => {
+    const server = await stub({ getServerInfo: fail(status.UNAVAILABLE), ack: fail(status.UNAVAILABLE) });
+    const client = await SeppClient.connect(server.addr, { retryPolicy: retrying });
+    await assert.rejects(client.getServerInfo(), TransportError);
+    assert.equal(server.callsOf("getServerInfo").length, 3);
+    const plain = await SeppClient.connect(server.addr);
+    await assert.rejects(plain.getServerInfo(), TransportError);
+    assert.equal(server.callsOf("getServerInfo").length, 4);
+    client.close();
+    plain.close();
+  });
+
+  test("permanent failures are not retried", async () => {
+    const server = await stub({ getServerInfo: fail(status.INTERNAL) });
+    const client = await SeppClient.connect(server.addr, { retryPolicy: retrying });
+    await assert.rejects(client.getServerInfo(), ServerInternalError);
+    assert.equal(server.callsOf("getServerInfo").length, 1);
+    client.close();
+  });
+
+  test("an enqueue with a keyless job does not retry ambiguous failures; a fully keyed one does", async () => {
+    const server = await stub({ enqueueBatch: fail(status.DEADLINE_EXCEEDED) });
+    const client = await SeppClient.connect(server.addr, { retryPolicy: retrying });
+    await assert.rejects(
+      client.enqueueBatch([
+        { queue: "q", jobType: "t", idempotencyKey: "k" },
+        { queue: "q", jobType: "t" },
+      ]),
+    );
+    assert.equal(server.callsOf("enqueueBatch").length, 1);
+    await assert.rejects(client.enqueue({ queue: "q", jobType: "t", idempotencyKey: "" }));
+    assert.equal(server.callsOf("enqueueBatch").length, 2);
+    await assert.rejects(client.enqueueAtomic([{ queue: "q", jobType: "t", idempotencyKey: "k" }]));
+    assert.equal(server.callsOf("enqueueBatch").length, 2);
+    client.close();
+
+    const unavailable = await stub({ enqueueBatch: fail(status.UNAVAILABLE) });
+    const other = await SeppClient.connect(unavailable.addr, { retryPolicy: retrying });
+    await assert.rejects(other.enqueue({ queue: "q", jobType: "t" }), TransportError);
+    assert.equal(unavailable.callsOf("enqueueBatch").length, 3);
+    other.close();
+  });
+
+  test("reserve and drainDeadLetters are never retried", async () => {
+    const server = await stub({
+      reserve: fail(status.UNAVAILABLE),
+      drainDeadLetters: fail(status.UNAVAILABLE),
+    });
+    const client = await SeppClient.connect(server.addr, { retryPolicy: retrying });
+    await assert.rejects(client.reserve({ queues: ["q"], leaseDuration: 1_000 }), TransportError);
+    await assert.rejects(client.drainDeadLetters({ max: 5 }), TransportError);
+    assert.equal(server.callsOf("reserve").length, 1);
+    assert.equal(server.callsOf("drainDeadLetters").length, 1);
+    client.close();
+  });
+
+  test("a retried ack that finds no job warns that an earlier attempt may have succeeded", async () => {
+    let acks = 0;
+    const server = await stub({
+      reserve: () => ({ response: { jobs: [job()] } }),
+      ack: () => (++acks === 1 ? { code: status.UNAVAILABLE } : { code: status.NOT_FOUND }),
+    });
+    const logger = new RecordingLogger();
+    const client = await SeppClient.connect(server.addr, { retryPolicy: retrying, logger });
+    const [reserved] = (await client.reserve({ queues: ["q"], leaseDuration: 1_000, workerId: "w" })) ?? [];
+    assert.ok(reserved);
+    await assert.rejects(client.ack(reserved.ctx), JobNotFoundError);
+    assert.ok(
+      logger.messages("warn").some((message) => /an earlier attempt may have succeeded/.test(message)),
+    );
+    const ack = server.callsOf("ack")[0]?.request as wire.AckRequest;
+    assert.deepEqual(ack, { jobId: "job-1", attempt: 1, workerId: "w" });
+    client.close();
+  });
+});
+
+describe("malformed answers", () => {
+  test("malformed jobs are skipped with a warning; if none is left the answer is null", async () => {
+    let answer = [job({ id: "" }), job({ id: "good" }), job({ id: "bad", priority: 12 })];
+    const server = await stub({ reserve: () => ({ response: { jobs: answer } }) });
+    const logger = new RecordingLogger();
+    const client = await SeppClient.connect(server.addr, { logger });
+    const jobs = await client.reserve({ queues: ["q"], leaseDuration: 1_000 });
+    assert.deepEqual(
+      jobs?.map((j) => j.ctx.id),
+      ["good"],
+    );
+    assert.equal(
+      logger.messages("warn").filter((m) => m === "skipping malformed job in reserve response").length,
+      2,
+    );
+    answer = [job({ enqueuedAt: undefined })];
+    assert.equal(await client.reserve({ queues: ["q"], leaseDuration: 1_000 }), null);
+    client.close();
+  });
+
+  test("a result count that differs from the jobs sent, or a missing outcome, is malformed", async () => {
+    let results: wire.JobResult[] = [];
+    const server = await stub({
+      enqueueBatch: () => ({ response: { results } }),
+      enqueueAtomic: () => ({ response: { outcome: undefined } }),
+      getServerInfo: () => ({ response: wire.GetServerInfoResponse.decode(new Uint8Array()) }),
+    });
+    const client = await SeppClient.connect(server.addr);
+    await assert.rejects(client.enqueue({ queue: "q", jobType: "t" }), /sent 1 jobs, got 0 results/);
+    results = [{ outcome: undefined }];
+    await assert.rejects(client.enqueue({ queue: "q", jobType: "t" }), MalformedResponseError);
+    await assert.rejects(client.enqueueAtomic([{ queue: "q", jobType: "t" }]), MalformedResponseError);
+    await assert.rejects(client.getServerInfo(), /malformed server info: missing field server_version/);
+    client.close();
+  });
+
+  test("strict mode refusals are UnknownQueuesError", async () => {
+    const server = await stub({
+      reserve: () => ({ code: status.FAILED_PRECONDITION, details: "undeclared queue nope" }),
+    });
+    const client = await SeppClient.connect(server.addr);
+    await assert.rejects(client.reserve({ queues: ["nope"], leaseDuration: 1_000 }), UnknownQueuesError);
+    client.close();
+  });
+});
+
+describe("the Worker on the wire", () => {
+  test("its reserves carry the queues, lease, wait, batch size and worker id; acks the worker id", async () => {
+    let served = false;
+    const server = await stub({
+      reserve: () => {
+        if (served) return "hang";
+        served = true;
+        return { response: { jobs: [job()] } };
+      },
+      ack: () => ({ response: { jobId: "job-1" } }),
+    });
+    const client = await SeppClient.connect(server.addr);
+    const worker = new Worker(client, {
+      queues: ["a", "b"],
+      leaseDuration: 2_000,
+      waitTimeout: 5_000,
+      maxInFlight: 4,
+      maxJobs: 2,
+      workerId: "w-x",
+    });
+    await worker.catchAll(() => worker.shutdownHandle().shutdown()).run();
+    const first = server.callsOf("reserve")[0]?.request as wire.ReserveRequest;
+    assert.deepEqual(first, {
+      queues: ["a", "b"],
+      waitTimeout: { seconds: 5n, nanos: 0 },
+      leaseDuration: { seconds: 2n, nanos: 0 },
+      workerId: "w-x",
+      maxJobs: 2,
+    });
+    assert.deepEqual(server.callsOf("ack")[0]?.request, { jobId: "job-1", attempt: 1, workerId: "w-x" });
+    client.close();
+  });
+
+  test("without maxJobs a reserve asks for every free slot", async () => {
+    const server = await stub({ reserve: () => "hang" });
+    const client = await SeppClient.connect(server.addr);
+    const worker = new Worker(client, { queues: ["q"], leaseDuration: 1_000, maxInFlight: 5 });
+    const running = worker.catchAll(() => {}).run();
+    await server.waitForCalls("reserve");
+    worker.shutdownHandle().shutdown(); // cancels the pending long poll
+    await running;
+    const request = server.callsOf("reserve")[0]?.request as wire.ReserveRequest | undefined;
+    assert.equal(request?.maxJobs, 5);
+    client.close();
+  });
+
+  test("a failed reserve is logged and retried after the backoff", async () => {
+    const server = await stub({ reserve: fail(status.UNAVAILABLE) });
+    const logger = new RecordingLogger();
+    const client = await SeppClient.connect(server.addr);
+    const worker = new Worker(client, {
+      queues: ["q"],
+      leaseDuration: 1_000,
+      reserveErrorBackoff: 10,
+      logger,
+    });
+    const running = worker.catchAll(() => {}).run();
+    await logger.waitFor("warn", /^reserve error: TransportError: .*; backing off for 10 ms$/, 3);
+    worker.shutdownHandle().shutdown();
+    await running;
+    assert.ok(server.callsOf("reserve").length >= 3);
+    client.close();
+  });
+});

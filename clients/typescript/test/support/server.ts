@@ -1,0 +1,110 @@
+/**
+ * The integration harness: starts the real `sepp` binary (`$SEPP_BIN`) on port 0 with a temporary
+ * data directory, learns the port from its `queue server listening` line, and stops it. Nothing
+ * here sleeps: it waits for that line, and `waitForLog` waits for later ones.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character starts every colour code.
+const ANSI = /\x1b\[[0-9;]*m/g;
+
+/** The server binary under test; the suites refuse to run without it. */
+export function serverBinary(): string {
+  const bin = process.env.SEPP_BIN;
+  if (!bin) throw new Error("SEPP_BIN is not set: point it at the sepp server binary to test");
+  return bin;
+}
+
+export interface ServerOptions {
+  /** Lines added to `[server]` (e.g. TLS paths, `strict_queues = true`). */
+  serverExtra?: string;
+  /** More configuration after the defaults (`[auth]`, `[[queues]]`, `[limits]`, ...). */
+  tail?: string;
+  /** `[storage]` lines replacing the defaults (buffered writes, dead letters kept for a day). */
+  storage?: string;
+}
+
+export class TestServer {
+  readonly logs: string[] = [];
+  readonly #waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
+
+  private constructor(
+    readonly child: ChildProcess,
+    readonly port: number,
+    readonly dir: string,
+  ) {}
+
+  /** `127.0.0.1:<port>`. */
+  get addr(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  static async start(options: ServerOptions = {}): Promise<TestServer> {
+    const dir = mkdtempSync(join(tmpdir(), "sepp-js-test-"));
+    const config = join(dir, "sepp.toml");
+    const storage =
+      options.storage ??
+      'persist_mode = "buffer"\ndead_letter_retention_ms = 86400000\nsweep_interval_ms = 50';
+    writeFileSync(
+      config,
+      `[server]\nlisten_addr = "127.0.0.1:0"\ndb_path = ${JSON.stringify(join(dir, "data"))}\n${options.serverExtra ?? ""}\n\n` +
+        `[admin]\nenabled = false\n\n[storage]\n${storage}\n\n${options.tail ?? ""}\n`,
+    );
+    const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: "sepp=info" };
+    for (const name of Object.keys(env)) if (name.toUpperCase().startsWith("SEPP_")) delete env[name];
+    const child = spawn(serverBinary(), ["--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const lines: string[] = [];
+    let server: TestServer | undefined;
+    const port = await new Promise<number>((resolve, reject) => {
+      const onLine = (raw: string) => {
+        const line = raw.replace(ANSI, "");
+        if (server) server.onLine(line);
+        else lines.push(line);
+        if (line.includes("queue server listening")) {
+          const match = /127\.0\.0\.1:(\d+)/.exec(line);
+          if (match) resolve(Number(match[1]));
+        }
+      };
+      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", onLine);
+      createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", onLine);
+      child.once("error", reject);
+      child.once("exit", (code) =>
+        reject(new Error(`sepp exited with ${code} before listening:\n${lines.join("\n")}`)),
+      );
+    });
+    server = new TestServer(child, port, dir);
+    server.logs.push(...lines);
+    return server;
+  }
+
+  private onLine(line: string): void {
+    this.logs.push(line);
+    for (const waiter of [...this.#waiters]) {
+      if (waiter.pattern.test(line)) {
+        this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+        waiter.resolve(line);
+      }
+    }
+  }
+
+  /** Resolves with the first log line (already printed or still to come) that matches. */
+  waitForLog(pattern: RegExp): Promise<string> {
+    const seen = this.logs.find((line) => pattern.test(line));
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve) => this.#waiters.push({ pattern, resolve }));
+  }
+
+  /** Stops the server and removes its data directory. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise((resolve) => this.child.once("exit", resolve));
+      this.child.kill("SIGKILL");
+      await exited;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

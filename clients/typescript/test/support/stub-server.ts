@@ -1,0 +1,88 @@
+/**
+ * A stand-in QueueService on grpc-js, for what the real server cannot be made to do on demand:
+ * fail with a chosen status, answer with malformed data, or never answer. It records every call
+ * (method, request, metadata, deadline) so tests can check what the client put on the wire.
+ */
+import { EventEmitter, once } from "node:events";
+import * as grpc from "@grpc/grpc-js";
+import { QueueServiceService } from "../../src/gen/sepp/v1/queue.js";
+
+type Methods = typeof QueueServiceService;
+export type MethodName = keyof Methods;
+
+/** What a stub method does with one call: answer, fail with a status, or hang until the call ends. */
+export type StubAnswer = { response: unknown } | { code: grpc.status; details?: string } | "hang";
+
+export interface RecordedCall {
+  method: MethodName;
+  request: unknown;
+  metadata: grpc.Metadata;
+  deadline: grpc.Deadline;
+  /** Resolves when the client cancels the call. */
+  cancelled: Promise<void>;
+}
+
+export class StubServer {
+  private constructor(
+    private readonly server: grpc.Server,
+    readonly port: number,
+    /** Every call received, in order. */
+    readonly calls: RecordedCall[],
+    private readonly events: EventEmitter,
+  ) {}
+
+  get addr(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Starts a stub whose methods answer as `answers` says (UNIMPLEMENTED otherwise). */
+  static async start(
+    answers: Partial<Record<MethodName, (request: unknown) => StubAnswer>>,
+  ): Promise<StubServer> {
+    const server = new grpc.Server();
+    const calls: RecordedCall[] = [];
+    const events = new EventEmitter();
+    const implementation: grpc.UntypedServiceImplementation = {};
+    for (const name of Object.keys(QueueServiceService) as MethodName[]) {
+      implementation[name] = (
+        call: grpc.ServerUnaryCall<unknown, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
+        calls.push({
+          method: name,
+          request: call.request,
+          metadata: call.metadata,
+          deadline: call.getDeadline(),
+          cancelled: new Promise((resolve) => call.once("cancelled", () => resolve())),
+        });
+        events.emit("call");
+        const answer = answers[name]?.(call.request) ?? { code: grpc.status.UNIMPLEMENTED, details: "stub" };
+        if (answer === "hang") return;
+        if ("response" in answer) callback(null, answer.response);
+        else
+          callback({ code: answer.code, details: answer.details ?? "stub failure", name: "", message: "" });
+      };
+    }
+    server.addService(QueueServiceService as unknown as grpc.ServiceDefinition, implementation);
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      ),
+    );
+    return new StubServer(server, port, calls, events);
+  }
+
+  /** Resolves once `count` calls of `method` have arrived. */
+  async waitForCalls(method: MethodName, count = 1): Promise<void> {
+    while (this.callsOf(method).length < count) await once(this.events, "call");
+  }
+
+  /** The recorded calls of one method. */
+  callsOf(method: MethodName): RecordedCall[] {
+    return this.calls.filter((call) => call.method === method);
+  }
+
+  stop(): void {
+    this.server.forceShutdown();
+  }
+}

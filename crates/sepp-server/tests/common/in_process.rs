@@ -1,0 +1,67 @@
+//! A real server run in this test process (`server::run` on port 0 with a temporary data
+//! directory) on a clock the test moves, for rules that depend on time: the test says when a
+//! window or lease has passed instead of waiting for the machine to get there.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use sepp_core::TimeMs;
+use sepp_server::committer::Clock;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::{QueueServiceClient, render_config};
+
+/// A clock that stands still until the test moves it.
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn at(now_ms: TimeMs) -> Arc<ManualClock> {
+        Arc::new(ManualClock(AtomicI64::new(now_ms)))
+    }
+
+    pub fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> TimeMs {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A server running in this process until [`InProcessServer::stop`].
+pub struct InProcessServer {
+    addr: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), sepp_server::server::StartError>>>,
+}
+
+impl InProcessServer {
+    /// Starts a server on `dir` with the harness's base configuration plus `toml_extra`, on
+    /// `clock`.
+    pub async fn start(dir: &Path, toml_extra: &str, clock: Arc<dyn Clock>) -> InProcessServer {
+        let text = render_config(dir, toml_extra);
+        let config = sepp_config::load_str(&text, &[]).expect("a valid test config");
+        let listener = sepp_server::server::bind(&config).await.expect("bind");
+        let addr = format!("http://{}", listener.local_addr().expect("bound"));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let task = tokio::spawn(sepp_server::server::run(config, listener, None, clock, shutdown));
+        InProcessServer { addr, stop: Some(stop), task: Some(task) }
+    }
+
+    pub async fn client(&self) -> QueueServiceClient<tonic::transport::Channel> {
+        QueueServiceClient::connect(self.addr.clone()).await.expect("connect")
+    }
+
+    /// Stops gracefully and waits until storage is closed.
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().expect("running").send(());
+        self.task.take().expect("running").await.expect("the server task").expect("a clean stop");
+    }
+}

@@ -1,0 +1,172 @@
+"""Cross-language interop: every client's agent produces jobs that every client's Worker handles.
+
+For each (producer, worker) pair of AGENTS, the producer enqueues a few jobs on a queue of their
+own and the worker's high-level Worker handles them; the test then checks that each job arrived
+with the same job type, payload bytes, encoding, custom metadata (with their types: an int stays an
+int, a float a float) and traceparent. The agents' interface is described in README.md.
+
+Run by run.sh, which builds the agents; the environment names the pieces:
+  SEPP_BIN                   the server binary (started on port 0 with a temporary data directory)
+  SEPP_INTEROP_RUST_AGENT    the built Rust agent (cargo build --example interop_agent -p sepp-client)
+  SEPP_INTEROP_SEPP_PY       the python of a virtualenv with sepp-py 0.1.0
+"""
+
+import base64
+import hashlib
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+AGENT_TIMEOUT_S = 120
+
+
+def agents():
+    """The agents under test: a name and the command that runs it (the mode and flags follow)."""
+    return [
+        {"name": "typescript", "command": ["node", str(ROOT / "clients/typescript/build/agent.js")]},
+        {"name": "rust", "command": [os.environ["SEPP_INTEROP_RUST_AGENT"]]},
+        {"name": "sepp-py", "command": [os.environ["SEPP_INTEROP_SEPP_PY"], str(HERE / "agents/sepp_py.py")]},
+        # Our own Python client's agent joins here, e.g.:
+        # {"name": "python", "command": [PYTHON, str(ROOT / "clients/python/interop/agent.py")]},
+    ]
+
+
+def start_server(data_dir):
+    config = Path(data_dir) / "sepp.toml"
+    config.write_text(
+        "[server]\n"
+        'listen_addr = "127.0.0.1:0"\n'
+        f"db_path = {json.dumps(str(Path(data_dir) / 'data'))}\n\n"
+        "[admin]\nenabled = false\n\n"
+        '[storage]\npersist_mode = "buffer"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("SEPP_")}
+    env["RUST_LOG"] = "sepp=info"
+    server = subprocess.Popen(
+        [os.environ["SEPP_BIN"], "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    port = None
+    for line in server.stdout:
+        line = re.sub(r"\x1b\[[0-9;]*m", "", line)
+        if "queue server listening" in line:
+            match = re.search(r"127\.0\.0\.1:(\d+)", line)
+            if match:
+                port = int(match.group(1))
+                break
+    if port is None:
+        server.kill()
+        raise SystemExit("interop: the server exited before it was listening")
+    # Keep draining its output so it never blocks on a full pipe.
+    threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
+    return server, f"127.0.0.1:{port}"
+
+
+def spec_for(producer, worker):
+    """Three jobs whose payloads and metadata exercise the edges: raw bytes, JSON, text, typed customs."""
+    def traceparent(index):
+        digest = hashlib.sha256(f"{producer}->{worker}#{index}".encode()).hexdigest()
+        return f"00-{digest[:32]}-{digest[32:48]}-01"
+
+    # Whole floats (2.0) are left out: JavaScript numbers cannot tell them from ints.
+    custom = {"from": producer, "n": 3, "neg": -42, "big": 2**40, "f": 1.5, "tiny": -0.25, "yes": True, "no": False}
+    payloads = [
+        (bytes(range(256)), "application/octet-stream"),
+        (json.dumps({"to": worker, "ok": True}).encode(), "application/json"),
+        ("grüße, 你好".encode(), "text/plain"),
+    ]
+    return [
+        {
+            "job_type": f"interop_{index}",
+            "payload_b64": base64.b64encode(data).decode(),
+            "encoding": encoding,
+            "custom": {**custom, "index": index},
+            "traceparent": traceparent(index),
+        }
+        for index, (data, encoding) in enumerate(payloads)
+    ]
+
+
+def run_agent(agent, mode, addr, queue, *flags):
+    command = [*agent["command"], mode, "--addr", addr, "--queue", queue, *flags]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=AGENT_TIMEOUT_S)
+    if result.returncode != 0:
+        raise AssertionError(f"{agent['name']} {mode} exited {result.returncode}: {result.stderr.strip()}")
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    if len(lines) != 1:
+        raise AssertionError(f"{agent['name']} {mode} printed {len(lines)} lines, expected one: {result.stdout!r}")
+    return json.loads(lines[0])
+
+
+def same_typed(expected, actual):
+    """Equal, with the same JSON types (bool is not int, int is not float)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and expected.keys() == actual.keys() and all(
+            same_typed(expected[key], actual[key]) for key in expected
+        )
+    return type(expected) is type(actual) and expected == actual
+
+
+def check_pair(producer, worker, addr, workdir):
+    queue = f"interop-{producer['name']}-to-{worker['name']}"
+    jobs = spec_for(producer["name"], worker["name"])
+    spec_path = Path(workdir) / f"{queue}.json"
+    spec_path.write_text(json.dumps({"jobs": jobs}))
+    job_ids = run_agent(producer, "produce", addr, queue, "--spec", str(spec_path))["job_ids"]
+    seen = run_agent(worker, "work", addr, queue, "--count", str(len(jobs)))["jobs"]
+    problems = []
+    if len(job_ids) != len(jobs) or sorted(job_ids) != sorted(job["id"] for job in seen):
+        problems.append(f"job ids differ: produced {job_ids}, handled {[job['id'] for job in seen]}")
+    by_id = {job["id"]: job for job in seen}
+    for job_id, sent in zip(job_ids, jobs):
+        got = by_id.get(job_id)
+        if got is None:
+            continue
+        for field in ("job_type", "payload_b64", "encoding", "traceparent"):
+            if got[field] != sent[field]:
+                problems.append(f"job {job_id}: {field} sent {sent[field]!r}, handled {got[field]!r}")
+        if not same_typed(sent["custom"], got["custom"]):
+            problems.append(f"job {job_id}: custom sent {sent['custom']!r}, handled {got['custom']!r}")
+    return problems
+
+
+def main():
+    chosen = agents()
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="sepp-interop-") as workdir:
+        server, addr = start_server(workdir)
+        try:
+            for producer, worker in itertools.product(chosen, chosen):
+                pair = f"{producer['name']} -> {worker['name']}"
+                try:
+                    problems = check_pair(producer, worker, addr, workdir)
+                except (AssertionError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as error:
+                    problems = [str(error)]
+                if problems:
+                    failed += 1
+                    print(f"FAIL {pair}", file=sys.stderr)
+                    for problem in problems:
+                        print(f"  {problem}", file=sys.stderr)
+                else:
+                    passed += 1
+        finally:
+            server.kill()
+            server.wait()
+    print(f"interop: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
