@@ -10,10 +10,12 @@
 //! - [`ceiling`]: the do-nothing `QueueService` on the same tonic stack.
 //! - [`compare`]: every scenario against every target, alternating; latency; the backlog.
 //! - [`results`], [`report`], [`chart`]: the raw results (JSON), the Markdown tables, the SVG.
+//! - [`admin_cost`]: what the admin listener costs (load with it off and on, listing calls).
 //!
 //! The binary (`src/main.rs`) is the command line around these; `benches/core.rs` measures
 //! `sepp-core` alone.
 
+pub mod admin_cost;
 pub mod ceiling;
 pub mod chart;
 pub mod client;

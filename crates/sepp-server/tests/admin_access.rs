@@ -232,7 +232,7 @@ async fn a_non_loopback_bind_without_keys_does_not_start() {
 async fn overview_and_server_info_describe_the_running_server() {
     let admin = AdminServer::start("[[queues]]\nname = \"declared\"\n");
     let info = admin.get("/server-info", VIEWER_KEY).await.expect(StatusCode::OK);
-    assert_eq!(info["version"], "0.1.1");
+    assert_eq!(info["version"], sepp_server::service::SERVER_VERSION);
     assert_eq!(info["listen_addr"], "127.0.0.1:0", "the configured address");
     assert_eq!(
         (info["tls"].as_bool(), info["auth_enforcing"].as_bool(), info["strict_queues"].as_bool()),
@@ -249,7 +249,7 @@ async fn overview_and_server_info_describe_the_running_server() {
     })
     .await;
     let server = &overview["server"];
-    assert_eq!(server["version"], "0.1.1");
+    assert_eq!(server["version"], sepp_server::service::SERVER_VERSION);
     assert_eq!(server["started_at_ms"], started_at_ms);
     assert_eq!(server["dead_letter_retention_ms"], 3_600_000);
     assert!(server["now_ms"].as_i64().unwrap() >= started_at_ms);
