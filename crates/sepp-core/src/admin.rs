@@ -6,8 +6,6 @@
 //! ([`JobKey`]); a handle that is malformed, names another queue's job, or names a job that is
 //! no longer where it was counts as *missing*, never as an error.
 
-use std::sync::Arc;
-
 use crate::peek::{JobFilter, JobKey, PeekState, WrongCursor};
 use crate::record::Record;
 use crate::state::State;
@@ -173,11 +171,6 @@ impl State {
     /// Whether enqueues to `queue` are refused at `now_ms` because it is being deleted.
     pub fn is_closing(&self, queue: &str, now_ms: TimeMs) -> bool {
         !self.closed.is_empty() && self.closed.get(queue).is_some_and(|until_ms| *until_ms > now_ms)
-    }
-
-    /// The queues with a close tombstone, and until when.
-    pub fn close_tombstones(&self) -> impl Iterator<Item = (&Arc<str>, TimeMs)> {
-        self.closed.iter().map(|(queue, until_ms)| (queue, *until_ms))
     }
 
     /// Removes up to [`PURGE_CHUNK`] of `queue`'s entries: ready jobs, scheduled jobs, dead

@@ -118,14 +118,6 @@ impl Sessions {
     fn end(&self, token: &str) -> bool {
         self.by_token.lock().expect("sessions lock").remove(token).is_some()
     }
-
-    pub fn len(&self) -> usize {
-        self.by_token.lock().expect("sessions lock").len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// What a request presented.
