@@ -260,3 +260,42 @@ pub async fn logout(State(state): State<AdminState>, headers: HeaderMap, Viewer(
     response.headers_mut().insert(SET_COOKIE, HeaderValue::from_str(&cookie).expect("an ASCII cookie"));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str, material: &str, role: AdminRole) -> AdminKey {
+        AdminKey { name: name.into(), key: material.into(), role }
+    }
+
+    #[test]
+    fn a_session_lives_until_it_expires_and_only_while_its_key_is_unchanged() {
+        let sessions = Sessions::default();
+        let ops = key("ops", "k1", AdminRole::Operator);
+        let token = sessions.start(&ops, 1_000, 5_000);
+        assert_eq!(token.len(), 64);
+        let actor = sessions.resolve(&token, std::slice::from_ref(&ops), 4_999).expect("alive");
+        assert_eq!((actor.label(), actor.role), ("ops", AdminRole::Operator));
+        let promoted = key("ops", "k1", AdminRole::Admin);
+        assert_eq!(sessions.resolve(&token, &[promoted], 4_999).map(|actor| actor.role), Some(AdminRole::Admin));
+        assert_eq!(sessions.resolve(&token, &[key("ops", "k2", AdminRole::Operator)], 4_999), None, "rotated");
+        assert_eq!(sessions.resolve(&token, &[key("other", "k1", AdminRole::Operator)], 4_999), None, "renamed");
+        assert_eq!(sessions.resolve(&token, &[ops], 5_000), None, "expired");
+    }
+
+    #[test]
+    fn a_full_table_forgets_the_session_that_expires_soonest() {
+        let sessions = Sessions::default();
+        let ops = key("ops", "k1", AdminRole::Operator);
+        let soonest = sessions.start(&ops, 0, 10);
+        let tokens: Vec<String> = (0..MAX_SESSIONS - 1).map(|n| sessions.start(&ops, 0, 1_000 + n as i64)).collect();
+        let newest = sessions.start(&ops, 0, 50_000);
+        let keys = std::slice::from_ref(&ops);
+        assert_eq!(sessions.by_token.lock().unwrap().len(), MAX_SESSIONS);
+        assert!(sessions.resolve(&soonest, keys, 1).is_none(), "evicted");
+        assert!(sessions.resolve(&tokens[0], keys, 1).is_some());
+        assert!(sessions.resolve(&newest, keys, 1).is_some());
+        assert!(sessions.end(&newest) && !sessions.end(&newest));
+    }
+}
