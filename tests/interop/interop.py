@@ -9,6 +9,7 @@ Run by run.sh, which builds the agents; the environment names the pieces:
   SEPP_BIN                   the server binary (started on port 0 with a temporary data directory)
   SEPP_INTEROP_RUST_AGENT    the built Rust agent (cargo build --example interop_agent -p sepp-client)
   SEPP_INTEROP_SEPP_PY       the python of a virtualenv with sepp-py 0.1.0
+  SEPP_INTEROP_PYTHON        the python of a virtualenv with our client (clients/python)
 """
 
 import base64
@@ -34,8 +35,10 @@ def agents():
         {"name": "typescript", "command": ["node", str(ROOT / "clients/typescript/build/agent.js")]},
         {"name": "rust", "command": [os.environ["SEPP_INTEROP_RUST_AGENT"]]},
         {"name": "sepp-py", "command": [os.environ["SEPP_INTEROP_SEPP_PY"], str(HERE / "agents/sepp_py.py")]},
-        # Our own Python client's agent joins here, e.g.:
-        # {"name": "python", "command": [PYTHON, str(ROOT / "clients/python/interop/agent.py")]},
+        {
+            "name": "python",
+            "command": [os.environ["SEPP_INTEROP_PYTHON"], str(ROOT / "clients/python/interop/agent.py")],
+        },
     ]
 
 

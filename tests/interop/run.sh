@@ -6,9 +6,10 @@
 # SEPP_BIN                  the server binary (required)
 # SEPP_INTEROP_RUST_AGENT   the built Rust agent; built with cargo (in $CARGO_TARGET_DIR) when unset
 # SEPP_INTEROP_VENV         virtualenv for sepp-py 0.1.0 (default: $HOME/.cache/sepp-interop-venv)
+# SEPP_INTEROP_PYTHON_VENV  virtualenv for our Python client (default: $HOME/.cache/sepp-interop-python-venv)
 #
 # Builds what is missing (the TypeScript package's npm dependencies and build, the Rust agent, the
-# sepp-py virtualenv), reusing it on later runs, then runs interop.py. Quiet on success.
+# sepp-py and Python client virtualenvs), reusing it on later runs, then runs interop.py. Quiet on success.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -60,5 +61,20 @@ if [[ ! -f "$venv/.sepp-requirements.sha256" || "$(cat "$venv/.sepp-requirements
   echo "$want" > "$venv/.sepp-requirements.sha256"
 fi
 export SEPP_INTEROP_SEPP_PY="$venv/bin/python"
+
+# Our Python client, installed from clients/python as a user would; reinstalled when it changed.
+ours="${SEPP_INTEROP_PYTHON_VENV:-$HOME/.cache/sepp-interop-python-venv}"
+py="$root/clients/python"
+want="$(cd "$py" && find src pyproject.toml README.md -type f ! -name '*.pyc' -print0 | sort -z \
+  | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
+if [[ ! -x "$ours/bin/python" ]]; then
+  quiet "${PYTHON:-python3}" -m venv "$ours"
+fi
+if [[ ! -f "$ours/.sepp-client.sha256" || "$(cat "$ours/.sepp-client.sha256")" != "$want" ]]; then
+  quiet "$ours/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall \
+    -c "$py/requirements/plain.txt" "$py"
+  echo "$want" > "$ours/.sepp-client.sha256"
+fi
+export SEPP_INTEROP_PYTHON="$ours/bin/python"
 
 exec python3 "$here/interop.py"

@@ -9,6 +9,8 @@
 //! - [`procfs`]: server CPU seconds, RSS and data directory size from `/proc` and the disk.
 //! - [`ceiling`]: the do-nothing `QueueService` on the same tonic stack.
 //! - [`compare`]: every scenario against every target, alternating; latency; the backlog.
+//! - [`clients`]: the client libraries (Rust, TypeScript, Python, sepp-py 0.1) side by side on
+//!   one server, each through its own benchmark program.
 //! - [`results`], [`report`], [`chart`]: the raw results (JSON), the Markdown tables, the SVG.
 //! - [`admin_cost`]: what the admin listener costs (load with it off and on, listing calls).
 //!
@@ -19,6 +21,7 @@ pub mod admin_cost;
 pub mod ceiling;
 pub mod chart;
 pub mod client;
+pub mod clients;
 pub mod compare;
 pub mod phases;
 pub mod procfs;

@@ -8,6 +8,7 @@ use std::process::{Command, ExitCode};
 
 use clap::{Args, Parser, Subcommand};
 use sepp_bench::client::LoadClient;
+use sepp_bench::clients::{self, ClientProgram};
 use sepp_bench::compare::{self, Plan, Target};
 use sepp_bench::results::{Results, Scenario};
 use sepp_bench::server::{PersistMode, Program, ServerProcess};
@@ -44,6 +45,44 @@ enum Commands {
     /// What the admin listener costs: single/50 enqueue and drain with it off and on (with five
     /// SSE subscribers), alternating; listing calls over a large backlog; the history's memory.
     AdminCost(AdminCostArgs),
+    /// The client libraries side by side on one server: each program (`NAME=COMMAND`) runs
+    /// enqueue-single (16 tasks), enqueue-batch (16 tasks of 64) and drain (a Worker with 32 in
+    /// flight); writes clients.json and clients.md. `rust=builtin` is our Rust client.
+    Clients {
+        /// Client programs as `NAME=COMMAND` (the phase arguments are appended).
+        #[arg(long = "client", required = true)]
+        clients: Vec<String>,
+        #[arg(long, default_value_t = 20_000)]
+        jobs: u64,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Our `sepp` binary (default: next to this binary).
+        #[arg(long)]
+        ours_bin: Option<PathBuf>,
+        #[arg(long, default_value = "sync_all")]
+        persist_mode: String,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// One phase of the Rust client's benchmark program (what `clients` runs for `rust=builtin`).
+    #[command(hide = true)]
+    ClientBench {
+        #[arg(long)]
+        addr: SocketAddr,
+        #[arg(long)]
+        phase: String,
+        #[arg(long)]
+        jobs: u64,
+        #[arg(long)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 64)]
+        batch: u32,
+        #[arg(long, default_value = "bench")]
+        queue: String,
+        #[arg(long = "payload-bytes", default_value_t = 256)]
+        _payload_bytes: usize,
+    },
     /// Re-render results.md and throughput.svg from a results.json.
     Report {
         #[arg(long)]
@@ -158,6 +197,12 @@ fn main() -> ExitCode {
         Commands::Run(args) => run_command(args),
         Commands::AdminCost(args) => admin_cost_command(args),
         Commands::Report { results, out } => report_command(&results, out),
+        Commands::Clients { clients, jobs, rounds, ours_bin, persist_mode, out } => {
+            clients_command(&clients, jobs, rounds, ours_bin, &persist_mode, &out)
+        }
+        Commands::ClientBench { addr, phase, jobs, concurrency, batch, queue, _payload_bytes } => {
+            client_bench(addr, &phase, jobs, concurrency, batch, &queue)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -333,6 +378,49 @@ impl AdminCostFigure {
         values.sort_by(f64::total_cmp);
         values[values.len() / 2]
     }
+}
+
+fn clients_command(
+    specs: &[String],
+    jobs: u64,
+    rounds: usize,
+    ours_bin: Option<PathBuf>,
+    persist_mode: &str,
+    out: &Path,
+) -> Result<(), BenchError> {
+    let myself = std::env::current_exe()?.display().to_string();
+    let programs = specs
+        .iter()
+        .map(|spec| {
+            let spec = spec.replace("=builtin", &format!("={myself} client-bench"));
+            ClientProgram::parse(&spec).ok_or_else(|| BenchError::Unexpected(format!("not NAME=COMMAND: {spec}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let persist_mode = PersistMode::parse(persist_mode)
+        .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {persist_mode}")))?;
+    let mut server = ServerProcess::start(&Program::Sepp { binary: ours_binary(ours_bin)?, persist_mode })?;
+    let results = clients::run(&runtime()?, &server, &programs, jobs.max(1), rounds.max(1))?;
+    server.stop()?;
+    std::fs::create_dir_all(out)?;
+    let json = serde_json::to_string_pretty(&results).map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    std::fs::write(out.join("clients.json"), json + "\n")?;
+    let tables = clients::markdown(&results);
+    std::fs::write(out.join("clients.md"), &tables)?;
+    println!("{tables}");
+    Ok(())
+}
+
+fn client_bench(
+    addr: SocketAddr,
+    phase: &str,
+    jobs: u64,
+    concurrency: usize,
+    batch: u32,
+    queue: &str,
+) -> Result<(), BenchError> {
+    let report = runtime()?.block_on(clients::run_rust_phase(addr, phase, jobs, concurrency, batch, queue))?;
+    println!("{}", serde_json::to_string(&report).map_err(|error| BenchError::Unexpected(error.to_string()))?);
+    Ok(())
 }
 
 fn run_command(args: RunArgs) -> Result<(), BenchError> {

@@ -46,6 +46,15 @@ impl State {
         Ok(())
     }
 
+    /// Gives back a lease nobody used: the job was leased to a reserve whose caller had gone
+    /// before the answer could reach it. It is ready again under the same attempt, in its old
+    /// place, since no worker ever saw it.
+    pub fn release(&mut self, job_id: JobId, attempt: u32, out: &mut Vec<Record>) -> Result<(), LeaseError> {
+        self.leased(&job_id, attempt)?;
+        self.record(Record::Retried { job_id, attempt, due_ms: None }, out);
+        Ok(())
+    }
+
     /// Moves a lease deadline to `now + lease_ms`, clamped to the job's queue maximum.
     pub fn extend(
         &mut self,

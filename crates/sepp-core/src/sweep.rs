@@ -106,6 +106,14 @@ impl State {
             .collect()
     }
 
+    /// Keeps a dead letter again that a drain took for a caller who never received it. Nothing
+    /// happens when a dead letter with its id is already kept.
+    pub fn restore_dead_letter(&mut self, dead: DeadLetter, out: &mut Vec<Record>) {
+        if !self.dead_letters.contains_key(&dead.job.id) && self.jobs.get(&dead.job.id).is_none() {
+            self.record(Record::DeadLetterRestored { dead }, out);
+        }
+    }
+
     /// Whether `job_id` is scheduled (not yet due).
     pub fn is_scheduled(&self, job_id: &JobId) -> bool {
         matches!(self.job_state(job_id), Some(JobState::Scheduled { .. }))

@@ -108,6 +108,33 @@ fn a_nack_retry_field_must_set_its_strategy_and_a_non_negative_delay() {
     );
 }
 
+// ---- Release (a lease whose reserve went unanswered) ----
+
+#[test]
+fn a_released_lease_puts_the_job_back_in_its_place_under_the_same_attempt() {
+    let mut harness = Harness::default();
+    let first = harness.add(NOW_MS, job("q"));
+    let second = harness.add(NOW_MS, job("q"));
+    let leased = harness.reserve_one(NOW_MS, "q", 1_000);
+    assert_eq!(leased.job.id, first);
+    assert_eq!(harness.state.release(first, 1, &mut harness.records), Ok(()));
+    assert_eq!(harness.state.job_state(&first), Some(JobState::Ready { attempt: 1 }));
+    // Back ahead of the job behind it, and delivered as the attempt it was.
+    let again = harness.reserve_one(NOW_MS + 1, "q", 1_000);
+    assert_eq!((again.job.id, again.attempt), (first, 1));
+    assert_eq!(harness.reserve_one(NOW_MS + 1, "q", 1_000).job.id, second);
+    assert_eq!(harness.replayed().fingerprint(), harness.state.fingerprint());
+}
+
+#[test]
+fn only_the_current_lease_can_be_released() {
+    let mut harness = Harness::default();
+    let id = harness.add(NOW_MS, job("q"));
+    assert_eq!(harness.state.release(id, 1, &mut harness.records), Err(LeaseError::NotFound));
+    harness.reserve_one(NOW_MS, "q", 1_000);
+    assert_eq!(harness.state.release(id, 2, &mut harness.records), Err(LeaseError::AttemptMismatch));
+}
+
 // ---- Ack ----
 
 #[test]

@@ -92,30 +92,37 @@ enum Answer {
     Admin(crate::admin::commands::Deferred),
 }
 
+/// What a caller that had gone did not take, and the queue must get back: the jobs leased to
+/// its reserve, or the dead letters drained for it.
+enum Unclaimed {
+    Leases(Vec<Delivery>),
+    DeadLetters(Vec<Loaded<DeadLetter>>),
+}
+
 impl Answer {
     /// Sends the answer, loading the payloads of delivered jobs first. A payload that cannot be
     /// read fails that one call (the caller sees INTERNAL; a leased job is redelivered later).
-    fn send(self, log: &mut dyn Log) {
-        // A caller that went away (client cancelled) just does not hear the answer.
-        let _ = match self {
-            Answer::Enqueue(reply, value) => reply.send(value).map_err(drop),
-            Answer::EnqueueAtomic(reply, value) => reply.send(value).map_err(drop),
-            Answer::Reserve(reply, deliveries) => match load_all(log, deliveries, |delivery| &delivery.job) {
-                Some(loaded) => reply.send(loaded).map_err(drop),
-                None => Ok(()),
-            },
-            Answer::Ack(reply, value) => reply.send(value).map_err(drop),
-            Answer::Nack(reply, value) => reply.send(value).map_err(drop),
-            Answer::Extend(reply, value) => reply.send(value).map_err(drop),
-            Answer::Drain(reply, dead_letters) => match load_all(log, dead_letters, |dead| &dead.job) {
-                Some(loaded) => reply.send(loaded).map_err(drop),
-                None => Ok(()),
-            },
-            Answer::Admin(deferred) => {
-                deferred.send(log);
-                Ok(())
+    /// A caller that went away (a cancelled call) just does not hear the answer; what it would
+    /// have taken out of the queue comes back as [`Unclaimed`].
+    fn send(self, log: &mut dyn Log) -> Option<Unclaimed> {
+        match self {
+            Answer::Enqueue(reply, value) => drop(reply.send(value)),
+            Answer::EnqueueAtomic(reply, value) => drop(reply.send(value)),
+            Answer::Reserve(reply, deliveries) => {
+                let loaded = load_all(log, deliveries, |delivery| &delivery.job)?;
+                let unclaimed = reply.send(loaded).err()?;
+                return Some(Unclaimed::Leases(unclaimed.into_iter().map(|loaded| loaded.value).collect()));
             }
-        };
+            Answer::Ack(reply, value) => drop(reply.send(value)),
+            Answer::Nack(reply, value) => drop(reply.send(value)),
+            Answer::Extend(reply, value) => drop(reply.send(value)),
+            Answer::Drain(reply, dead_letters) => {
+                let loaded = load_all(log, dead_letters, |dead| &dead.job)?;
+                return reply.send(loaded).err().map(Unclaimed::DeadLetters);
+            }
+            Answer::Admin(deferred) => deferred.send(log),
+        }
+        None
     }
 }
 
@@ -373,6 +380,10 @@ impl Committer {
     /// When the loop must wake even without commands: the next sweep deadline, the next waiter
     /// deadline, or the sweep interval, whichever is first.
     fn next_wake(&self) -> Instant {
+        if !self.records.is_empty() {
+            // Records of work done after the last persist (leases taken back) go out now.
+            return Instant::now();
+        }
         let now = self.clock.now_ms();
         let deadlines = self
             .state
@@ -404,8 +415,10 @@ impl Committer {
             self.poisoned(&error);
             return false;
         }
-        for answer in self.answers.drain(..) {
-            answer.send(self.log.as_mut());
+        let unclaimed: Vec<Unclaimed> =
+            self.answers.drain(..).filter_map(|answer| answer.send(self.log.as_mut())).collect();
+        for unclaimed in unclaimed {
+            self.take_back(unclaimed);
         }
         // Only now: answers hold jobs as they were when applied, whose payloads may sit in the
         // very files a finished checkpoint is about to let the log delete.
@@ -510,6 +523,34 @@ impl Committer {
             }
         }
         self.waiters = still_waiting;
+    }
+
+    /// Puts back what a gone caller did not take: leases are released (the jobs are ready again
+    /// under the same attempt), drained dead letters are kept again, with their payloads as
+    /// read for the answer (their old place may belong to files a checkpoint is replacing).
+    /// The records go out with the next cycle, which runs at once.
+    fn take_back(&mut self, unclaimed: Unclaimed) {
+        match unclaimed {
+            Unclaimed::Leases(deliveries) => {
+                for delivery in deliveries {
+                    // The lease is this cycle's own, so it is still current.
+                    let _ = self.state.release(delivery.job.id, delivery.attempt, &mut self.records);
+                }
+            }
+            Unclaimed::DeadLetters(dead_letters) => {
+                for Loaded { value: mut dead, payload_data } in dead_letters {
+                    if let (Some(payload), Some(bytes)) = (&dead.job.payload, payload_data) {
+                        let mut job = (*dead.job).clone();
+                        job.payload = Some(sepp_core::JobPayload {
+                            encoding: payload.encoding.clone(),
+                            data: PayloadData::Inline(bytes.into_boxed_slice()),
+                        });
+                        dead.job = Arc::new(job);
+                    }
+                    self.state.restore_dead_letter(dead, &mut self.records);
+                }
+            }
+        }
     }
 
     fn answer_waiters_empty(&mut self) {

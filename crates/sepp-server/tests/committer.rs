@@ -145,6 +145,8 @@ struct TestLog {
     failing: Arc<AtomicBool>,
     /// Once set, append panics: a broken invariant on the committer thread.
     panicking: Arc<AtomicBool>,
+    /// When armed, the next persist says it started and waits to be let go.
+    gate: Arc<Mutex<Option<Gate>>>,
     failed_persists: Arc<AtomicUsize>,
     closed: Arc<AtomicBool>,
     relocations: Vec<(JobId, StoredPayload)>,
@@ -170,6 +172,10 @@ impl sepp_log::Log for TestLog {
     }
     fn persist(&mut self) -> std::io::Result<Vec<(JobId, StoredPayload)>> {
         self.note("persist".into());
+        if let Some(gate) = self.gate.lock().unwrap().take() {
+            let _ = gate.entered.send(());
+            let _ = gate.proceed.recv();
+        }
         if !self.failing.load(Ordering::SeqCst) {
             return Ok(Vec::new());
         }
@@ -198,10 +204,32 @@ impl sepp_log::Log for TestLog {
     }
 }
 
+/// Holds one persist: it sends on `entered`, then waits for `proceed`.
+struct Gate {
+    entered: std::sync::mpsc::Sender<()>,
+    proceed: std::sync::mpsc::Receiver<()>,
+}
+
+/// Arms `log`'s gate; returns the signal that the gated persist started, and its release.
+fn arm(gate: &Arc<Mutex<Option<Gate>>>) -> (std::sync::mpsc::Receiver<()>, std::sync::mpsc::Sender<()>) {
+    let (entered, started) = std::sync::mpsc::channel();
+    let (release, proceed) = std::sync::mpsc::channel();
+    *gate.lock().unwrap() = Some(Gate { entered, proceed });
+    (started, release)
+}
+
 /// A committer over `log` and an empty state, applying relocations `relocations_per_cycle` at a
 /// time.
 fn spawn_over(log: TestLog, relocations_per_cycle: usize) -> (CommitterHandle, committer::Closed) {
-    let state = State::new(Arc::new(Policy::default()), StorageRules::default());
+    spawn_with_rules(log, relocations_per_cycle, StorageRules::default())
+}
+
+fn spawn_with_rules(
+    log: TestLog,
+    relocations_per_cycle: usize,
+    rules: StorageRules,
+) -> (CommitterHandle, committer::Closed) {
+    let state = State::new(Arc::new(Policy::default()), rules);
     let settings = CommitterSettings {
         command_queue_capacity: 64,
         sweep_interval_ms: 1000,
@@ -313,4 +341,60 @@ async fn relocations_are_applied_a_slice_per_cycle_and_reclaimed_after_the_last(
     let cycles = events[polled..reclaimed].iter().filter(|event| *event == "persist").count();
     // Cycle 1 takes the relocations after its persist; 50 at 7 a cycle end in cycle 8.
     assert_eq!(cycles, 7, "{events:?}");
+}
+
+/// A reserve whose caller is gone by the time its cycle is persisted does not strand the jobs
+/// it took: the leases are given back, and the next reserve gets the job as attempt 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_leased_to_a_reserve_whose_caller_left_are_ready_again_at_once() {
+    let log = TestLog::default();
+    let gate = log.gate.clone();
+    let (committer, closed) = spawn_over(log, CommitterSettings::RELOCATIONS_PER_CYCLE);
+    let job = small_job();
+    let id = job.0;
+    ask(&committer, |reply| Command::Enqueue { jobs: vec![job], reply }).await;
+    let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 600_000, max_jobs: 1 };
+
+    let (started, release) = arm(&gate);
+    let (reply, answer) = oneshot::channel();
+    committer.send(Command::Reserve { plan: plan.clone(), reply }).await.expect("the committer runs");
+    tokio::task::spawn_blocking(move || started.recv()).await.unwrap().expect("the lease is being persisted");
+    drop(answer); // the caller cancels while its lease is on its way to the disk
+    release.send(()).unwrap();
+
+    let again = ask(&committer, |reply| Command::Reserve { plan, reply }).await;
+    assert_eq!(again.len(), 1, "the job stayed leased to a caller that was gone");
+    assert_eq!((again[0].value.job.id, again[0].value.attempt), (id, 1));
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
+}
+
+/// Dead letters drained for a caller that is gone before the answer are kept again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_drained_for_a_caller_that_left_are_kept_again() {
+    let log = TestLog::default();
+    let gate = log.gate.clone();
+    let rules = StorageRules { dead_letter_retention_ms: 600_000, ..StorageRules::default() };
+    let (committer, closed) = spawn_with_rules(log, CommitterSettings::RELOCATIONS_PER_CYCLE, rules);
+    let job = small_job();
+    let id = job.0;
+    ask(&committer, |reply| Command::Enqueue { jobs: vec![job], reply }).await;
+    let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 600_000, max_jobs: 1 };
+    ask(&committer, |reply| Command::Reserve { plan, reply }).await;
+    let strategy = sepp_core::validate::NackStrategy::DeadLetter;
+    let nacked = ask(&committer, |reply| Command::Nack { job_id: id, attempt: 1, strategy, reason: None, reply }).await;
+    assert!(nacked.expect("nack").dead_lettered);
+
+    let (started, release) = arm(&gate);
+    let (reply, answer) = oneshot::channel();
+    committer.send(Command::DrainDeadLetters { queue: None, max: 10, reply }).await.expect("the committer runs");
+    tokio::task::spawn_blocking(move || started.recv()).await.unwrap().expect("the drain is being persisted");
+    drop(answer);
+    release.send(()).unwrap();
+
+    let kept = ask(&committer, |reply| Command::DrainDeadLetters { queue: None, max: 10, reply }).await;
+    assert_eq!(kept.len(), 1, "a drain whose caller left lost the dead letter");
+    assert_eq!(kept[0].value.job.id, id);
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
 }

@@ -1,0 +1,573 @@
+"""`SeppClient`: one gRPC channel to a sepp server and every call of the queue service.
+
+Producer calls: `enqueue`, `enqueue_batch`, `enqueue_atomic`. Consumer calls: `reserve`, then
+`ack` / `nack` / `extend` on each job's context. Operations: `get_server_info`,
+`drain_dead_letters`. All are coroutines; the client is safe to share between tasks.
+
+Every call but reserve carries a deadline (`rpc_timeout`, 30 s by default); reserve's is its wait
+timeout plus 10 s, so the server's own "nothing arrived" answer always comes back before the
+deadline fires. The API key, when set, is sent on every call. Failed calls raise the exceptions of
+`sepp.errors`; the optional `RetryPolicy` retries transient failures first.
+
+With OpenTelemetry (the `otel` extra) each call runs in a CLIENT span `sepp.<operation>`, sends
+the span's W3C context as `traceparent`/`tracestate` metadata, and an enqueue stamps that context
+on every job that has none, so the worker's span can link back to the producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+
+from . import _convert, _log, _otel
+from ._channel import auth_metadata, build_channel
+from ._lease import Lease
+from ._pipeline import EnqueuePipeline
+from ._retry import RetryDirective, RetryPolicy
+from ._version import VERSION
+from .errors import (
+    KEYLESS_ENQUEUE_RETRYABLE_CODES,
+    RETRYABLE_CODES,
+    BatchResultCountMismatchError,
+    BatchValidationError,
+    ClientError,
+    ConnectError,
+    EmptyBatchError,
+    JobConversionError,
+    JobRejectedError,
+    JobRejection,
+    JobValidationError,
+    MalformedResponseError,
+    MalformedServerInfoError,
+    ServerInfoError,
+    UnknownRejection,
+    client_error_from_rpc,
+    lease_error_from_rpc,
+    reserve_error_from_rpc,
+)
+from .types import (
+    DeadLetterRecord,
+    EnqueueAck,
+    EnqueueRequest,
+    Job,
+    JobCtx,
+    ReserveOptions,
+    ServerInfo,
+)
+from .v1 import queue_pb2 as pb
+
+__all__ = ["Lease", "RetryDirective", "RetryPolicy", "SeppClient"]
+
+_SERVICE = "/sepp.v1.QueueService/"
+# Reserve's deadline is its wait timeout plus this, so an empty long poll ends cleanly.
+RESERVE_DEADLINE_SLACK = timedelta(seconds=10)
+
+# Enqueue calls a client keeps in flight before further enqueues wait and share the next call.
+ENQUEUE_CALLS_IN_FLIGHT = 4
+
+_OTEL = _otel.enabled()
+_NO_SPAN: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+
+_Response = TypeVar("_Response")
+_Unary = Callable[..., Awaitable[Any]]
+
+
+class SeppClient:
+    """A connection to one sepp server. Create it with `await SeppClient.connect(addr)`."""
+
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        retry_policy: RetryPolicy | None = None,
+        auth_metadata: Sequence[tuple[str, str]] | None = None,
+        rpc_timeout: timedelta = timedelta(seconds=30),
+        *,
+        coalesce_enqueues: bool = True,
+    ) -> None:
+        if rpc_timeout <= timedelta(0):
+            raise ValueError("rpc_timeout must be positive")
+        self._channel = channel
+        self._retry = retry_policy if retry_policy is not None else RetryPolicy()
+        self._auth: tuple[tuple[str, str], ...] = tuple(auth_metadata or ())
+        self._rpc_timeout = rpc_timeout.total_seconds()
+        self._enqueue_batch = self._channel.unary_unary(  # type: ignore[call-arg]
+            _SERVICE + "EnqueueBatch",
+            request_serializer=_serialize_batch,
+            response_deserializer=pb.EnqueueBatchResponse.FromString,
+            _registered_method=True,
+        )
+        self._enqueue_atomic = self._method(
+            "EnqueueAtomic", pb.EnqueueBatchRequest, pb.EnqueueAtomicResponse
+        )
+        self._reserve = self._method("Reserve", pb.ReserveRequest, pb.ReserveResponse)
+        self._ack = self._method("Ack", pb.AckRequest, pb.AckResponse)
+        self._nack = self._method("Nack", pb.NackRequest, pb.NackResponse)
+        self._extend = self._method("Extend", pb.ExtendRequest, pb.ExtendResponse)
+        self._drain = self._method(
+            "DrainDeadLetters", pb.DrainDeadLettersRequest, pb.DrainDeadLettersResponse
+        )
+        self._server_info = self._method(
+            "GetServerInfo", pb.GetServerInfoRequest, pb.GetServerInfoResponse
+        )
+        self._pipeline = (
+            EnqueuePipeline(self._send_enqueue, ENQUEUE_CALLS_IN_FLIGHT)
+            if coalesce_enqueues
+            else None
+        )
+
+    def _method(self, name: str, request: Any, response: Any) -> _Unary:
+        return self._channel.unary_unary(  # type: ignore[call-arg]
+            _SERVICE + name,
+            request_serializer=request.SerializeToString,
+            response_deserializer=response.FromString,
+            _registered_method=True,
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # Connecting
+    # ----------------------------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls,
+        addr: str,
+        *,
+        api_key: str | None = None,
+        retry_policy: RetryPolicy | None = None,
+        tls: bool = False,
+        tls_ca_cert: bytes | str | None = None,
+        tls_domain: str | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        connect_timeout: timedelta = timedelta(seconds=5),
+        rpc_timeout: timedelta = timedelta(seconds=30),
+        max_receive_message_bytes: int | None = None,
+        coalesce_enqueues: bool = True,
+    ) -> SeppClient:
+        """Open a channel to `addr` and wait until it is connected.
+
+        `addr` is `host:port`, `http://host:port` or `https://host:port` (TLS). TLS is also on
+        when `tls=True` (system roots), `tls_ca_cert` (PEM of the CA to trust), `tls_domain` (the
+        name to verify instead of the host) or `credentials` (a full `grpc.ChannelCredentials`,
+        e.g. with a client certificate) is given. `api_key` is sent as `authorization: Bearer`.
+        Raises `ConnectError` if the server is not reachable within `connect_timeout`.
+
+        `coalesce_enqueues` (on by default) lets concurrent `enqueue` / `enqueue_batch` calls
+        share gRPC calls once several are in flight; each still gets exactly its own results.
+        """
+        channel, target, use_tls, metadata = build_channel(
+            addr,
+            api_key=api_key,
+            tls=tls,
+            tls_ca_cert=tls_ca_cert,
+            tls_domain=tls_domain,
+            credentials=credentials,
+            max_receive_message_bytes=max_receive_message_bytes,
+        )
+        try:
+            await asyncio.wait_for(channel.channel_ready(), connect_timeout.total_seconds())
+        except asyncio.TimeoutError:
+            await channel.close()
+            raise ConnectError(
+                addr, f"no connection within {connect_timeout.total_seconds():g} s"
+            ) from None
+        except BaseException:
+            await channel.close()
+            raise
+        _log.info(
+            "connected to sepp server at %s (tls=%s, api key=%s)", target, use_tls, bool(metadata)
+        )
+        return cls(
+            channel, retry_policy, metadata, rpc_timeout, coalesce_enqueues=coalesce_enqueues
+        )
+
+    @classmethod
+    def from_channel(
+        cls,
+        channel: grpc.aio.Channel,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        rpc_timeout: timedelta = timedelta(seconds=30),
+        api_key: str | None = None,
+        coalesce_enqueues: bool = True,
+    ) -> SeppClient:
+        """Wrap a channel you built yourself (interceptors, custom options, ...)."""
+        metadata = auth_metadata(api_key) if api_key is not None else None
+        return cls(
+            channel, retry_policy, metadata, rpc_timeout, coalesce_enqueues=coalesce_enqueues
+        )
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        """The underlying gRPC channel."""
+        return self._channel
+
+    async def close(self) -> None:
+        """Close the channel. Calls still running fail with a cancellation."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> SeppClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ----------------------------------------------------------------------------------------
+    # Calling
+    # ----------------------------------------------------------------------------------------
+
+    def _metadata(self) -> tuple[tuple[str, str], ...] | None:
+        if _OTEL:
+            trace = _otel.trace_metadata()
+            if trace:
+                return self._auth + tuple(trace)
+        return self._auth or None
+
+    async def _call(
+        self,
+        operation: str,
+        method: _Unary,
+        request: Any,
+        codes: frozenset[grpc.StatusCode],
+        timeout: float | None = None,
+    ) -> Any:
+        """One unary call under the retry policy. Raises the last `grpc.aio.AioRpcError`."""
+        metadata = self._metadata() if _OTEL else (self._auth or None)
+        deadline = self._rpc_timeout if timeout is None else timeout
+        policy = self._retry
+        if policy.max_attempts == 1:
+            try:
+                return await method(request, timeout=deadline, metadata=metadata)
+            except grpc.aio.UsageError as err:
+                raise ClientError(f"{operation} failed: {err}") from err
+        delays = policy.delays()
+        attempt = 1
+        while True:
+            try:
+                return await method(request, timeout=deadline, metadata=metadata)
+            except grpc.aio.AioRpcError as err:
+                code = err.code()
+                if not policy.should_retry(code, attempt, codes):
+                    raise
+                delay = next(delays)
+                _log.warning(
+                    "%s failed with %s (%s); retrying in %.3f s (attempt %d of %d)",
+                    operation,
+                    code.name,
+                    err.details(),
+                    delay,
+                    attempt + 1,
+                    policy.max_attempts,
+                )
+                await asyncio.sleep(delay)
+                attempt += 1
+            except grpc.aio.UsageError as err:
+                raise ClientError(f"{operation} failed: {err}") from err
+
+    # ----------------------------------------------------------------------------------------
+    # Producing
+    # ----------------------------------------------------------------------------------------
+
+    async def enqueue(self, request: EnqueueRequest) -> EnqueueAck:
+        """Enqueue one job. Raises `JobRejectedError` if the server refuses it."""
+        result = (await self._enqueue_jobs([request]))[0]
+        if isinstance(result, JobRejection):
+            raise JobRejectedError(result)
+        return result
+
+    async def enqueue_batch(
+        self, requests: Iterable[EnqueueRequest]
+    ) -> list[EnqueueAck | JobRejection]:
+        """Enqueue jobs each on its own: one result per job, in order, an ack or a rejection."""
+        return await self._enqueue_jobs(list(requests))
+
+    async def _enqueue_jobs(self, jobs: list[EnqueueRequest]) -> list[EnqueueAck | JobRejection]:
+        if not jobs:
+            raise EmptyBatchError()
+        span = (
+            _otel.client_span(
+                "enqueue", "EnqueueBatch", {"messaging.batch.message_count": len(jobs)}
+            )
+            if _OTEL
+            else _NO_SPAN
+        )
+        with span:
+            batch, keyed, size = _convert.enqueue_batch_to_pb(jobs)
+            traced = _OTEL and _stamp_trace(batch)
+            try:
+                if self._pipeline is not None and not traced:
+                    # A traced call keeps its own gRPC call, so the server's span is its child.
+                    results = await self._pipeline.submit(batch, keyed, size)
+                else:
+                    results = (await self._send_enqueue(batch, keyed)).results
+            except grpc.aio.AioRpcError as err:
+                raise client_error_from_rpc(err) from err
+        if len(results) != len(jobs):
+            raise BatchResultCountMismatchError(len(jobs), len(results))
+        out: list[EnqueueAck | JobRejection] = []
+        for result in results:
+            outcome = result.WhichOneof("outcome")
+            if outcome == "success":
+                success = result.success
+                out.append(EnqueueAck(success.job_id, success.deduplicated))
+            elif outcome == "rejection":
+                out.append(_convert.rejection_from_pb(result.rejection))
+            else:
+                raise MalformedResponseError("the server sent a job result with no outcome")
+        return out
+
+    async def _send_enqueue(
+        self, request: pb.EnqueueBatchRequest | bytes, keyed: bool
+    ) -> pb.EnqueueBatchResponse:
+        codes = RETRYABLE_CODES if keyed else KEYLESS_ENQUEUE_RETRYABLE_CODES
+        response: pb.EnqueueBatchResponse = await self._call(
+            "enqueue", self._enqueue_batch, request, codes
+        )
+        return response
+
+    async def enqueue_atomic(self, requests: Iterable[EnqueueRequest]) -> list[EnqueueAck]:
+        """Enqueue all the jobs or none. Raises `BatchValidationError` listing every failed job."""
+        jobs = list(requests)
+        if not jobs:
+            raise EmptyBatchError()
+        span = (
+            _otel.client_span(
+                "enqueue_atomic", "EnqueueAtomic", {"messaging.batch.message_count": len(jobs)}
+            )
+            if _OTEL
+            else _NO_SPAN
+        )
+        with span:
+            batch, keyed, _ = _convert.enqueue_batch_to_pb(jobs)
+            if _OTEL:
+                _stamp_trace(batch)
+            codes = RETRYABLE_CODES if keyed else KEYLESS_ENQUEUE_RETRYABLE_CODES
+            try:
+                response = await self._call("enqueue_atomic", self._enqueue_atomic, batch, codes)
+            except grpc.aio.AioRpcError as err:
+                raise client_error_from_rpc(err) from err
+        outcome = response.WhichOneof("outcome")
+        if outcome == "success":
+            acks = [EnqueueAck(r.job_id, r.deduplicated) for r in response.success.responses]
+            if len(acks) != len(jobs):
+                raise BatchResultCountMismatchError(len(jobs), len(acks))
+            return acks
+        if outcome == "rejection":
+            errors = [
+                JobValidationError(
+                    e.index,
+                    _convert.rejection_from_pb(e.rejection)
+                    if e.HasField("rejection")
+                    else UnknownRejection(),
+                )
+                for e in response.rejection.errors
+            ]
+            raise BatchValidationError(errors)
+        raise MalformedResponseError("the server's atomic enqueue answer has no outcome")
+
+    # ----------------------------------------------------------------------------------------
+    # Consuming
+    # ----------------------------------------------------------------------------------------
+
+    async def reserve(self, options: ReserveOptions) -> list[Job] | None:
+        """Lease up to `options.max_jobs` jobs, waiting up to `options.wait_timeout` for one.
+
+        Returns None when the wait ended with nothing ready. Never retried: call it again.
+        Raises `UnknownQueuesError` when the server only serves declared queues and one is not.
+        """
+        return await self.reserve_request(
+            reserve_request_to_pb(options), options.wait_timeout, options.worker_id
+        )
+
+    async def reserve_request(
+        self, request: pb.ReserveRequest, wait_timeout: timedelta, worker_id: str | None
+    ) -> list[Job] | None:
+        """`reserve` with a prepared request message (the Worker builds its own once)."""
+        deadline = (wait_timeout + RESERVE_DEADLINE_SLACK).total_seconds()
+        with _otel.client_span("reserve", "Reserve") if _OTEL else _NO_SPAN:
+            try:
+                response = await self._reserve(request, timeout=deadline, metadata=self._metadata())
+            except grpc.aio.AioRpcError as err:
+                raise reserve_error_from_rpc(err) from err
+            except grpc.aio.UsageError as err:
+                raise ClientError(f"reserve failed: {err}") from err
+        if not response.jobs:
+            return None
+        jobs: list[Job] = []
+        for message in response.jobs:
+            try:
+                jobs.append(_convert.job_from_pb(message, self, worker_id))
+            except JobConversionError as err:
+                _log.warning("skipping malformed job in reserve response: %s", err)
+        return jobs or None
+
+    async def ack(self, ctx: JobCtx | Job) -> None:
+        """Complete a job: the server deletes it."""
+        ctx = _ctx_of(ctx)
+        lease = ctx._lease
+        worker_id = lease.worker_id if lease is not None else None
+        request = (
+            pb.AckRequest(job_id=ctx.id, attempt=ctx.attempt, worker_id=worker_id)
+            if worker_id is not None
+            else pb.AckRequest(job_id=ctx.id, attempt=ctx.attempt)
+        )
+        with _otel.client_span("ack", "Ack") if _OTEL else _NO_SPAN:
+            try:
+                await self._call("ack", self._ack, request, RETRYABLE_CODES)
+            except grpc.aio.AioRpcError as err:
+                raise lease_error_from_rpc(err) from err
+
+    async def nack(
+        self,
+        ctx: JobCtx | Job,
+        retry: RetryDirective = RetryDirective.DEFAULT,
+        reason: str = "",
+    ) -> bool:
+        """Fail a job; `retry` says what happens next. Returns True if it was dead-lettered."""
+        ctx = _ctx_of(ctx)
+        lease = ctx._lease
+        request = pb.NackRequest(
+            job_id=ctx.id, attempt=ctx.attempt, retry=_convert.nack_retry_to_pb(retry)
+        )
+        if reason:
+            request.reason = reason
+        if lease is not None and lease.worker_id is not None:
+            request.worker_id = lease.worker_id
+        with _otel.client_span("nack", "Nack") if _OTEL else _NO_SPAN:
+            try:
+                response = await self._call("nack", self._nack, request, RETRYABLE_CODES)
+            except grpc.aio.AioRpcError as err:
+                raise lease_error_from_rpc(err) from err
+        return bool(response.dead_lettered)
+
+    async def extend(self, ctx: JobCtx | Job, extension: timedelta) -> datetime:
+        """Move the lease deadline to now + `extension`; returns the deadline the server granted.
+
+        The server may grant less than asked (it caps leases at its maximum).
+        """
+        ctx = _ctx_of(ctx)
+        if extension <= timedelta(0):
+            raise ValueError("a lease extension must be positive")
+        lease = ctx._lease
+        request = pb.ExtendRequest(
+            job_id=ctx.id, attempt=ctx.attempt, lease_duration=_convert.duration_to_pb(extension)
+        )
+        if lease is not None and lease.worker_id is not None:
+            request.worker_id = lease.worker_id
+        with _otel.client_span("extend", "Extend") if _OTEL else _NO_SPAN:
+            try:
+                response = await self._call("extend", self._extend, request, RETRYABLE_CODES)
+            except grpc.aio.AioRpcError as err:
+                raise lease_error_from_rpc(err) from err
+        expires_at = (
+            _convert.datetime_from_pb(response.lease_expires_at)
+            if response.HasField("lease_expires_at")
+            else None
+        )
+        if expires_at is None:
+            raise MalformedResponseError("extend returned an invalid lease_expires_at")
+        if lease is not None:
+            lease.expires_at = expires_at  # ctx.lease_expires_at keeps the delivery's deadline
+        return expires_at
+
+    # ----------------------------------------------------------------------------------------
+    # Operating
+    # ----------------------------------------------------------------------------------------
+
+    async def get_server_info(self) -> ServerInfo:
+        """The server's version, clock and limits."""
+        with _otel.client_span("get_server_info", "GetServerInfo") if _OTEL else _NO_SPAN:
+            try:
+                response = await self._call(
+                    "get_server_info", self._server_info, pb.GetServerInfoRequest(), RETRYABLE_CODES
+                )
+            except grpc.aio.AioRpcError as err:
+                raise client_error_from_rpc(err) from err
+        try:
+            return _convert.server_info_from_pb(response)
+        except ServerInfoError as err:
+            raise MalformedServerInfoError(err) from err
+
+    async def drain_dead_letters(
+        self, queue: str | None = None, max_records: int = 1
+    ) -> list[DeadLetterRecord]:
+        """Remove and return up to `max_records` of the oldest dead-letter records.
+
+        Destructive, so never retried: a lost answer would lose the records. `max_records=0`
+        returns [] without calling the server. An empty result can also mean the server keeps
+        no dead letters (see `ServerInfo.dead_letter_retention_enabled`).
+        """
+        if type(max_records) is bool or not isinstance(max_records, int) or max_records < 0:
+            raise ValueError("max_records must be a non-negative int")
+        if max_records == 0:
+            return []
+        request = pb.DrainDeadLettersRequest(max=max_records)
+        if queue is not None:
+            if not queue:
+                raise ValueError("queue must be a non-empty name (or None for every queue)")
+            request.queue = queue
+        with _otel.client_span("drain_dead_letters", "DrainDeadLetters") if _OTEL else _NO_SPAN:
+            try:
+                response = await self._call("drain_dead_letters", self._drain, request, frozenset())
+            except grpc.aio.AioRpcError as err:
+                raise client_error_from_rpc(err) from err
+        records: list[DeadLetterRecord] = []
+        for message in response.records:
+            try:
+                records.append(_convert.dead_letter_from_pb(message))
+            except JobConversionError as err:
+                _log.warning("skipping malformed dead-letter record: %s", err)
+        return records
+
+    def __repr__(self) -> str:
+        return f"<SeppClient sepp-py/{VERSION}>"
+
+
+def _serialize_batch(request: pb.EnqueueBatchRequest | bytes) -> bytes:
+    """A batch for the wire; coalesced batches arrive already serialized and joined."""
+    return request if isinstance(request, bytes) else request.SerializeToString()
+
+
+def _stamp_trace(batch: pb.EnqueueBatchRequest) -> bool:
+    """Give the active span's context to every job without one; whether there was a span."""
+    current = _otel.current_trace_context()
+    if current is None:
+        return False
+    traceparent, tracestate = current
+    for message in batch.jobs:
+        if not message.HasField("trace_context"):
+            message.trace_context.traceparent = traceparent
+            if tracestate:
+                message.trace_context.tracestate = tracestate
+    return True
+
+
+def _ctx_of(job: JobCtx | Job) -> JobCtx:
+    return job.ctx if isinstance(job, Job) else job
+
+
+def reserve_request_to_pb(
+    options: ReserveOptions, max_jobs: int | None = None
+) -> pb.ReserveRequest:
+    """The wire request for `options`, optionally with a different `max_jobs`."""
+    request = pb.ReserveRequest(
+        queues=options.queues,
+        wait_timeout=_convert.duration_to_pb(options.wait_timeout),
+        lease_duration=_convert.duration_to_pb(options.lease_duration),
+    )
+    if options.worker_id is not None:
+        request.worker_id = options.worker_id
+    jobs = max_jobs if max_jobs is not None else options.max_jobs
+    if jobs is not None:
+        request.max_jobs = jobs
+    return request

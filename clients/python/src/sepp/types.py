@@ -1,0 +1,362 @@
+"""The values producers and workers pass to and get from the client.
+
+Requests (`EnqueueRequest`, `ReserveOptions`) check what can be checked without the server:
+non-empty names, priority 0-9, positive leases. Everything else (sizes, allowed encodings, ...)
+is the server's to enforce, per queue. Results (`EnqueueAck`, `Job`, `JobCtx`, `ServerInfo`,
+`DeadLetterRecord`) are built by the client from the server's answers.
+
+All datetimes are timezone-aware UTC; a naive datetime given to the client is taken as UTC.
+Durations are `datetime.timedelta`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, ClassVar
+
+from . import _otel
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext
+
+    from .client import Lease
+
+__all__ = [
+    "DeadLetterCause",
+    "DeadLetterRecord",
+    "EnqueueAck",
+    "EnqueueRequest",
+    "Job",
+    "JobCtx",
+    "Payload",
+    "Primitive",
+    "Priority",
+    "PriorityOutOfRangeError",
+    "ReserveOptions",
+    "ServerInfo",
+    "TraceContext",
+    "TraceContextError",
+]
+
+# A custom metadata value. On the wire a bool stays a bool and an int stays an int.
+Primitive = str | int | float | bool
+
+_MIN_LEASE = timedelta(milliseconds=1)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """`moment` as an aware UTC datetime; a naive one is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Payload:
+    """The job's opaque bytes and a hint of how to read them (e.g. `application/json`).
+
+    The server never looks inside. Leave the payload out (None) rather than sending empty bytes.
+    """
+
+    data: bytes
+    encoding: str
+
+
+class PriorityOutOfRangeError(ValueError):
+    """A priority outside 0-9 (a bool is not a priority either)."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(f"a priority is an int from 0 to 9, not {value!r}")
+        self.value = value
+
+
+@dataclass(frozen=True, order=True)
+class Priority:
+    """A job priority from 0 (lowest, the default) to 9 (highest). Higher is reserved first."""
+
+    value: int
+
+    P0: ClassVar[Priority]
+    P1: ClassVar[Priority]
+    P2: ClassVar[Priority]
+    P3: ClassVar[Priority]
+    P4: ClassVar[Priority]
+    P5: ClassVar[Priority]
+    P6: ClassVar[Priority]
+    P7: ClassVar[Priority]
+    P8: ClassVar[Priority]
+    P9: ClassVar[Priority]
+    MIN: ClassVar[Priority]
+    MAX: ClassVar[Priority]
+
+    def __post_init__(self) -> None:
+        value = self.value
+        if type(value) is bool or not isinstance(value, int) or not 0 <= value <= 9:
+            raise PriorityOutOfRangeError(value)
+
+    def __int__(self) -> int:
+        return self.value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+for _level in range(10):
+    setattr(Priority, f"P{_level}", Priority(_level))
+Priority.MIN = Priority.P0
+Priority.MAX = Priority.P9
+
+
+class TraceContextError(ValueError):
+    """A traceparent that is not valid W3C trace context."""
+
+
+@dataclass(frozen=True)
+class TraceContext:
+    """W3C trace context carried with a job from its producer to its worker.
+
+    `traceparent` is `version-trace_id-span_id-flags`: 2, 32, 16 and 2 hex digits, with trace and
+    span ids not all zeros. `tracestate` is the optional vendor list that travels with it.
+    """
+
+    traceparent: str
+    tracestate: str | None = None
+
+    def __post_init__(self) -> None:
+        if (
+            not isinstance(self.traceparent, str)
+            or _otel.parse_traceparent(self.traceparent) is None
+        ):
+            raise TraceContextError(
+                f"invalid traceparent {self.traceparent!r}: expected "
+                "'<2 hex>-<32 hex trace id>-<16 hex span id>-<2 hex flags>' with non-zero ids"
+            )
+
+    @property
+    def trace_id(self) -> str:
+        """The 32-hex-digit trace id, lower case."""
+        return self.traceparent.split("-")[1].lower()
+
+    @property
+    def span_id(self) -> str:
+        """The 16-hex-digit id of the producer's span, lower case."""
+        return self.traceparent.split("-")[2].lower()
+
+    @classmethod
+    def from_current_otel(cls) -> TraceContext | None:
+        """The active OpenTelemetry span's context, or None (no valid span, or no OTel)."""
+        current = _otel.current_trace_context()
+        if current is None:
+            return None
+        return cls(current[0], current[1])
+
+    def attach_to_otel(self) -> contextlib.AbstractContextManager[None]:
+        """A context manager that makes this context the current (remote) parent while open.
+
+        Without OpenTelemetry it does nothing.
+        """
+        if not _otel.enabled():
+            return contextlib.nullcontext()
+        return _otel.attach_remote(self.traceparent, self.tracestate)
+
+    def otel_span_context(self) -> SpanContext | None:
+        """This context as an OpenTelemetry `SpanContext`, or None without OpenTelemetry."""
+        return _otel.remote_span_context(self.traceparent, self.tracestate)
+
+
+@dataclass
+class EnqueueRequest:
+    """One job to enqueue. Fields left as None take the queue's defaults on the server.
+
+    `priority` may be a `Priority` or a bare int 0-9. `custom` holds primitive metadata
+    (str, int, float, bool). `scheduled_at` delays delivery until then; a time in the past means
+    now. `idempotency_key` makes the server drop duplicates of this job within its dedup window.
+    """
+
+    queue: str
+    job_type: str
+    payload: Payload | None = None
+    idempotency_key: str | None = None
+    priority: Priority | int | None = None
+    max_attempts: int | None = None
+    custom: dict[str, Primitive] = field(default_factory=dict)
+    trace_context: TraceContext | None = None
+    scheduled_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if not self.queue:
+            raise ValueError("queue must be a non-empty name")
+        if not self.job_type:
+            raise ValueError("job_type must be a non-empty name")
+        if self.priority is not None and not isinstance(self.priority, Priority):
+            self.priority = Priority(self.priority)
+
+
+@dataclass(frozen=True)
+class EnqueueAck:
+    """An accepted job: its id, and whether it was a duplicate of one already enqueued."""
+
+    job_id: str
+    deduplicated: bool
+
+
+@dataclass
+class JobCtx:
+    """Everything about a reserved job except its payload, and the lease to settle it with.
+
+    `lease_expires_at` is the lease deadline the job was delivered with; `lease_deadline`
+    follows the extensions.
+    """
+
+    id: str
+    queue: str
+    job_type: str
+    priority: Priority
+    attempt: int
+    max_attempts: int
+    enqueued_at: datetime
+    custom: dict[str, Primitive]
+    trace_context: TraceContext | None
+    lease_expires_at: datetime
+    scheduled_at: datetime | None = None
+    _lease: Lease | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def lease_deadline(self) -> datetime:
+        """The latest lease deadline the server granted: `lease_expires_at` (the deadline at
+        delivery) until an extend moves it."""
+        return self._lease.expires_at if self._lease is not None else self.lease_expires_at
+
+    async def extend(self, extension: timedelta) -> datetime:
+        """Move this job's lease deadline to now + `extension`; returns the new deadline."""
+        lease = self._lease
+        if lease is None:
+            raise RuntimeError("this JobCtx has no lease (it was not returned by reserve)")
+        return await lease.client.extend(self, extension)
+
+    def __str__(self) -> str:
+        return (
+            f"JobCtx(id={self.id}, job_type={self.job_type}, "
+            f"attempt={self.attempt}/{self.max_attempts}, priority={self.priority})"
+        )
+
+
+@dataclass(frozen=True)
+class Job:
+    """A reserved job: its payload (None if it has none) and its context."""
+
+    payload: Payload | None
+    ctx: JobCtx
+
+
+@dataclass(frozen=True)
+class ReserveOptions:
+    """What to reserve: from which queues (in order), for how long, how many at once.
+
+    `wait_timeout` is how long the server may hold the call open waiting for a job (a long poll;
+    zero returns at once). `max_jobs` is the most jobs one call returns (server default 1).
+    """
+
+    queues: list[str]
+    lease_duration: timedelta
+    wait_timeout: timedelta = timedelta(seconds=30)
+    worker_id: str | None = None
+    max_jobs: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.queues, str):
+            raise TypeError(f"queues must be a list of queue names, not the string {self.queues!r}")
+        queues = list(self.queues)
+        if not queues:
+            raise ValueError("reserve needs at least one queue")
+        for index, name in enumerate(queues):
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"queue name at index {index} must be a non-empty string")
+        object.__setattr__(self, "queues", queues)
+        if self.lease_duration < _MIN_LEASE:
+            raise ValueError("lease_duration must be at least 1 ms")
+        if self.wait_timeout < timedelta(0):
+            raise ValueError("wait_timeout must not be negative")
+        if self.worker_id is not None and not self.worker_id:
+            raise ValueError("worker_id must be a non-empty string when it is set")
+        if self.max_jobs is not None and self.max_jobs < 1:
+            raise ValueError("max_jobs must be at least 1")
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """The server's version, the protocol versions it speaks, its clock and its limits."""
+
+    version: str
+    supported_protocol_versions: list[str]
+    server_time: datetime
+    restricts_encodings: bool
+    allowed_encodings: list[str]
+    max_payload_bytes: int
+    max_custom_entries: int
+    max_custom_total_bytes: int
+    max_custom_key_bytes: int
+    max_queue_name_bytes: int
+    max_job_type_bytes: int
+    max_idempotency_key_bytes: int
+    max_schedule_horizon: timedelta
+    max_enqueue_batch: int
+    max_reserve_batch: int
+    max_reserve_queues: int
+    max_wait_timeout: timedelta
+    max_lease_duration: timedelta
+    strict_queues: bool
+    dead_letter_retention_enabled: bool
+
+
+class DeadLetterCause(str, enum.Enum):
+    """Why a job ended in the dead-letter queue."""
+
+    UNSPECIFIED = "unspecified"
+    ATTEMPTS_EXHAUSTED = "attempts_exhausted"
+    REJECTED = "rejected"
+    LEASE_EXPIRED = "lease_expired"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True)
+class DeadLetterRecord:
+    """A dead-lettered job as drained from the server, with why and when it failed."""
+
+    queue: str
+    job_id: str
+    job_type: str
+    payload: Payload | None
+    priority: Priority
+    max_attempts: int
+    custom: dict[str, Primitive]
+    trace_context: TraceContext | None
+    enqueued_at: datetime
+    scheduled_at: datetime | None
+    cause: DeadLetterCause
+    failed_at: datetime
+    final_attempt: int
+    last_reason: str | None
+
+    def to_enqueue_request(self) -> EnqueueRequest:
+        """A fresh request that replays this job on the same queue, to run at once.
+
+        It keeps the type, payload, priority, max_attempts, custom metadata and trace context. It
+        sets no idempotency key (the original key may still be remembered and would swallow the
+        replay) and no scheduled time. A max_attempts of 0 becomes None, the queue default.
+        """
+        return EnqueueRequest(
+            self.queue,
+            self.job_type,
+            payload=self.payload,
+            priority=self.priority,
+            max_attempts=self.max_attempts or None,
+            custom=dict(self.custom),
+            trace_context=self.trace_context,
+        )

@@ -1,0 +1,263 @@
+"""What the client puts on the wire, and how it copes with answers a correct server never gives.
+
+These run against the in-process recording server (see `tests/recording_server.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import grpc
+import pytest
+
+from sepp import (
+    BatchResultCountMismatchError,
+    EnqueueAck,
+    EnqueueRequest,
+    InvalidRequestError,
+    JobNotFoundError,
+    MalformedResponseError,
+    MalformedServerInfoError,
+    OverloadedError,
+    ReserveOptions,
+    RetryPolicy,
+    SeppClient,
+    ServerInternalError,
+    TransportError,
+    UnauthenticatedError,
+    UnexpectedStatusError,
+    UnknownRejection,
+)
+from sepp.v1 import queue_pb2 as pb
+from tests.recording_server import RecordingServer, recording_server
+
+RETRY = RetryPolicy(max_attempts=3, initial_backoff=timedelta(milliseconds=1), jitter=False)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[RecordingServer]:
+    async with recording_server() as server:
+        yield server
+
+
+def ok(*ids: str) -> pb.EnqueueBatchResponse:
+    return pb.EnqueueBatchResponse(
+        results=[pb.JobResult(success=pb.EnqueueResponse(job_id=i)) for i in ids]
+    )
+
+
+def wire_job(job_id: str = "j1", **fields: object) -> pb.Job:
+    job = pb.Job(id=job_id, job_type="t", attempt=1, max_attempts=3, queue="q")
+    job.enqueued_at.seconds = 1_700_000_000
+    job.lease_expires_at.seconds = 1_700_000_030
+    for name, value in fields.items():
+        if name == "no_lease":
+            job.ClearField("lease_expires_at")
+        elif name == "bad_custom":
+            job.custom["k"].Clear()
+            job.custom["k"].SetInParent()
+        elif name == "traceparent":
+            job.trace_context.traceparent = str(value)
+        else:
+            setattr(job, name, value)
+    return job
+
+
+def opts(wait: float = 2.0) -> ReserveOptions:
+    return ReserveOptions(["q"], timedelta(seconds=30), wait_timeout=timedelta(seconds=wait))
+
+
+async def test_user_agent_and_api_key_go_with_every_call(fake: RecordingServer) -> None:
+    fake.answer("EnqueueBatch", ok("a"))
+    fake.answer("Reserve", pb.ReserveResponse())
+    fake.answer("Ack", pb.AckResponse())
+    async with await SeppClient.connect(fake.addr, api_key="s3cret") as client:
+        await client.enqueue(EnqueueRequest("q", "t"))
+        await client.reserve(opts(wait=0))
+    for call in fake.calls:
+        assert call.metadata["authorization"] == "Bearer s3cret"
+        assert call.metadata["user-agent"].startswith("sepp-py/0.2.0")
+
+
+async def test_reserve_waits_ten_seconds_longer_than_its_long_poll(fake: RecordingServer) -> None:
+    fake.answer("Reserve", pb.ReserveResponse())
+    fake.answer("GetServerInfo", grpc.StatusCode.INTERNAL)
+    client = await SeppClient.connect(fake.addr, rpc_timeout=timedelta(seconds=3))
+    await client.reserve(opts(wait=20))
+    with pytest.raises(ServerInternalError):
+        await client.get_server_info()
+    await client.close()
+    (reserve,) = fake.calls_to("Reserve")
+    assert reserve.time_remaining is not None and 25 < reserve.time_remaining < 31
+    (info,) = fake.calls_to("GetServerInfo")
+    assert info.time_remaining is not None and info.time_remaining <= 3.5
+    assert (
+        reserve.request.wait_timeout.seconds == 20 and reserve.request.lease_duration.seconds == 30
+    )
+
+
+async def test_an_unset_optional_stays_unset_on_the_wire(fake: RecordingServer) -> None:
+    fake.answer("EnqueueBatch", ok("a"))
+    fake.answer("Nack", pb.NackResponse())
+    fake.answer("Reserve", pb.ReserveResponse(jobs=[wire_job()]))
+    async with await SeppClient.connect(fake.addr) as client:
+        await client.enqueue(EnqueueRequest("q", "t"))
+        jobs = await client.reserve(opts())
+        assert jobs is not None
+        await client.nack(jobs[0].ctx)
+    sent = fake.calls_to("EnqueueBatch")[0].request.jobs[0]
+    for name in ("payload", "idempotency_key", "priority", "max_attempts"):
+        assert not sent.HasField(name)
+    assert not sent.HasField("scheduled_at") and len(sent.custom) == 0
+    nack = fake.calls_to("Nack")[0].request
+    assert not nack.HasField("reason") and nack.retry.WhichOneof("strategy") == "default"
+    assert not nack.HasField("worker_id")
+
+
+async def test_malformed_jobs_are_skipped_and_the_rest_kept(
+    fake: RecordingServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.answer(
+        "Reserve",
+        pb.ReserveResponse(
+            jobs=[
+                wire_job("good"),
+                wire_job(""),
+                wire_job("p", priority=12),
+                wire_job("n", no_lease=True),
+                wire_job("c", bad_custom=True),
+                wire_job("bad-trace", traceparent="not-a-traceparent"),
+            ]
+        ),
+        pb.ReserveResponse(jobs=[wire_job("")]),
+    )
+    async with await SeppClient.connect(fake.addr) as client:
+        with caplog.at_level(logging.WARNING, logger="sepp"):
+            jobs = await client.reserve(opts())
+            assert jobs is not None
+            assert [j.ctx.id for j in jobs] == ["good", "bad-trace"]
+            assert jobs[1].ctx.trace_context is None  # dropped, the job kept
+            assert await client.reserve(opts()) is None  # every job malformed
+    assert caplog.text.count("skipping malformed job") == 5
+
+
+async def test_answers_without_an_outcome_or_with_the_wrong_count(fake: RecordingServer) -> None:
+    fake.answer(
+        "EnqueueBatch",
+        pb.EnqueueBatchResponse(results=[pb.JobResult()]),
+        ok("a"),
+        pb.EnqueueBatchResponse(results=[pb.JobResult(rejection=pb.JobRejection())]),
+    )
+    fake.answer("EnqueueAtomic", pb.EnqueueAtomicResponse())
+    fake.answer("Extend", pb.ExtendResponse(job_id="j1"))
+    fake.answer("GetServerInfo", pb.GetServerInfoResponse())
+    fake.answer("Reserve", pb.ReserveResponse(jobs=[wire_job()]))
+    async with await SeppClient.connect(fake.addr) as client:
+        with pytest.raises(MalformedResponseError):
+            await client.enqueue(EnqueueRequest("q", "t"))
+        with pytest.raises(BatchResultCountMismatchError) as mismatch:
+            await client.enqueue_batch([EnqueueRequest("q", "t"), EnqueueRequest("q", "t")])
+        assert (mismatch.value.expected, mismatch.value.got) == (2, 1)
+        assert await client.enqueue_batch([EnqueueRequest("q", "t")]) == [UnknownRejection()]
+        with pytest.raises(MalformedResponseError):
+            await client.enqueue_atomic([EnqueueRequest("q", "t")])
+        jobs = await client.reserve(opts())
+        assert jobs is not None
+        with pytest.raises(MalformedResponseError, match="lease_expires_at"):
+            await client.extend(jobs[0].ctx, timedelta(seconds=5))
+        with pytest.raises(MalformedServerInfoError):
+            await client.get_server_info()
+
+
+async def test_status_codes_map_to_the_error_hierarchy(fake: RecordingServer) -> None:
+    codes = [
+        (grpc.StatusCode.UNAVAILABLE, TransportError),
+        (grpc.StatusCode.UNAUTHENTICATED, UnauthenticatedError),
+        (grpc.StatusCode.PERMISSION_DENIED, UnauthenticatedError),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, OverloadedError),
+        (grpc.StatusCode.INVALID_ARGUMENT, InvalidRequestError),
+        (grpc.StatusCode.DATA_LOSS, ServerInternalError),
+        (grpc.StatusCode.NOT_FOUND, UnexpectedStatusError),
+    ]
+    async with await SeppClient.connect(fake.addr, coalesce_enqueues=False) as client:
+        for code, error in codes:
+            fake.answer("EnqueueBatch", code)
+            with pytest.raises(error) as caught:
+                await client.enqueue(EnqueueRequest("q", "t"))
+            assert caught.value.code == code  # type: ignore[attr-defined]
+        fake.answer("Reserve", pb.ReserveResponse(jobs=[wire_job()]))
+        fake.answer("Ack", grpc.StatusCode.NOT_FOUND)
+        jobs = await client.reserve(opts())
+        assert jobs is not None
+        with pytest.raises(JobNotFoundError):
+            await client.ack(jobs[0].ctx)
+
+
+async def test_transient_failures_are_retried_by_an_opted_in_policy(fake: RecordingServer) -> None:
+    fake.answer("EnqueueBatch", grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAVAILABLE, ok("a"))
+    async with await SeppClient.connect(fake.addr, retry_policy=RETRY) as client:
+        assert await client.enqueue(EnqueueRequest("q", "t")) == EnqueueAck("a", False)
+    assert len(fake.calls_to("EnqueueBatch")) == 3
+
+
+async def test_the_default_policy_never_retries(fake: RecordingServer) -> None:
+    fake.answer("GetServerInfo", grpc.StatusCode.UNAVAILABLE)
+    async with await SeppClient.connect(fake.addr) as client:
+        with pytest.raises(TransportError):
+            await client.get_server_info()
+    assert len(fake.calls_to("GetServerInfo")) == 1
+
+
+async def test_ambiguous_failures_are_retried_only_when_every_job_has_a_key(
+    fake: RecordingServer,
+) -> None:
+    async with await SeppClient.connect(fake.addr, retry_policy=RETRY) as client:
+        fake.answer("EnqueueBatch", grpc.StatusCode.ABORTED, ok("a"))
+        with pytest.raises(TransportError):
+            await client.enqueue(EnqueueRequest("q", "t"))
+        fake.answer("EnqueueBatch", grpc.StatusCode.DEADLINE_EXCEEDED, ok("a", "b"))
+        with pytest.raises(TransportError):
+            await client.enqueue_batch(
+                [
+                    EnqueueRequest("q", "t", idempotency_key="k"),
+                    EnqueueRequest("q", "t", idempotency_key=""),
+                ]
+            )
+        assert len(fake.calls_to("EnqueueBatch")) == 2
+        fake.answer("EnqueueBatch", grpc.StatusCode.ABORTED, ok("a"))
+        ack = await client.enqueue(EnqueueRequest("q", "t", idempotency_key="k"))
+        assert ack.job_id == "a" and len(fake.calls_to("EnqueueBatch")) == 4
+
+
+async def test_reserve_drain_and_permanent_errors_are_never_retried(fake: RecordingServer) -> None:
+    fake.answer("Reserve", grpc.StatusCode.UNAVAILABLE)
+    fake.answer("DrainDeadLetters", grpc.StatusCode.UNAVAILABLE)
+    fake.answer("Ack", grpc.StatusCode.INVALID_ARGUMENT)
+    async with await SeppClient.connect(fake.addr, retry_policy=RETRY) as client:
+        with pytest.raises(TransportError):
+            await client.reserve(opts())
+        with pytest.raises(TransportError):
+            await client.drain_dead_letters()
+        fake.answer("Reserve", pb.ReserveResponse(jobs=[wire_job()]))
+        jobs = await client.reserve(opts())
+        assert jobs is not None
+        with pytest.raises(InvalidRequestError):
+            await client.ack(jobs[0].ctx)
+    assert len(fake.calls_to("Reserve")) == 2
+    assert len(fake.calls_to("DrainDeadLetters")) == 1 and len(fake.calls_to("Ack")) == 1
+
+
+async def test_a_slow_answer_hits_the_rpc_timeout(fake: RecordingServer) -> None:
+    async def slow(request: object) -> pb.GetServerInfoResponse:
+        await asyncio.sleep(5)
+        return pb.GetServerInfoResponse()
+
+    fake.answer("GetServerInfo", slow)
+    async with await SeppClient.connect(
+        fake.addr, rpc_timeout=timedelta(milliseconds=200)
+    ) as client:
+        with pytest.raises(TransportError, match="DEADLINE_EXCEEDED"):
+            await client.get_server_info()

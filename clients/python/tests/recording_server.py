@@ -1,0 +1,99 @@
+"""An in-process gRPC server that speaks `sepp.v1.QueueService` from a script and records calls.
+
+The real server is used wherever it can show a behaviour. This one exists for what it cannot
+show: the metadata and deadlines the client sends (user-agent, authorization, traceparent, the
+reserve deadline), and answers a correct server never gives (malformed jobs, missing outcomes,
+wrong result counts, transient failures to retry).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from sepp.v1 import queue_pb2 as pb
+
+METHODS = {
+    "EnqueueBatch": (pb.EnqueueBatchRequest, pb.EnqueueBatchResponse),
+    "EnqueueAtomic": (pb.EnqueueBatchRequest, pb.EnqueueAtomicResponse),
+    "Reserve": (pb.ReserveRequest, pb.ReserveResponse),
+    "Ack": (pb.AckRequest, pb.AckResponse),
+    "Nack": (pb.NackRequest, pb.NackResponse),
+    "Extend": (pb.ExtendRequest, pb.ExtendResponse),
+    "DrainDeadLetters": (pb.DrainDeadLettersRequest, pb.DrainDeadLettersResponse),
+    "GetServerInfo": (pb.GetServerInfoRequest, pb.GetServerInfoResponse),
+}
+
+# An answer: a response message, a status code to fail with, or a function of the request.
+Answer = Any
+
+
+@dataclass
+class Call:
+    method: str
+    request: Any
+    metadata: dict[str, str]
+    time_remaining: float | None
+
+
+@dataclass
+class RecordingServer:
+    addr: str = ""
+    calls: list[Call] = field(default_factory=list)
+    # Per method, the answers to give in turn; the last one repeats.
+    script: dict[str, list[Answer]] = field(default_factory=dict)
+
+    def answer(self, method: str, *answers: Answer) -> None:
+        self.script[method] = list(answers)
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def _handler(self, method: str) -> Callable[[Any, grpc.aio.ServicerContext], Any]:
+        async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            metadata = {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
+            self.calls.append(Call(method, request, metadata, context.time_remaining()))
+            answers = self.script.get(method)
+            if not answers:
+                await context.abort(
+                    grpc.StatusCode.UNIMPLEMENTED, f"no answer scripted for {method}"
+                )
+            answer = answers.pop(0) if len(answers) > 1 else answers[0]
+            if isinstance(answer, grpc.StatusCode):
+                await context.abort(answer, f"scripted {answer.name}")
+            if callable(answer):
+                answer = answer(request)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            return answer
+
+        return handle
+
+
+@asynccontextmanager
+async def recording_server() -> AsyncIterator[RecordingServer]:
+    recorder = RecordingServer()
+    server = grpc.aio.server()
+    handlers = {
+        name: grpc.unary_unary_rpc_method_handler(
+            recorder._handler(name),
+            request_deserializer=request.FromString,
+            response_serializer=response.SerializeToString,
+        )
+        for name, (request, response) in METHODS.items()
+    }
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("sepp.v1.QueueService", handlers),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    recorder.addr = f"127.0.0.1:{port}"
+    try:
+        yield recorder
+    finally:
+        await server.stop(None)
