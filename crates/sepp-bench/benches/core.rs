@@ -4,7 +4,9 @@
 //!
 //! - `enqueue`: validation plus insertion of single-job enqueues into a fresh state.
 //! - `reserve_ack`: reserve(1) then ack, until a queue of ready jobs is empty.
-//! - `lifecycle`: enqueue, reserve and ack of one job against a steady backlog of 10,000.
+//! - `lifecycle`: enqueue, reserve and ack of one job against a steady backlog of 10,000, and
+//!   `lifecycle_with_totals` the same with the admin API's per-queue totals counted.
+//! - `stats_publish_100_queues`: one stats snapshot for the admin API, over 100 queues.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -109,7 +111,43 @@ fn core(c: &mut Criterion) {
             black_box(&steady);
         })
     });
+    // The same with per-queue totals counted, as the server does while its admin listener runs.
+    let mut counted = filled_state(10_000);
+    counted.count_totals();
+    group.bench_function("lifecycle_with_totals", |b| {
+        b.iter(|| {
+            next_id += 1;
+            enqueue_one(&mut counted, next_id, &mut records);
+            reserve_and_ack(&mut counted, &plan, &mut records);
+            black_box(&counted);
+        })
+    });
     group.finish();
+    stats_publish(c);
+}
+
+/// One stats snapshot the committer publishes for the admin API (every 250 ms), with 100
+/// queues of 100 jobs each.
+fn stats_publish(c: &mut Criterion) {
+    let mut state = fresh_state();
+    state.count_totals();
+    let mut records = Vec::new();
+    for queue in 0..100u128 {
+        let jobs = (0..100u128).map(|n| {
+            let job = NewJob { queue: format!("queue-{queue}"), ..new_job() };
+            (JobId::from_u128(queue * 1_000 + n + 1), job)
+        });
+        state.enqueue(NOW_MS, jobs.collect(), &mut records);
+    }
+    let (sender, _receiver) = tokio::sync::watch::channel(Arc::default());
+    let mut publisher = sepp_server::admin::stats::StatsPublisher::new(sender);
+    let mut now_ms = NOW_MS;
+    c.bench_function("stats_publish_100_queues", |b| {
+        b.iter(|| {
+            now_ms += 250;
+            publisher.after_cycle(now_ms, &mut state);
+        })
+    });
 }
 
 criterion_group!(benches, core);

@@ -12,10 +12,12 @@
 //! - [`clients`]: the client libraries (Rust, TypeScript, Python, sepp-py 0.1) side by side on
 //!   one server, each through its own benchmark program.
 //! - [`results`], [`report`], [`chart`]: the raw results (JSON), the Markdown tables, the SVG.
+//! - [`admin_cost`]: what the admin listener costs (load with it off and on, listing calls).
 //!
 //! The binary (`src/main.rs`) is the command line around these; `benches/core.rs` measures
 //! `sepp-core` alone.
 
+pub mod admin_cost;
 pub mod ceiling;
 pub mod chart;
 pub mod client;

@@ -42,6 +42,9 @@ enum Commands {
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
     },
+    /// What the admin listener costs: single/50 enqueue and drain with it off and on (with five
+    /// SSE subscribers), alternating; listing calls over a large backlog; the history's memory.
+    AdminCost(AdminCostArgs),
     /// The client libraries side by side on one server: each program (`NAME=COMMAND`) runs
     /// enqueue-single (16 tasks), enqueue-batch (16 tasks of 64) and drain (a Worker with 32 in
     /// flight); writes clients.json and clients.md. `rust=builtin` is our Rust client.
@@ -140,6 +143,24 @@ struct CompareArgs {
 }
 
 #[derive(Args)]
+struct AdminCostArgs {
+    /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
+    #[arg(long)]
+    ours_bin: Option<PathBuf>,
+    #[arg(long, default_value = "sync_all")]
+    persist_mode: String,
+    #[arg(long, default_value_t = 6)]
+    rounds: usize,
+    #[arg(long, default_value_t = 20_000)]
+    jobs: u64,
+    /// Ready jobs behind the listing measurement, 0 to skip it.
+    #[arg(long, default_value_t = 1_000_000)]
+    backlog_jobs: u64,
+    #[arg(long, default_value_t = 200)]
+    listing_calls: usize,
+}
+
+#[derive(Args)]
 struct RunArgs {
     /// A running sepp-protocol server (no CPU or memory figures then).
     #[arg(long, conflicts_with = "server_bin")]
@@ -174,6 +195,7 @@ fn main() -> ExitCode {
         Commands::Compare(args) => compare_command(args),
         Commands::Smoke { ours_bin, out } => smoke(ours_bin, out),
         Commands::Run(args) => run_command(args),
+        Commands::AdminCost(args) => admin_cost_command(args),
         Commands::Report { results, out } => report_command(&results, out),
         Commands::Clients { clients, jobs, rounds, ours_bin, persist_mode, out } => {
             clients_command(&clients, jobs, rounds, ours_bin, &persist_mode, &out)
@@ -283,6 +305,79 @@ fn report_command(results_path: &Path, out: Option<PathBuf>) -> Result<(), Bench
     let results: Results = serde_json::from_str(&text).map_err(|error| BenchError::Unexpected(error.to_string()))?;
     let out = out.unwrap_or_else(|| results_path.parent().unwrap_or(Path::new(".")).to_path_buf());
     write_report(&results, &out)
+}
+
+fn admin_cost_command(args: AdminCostArgs) -> Result<(), BenchError> {
+    use sepp_bench::admin_cost;
+    let persist_mode = PersistMode::parse(&args.persist_mode)
+        .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {}", args.persist_mode)))?;
+    let plan = admin_cost::Plan {
+        binary: ours_binary(args.ours_bin)?,
+        persist_mode,
+        rounds: args.rounds.max(1),
+        jobs: args.jobs.max(1),
+        backlog_jobs: args.backlog_jobs,
+        listing_calls: args.listing_calls.max(1),
+    };
+    let runtime = runtime()?;
+    let measured = admin_cost::throughput(&plan, &runtime)?;
+    println!("single/50, {} jobs, {} rounds, {}: median of each", plan.jobs, plan.rounds, persist_mode.name());
+    println!();
+    println!("| | admin off | admin on, {} SSE subscribers | on / off |", admin_cost::SUBSCRIBERS);
+    println!("|---|---:|---:|---:|");
+    for (name, figure) in [
+        ("enqueue jobs/s", AdminCostFigure::Enqueue),
+        ("drain jobs/s", AdminCostFigure::Drain),
+        ("server CPU us/job", AdminCostFigure::CpuPerJob),
+    ] {
+        let (off, on) = (figure.median(&measured, false), figure.median(&measured, true));
+        println!("| {name} | {off:.1} | {on:.1} | {:.3} |", on / off);
+    }
+    let received: Vec<u64> = measured.iter().filter(|m| m.admin).map(|m| m.sse_bytes).collect();
+    println!();
+    println!("the SSE subscribers received {received:?} bytes in the rounds with the admin listener on");
+    if plan.backlog_jobs > 0 {
+        println!();
+        println!(
+            "listing calls over {} ready jobs ({} calls each, one keep-alive connection)",
+            plan.backlog_jobs, plan.listing_calls
+        );
+        println!();
+        println!("| call | p50 ms | p99 ms | max ms |");
+        println!("|---|---:|---:|---:|");
+        for times in admin_cost::listings(&plan, &runtime)? {
+            println!("| {} | {:.2} | {:.2} | {:.2} |", times.name, times.p50_ms, times.p99_ms, times.max_ms);
+        }
+    }
+    let bytes = admin_cost::history_bytes(100, 3_600);
+    println!();
+    println!("stats history, 100 queues x 3,600 s: {:.2} MB", bytes as f64 / 1e6);
+    Ok(())
+}
+
+/// One figure of the admin-cost table.
+#[derive(Clone, Copy)]
+enum AdminCostFigure {
+    Enqueue,
+    Drain,
+    CpuPerJob,
+}
+
+impl AdminCostFigure {
+    /// The median over the rounds with the admin listener on (or off).
+    fn median(self, measured: &[sepp_bench::admin_cost::Measured], admin: bool) -> f64 {
+        let mut values: Vec<f64> = measured
+            .iter()
+            .filter(|m| m.admin == admin)
+            .map(|m| match self {
+                AdminCostFigure::Enqueue => m.run.enqueue_jobs_per_second(),
+                AdminCostFigure::Drain => m.run.drain_jobs_per_second(),
+                AdminCostFigure::CpuPerJob => m.run.cpu_us_per_job().unwrap_or(0.0),
+            })
+            .collect();
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    }
 }
 
 fn clients_command(

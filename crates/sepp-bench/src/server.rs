@@ -31,6 +31,8 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(120);
 pub enum Program {
     /// A sepp server binary (`sepp --config <file>`).
     Sepp { binary: PathBuf, persist_mode: PersistMode },
+    /// The same with its admin listener on (loopback, no keys), for measuring what it costs.
+    SeppWithAdmin { binary: PathBuf, persist_mode: PersistMode },
     /// The do-nothing ceiling (`sepp-bench ceiling --listen <addr>`).
     Ceiling { binary: PathBuf },
 }
@@ -70,7 +72,9 @@ impl ServerProcess {
     /// Bytes on disk under the data directory (sepp servers only).
     pub fn data_dir_bytes(&self) -> Option<u64> {
         match self.program {
-            Program::Sepp { .. } => Some(procfs::disk_usage_bytes(&self.dir.path().join("data"))),
+            Program::Sepp { .. } | Program::SeppWithAdmin { .. } => {
+                Some(procfs::disk_usage_bytes(&self.dir.path().join("data")))
+            }
             Program::Ceiling { .. } => None,
         }
     }
@@ -122,6 +126,24 @@ impl ServerProcess {
     fn tail(&self) -> String {
         tail_of(&self.output)
     }
+
+    /// The admin listener's address, from its `admin UI listening` line (waiting a little for
+    /// it, since it comes after the gRPC one); `None` when the server has none.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let found = self.output.lock().expect("output lock").iter().find_map(|line| {
+                line.contains("admin UI listening").then(|| sepp_logline::loopback_port(line)).flatten()
+            });
+            if let Some(port) = found {
+                return Some(SocketAddr::from(([127, 0, 0, 1], port)));
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
 }
 
 impl Drop for ServerProcess {
@@ -171,9 +193,10 @@ fn launch(
     listening: Option<mpsc::Sender<SocketAddr>>,
 ) -> Result<(Child, Output), BenchError> {
     let mut command = match program {
-        Program::Sepp { binary, persist_mode } => {
+        Program::Sepp { binary, persist_mode } | Program::SeppWithAdmin { binary, persist_mode } => {
             let config = dir.join("sepp.toml");
-            std::fs::write(&config, sepp_config(&dir.join("data"), listen, *persist_mode))?;
+            let admin = matches!(program, Program::SeppWithAdmin { .. });
+            std::fs::write(&config, sepp_config(&dir.join("data"), listen, *persist_mode, admin))?;
             let mut command = Command::new(binary);
             command.arg("--config").arg(&config);
             command
@@ -226,11 +249,12 @@ fn collect_lines(
     });
 }
 
-/// The configuration of a benchmarked sepp server: loopback only, no admin UI, the given
-/// persist mode, everything else at its default.
-fn sepp_config(data_dir: &Path, listen: SocketAddr, persist_mode: PersistMode) -> String {
+/// The configuration of a benchmarked sepp server: loopback only, the given persist mode, the
+/// admin listener off (or on a free loopback port, without keys), everything else at its default.
+fn sepp_config(data_dir: &Path, listen: SocketAddr, persist_mode: PersistMode, admin: bool) -> String {
+    let admin = if admin { "enabled = true\nlisten_addr = \"127.0.0.1:0\"" } else { "enabled = false" };
     format!(
-        "[server]\nlisten_addr = \"{listen}\"\ndb_path = {data_dir:?}\n\n[storage]\npersist_mode = \"{}\"\n\n[logging]\nlevel = \"info\"\n\n[admin]\nenabled = false\n",
+        "[server]\nlisten_addr = \"{listen}\"\ndb_path = {data_dir:?}\n\n[storage]\npersist_mode = \"{}\"\n\n[logging]\nlevel = \"info\"\n\n[admin]\n{admin}\n",
         persist_mode.name(),
         data_dir = data_dir.display().to_string(),
     )
@@ -242,7 +266,7 @@ mod tests {
 
     #[test]
     fn the_config_names_the_persist_mode_and_turns_the_admin_ui_off() {
-        let config = sepp_config(Path::new("/tmp/d"), "127.0.0.1:0".parse().unwrap(), PersistMode::Buffer);
+        let config = sepp_config(Path::new("/tmp/d"), "127.0.0.1:0".parse().unwrap(), PersistMode::Buffer, false);
         assert!(config.contains("persist_mode = \"buffer\""));
         assert!(config.contains("[admin]\nenabled = false"));
         assert!(config.contains("db_path = \"/tmp/d\""));

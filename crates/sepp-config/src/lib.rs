@@ -31,7 +31,7 @@ pub use example::example;
 pub use keys::{UnknownKey, known_keys};
 pub use load::{
     CheckReport, ConfigError, ConfigSource, ConfigWarning, Loaded, check_with_env, discover, load, load_str,
-    load_with_env, process_env,
+    load_str_as, load_with_env, process_env,
 };
 pub use policy::RESTART_ONLY;
 pub use schema::{

@@ -119,7 +119,13 @@ pub fn check_with_env(source: &ConfigSource, env: &[(String, String)]) -> CheckR
 
 /// Loads configuration from TOML text (as if it were a file) with `env` as the override layer.
 pub fn load_str(toml_text: &str, env: &[(String, String)]) -> Result<Config, ConfigError> {
-    let Checked { mut report, config } = check_text(toml_text, "<inline config>", env);
+    load_str_as(toml_text, "<inline config>", env)
+}
+
+/// Like [`load_str`], naming the text `file_label` in errors: how the admin API checks a
+/// candidate file before writing it.
+pub fn load_str_as(toml_text: &str, file_label: &str, env: &[(String, String)]) -> Result<Config, ConfigError> {
+    let Checked { mut report, config } = check_text(toml_text, file_label, env);
     config.ok_or_else(|| report.errors.swap_remove(0))
 }
 

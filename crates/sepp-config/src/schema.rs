@@ -5,17 +5,18 @@
 //! `Policy` (`policy`). Unknown keys are ignored by serde except where docs/configuration.md#unknown-keys says they are
 //! rejected: inside `[admin]` and inside `auth.api_keys[]` / `admin.keys[]` entries.
 //!
-//! Types that hold key material have a hand-written `Debug` that never prints the key.
+//! Types that hold key material have a hand-written `Debug` that never prints the key, and their
+//! `Serialize` skips it.
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
 use sepp_core::PersistMode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The whole configuration after defaults, file and environment have been layered.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct Config {
     pub server: ServerConfig,
@@ -30,7 +31,7 @@ pub struct Config {
 }
 
 /// `[server]`: the gRPC listener and the data directory.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct ServerConfig {
     pub listen_addr: SocketAddr,
@@ -53,7 +54,7 @@ impl Default for ServerConfig {
 }
 
 /// `[auth]`: the API keys of the gRPC queue service.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct AuthConfig {
     /// Tri-state: `None` allows every caller, `Some(vec![])` rejects every call, otherwise a
@@ -63,10 +64,12 @@ pub struct AuthConfig {
 
 /// One `auth.api_keys` entry. The name is a label for the UI and the audit log; only the key is
 /// secret.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ApiKey {
     pub name: String,
+    /// Never serialized: a serialized configuration (the admin API's view) carries names only.
+    #[serde(skip_serializing)]
     pub key: String,
 }
 
@@ -77,7 +80,7 @@ impl fmt::Debug for ApiKey {
 }
 
 /// How a nack's retry delay grows; mapped to `sepp_core::RetryBackoff`.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum RetryBackoff {
     #[default]
@@ -96,7 +99,7 @@ impl From<RetryBackoff> for sepp_core::RetryBackoff {
 
 /// `[limits]`: the global limits. Most of them are the defaults of every queue; the rest are
 /// server-wide (docs/protocol.md#per-queue-limits says which).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct LimitsConfig {
     pub max_lease_duration_ms: u64,
@@ -158,6 +161,11 @@ impl Default for LimitsConfig {
     }
 }
 
+/// `storage.persist_mode` as its name.
+fn persist_mode_name<S: serde::Serializer>(mode: &PersistMode, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(mode.name())
+}
+
 /// `storage.persist_mode` by its name.
 fn persist_mode<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<PersistMode, D::Error> {
     let name = String::deserialize(deserializer)?;
@@ -168,10 +176,10 @@ fn persist_mode<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Per
 }
 
 /// `[storage]`: all restart-only.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct StorageConfig {
-    #[serde(deserialize_with = "persist_mode")]
+    #[serde(deserialize_with = "persist_mode", serialize_with = "persist_mode_name")]
     pub persist_mode: PersistMode,
     pub sweep_interval_ms: u64,
     pub sweep_limit: u64,
@@ -205,7 +213,7 @@ impl Default for StorageConfig {
 }
 
 /// The log line format.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum LogFormat {
     #[default]
@@ -214,7 +222,7 @@ pub enum LogFormat {
 }
 
 /// `[logging]`: restart-only. `RUST_LOG`, when set, replaces `level` (the server applies it).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct LoggingConfig {
     /// An `EnvFilter` directive.
@@ -229,7 +237,7 @@ impl Default for LoggingConfig {
 }
 
 /// `[tracing]`: OTLP trace export; restart-only.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct TracingConfig {
     pub enabled: bool,
@@ -250,7 +258,7 @@ impl Default for TracingConfig {
 }
 
 /// `[metrics]`: OTLP metric push and the Prometheus scrape endpoint; restart-only.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct MetricsConfig {
     pub enabled: bool,
@@ -273,7 +281,7 @@ impl Default for MetricsConfig {
 }
 
 /// `[admin]`: the admin UI and JSON API. Unknown keys here are an error.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     pub enabled: bool,
@@ -301,7 +309,7 @@ impl Default for AdminConfig {
 }
 
 /// What an admin key may do, from least to most.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum AdminRole {
     Viewer,
@@ -311,10 +319,12 @@ pub enum AdminRole {
 }
 
 /// One `admin.keys` entry.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct AdminKey {
     pub name: String,
+    /// Never serialized, like [`ApiKey::key`].
+    #[serde(skip_serializing)]
     pub key: String,
     #[serde(default)]
     pub role: AdminRole,
@@ -327,7 +337,7 @@ impl fmt::Debug for AdminKey {
 }
 
 /// One `[[queues]]` entry: a declared queue and its overrides of the global limits.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct QueueConfig {
     pub name: String,
     #[serde(default)]
@@ -385,9 +395,8 @@ fn v4(a: u8, b: u8, c: u8, d: u8, port: u16) -> SocketAddr {
 mod tests {
     use super::*;
 
-    #[test]
-    fn debug_of_api_and_admin_keys_never_prints_the_key() {
-        let config = Config {
+    fn config_with_keys() -> Config {
+        Config {
             auth: AuthConfig { api_keys: Some(vec![ApiKey { name: "worker".into(), key: "s3cret-api".into() }]) },
             admin: AdminConfig {
                 keys: Some(vec![AdminKey {
@@ -398,11 +407,23 @@ mod tests {
                 ..AdminConfig::default()
             },
             ..Config::default()
-        };
+        }
+    }
+
+    #[test]
+    fn debug_of_api_and_admin_keys_never_prints_the_key() {
+        let config = config_with_keys();
         let printed = format!("{config:?} {config:#?}");
         assert!(!printed.contains("s3cret"), "{printed}");
         assert!(printed.contains("worker") && printed.contains("ops"));
         assert!(printed.contains("<redacted>"));
+    }
+
+    #[test]
+    fn a_serialized_config_names_keys_without_their_material() {
+        let serialized = toml::to_string(&config_with_keys()).expect("serializes");
+        assert!(!serialized.contains("s3cret"), "{serialized}");
+        assert!(serialized.contains("worker") && serialized.contains("ops") && serialized.contains("operator"));
     }
 
     #[test]

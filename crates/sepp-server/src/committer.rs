@@ -70,6 +70,8 @@ pub enum Command {
     },
     /// A hot reload produced a new policy.
     SetPolicy(Arc<Policy>),
+    /// A request of the admin API (see `admin::commands`).
+    Admin(Box<crate::admin::commands::AdminCommand>),
     /// Shutdown began: answer parked reserves empty and stop parking new ones.
     Shutdown,
     /// The listener stopped serving: finish this cycle, then close the log and stop, even
@@ -87,6 +89,7 @@ enum Answer {
     Nack(Reply<Result<Nacked, LeaseError>>, Result<Nacked, LeaseError>),
     Extend(Reply<Result<TimeMs, LeaseError>>, Result<TimeMs, LeaseError>),
     Drain(Reply<Vec<Loaded<DeadLetter>>>, Vec<DeadLetter>),
+    Admin(crate::admin::commands::Deferred),
 }
 
 /// What a caller that had gone did not take, and the queue must get back: the jobs leased to
@@ -117,6 +120,7 @@ impl Answer {
                 let loaded = load_all(log, dead_letters, |dead| &dead.job)?;
                 return reply.send(loaded).err().map(Unclaimed::DeadLetters);
             }
+            Answer::Admin(deferred) => deferred.send(log),
         }
         None
     }
@@ -162,6 +166,11 @@ impl CommitterHandle {
     /// Sends a command, waiting while the channel is full. Fails only once the committer stopped.
     pub async fn send(&self, command: Command) -> Result<(), Stopped> {
         self.sender.send_async(command).await.map_err(|_| Stopped)
+    }
+
+    /// Commands waiting in the channel (the admin API shows it).
+    pub fn queued(&self) -> usize {
+        self.sender.len()
     }
 
     /// Sends a command from a thread outside the runtime, blocking while the channel is full.
@@ -287,6 +296,7 @@ pub fn spawn<E: Send + 'static>(
                 served_generation: 0,
                 relocating: sepp_log::Relocations::default(),
                 relocations_per_cycle: settings.relocations_per_cycle.max(1),
+                stats: None,
                 clock: settings.clock,
             };
             // A panic is a broken invariant. It poisons storage like a failed write: callers of
@@ -335,6 +345,8 @@ struct Committer {
     /// Payload places a finished checkpoint moved that are not applied yet.
     relocating: sepp_log::Relocations,
     relocations_per_cycle: usize,
+    /// Publishes stats snapshots for the admin API, once it asked for them.
+    stats: Option<crate::admin::stats::StatsPublisher>,
     clock: Arc<dyn Clock>,
 }
 
@@ -373,8 +385,12 @@ impl Committer {
             return Instant::now();
         }
         let now = self.clock.now_ms();
-        let deadlines =
-            self.state.next_deadline_ms().into_iter().chain(self.waiters.iter().map(|waiter| waiter.deadline_ms));
+        let deadlines = self
+            .state
+            .next_deadline_ms()
+            .into_iter()
+            .chain(self.waiters.iter().map(|waiter| waiter.deadline_ms))
+            .chain(self.stats.as_ref().map(crate::admin::stats::StatsPublisher::wake_ms));
         let wait = deadlines
             .min()
             .map_or(self.sweep_interval, |deadline_ms| {
@@ -407,6 +423,9 @@ impl Committer {
         // Only now: answers hold jobs as they were when applied, whose payloads may sit in the
         // very files a finished checkpoint is about to let the log delete.
         self.maintain_log();
+        if let Some(stats) = &mut self.stats {
+            stats.after_cycle(now_ms, &mut self.state);
+        }
         !self.close
     }
 
@@ -452,6 +471,18 @@ impl Committer {
             Command::SetPolicy(policy) => {
                 self.state.set_policy(policy);
                 return;
+            }
+            Command::Admin(command) => {
+                let mut cycle = crate::admin::commands::AdminCycle {
+                    state: &mut self.state,
+                    records,
+                    now_ms,
+                    stats: &mut self.stats,
+                };
+                match command.apply(&mut cycle) {
+                    Some(deferred) => Answer::Admin(deferred),
+                    None => return,
+                }
             }
             Command::Shutdown => {
                 self.closing = true;

@@ -8,11 +8,15 @@
 //! - [`convert`]: proto <-> core conversions; [`status`]: outcomes -> gRPC statuses.
 //! - [`committer`]: the thread that owns the state, with group commit and parked reserves.
 //! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
+//! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
+//!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
 //! - [`logtext`]: client-supplied strings cut to a bounded length for log lines.
 //! - [`memory`]: the allocator (mimalloc) of every binary that links this crate.
 //!
 //! The durable log the committer persists to is the `sepp-log` crate.
 
+pub mod admin;
+pub mod admin_cli;
 pub mod auth;
 pub mod committer;
 pub mod convert;

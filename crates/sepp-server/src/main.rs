@@ -1,4 +1,5 @@
-//! The `sepp` binary: command line, logging, configuration, signals; then `server::run`.
+//! The `sepp` binary: command line, logging, configuration, signals; then `server::run`. The
+//! `admin` subcommand is a client of a running server instead (`admin_cli`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +29,8 @@ enum Commands {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Operate a running server through its admin API (key from SEPP_ADMIN_KEY).
+    Admin(Box<sepp_server::admin_cli::AdminArgs>),
 }
 
 #[derive(Subcommand)]
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Some(Commands::Config { command: ConfigCommand::Check }) => return check_config(&source),
+        Some(Commands::Admin(args)) => return sepp_server::admin_cli::run(*args),
         None => {}
     }
     let sepp_config::Loaded { config, warnings } = match sepp_config::load(&source) {
