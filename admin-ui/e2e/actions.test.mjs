@@ -1,0 +1,220 @@
+// Actions through the UI, each checked against the server afterwards: bulk requeue and delete
+// of dead letters and bulk dead-lettering of ready jobs (with confirmations that count), the
+// enqueue form (accepted, and a rejection explained), queue settings, config edits (restart-only
+// flags, env-pinned locks), worker API keys, purge, and the audit log of all of it.
+import { after, before, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { startServer } from './server.mjs'
+import { connect } from './grpc.mjs'
+import { adminApi, launch, login, newPage, shot, until, untilText, NARROW, WIDE } from './browser.mjs'
+
+let server, grpc, browser, api
+
+before(async () => {
+  server = await startServer({ env: { SEPP_LIMITS__MAX_PAYLOAD_BYTES: '2097152' } })
+  grpc = connect(server.grpcAddr)
+  api = adminApi(server)
+  browser = await launch()
+})
+after(async () => {
+  await browser?.close()
+  grpc?.close()
+  await server?.stop()
+})
+
+async function makeDeadLetters(queue, n) {
+  const ids = await grpc.enqueue(queue, Array.from({ length: n }, (_, i) => ({ job_type: 'sync', data: `{"i":${i}}` })))
+  const jobs = await grpc.reserve(queue, n)
+  assert.equal(jobs.length, n)
+  for (const job of jobs) await grpc.deadLetter(job, 'upstream 503')
+  await until(() => api.queue(queue), (q) => q.depths.dead_lettered === n, `${n} dead letters in ${queue}`)
+  return ids
+}
+
+test('dead letters are requeued and deleted in bulk, after a confirmation that counts them', async () => {
+  const ids = await makeDeadLetters('sync', 5)
+  const page = await newPage(browser)
+  await login(page, server, 'operator', '/queues/sync/jobs?state=dead_letter')
+  await untilText(page.getByTestId('page-info'), '5 shown')
+  const rows = page.locator('table.jobs tbody tr')
+  await rows.nth(0).locator('input[type=checkbox]').check()
+  await rows.nth(1).locator('input[type=checkbox]').check()
+  const chosen = await Promise.all([0, 1].map((i) => rows.nth(i).getAttribute('data-job-id')))
+  await untilText(page.getByTestId('selected-count'), '2 selected')
+  await page.getByTestId('bulk-requeue').click()
+  await untilText(page.getByTestId('confirm-message'), 'Requeue 2 dead letters')
+  await shot(page, 'confirm-requeue')
+  await page.getByRole('dialog').getByLabel(/Reason/).fill('upstream is back')
+  await page.getByRole('button', { name: 'Requeue 2' }).click()
+  await untilText(page.getByTestId('notice-ok'), 'Requeued 2 jobs')
+  await untilText(page.getByTestId('page-info'), '3 shown')
+  const ready = await api.peek('sync', 'ready')
+  assert.deepEqual(ready.jobs.map((j) => j.id).sort(), chosen.sort())
+  assert.ok(ready.jobs.every((j) => j.attempt === 1))
+
+  // Everything left on the page: select all, delete.
+  await page.getByLabel('Select every job on this page').check()
+  await untilText(page.getByTestId('selected-count'), '3 selected')
+  await page.getByTestId('bulk-delete').click()
+  await untilText(page.getByTestId('confirm-message'), 'Delete 3 dead letters')
+  await page.getByRole('button', { name: 'Delete 3' }).click()
+  await untilText(page.getByTestId('notice-ok'), 'Deleted 3 jobs')
+  await untilText(page.getByTestId('jobs-empty'), 'No dead letters')
+  assert.equal((await api.peek('sync', 'dead_letter')).jobs.length, 0)
+  assert.equal(ids.length, 5)
+  assert.deepEqual(page.errors, [])
+  await page.context().close()
+})
+
+test('ready jobs are dead-lettered in bulk by an operator', async () => {
+  const ids = await grpc.enqueue('stale', Array.from({ length: 4 }, () => ({ job_type: 'old' })))
+  const page = await newPage(browser)
+  await login(page, server, 'operator', '/queues/stale')
+  await untilText(page.getByTestId('page-info'), '4 shown')
+  await page.getByLabel('Select every job on this page').check()
+  await page.getByTestId('bulk-dead_letter').click()
+  await untilText(page.getByTestId('confirm-message'), 'Move 4 ready jobs')
+  await page.getByRole('button', { name: 'Dead-letter 4' }).click()
+  await untilText(page.getByTestId('notice-ok'), 'Dead-lettered 4 jobs')
+  const dead = await api.peek('stale', 'dead_letter')
+  assert.deepEqual(dead.jobs.map((j) => j.id).sort(), ids.slice().sort())
+  assert.ok(dead.jobs.every((j) => j.cause === 'admin'))
+  await page.context().close()
+})
+
+test('queue settings are edited and saved to the config, and the enqueue form explains a rejection', async () => {
+  const page = await newPage(browser)
+  await login(page, server, 'admin', '/queues/forms/settings')
+  const row = page.locator('[data-field="allowed_encodings"]')
+  await row.getByLabel('Override allowed_encodings').check()
+  await row.locator('textarea').fill('application/json')
+  const prio = page.locator('[data-field="default_priority"]')
+  await prio.getByLabel('Override default_priority').check()
+  await prio.getByTestId('value-default_priority').fill('6')
+  await untilText(page.getByTestId('settings-save'), 'Save 2 changes')
+  await shot(page, 'queue-settings')
+  await page.getByTestId('settings-save').click()
+  await untilText(page.getByTestId('notice-ok'), 'Saved the settings of forms')
+  const q = await until(() => api.queue('forms'), (x) => x.declared && x.effective.default_priority === 6, 'the override to apply')
+  assert.deepEqual(q.effective.allowed_encodings, ['application/json'])
+  await page.setViewportSize(NARROW)
+  await shot(page, 'queue-settings')
+  await page.setViewportSize(WIDE)
+
+  // The Enqueue tab now suggests the one allowed encoding; JSON goes in, text is rejected.
+  await page.getByRole('link', { name: 'Enqueue' }).click()
+  await page.getByTestId('enqueue-job-type').fill('welcome')
+  await page.getByTestId('enqueue-body').fill('{"user": 42}')
+  await page.getByTestId('custom-add').click()
+  await page.getByTestId('custom-key-0').fill('tenant')
+  await page.getByTestId('custom-value-0').fill('acme')
+  await page.getByTestId('enqueue-priority').selectOption('8')
+  await shot(page, 'enqueue')
+  await page.getByTestId('enqueue-submit').click()
+  const okText = await untilText(page.getByTestId('enqueue-ok'), 'Enqueued job')
+  const jobId = /[0-9a-f-]{36}/.exec(okText)[0]
+  const job = await api.get(`/jobs/${jobId}`)
+  assert.equal(job.priority, 8)
+  assert.equal(job.custom.tenant, 'acme')
+  assert.equal(Buffer.from(job.payload.data_b64, 'base64').toString(), '{"user": 42}')
+
+  await page.getByTestId('mode-text').check({ force: true })
+  await page.getByTestId('enqueue-encoding').fill('text/plain')
+  await page.getByTestId('enqueue-body').fill('hello')
+  await page.getByTestId('enqueue-submit').click()
+  await untilText(page.getByTestId('enqueue-rejected'), 'encoding_not_allowed')
+  await untilText(page.getByTestId('enqueue-rejected'), 'not in this queue')
+  await shot(page, 'enqueue-rejected')
+  await page.setViewportSize(NARROW)
+  await shot(page, 'enqueue-rejected')
+  assert.deepEqual(page.errors, [])
+  await page.context().close()
+})
+
+test('the config view edits fields, flags restart-only ones and locks env-pinned ones', async () => {
+  const page = await newPage(browser)
+  await login(page, server, 'admin', '/config')
+  const pinned = page.locator('[data-path="limits.max_payload_bytes"]')
+  await untilText(pinned, 'SEPP_LIMITS__MAX_PAYLOAD_BYTES')
+  assert.equal(await pinned.locator('input').count(), 0, 'an env-pinned field has no input')
+  await untilText(page.locator('[data-path="storage.persist_mode"]'), 'restart')
+  await page.getByTestId('config-limits.default_max_attempts').fill('5')
+  await untilText(page.locator('.savebar'), '1 unsaved change')
+  await shot(page, 'config')
+  await page.getByTestId('config-save').click()
+  await untilText(page.getByTestId('notice-ok'), 'Saved 1 change')
+  await until(() => api.get('/config'), (c) => c.effective.limits.default_max_attempts === 5, 'the new value to be live')
+
+  // Worker API keys: add one, then revoke it.
+  await page.getByTestId('apikey-name').fill('billing-worker')
+  await page.getByTestId('apikey-key').fill('bw-secret-000111')
+  await page.getByTestId('apikey-add').click()
+  await untilText(page.getByTestId('notice-ok'), 'Added API key billing-worker')
+  await page.locator('[data-key-name="billing-worker"]').waitFor()
+  const afterAdd = await api.get('/config')
+  assert.deepEqual(afterAdd.effective.auth.api_keys, [{ name: 'billing-worker' }])
+  assert.ok(!JSON.stringify(afterAdd).includes('bw-secret-000111'), 'key material never comes back')
+  await page.setViewportSize(NARROW)
+  await shot(page, 'config')
+  await page.setViewportSize(WIDE)
+  await page.getByTestId('revoke-billing-worker').click()
+  await untilText(page.getByTestId('confirm-message'), 'It is the last key')
+  await page.getByRole('button', { name: 'Revoke', exact: true }).click()
+  await untilText(page.getByTestId('notice-ok'), 'Revoked API key billing-worker')
+  await until(() => api.get('/config'), (c) => Array.isArray(c.effective.auth.api_keys) && c.effective.auth.api_keys.length === 0, 'the key to be gone')
+  await page.getByTestId('apikey-disable').click()
+  await page.getByRole('button', { name: 'Turn off' }).click()
+  await untilText(page.getByTestId('notice-ok'), 'gRPC authentication is off')
+  await until(() => api.get('/config'), (c) => c.effective.auth.api_keys === null || c.effective.auth.api_keys === undefined, 'gRPC auth off')
+  assert.deepEqual(page.errors, [])
+  await page.context().close()
+})
+
+test('a queue is purged from the Danger tab after typing its name', async () => {
+  await grpc.enqueue('scratch', Array.from({ length: 3 }, () => ({ job_type: 'tmp' })))
+  await until(() => api.queue('scratch'), (q) => q.depths.ready === 3, 'scratch to hold 3 jobs')
+  const page = await newPage(browser)
+  await login(page, server, 'admin', '/queues/scratch/danger')
+  await page.getByTestId('danger-purge').click()
+  await untilText(page.getByTestId('confirm-message'), '3 ready')
+  const confirm = page.getByRole('button', { name: 'Purge and delete' })
+  assert.equal(await confirm.isDisabled(), true, 'disabled until the name is typed')
+  await page.getByRole('dialog').getByLabel(/Type/).fill('scratch')
+  await shot(page, 'danger')
+  await confirm.click()
+  await page.waitForURL(/\/admin\/$/)
+  await untilText(page.getByTestId('notice-ok'), 'deleted scratch')
+  const q = await api.queue('scratch')
+  assert.equal(q.depths.ready, 0)
+  await page.context().close()
+})
+
+test('the audit log lists every action above, filterable by action and actor', async () => {
+  const page = await newPage(browser)
+  await login(page, server, 'admin', '/audit')
+  for (const action of ['dead_letters.requeue', 'dead_letters.delete', 'jobs.dead_letter', 'queue.put', 'job.enqueue', 'config.put', 'auth_key.add', 'auth_key.revoke', 'auth.disable', 'queue.delete', 'session.login']) {
+    await page.locator(`tr[data-action="${action}"]`).first().waitFor()
+  }
+  await untilText(page.locator('tr[data-action="dead_letters.requeue"]'), 'upstream is back')
+  await shot(page, 'audit')
+  await page.getByTestId('audit-action').fill('dead_letters.')
+  await page.getByRole('button', { name: 'Apply' }).click()
+  await page.waitForURL(/action_prefix=dead_letters\./)
+  await until(() => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.action)),
+    (a) => a.length === 2 && a.every((x) => x.startsWith('dead_letters.')), 'only the two dead-letter actions')
+  await page.getByTestId('audit-action').fill('')
+  await page.getByTestId('audit-actor').fill('ops')
+  await page.getByRole('button', { name: 'Apply' }).click()
+  await until(() => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.textContent)),
+    (rows) => rows.length > 0 && rows.every((t) => t.includes('ops')), 'only the operator actions')
+  await page.setViewportSize(NARROW)
+  await shot(page, 'audit')
+  // A new action appears without reloading.
+  await page.goto(server.adminUrl + '/admin/audit')
+  await page.locator('tbody tr').first().waitFor()
+  await api.post('/queues/live-audit/jobs', { job_type: 'ping', payload: { encoding: 'text/plain', data_text: 'hi' } })
+  await untilText(page.locator('tbody tr').first(), 'job.enqueue')
+  await untilText(page.locator('tbody tr').first(), 'live-audit')
+  assert.deepEqual(page.errors, [])
+  await page.context().close()
+})
