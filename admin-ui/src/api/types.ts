@@ -142,6 +142,8 @@ export interface Job {
   custom: Record<string, CustomValue>
   payload: Payload
   scheduled_at_ms?: number
+  /** When a scheduled job (or a delayed retry) becomes ready. */
+  due_at_ms?: number
   lease_expires_at_ms?: number
   /** Set by the job-by-id lookup. */
   queue?: string
