@@ -82,6 +82,39 @@ test('ready jobs are dead-lettered in bulk by an operator', async () => {
   await page.context().close()
 })
 
+test('everything matching a filter is requeued or dead-lettered, after a confirmation with the server\'s count', async () => {
+  const jobs = Array.from({ length: 10 }, (_, i) => ({ job_type: i < 6 ? 'invoice' : 'receipt', custom: { tenant: i % 2 === 0 ? 'acme' : 'globex' } }))
+  await grpc.enqueue('tagged', jobs)
+  const held = await grpc.reserve('tagged', 10)
+  for (const job of held) await grpc.deadLetter(job, 'tax service down')
+  await until(() => api.queue('tagged'), (q) => q.depths.dead_lettered === 10, '10 dead letters')
+  const page = await newPage(browser)
+  // invoice + acme: i in {0, 2, 4} = 3 jobs.
+  await login(page, server, 'operator', '/queues/tagged/jobs?state=dead_letter&job_type=invoice&custom.tenant=acme')
+  await untilText(page.getByTestId('page-info'), '3 shown')
+  await page.getByTestId('bulk-all-requeue').click()
+  await untilText(page.getByTestId('confirm-message'), 'Requeue 3 dead letters matching job type invoice, tenant = acme')
+  await shot(page, 'confirm-requeue-matching')
+  await page.getByRole('button', { name: 'Requeue 3' }).click()
+  await untilText(page.getByTestId('notice-ok'), 'Requeued 3 jobs')
+  const ready = await api.peek('tagged', 'ready')
+  assert.equal(ready.jobs.length, 3)
+  assert.ok(ready.jobs.every((j) => j.job_type === 'invoice' && j.custom.tenant === 'acme'))
+  assert.equal((await api.peek('tagged', 'dead_letter')).jobs.length, 7)
+
+  // Those three are ready again: dead-letter all ready jobs of the queue (no filter).
+  await page.goto(server.adminUrl + '/admin/queues/tagged/jobs?state=ready')
+  await untilText(page.getByTestId('page-info'), '3 shown')
+  await page.getByTestId('bulk-all-dead_letter').click()
+  await untilText(page.getByTestId('confirm-message'), 'Move 3 ready jobs (every one in the queue that matches now)')
+  await page.getByRole('button', { name: 'Dead-letter 3' }).click()
+  await untilText(page.getByTestId('notice-ok'), 'Dead-lettered 3 jobs')
+  await untilText(page.getByTestId('jobs-empty'), 'No ready jobs')
+  assert.equal((await api.peek('tagged', 'dead_letter')).jobs.length, 10)
+  assert.deepEqual(page.errors, [])
+  await page.context().close()
+})
+
 test('queue settings are edited and saved to the config, and the enqueue form explains a rejection', async () => {
   const page = await newPage(browser)
   await login(page, server, 'admin', '/queues/forms/settings')
@@ -201,7 +234,8 @@ test('the audit log lists every action above, filterable by action and actor', a
   await page.getByRole('button', { name: 'Apply' }).click()
   await page.waitForURL(/action_prefix=dead_letters\./)
   await until(() => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.action)),
-    (a) => a.length === 2 && a.every((x) => x.startsWith('dead_letters.')), 'only the two dead-letter actions')
+    (a) => a.includes('dead_letters.requeue') && a.includes('dead_letters.delete') && a.every((x) => x.startsWith('dead_letters.')),
+    'only dead-letter actions')
   await page.getByTestId('audit-action').fill('')
   await page.getByTestId('audit-actor').fill('ops')
   await page.getByRole('button', { name: 'Apply' }).click()

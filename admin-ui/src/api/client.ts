@@ -5,7 +5,7 @@
  */
 import type {
   AuditPage, AuditQuery, ConfigChange, ConfigView, EnqueueRequest, Job, JobPage, JobState,
-  LoginResult, Overview, Queue, QueueLimits, Rejection, ServerInfo, Session, WorkerInfo, WriteResult,
+  LoginResult, Overview, Queue, QueueLimits, Rejection, ServerInfo, Session, WorkerInfo, WriteResult, BulkActionName, CustomValue,
 } from './types'
 import { filterToQuery, type JobFilter } from '../lib/filters'
 
@@ -102,6 +102,22 @@ function filterQuery(filter?: JobFilter): Record<string, string> {
   return filter ? filterToQuery(filter) : {}
 }
 
+function bulkBody(
+  request: { state: JobState; action: BulkActionName; filter: JobFilter; reason?: string },
+  dryRun: boolean,
+): Record<string, unknown> {
+  const custom: Record<string, CustomValue> = {}
+  for (const c of request.filter.custom) custom[c.key] = c.value
+  return {
+    state: request.state,
+    action: request.action,
+    job_type: request.filter.jobType || undefined,
+    custom: request.filter.custom.length ? custom : undefined,
+    reason: request.reason || undefined,
+    dry_run: dryRun,
+  }
+}
+
 export interface PeekParams {
   state: JobState
   cursor?: string
@@ -158,6 +174,15 @@ export const api = {
     call<{ deleted: number; missing: number }>('POST', `/queues/${seg(queue)}/dead-letters:delete`, {
       body: action,
     }),
+
+  /** How many of the queue's jobs in `state` match `filter` (all of them without one). */
+  countJobs: (queue: string, state: JobState, filter?: JobFilter) =>
+    call<{ count: number }>('GET', `/queues/${seg(queue)}/jobs:count`, { query: { state, ...filterQuery(filter) } }),
+  /** Applies an action to every job in `state` matching `filter`; `dryRun` only counts them. */
+  bulk: (queue: string, request: { state: JobState; action: BulkActionName; filter: JobFilter; reason?: string }) =>
+    call<{ affected: number }>('POST', `/queues/${seg(queue)}/jobs:bulk`, { body: bulkBody(request, false) }),
+  bulkPreview: (queue: string, request: { state: JobState; action: BulkActionName; filter: JobFilter }) =>
+    call<{ matched: number }>('POST', `/queues/${seg(queue)}/jobs:bulk`, { body: bulkBody(request, true) }),
 
   audit: (query: AuditQuery) => call<AuditPage>('GET', '/audit', { query: { ...query } }),
 

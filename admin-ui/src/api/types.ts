@@ -221,6 +221,14 @@ export interface Rejection {
 export interface WorkerInfo {
   worker_id: string
   last_seen_ms: number
-  /** Jobs held (in flight) per queue. */
+  /** Reserve calls seen from it. */
+  reserves: number
+  jobs_delivered: number
+  /** Jobs it holds (in flight) now, per queue. */
   held: Record<string, number>
+  held_total: number
+  /** The soonest lease among the jobs it holds, if any. */
+  next_lease_expires_at_ms: number | null
 }
+
+export type BulkActionName = 'requeue' | 'delete' | 'dead_letter'
