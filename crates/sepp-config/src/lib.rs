@@ -26,7 +26,7 @@ mod watch;
 
 pub use env::env_key;
 pub use example::example;
-pub use load::{ConfigError, ConfigSource, discover, load, load_str, load_with_env};
+pub use load::{ConfigError, ConfigSource, discover, load, load_str, load_str_as, load_with_env};
 pub use policy::RESTART_ONLY;
 pub use schema::{
     AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, Config, LimitsConfig, LogFormat, LoggingConfig,

@@ -90,6 +90,12 @@ pub fn load_str(toml_text: &str, env: &[(String, String)]) -> Result<Config, Con
     load_text(toml_text, "<inline config>", env)
 }
 
+/// Like [`load_str`], naming the text `file_label` in errors: how the admin API checks a
+/// candidate file before writing it.
+pub fn load_str_as(toml_text: &str, file_label: &str, env: &[(String, String)]) -> Result<Config, ConfigError> {
+    load_text(toml_text, file_label, env)
+}
+
 fn load_text(text: &str, file_label: &str, env: &[(String, String)]) -> Result<Config, ConfigError> {
     let file: Table = toml::from_str(text).map_err(|error| ConfigError::Parse {
         origin: file_label.to_owned(),

@@ -5,16 +5,17 @@
 //! `Policy` (`policy`). Unknown keys are ignored by serde except where SPEC 4.1 says they are
 //! rejected: inside `[admin]` and inside `auth.api_keys[]` / `admin.keys[]` entries.
 //!
-//! Types that hold key material have a hand-written `Debug` that never prints the key.
+//! Types that hold key material have a hand-written `Debug` that never prints the key, and their
+//! `Serialize` skips it.
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The whole configuration after defaults, file and environment have been layered.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct Config {
     pub server: ServerConfig,
@@ -29,7 +30,7 @@ pub struct Config {
 }
 
 /// `[server]`: the gRPC listener and the data directory.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct ServerConfig {
     pub listen_addr: SocketAddr,
@@ -52,7 +53,7 @@ impl Default for ServerConfig {
 }
 
 /// `[auth]`: the API keys of the gRPC queue service.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct AuthConfig {
     /// Tri-state: `None` allows every caller, `Some(vec![])` rejects every call, otherwise a
@@ -62,10 +63,12 @@ pub struct AuthConfig {
 
 /// One `auth.api_keys` entry. The name is a label for the UI and the audit log; only the key is
 /// secret.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ApiKey {
     pub name: String,
+    /// Never serialized: a serialized configuration (the admin API's view) carries names only.
+    #[serde(skip_serializing)]
     pub key: String,
 }
 
@@ -76,7 +79,7 @@ impl fmt::Debug for ApiKey {
 }
 
 /// How a nack's retry delay grows; mapped to `sepp_core::RetryBackoff`.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum RetryBackoff {
     #[default]
@@ -95,7 +98,7 @@ impl From<RetryBackoff> for sepp_core::RetryBackoff {
 
 /// `[limits]`: the global limits. Most of them are the defaults of every queue; the rest are
 /// server-wide (SPEC 2.0 says which).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct LimitsConfig {
     pub max_lease_duration_ms: u64,
@@ -158,7 +161,7 @@ impl Default for LimitsConfig {
 }
 
 /// How hard the committer pushes each cycle to disk.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum PersistMode {
     #[default]
@@ -168,7 +171,7 @@ pub enum PersistMode {
 }
 
 /// `[storage]`: all restart-only.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct StorageConfig {
     pub persist_mode: PersistMode,
@@ -204,7 +207,7 @@ impl Default for StorageConfig {
 }
 
 /// The log line format.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum LogFormat {
     #[default]
@@ -213,7 +216,7 @@ pub enum LogFormat {
 }
 
 /// `[logging]`: restart-only. `RUST_LOG`, when set, replaces `level` (the server applies it).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct LoggingConfig {
     /// An `EnvFilter` directive.
@@ -228,7 +231,7 @@ impl Default for LoggingConfig {
 }
 
 /// `[tracing]`: OTLP trace export; restart-only.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct TracingConfig {
     pub enabled: bool,
@@ -249,7 +252,7 @@ impl Default for TracingConfig {
 }
 
 /// `[metrics]`: OTLP metric push and the Prometheus scrape endpoint; restart-only.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct MetricsConfig {
     pub enabled: bool,
@@ -272,7 +275,7 @@ impl Default for MetricsConfig {
 }
 
 /// `[admin]`: the admin UI and JSON API. Unknown keys here are an error.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     pub enabled: bool,
@@ -300,7 +303,7 @@ impl Default for AdminConfig {
 }
 
 /// What an admin key may do, from least to most.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum AdminRole {
     Viewer,
@@ -310,10 +313,12 @@ pub enum AdminRole {
 }
 
 /// One `admin.keys` entry.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct AdminKey {
     pub name: String,
+    /// Never serialized, like [`ApiKey::key`].
+    #[serde(skip_serializing)]
     pub key: String,
     #[serde(default)]
     pub role: AdminRole,
@@ -326,7 +331,7 @@ impl fmt::Debug for AdminKey {
 }
 
 /// One `[[queues]]` entry: a declared queue and its overrides of the global limits.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct QueueConfig {
     pub name: String,
     #[serde(default)]
@@ -384,9 +389,8 @@ fn v4(a: u8, b: u8, c: u8, d: u8, port: u16) -> SocketAddr {
 mod tests {
     use super::*;
 
-    #[test]
-    fn debug_of_api_and_admin_keys_never_prints_the_key() {
-        let config = Config {
+    fn config_with_keys() -> Config {
+        Config {
             auth: AuthConfig { api_keys: Some(vec![ApiKey { name: "worker".into(), key: "s3cret-api".into() }]) },
             admin: AdminConfig {
                 keys: Some(vec![AdminKey {
@@ -397,11 +401,23 @@ mod tests {
                 ..AdminConfig::default()
             },
             ..Config::default()
-        };
+        }
+    }
+
+    #[test]
+    fn debug_of_api_and_admin_keys_never_prints_the_key() {
+        let config = config_with_keys();
         let printed = format!("{config:?} {config:#?}");
         assert!(!printed.contains("s3cret"), "{printed}");
         assert!(printed.contains("worker") && printed.contains("ops"));
         assert!(printed.contains("<redacted>"));
+    }
+
+    #[test]
+    fn a_serialized_config_names_keys_without_their_material() {
+        let serialized = toml::to_string(&config_with_keys()).expect("serializes");
+        assert!(!serialized.contains("s3cret"), "{serialized}");
+        assert!(serialized.contains("worker") && serialized.contains("ops") && serialized.contains("operator"));
     }
 
     #[test]

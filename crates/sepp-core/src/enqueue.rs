@@ -1,4 +1,4 @@
-//! Enqueue at commit time (stage D of SPEC 2.1): close checks, idempotency keys, the depth cap,
+//! Enqueue at commit time (stage D of SPEC 2.1): close tombstones, idempotency keys, the depth cap,
 //! and insertion, for best-effort batches and all-or-nothing atomic batches.
 //!
 //! Jobs reaching these functions have passed stages A to C (`validate::validate_new_job`).
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::errors::Rejection;
 use crate::record::Record;
 use crate::state::State;
+use crate::totals::Total;
 use crate::types::{Job, JobId, JobPayload, NewJob, PayloadData, TimeMs};
 
 /// The answer to an atomic enqueue: one result per job, or the rejected jobs by index.
@@ -33,6 +34,9 @@ impl State {
     ) -> Vec<Result<Enqueued, Rejection>> {
         jobs.into_iter()
             .map(|(id, job)| {
+                if self.is_closing(&job.queue, now_ms) {
+                    return Err(Rejection::QueueClosing { queue: job.queue });
+                }
                 if let Some(job_id) = self.dedup_hit(&job, now_ms) {
                     return Ok(Enqueued { job_id, deduplicated: true });
                 }
@@ -54,6 +58,15 @@ impl State {
         jobs: Vec<(JobId, NewJob)>,
         out: &mut Vec<Record>,
     ) -> AtomicOutcome {
+        let closing: Vec<(u32, Rejection)> = jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, job))| self.is_closing(&job.queue, now_ms))
+            .map(|(index, (_, job))| (index as u32, Rejection::QueueClosing { queue: job.queue.clone() }))
+            .collect();
+        if !closing.is_empty() {
+            return Err(closing);
+        }
         // Capacity counts every job as new, deduplicated or not (SPEC 2.3).
         let mut per_queue: HashMap<&str, u64> = HashMap::new();
         for (_, job) in &jobs {
@@ -118,6 +131,7 @@ impl State {
         };
         let due_ms = new.scheduled_at_ms.filter(|scheduled_at_ms| *scheduled_at_ms > now_ms);
         self.record(Record::JobAccepted { job: Arc::new(job), due_ms }, out);
+        self.add_total(&queue, Total::Enqueued, 1);
         if let Some(key) = new.idempotency_key {
             let deadline_ms = now_ms.saturating_add(dedup_window_ms as TimeMs);
             self.record(Record::DedupBound { queue, key, job_id: id, deadline_ms }, out);

@@ -7,6 +7,7 @@ use crate::errors::LeaseError;
 use crate::record::Record;
 use crate::retry::retry_delay_ms;
 use crate::state::State;
+use crate::totals::Total;
 use crate::types::{DeadLetterCause, Delivery, JobId, JobState, TimeMs};
 use crate::validate::{NackStrategy, ReservePlan};
 
@@ -25,20 +26,23 @@ impl State {
         let lease_deadline_ms = now_ms.saturating_add(plan.lease_ms as TimeMs);
         let mut deliveries = Vec::new();
         for queue in &plan.queues {
+            let before = deliveries.len();
             while deliveries.len() < plan.max_jobs as usize {
                 let Some(job_id) = self.first_ready(queue) else { break };
                 self.record(Record::Leased { job_id, lease_deadline_ms }, out);
                 let live = self.jobs.get(&job_id).expect("just leased");
                 deliveries.push(Delivery { job: live.job.clone(), attempt: live.state.attempt(), lease_deadline_ms });
             }
+            self.add_total(queue, Total::Reserved, (deliveries.len() - before) as u64);
         }
         deliveries
     }
 
     /// Completes a leased job: it is deleted. Idempotency keys stay.
     pub fn ack(&mut self, job_id: JobId, attempt: u32, out: &mut Vec<Record>) -> Result<(), LeaseError> {
-        self.leased(&job_id, attempt)?;
+        let queue = self.leased(&job_id, attempt)?.job.queue.clone();
         self.record(Record::Acked { job_id }, out);
+        self.add_total(&queue, Total::Acked, 1);
         Ok(())
     }
 
@@ -70,6 +74,7 @@ impl State {
         out: &mut Vec<Record>,
     ) -> Result<Nacked, LeaseError> {
         let live = self.leased(&job_id, attempt)?;
+        let queue = live.job.queue.clone();
         let cause = if strategy == NackStrategy::DeadLetter {
             Some(DeadLetterCause::Rejected)
         } else if attempt >= live.job.max_attempts {
@@ -77,11 +82,12 @@ impl State {
         } else {
             None
         };
+        self.add_total(&queue, Total::Nacked, 1);
         if let Some(cause) = cause {
             self.dead_letter(now_ms, job_id, cause, reason, out);
             return Ok(Nacked { dead_lettered: true, retry_delay_ms: 0 });
         }
-        let limits = self.policy.queue(&live.job.queue);
+        let limits = self.policy.queue(&queue);
         let delay_ms = match strategy {
             NackStrategy::Delay { delay_ms } => delay_ms.min(limits.max_schedule_horizon_ms),
             _ => retry_delay_ms(limits, &job_id, attempt),
@@ -101,6 +107,7 @@ impl State {
         out: &mut Vec<Record>,
     ) {
         let kept = self.rules.dead_letter_retention_ms > 0;
+        self.count_dead_letter(&job_id);
         self.record(Record::DeadLettered { job_id, cause, failed_at_ms: now_ms, last_reason, kept }, out);
     }
 

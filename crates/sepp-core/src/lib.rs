@@ -13,12 +13,20 @@
 //! - `enqueue`, `lease`, `sweep`: the operations, each deciding and then applying records.
 //! - [`retry`]: the nack retry policy.
 //! - [`record`]: the records an operation produces, which the server writes to its log.
+//! - [`peek`]: read-only listings, counts and lookups for the admin API, each one bounded.
+//! - [`admin`]: operator actions (dead-letter, requeue, delete, close, purge, bulk actions).
+//! - [`audit`]: the bounded audit log of operator actions.
+//! - [`totals`]: per-queue totals since start, for the dashboard.
 
+pub mod admin;
+pub mod audit;
 pub mod errors;
 pub mod limits;
+pub mod peek;
 pub mod record;
 pub mod retry;
 pub mod snapshot;
+pub mod totals;
 pub mod types;
 pub mod validate;
 
@@ -28,12 +36,16 @@ mod lease;
 mod state;
 mod sweep;
 
+pub use admin::{BulkAction, BulkError, BulkStep, CLOSE_GRACE_MS, PurgeStep, Touched};
+pub use audit::{AuditDraft, AuditEntry, AuditPage, AuditQuery};
 pub use enqueue::{AtomicOutcome, Enqueued};
 pub use errors::{CallError, LeaseError, Rejection};
 pub use lease::Nacked;
 pub use limits::{Policy, QueueLimits, RetryBackoff, ServerLimits};
+pub use peek::{JobFilter, JobKey, PEEK_SCAN_LIMIT, PeekPage, PeekState, Peeked, WrongCursor};
 pub use record::Record;
 pub use snapshot::{SNAPSHOT_CHUNK, Snapshot, SnapshotEntry};
 pub use state::{Depths, State, StorageRules};
 pub use sweep::SweepReport;
+pub use totals::QueueTotals;
 pub use types::*;

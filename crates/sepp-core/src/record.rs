@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::audit::AuditEntry;
 use crate::types::{DeadLetter, DeadLetterCause, Job, JobId, JobState, TimeMs};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -34,10 +35,23 @@ pub enum Record {
         last_reason: Option<String>,
         kept: bool,
     },
-    /// A dead-letter record was drained or reached the end of its retention.
+    /// A dead-letter record was drained, deleted by an operator, purged, or reached the end of
+    /// its retention.
     DeadLetterRemoved { job_id: JobId },
-    /// An idempotency key's window ended.
+    /// An idempotency key was dropped: its window ended, or its queue was purged.
     DedupExpired { queue: Arc<str>, key: String },
+    /// A ready or scheduled job was removed by an operator purging its queue.
+    Purged { job_id: JobId },
+    /// A dead letter went back to its queue as a new first attempt, ready, enqueued at
+    /// `enqueued_at_ms` with acceptance order `seq`.
+    DeadLetterRequeued { job_id: JobId, seq: u64, enqueued_at_ms: TimeMs },
+    /// A queue is being deleted: its enqueues are refused until `until_ms` (or until
+    /// [`Record::QueueReopened`]). A later record for the same queue replaces the deadline.
+    QueueClosed { queue: Arc<str>, until_ms: TimeMs },
+    /// A queue's close tombstone was cleared (or expired).
+    QueueReopened { queue: Arc<str> },
+    /// An operator action, appended to the audit log.
+    Audited { entry: Arc<AuditEntry> },
     /// A live job as a checkpoint saw it (see [`crate::State::snapshot`]).
     JobRestored { job: Arc<Job>, state: JobState },
     /// A dead-letter record as a checkpoint saw it.

@@ -10,10 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::audit::AuditLog;
 use crate::jobs::{JobTable, LiveJob, Slot};
 use crate::limits::Policy;
 use crate::record::Record;
 use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::totals::TotalsTable;
 use crate::types::{DeadLetter, Job, JobId, JobState, PayloadData, StoredPayload, TimeMs};
 
 /// Settings fixed when the state machine is created (restart-only configuration).
@@ -134,6 +136,10 @@ pub struct State {
     ready_generation: u64,
     /// Approximate encoded size of every live job and dead letter.
     live_bytes: u64,
+    /// Close tombstones: queues being deleted, and until when their enqueues are refused.
+    pub(crate) closed: HashMap<Arc<str>, TimeMs>,
+    pub(crate) audit: AuditLog,
+    pub(crate) totals: TotalsTable,
 }
 
 impl State {
@@ -153,6 +159,9 @@ impl State {
             next_seq: 1,
             ready_generation: 0,
             live_bytes: 0,
+            closed: HashMap::new(),
+            audit: AuditLog::default(),
+            totals: TotalsTable::default(),
         }
     }
 
@@ -171,7 +180,7 @@ impl State {
 
     /// Approximate encoded size of the live state: what a checkpoint of it would take.
     pub fn live_bytes(&self) -> u64 {
-        self.live_bytes
+        self.live_bytes + self.audit.bytes() as u64
     }
 
     /// Changes whenever any job becomes ready.
@@ -209,7 +218,7 @@ impl State {
     }
 
     /// The next time a sweep has work: a due scheduled job, an expired lease, an ended dedup
-    /// window, or a dead letter past its retention.
+    /// window, a dead letter past its retention, or an expiring close tombstone.
     pub fn next_deadline_ms(&self) -> Option<TimeMs> {
         let retention = self
             .dead_index
@@ -220,6 +229,7 @@ impl State {
             self.leases.keys().next().map(|(deadline_ms, _)| *deadline_ms),
             self.dedup_deadlines.first().map(|entry| entry.0),
             retention,
+            self.closed.values().min().copied(),
         ]
         .into_iter()
         .flatten()
@@ -299,14 +309,27 @@ impl State {
                 }
             }
             Record::DeadLetterRemoved { job_id } => {
-                let dead = self.dead_letters.remove(job_id).expect("removed dead letter exists");
-                self.live_bytes -= dead.job.approx_bytes();
-                self.dead_index.remove(&(dead.failed_at_ms, dead.job.queue.clone(), *job_id));
-                if let Some(queue) = self.queues.get_mut(&dead.job.queue) {
-                    queue.dead.remove(&(dead.failed_at_ms, *job_id));
-                }
+                let dead = self.take_dead_letter(job_id);
                 self.prune_queue(&dead.job.queue);
             }
+            Record::DeadLetterRequeued { job_id, seq, enqueued_at_ms } => {
+                let dead = self.take_dead_letter(job_id);
+                let job = Arc::new(State::requeued_job(&dead.job, *seq, *enqueued_at_ms));
+                self.next_seq = self.next_seq.max(seq + 1);
+                self.put_live(job, JobState::Ready { attempt: 1 });
+            }
+            Record::Purged { job_id } => {
+                let live = self.take_live(job_id);
+                self.prune_queue(&live.job.queue);
+            }
+            Record::QueueClosed { queue, until_ms } => {
+                let queue = self.intern(queue);
+                self.closed.insert(queue, *until_ms);
+            }
+            Record::QueueReopened { queue } => {
+                self.closed.remove(queue);
+            }
+            Record::Audited { entry } => self.audit.push(entry.clone()),
             Record::DedupExpired { queue, key } => {
                 if let Some(keys) = self.dedup.get_mut(queue)
                     && let Some(entry) = keys.remove(key)
@@ -396,7 +419,24 @@ impl State {
                 );
             }
         }
+        for (queue, until_ms) in &self.closed {
+            snapshot.push(Record::QueueClosed { queue: queue.clone(), until_ms: *until_ms }.into());
+        }
+        for entry in self.audit.entries() {
+            snapshot.push(Record::Audited { entry: entry.clone() }.into());
+        }
         snapshot
+    }
+
+    /// Removes a dead letter from its record table and both indexes (its queue stays listed).
+    fn take_dead_letter(&mut self, job_id: &JobId) -> DeadLetter {
+        let dead = self.dead_letters.remove(job_id).expect("record names a dead letter");
+        self.live_bytes -= dead.job.approx_bytes();
+        self.dead_index.remove(&(dead.failed_at_ms, dead.job.queue.clone(), *job_id));
+        if let Some(queue) = self.queues.get_mut(&dead.job.queue) {
+            queue.dead.remove(&(dead.failed_at_ms, *job_id));
+        }
+        dead
     }
 
     /// Removes a live job from the table and every index.
@@ -632,7 +672,11 @@ impl State {
             .flat_map(|(queue, keys)| keys.iter().map(move |(key, entry)| format!("{queue}/{key} {entry:?}")))
             .collect();
         dedup.sort();
-        format!("{jobs:?}\n{dead:?}\n{dedup:?}\nnext_seq={}", self.next_seq)
+        let mut closed: Vec<String> =
+            self.closed.iter().map(|(queue, until_ms)| format!("{queue} {until_ms}")).collect();
+        closed.sort();
+        let audit: Vec<String> = self.audit.entries().map(|entry| format!("{entry:?}")).collect();
+        format!("{jobs:?}\n{dead:?}\n{dedup:?}\n{closed:?}\n{audit:?}\nnext_seq={}", self.next_seq)
     }
 }
 

@@ -1,4 +1,5 @@
-//! Time-driven transitions (SPEC 2.11) and dead-letter draining (SPEC 2.8).
+//! Time-driven transitions (SPEC 2.11) and dead-letter draining (SPEC 2.8). Expired close
+//! tombstones go first, with no budget (there are at most a few).
 //!
 //! The committer calls [`State::sweep`] whenever [`State::next_deadline_ms`] has passed. Each
 //! phase has its own budget (`sweep_limit`) so one backlog cannot starve another; whatever is
@@ -19,6 +20,8 @@ pub struct SweepReport {
     pub lease_dead_lettered: Vec<JobId>,
     pub dedup_expired: usize,
     pub dead_letters_expired: usize,
+    /// Close tombstones that ran out (their deletion never finished).
+    pub tombstones_expired: usize,
 }
 
 impl SweepReport {
@@ -32,6 +35,13 @@ impl State {
     pub fn sweep(&mut self, now_ms: TimeMs, out: &mut Vec<Record>) -> SweepReport {
         let limit = self.rules.sweep_limit.max(1);
         let mut report = SweepReport::default();
+
+        let reopened: Vec<_> =
+            self.closed.iter().filter(|(_, until_ms)| **until_ms <= now_ms).map(|(queue, _)| queue.clone()).collect();
+        report.tombstones_expired = reopened.len();
+        for queue in reopened {
+            self.record(Record::QueueReopened { queue }, out);
+        }
 
         for job_id in self.due_scheduled(now_ms, limit) {
             self.record(Record::Promoted { job_id }, out);

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sepp_core::{
-    DeadLetter, DeadLetterCause, Job, JobId, JobPayload, JobState, PayloadData, Primitive, Record, StoredPayload,
-    TimeMs, TraceContext,
+    AuditEntry, DeadLetter, DeadLetterCause, Job, JobId, JobPayload, JobState, PayloadData, Primitive, Record,
+    StoredPayload, TimeMs, TraceContext,
 };
 
 /// Payloads up to this size stay in memory; larger ones are read back from the log's files.
@@ -52,6 +52,11 @@ mod tag {
     pub const DEDUP_EXPIRED: u8 = 10;
     pub const JOB_RESTORED: u8 = 11;
     pub const DEAD_LETTER_RESTORED: u8 = 12;
+    pub const PURGED: u8 = 13;
+    pub const DEAD_LETTER_REQUEUED: u8 = 14;
+    pub const QUEUE_CLOSED: u8 = 15;
+    pub const QUEUE_REOPENED: u8 = 16;
+    pub const AUDITED: u8 = 17;
 }
 
 /// Appends the encoding of `record` to `out`. Every payload must be inline (the checkpoint
@@ -125,6 +130,34 @@ pub fn encode(record: &Record, out: &mut Vec<u8>, placements: &mut Vec<Placement
             w.u32(dead.final_attempt);
             w.opt_str(dead.last_reason.as_deref());
         }
+        Record::Purged { job_id } => {
+            w.u8(tag::PURGED);
+            w.id(job_id);
+        }
+        Record::DeadLetterRequeued { job_id, seq, enqueued_at_ms } => {
+            w.u8(tag::DEAD_LETTER_REQUEUED);
+            w.id(job_id);
+            w.u64(*seq);
+            w.i64(*enqueued_at_ms);
+        }
+        Record::QueueClosed { queue, until_ms } => {
+            w.u8(tag::QUEUE_CLOSED);
+            w.str(queue);
+            w.i64(*until_ms);
+        }
+        Record::QueueReopened { queue } => {
+            w.u8(tag::QUEUE_REOPENED);
+            w.str(queue);
+        }
+        Record::Audited { entry } => {
+            w.u8(tag::AUDITED);
+            w.u64(entry.seq);
+            w.i64(entry.ts_ms);
+            w.str(&entry.actor);
+            w.str(&entry.role);
+            w.str(&entry.action);
+            w.str(&entry.details);
+        }
     }
 }
 
@@ -160,6 +193,22 @@ pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), D
                 final_attempt: r.u32()?,
                 last_reason: r.opt_str()?,
             },
+        },
+        tag::PURGED => Record::Purged { job_id: r.id()? },
+        tag::DEAD_LETTER_REQUEUED => {
+            Record::DeadLetterRequeued { job_id: r.id()?, seq: r.u64()?, enqueued_at_ms: r.i64()? }
+        }
+        tag::QUEUE_CLOSED => Record::QueueClosed { queue: Arc::from(r.str()?), until_ms: r.i64()? },
+        tag::QUEUE_REOPENED => Record::QueueReopened { queue: Arc::from(r.str()?) },
+        tag::AUDITED => Record::Audited {
+            entry: Arc::new(AuditEntry {
+                seq: r.u64()?,
+                ts_ms: r.i64()?,
+                actor: r.str()?,
+                role: r.str()?,
+                action: r.str()?,
+                details: r.str()?,
+            }),
         },
         _ => return Err(DecodeError("unknown record tag")),
     };

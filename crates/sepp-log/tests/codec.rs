@@ -6,7 +6,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
-use sepp_core::{DeadLetter, DeadLetterCause, Job, JobId, JobState, Primitive, Record, TraceContext};
+use sepp_core::{AuditEntry, DeadLetter, DeadLetterCause, Job, JobId, JobState, Primitive, Record, TraceContext};
 use sepp_log::codec::{self, DecodeError};
 use sepp_log::frame::{self, Read};
 
@@ -120,6 +120,22 @@ fn every_record() -> Vec<Record> {
     }
     records.push(Record::DeadLetterRemoved { job_id: id(6) });
     records.push(Record::DedupExpired { queue: Arc::from("emails"), key: "order-17".into() });
+    records.push(Record::Purged { job_id: id(8) });
+    records.push(Record::DeadLetterRequeued { job_id: id(9), seq: u64::MAX, enqueued_at_ms: -3 });
+    records.push(Record::QueueClosed { queue: Arc::from("emails"), until_ms: 1_700_000_030_000 });
+    records.push(Record::QueueReopened { queue: Arc::from("") });
+    for (actor, details) in [("ana", r#"{"queue":"emails","job_ids":["a"]}"#), ("", "")] {
+        records.push(Record::Audited {
+            entry: Arc::new(AuditEntry {
+                seq: 17,
+                ts_ms: 1_700_000_000_000,
+                actor: actor.into(),
+                role: "operator".into(),
+                action: "dead_letters.requeue".into(),
+                details: details.into(),
+            }),
+        });
+    }
     records
 }
 
@@ -147,7 +163,7 @@ fn job_of(record: &Record) -> Option<&Job> {
 fn the_fixture_covers_every_variant_state_cause_and_optional_field() {
     let records = every_record();
     let variants: BTreeSet<_> = records.iter().map(variant).collect();
-    assert_eq!(variants.len(), 12, "variants covered: {variants:?}");
+    assert_eq!(variants.len(), 17, "variants covered: {variants:?}");
     let states: HashSet<_> = records
         .iter()
         .filter_map(|record| match record {

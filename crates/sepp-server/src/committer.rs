@@ -70,6 +70,8 @@ pub enum Command {
     },
     /// A hot reload produced a new policy.
     SetPolicy(Arc<Policy>),
+    /// A request of the admin API (see `admin::commands`).
+    Admin(crate::admin::commands::AdminCommand),
     /// Shutdown began: answer parked reserves empty and stop parking new ones.
     Shutdown,
 }
@@ -83,6 +85,7 @@ enum Answer {
     Nack(Reply<Result<Nacked, LeaseError>>, Result<Nacked, LeaseError>),
     Extend(Reply<Result<TimeMs, LeaseError>>, Result<TimeMs, LeaseError>),
     Drain(Reply<Vec<Loaded<DeadLetter>>>, Vec<DeadLetter>),
+    Admin(crate::admin::commands::Deferred),
 }
 
 impl Answer {
@@ -104,6 +107,10 @@ impl Answer {
                 Some(loaded) => reply.send(loaded).map_err(drop),
                 None => Ok(()),
             },
+            Answer::Admin(deferred) => {
+                deferred.send(log);
+                Ok(())
+            }
         };
     }
 }
@@ -240,6 +247,7 @@ pub fn spawn<E: Send + 'static>(
                 served_generation: 0,
                 relocating: sepp_log::Relocations::default(),
                 relocations_per_cycle: settings.relocations_per_cycle.max(1),
+                stats: None,
             };
             let state = committer.run();
             let _ = closed.send(());
@@ -273,6 +281,8 @@ struct Committer {
     /// Payload places a finished checkpoint moved that are not applied yet.
     relocating: sepp_log::Relocations,
     relocations_per_cycle: usize,
+    /// Publishes stats snapshots for the admin API, once it asked for them.
+    stats: Option<crate::admin::stats::StatsPublisher>,
 }
 
 /// Wall-clock now in milliseconds: the one clock read of a cycle.
@@ -311,8 +321,12 @@ impl Committer {
     /// deadline, or the sweep interval, whichever is first.
     fn next_wake(&self) -> Instant {
         let now = now_ms();
-        let deadlines =
-            self.state.next_deadline_ms().into_iter().chain(self.waiters.iter().map(|waiter| waiter.deadline_ms));
+        let deadlines = self
+            .state
+            .next_deadline_ms()
+            .into_iter()
+            .chain(self.waiters.iter().map(|waiter| waiter.deadline_ms))
+            .chain(self.stats.as_ref().map(crate::admin::stats::StatsPublisher::wake_ms));
         let wait = deadlines
             .min()
             .map_or(self.sweep_interval, |deadline_ms| {
@@ -342,6 +356,9 @@ impl Committer {
         // Only now: answers hold jobs as they were when applied, whose payloads may sit in the
         // very files a finished checkpoint is about to let the log delete.
         self.maintain_log();
+        if let Some(stats) = &mut self.stats {
+            stats.after_cycle(now_ms, &mut self.state);
+        }
         true
     }
 
@@ -385,6 +402,18 @@ impl Committer {
             Command::SetPolicy(policy) => {
                 self.state.set_policy(policy);
                 return;
+            }
+            Command::Admin(command) => {
+                let mut cycle = crate::admin::commands::AdminCycle {
+                    state: &mut self.state,
+                    records,
+                    now_ms,
+                    stats: &mut self.stats,
+                };
+                match command.apply(&mut cycle) {
+                    Some(deferred) => Answer::Admin(deferred),
+                    None => return,
+                }
             }
             Command::Shutdown => {
                 self.closing = true;

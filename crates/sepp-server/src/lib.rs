@@ -8,9 +8,13 @@
 //! - [`convert`]: proto <-> core conversions; [`status`]: outcomes -> gRPC statuses.
 //! - [`committer`]: the thread that owns the state, with group commit and parked reserves.
 //! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
+//! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
+//!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
 //! - [`memory`]: the allocator (mimalloc) of every binary that links this crate.
 //!
 //! The durable log the committer persists to is the `sepp-log` crate.
+
+pub mod admin;
 
 pub mod auth;
 pub mod committer;

@@ -26,12 +26,24 @@ impl Live {
 pub struct LiveConfig {
     pub boot: Config,
     current: RwLock<Arc<Live>>,
+    /// Counts the config watcher's reload attempts (including failed and unchanged ones).
+    reloads: tokio::sync::watch::Sender<u64>,
 }
 
 impl LiveConfig {
     pub fn new(boot: Config) -> LiveConfig {
         let live = Arc::new(Live::new(boot.clone(), &boot));
-        LiveConfig { boot, current: RwLock::new(live) }
+        LiveConfig { boot, current: RwLock::new(live), reloads: tokio::sync::watch::Sender::new(0) }
+    }
+
+    /// Counts one reload attempt of the config watcher, whatever its outcome.
+    pub fn reloaded(&self) {
+        self.reloads.send_modify(|count| *count += 1);
+    }
+
+    /// The reload counter, to wait for the watcher's next attempt.
+    pub fn subscribe_reloads(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reloads.subscribe()
     }
 
     pub fn get(&self) -> Arc<Live> {

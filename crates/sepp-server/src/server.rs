@@ -42,6 +42,8 @@ pub enum StartError {
     Storage(#[from] sepp_log::OpenError),
     #[error("storage is poisoned: {0}")]
     Poisoned(String),
+    #[error(transparent)]
+    Admin(#[from] crate::admin::listener::AdminStartError),
 }
 
 /// Where the running configuration came from, for hot reload.
@@ -87,7 +89,17 @@ pub async fn run(
         declared_queues = boot.queues.len(),
         "queue server listening"
     );
+    let config_path = reload.as_ref().map(|reload| reload.source.path.clone());
     let watcher = reload.and_then(|reload| watch_config(reload, live.clone(), committer.clone()));
+    let workers = boot.admin.enabled.then(|| Arc::new(crate::admin::workers::Workers::default()));
+    let admin = crate::admin::listener::start(crate::admin::AdminSetup {
+        committer: committer.clone(),
+        live: live.clone(),
+        config_path,
+        watching: watcher.is_some(),
+        workers: workers.clone().unwrap_or_default(),
+    })
+    .await?;
 
     let mut builder = Server::builder()
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
@@ -98,7 +110,7 @@ pub async fn run(
     }
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
-    let api = QueueApi { committer: committer.clone(), live: live.clone() };
+    let api = QueueApi { committer: committer.clone(), live: live.clone(), workers };
     let queue_service = QueueServiceServer::new(api)
         .max_decoding_message_size(boot.limits.max_message_bytes as usize)
         .max_encoding_message_size(usize::MAX);
@@ -137,6 +149,9 @@ pub async fn run(
             Ok(())
         }
     };
+    if let Some(admin) = admin {
+        admin.stop().await;
+    }
     tracing::info!("queue server stopped");
     drop(watcher);
     let poisoned = committer.poison_reason();
@@ -261,27 +276,32 @@ fn watch_config(
     let runtime = tokio::runtime::Handle::current();
     let source = reload.source;
     let on_change = move || {
-        let candidate = match sepp_config::load(&source) {
-            Ok(candidate) => candidate,
-            Err(error) => {
-                tracing::error!(%error, "config reload failed; keeping the running configuration");
+        let attempt = || {
+            let candidate = match sepp_config::load(&source) {
+                Ok(candidate) => candidate,
+                Err(error) => {
+                    tracing::error!(%error, "config reload failed; keeping the running configuration");
+                    return;
+                }
+            };
+            let current = live.get();
+            if candidate == current.config {
                 return;
             }
+            let restart_only = current.config.restart_only_changes(&candidate);
+            if !restart_only.is_empty() {
+                tracing::warn!(fields = ?restart_only, "changed restart-only fields are not applied until a restart");
+            }
+            let published = live.replace(Live::new(candidate, &live.boot));
+            let committer = committer.clone();
+            runtime.spawn(async move {
+                let _ = committer.send(Command::SetPolicy(published.policy.clone())).await;
+            });
+            tracing::info!("configuration reloaded");
         };
-        let current = live.get();
-        if candidate == current.config {
-            return;
-        }
-        let restart_only = current.config.restart_only_changes(&candidate);
-        if !restart_only.is_empty() {
-            tracing::warn!(fields = ?restart_only, "changed restart-only fields are not applied until a restart");
-        }
-        let published = live.replace(Live::new(candidate, &live.boot));
-        let committer = committer.clone();
-        runtime.spawn(async move {
-            let _ = committer.send(Command::SetPolicy(published.policy.clone())).await;
-        });
-        tracing::info!("configuration reloaded");
+        attempt();
+        // Counted after every attempt, whatever came of it: the admin API waits on this.
+        live.reloaded();
     };
     match sepp_config::watch(&path, on_change) {
         Ok(watcher) => {

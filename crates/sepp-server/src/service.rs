@@ -26,6 +26,8 @@ type Screened = Result<(JobId, sepp_core::NewJob), Rejection>;
 pub struct QueueApi {
     pub committer: CommitterHandle,
     pub live: Arc<LiveConfig>,
+    /// Who reserved what, for the admin API's workers view (when the admin listener runs).
+    pub workers: Option<Arc<crate::admin::workers::Workers>>,
 }
 
 impl QueueApi {
@@ -105,8 +107,14 @@ impl pb::queue_service_server::QueueService for QueueApi {
 
     async fn reserve(&self, request: Request<pb::ReserveRequest>) -> Result<Response<pb::ReserveResponse>, Status> {
         let result = async {
-            let plan = validate::plan_reserve(&self.live.get().policy, convert::reserve_request(request.into_inner()))?;
+            let request = convert::reserve_request(request.into_inner());
+            let worker_id = self.workers.as_ref().and(request.worker_id.clone());
+            let plan = validate::plan_reserve(&self.live.get().policy, request)?;
             let deliveries = self.ask(|reply| Command::Reserve { plan, reply }).await?;
+            if let (Some(workers), Some(worker_id)) = (&self.workers, worker_id) {
+                let delivered = deliveries.iter().map(|loaded| (loaded.value.job.id, loaded.value.attempt));
+                workers.saw(&worker_id, now_ms(), delivered);
+            }
             Ok::<_, ApiError>(Response::new(pb::ReserveResponse {
                 jobs: deliveries.into_iter().map(convert::delivery).collect(),
             }))

@@ -256,5 +256,17 @@ impl Drop for Harness {
             self.state.fingerprint(),
             "replaying the test's records did not rebuild its state"
         );
+        let mut restored = State::new(self.initial_policy.clone(), self.state.rules());
+        for record in self.state.snapshot().records() {
+            restored.apply(&record);
+        }
+        // A snapshot does not carry the next acceptance number, only the jobs it follows from.
+        let without_next_seq =
+            |state: &State| state.fingerprint().rsplit_once("\nnext_seq=").expect("a fingerprint").0.to_owned();
+        assert_eq!(
+            without_next_seq(&restored),
+            without_next_seq(&self.state),
+            "the state's snapshot did not rebuild it"
+        );
     }
 }

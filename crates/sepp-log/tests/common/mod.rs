@@ -192,5 +192,10 @@ pub fn variant(record: &Record) -> &'static str {
         Record::DedupExpired { .. } => "DedupExpired",
         Record::JobRestored { .. } => "JobRestored",
         Record::DeadLetterRestored { .. } => "DeadLetterRestored",
+        Record::Purged { .. } => "Purged",
+        Record::DeadLetterRequeued { .. } => "DeadLetterRequeued",
+        Record::QueueClosed { .. } => "QueueClosed",
+        Record::QueueReopened { .. } => "QueueReopened",
+        Record::Audited { .. } => "Audited",
     }
 }

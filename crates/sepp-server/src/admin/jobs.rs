@@ -1,0 +1,443 @@
+//! Job endpoints: listings (peek) with cursors and filters, one job by id, one dead letter by
+//! handle, HTTP enqueue, admin dead-lettering, requeue and delete of dead letters, and bulk
+//! actions on everything matching a filter (with a dry run that counts).
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use sepp_core::{
+    BulkAction, BulkError, JobFilter, JobId, JobKey, NewJob, PEEK_SCAN_LIMIT, Payload, PeekState, Peeked, Primitive,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::admin::AdminState;
+use crate::admin::access::{Operator, Viewer};
+use crate::admin::commands::{AdminCommand, ask};
+use crate::admin::errors::{AdminError, AdminResult};
+use crate::admin::views;
+use crate::committer::now_ms;
+
+/// Most handles one action takes.
+const MAX_KEYS: usize = 100;
+
+/// The query string as pairs, in order (repeated and dynamic names, like `custom.<key>`, allowed).
+type QueryPairs = Query<Vec<(String, String)>>;
+
+fn parse_state(text: &str) -> AdminResult<PeekState> {
+    match text {
+        "ready" => Ok(PeekState::Ready),
+        "scheduled" => Ok(PeekState::Scheduled),
+        "inflight" => Ok(PeekState::Inflight),
+        "dead_letter" => Ok(PeekState::DeadLetter),
+        other => Err(AdminError::invalid_argument(format!(
+            "state must be ready|scheduled|inflight|dead_letter, got {other:?}"
+        ))),
+    }
+}
+
+/// A listing's parameters: `state`, `cursor`, `limit`, and the filter (`job_type`,
+/// `custom.<key>=<value>`; empty values are ignored).
+struct Listing {
+    state: PeekState,
+    cursor: Option<JobKey>,
+    limit: usize,
+    filter: JobFilter,
+}
+
+fn parse_listing(pairs: &[(String, String)]) -> Result<Listing, Response> {
+    let mut state = "";
+    let mut cursor = None;
+    let mut limit = 50;
+    let mut filter = JobFilter::default();
+    for (name, value) in pairs {
+        match name.as_str() {
+            "state" => state = value,
+            "cursor" if !value.is_empty() => cursor = Some(value.as_str()),
+            "limit" => {
+                limit = value.parse::<u64>().map_err(|error| {
+                    // The same plain-text answer as any other unparsable query string.
+                    let message = format!("Failed to deserialize query string: limit: {error}");
+                    (StatusCode::BAD_REQUEST, message).into_response()
+                })? as usize;
+            }
+            "job_type" if !value.is_empty() => filter.job_type = Some(value.clone()),
+            custom if custom.starts_with("custom.") && custom.len() > "custom.".len() => {
+                filter.custom.push((custom["custom.".len()..].to_owned(), value.clone()));
+            }
+            _ => {}
+        }
+    }
+    let state = parse_state(state).map_err(IntoResponse::into_response)?;
+    let cursor = match cursor {
+        Some(text) => Some(
+            views::decode_key(text, "cursor")
+                .and_then(|key| key.ok_or_else(|| AdminError::invalid_argument("cursor is not a job key")))
+                .map_err(IntoResponse::into_response)?,
+        ),
+        None => None,
+    };
+    Ok(Listing { state, cursor, limit, filter })
+}
+
+/// `GET /queues/{name}/jobs?state=&cursor=&limit=[&job_type=][&custom.<key>=<value>]`.
+pub async fn peek(
+    State(state): State<AdminState>,
+    Viewer(_): Viewer,
+    Path(queue): Path<String>,
+    Query(pairs): QueryPairs,
+) -> Response {
+    let listing = match parse_listing(&pairs) {
+        Ok(listing) => listing,
+        Err(response) => return response,
+    };
+    let Listing { state: peek_state, cursor, limit, filter } = listing;
+    let answer =
+        ask(&state.committer, |reply| AdminCommand::Peek { queue, state: peek_state, cursor, limit, filter, reply })
+            .await;
+    let loaded = match answer {
+        Ok(Ok(loaded)) => loaded,
+        Ok(Err(_)) => return AdminError::invalid_argument("cursor belongs to another state").into_response(),
+        Err(error) => return error.into_response(),
+    };
+    let jobs: Vec<Value> = loaded
+        .page
+        .jobs
+        .iter()
+        .zip(&loaded.payloads)
+        .map(|((_, peeked), data)| match peeked {
+            Peeked::Live { job, state } => views::live_job(job, *state, data.as_deref(), false),
+            Peeked::Dead(dead) => views::dead_letter(dead, data.as_deref(), false),
+        })
+        .collect();
+    let next_cursor = loaded.page.next_cursor.as_ref().map(views::key_b64);
+    Json(json!({ "jobs": jobs, "next_cursor": next_cursor, "truncated": loaded.page.truncated })).into_response()
+}
+
+/// `GET /queues/{name}/jobs:count?state=[&job_type=][&custom.<key>=<value>]`: `{count}`.
+pub async fn count(
+    State(state): State<AdminState>,
+    Viewer(_): Viewer,
+    Path(queue): Path<String>,
+    Query(pairs): QueryPairs,
+) -> Response {
+    let listing = match parse_listing(&pairs) {
+        Ok(listing) => listing,
+        Err(response) => return response,
+    };
+    match count_matching(&state, &queue, listing.state, &listing.filter).await {
+        Ok(count) => Json(json!({ "count": count })).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// How many of `queue`'s jobs in `peek_state` match `filter`: one bounded command per
+/// [`PEEK_SCAN_LIMIT`] entries, so a long count never holds the committer for long.
+async fn count_matching(
+    state: &AdminState,
+    queue: &str,
+    peek_state: PeekState,
+    filter: &JobFilter,
+) -> AdminResult<u64> {
+    let mut total = 0;
+    let mut cursor = None;
+    loop {
+        let (queue, filter) = (queue.to_owned(), filter.clone());
+        let counted = ask(&state.committer, |reply| AdminCommand::Count {
+            queue,
+            state: peek_state,
+            filter,
+            cursor,
+            scan_limit: PEEK_SCAN_LIMIT,
+            reply,
+        })
+        .await?
+        .map_err(|_| AdminError::internal("a count walked off its own cursor"))?;
+        total += counted.0;
+        match counted.1 {
+            Some(next) => cursor = Some(next),
+            None => return Ok(total),
+        }
+    }
+}
+
+/// `GET /jobs/{id}`: a live job with its whole payload, its queue and state.
+pub async fn job(
+    State(state): State<AdminState>,
+    Viewer(_): Viewer,
+    Path(id): Path<String>,
+) -> AdminResult<Json<Value>> {
+    let not_found = || AdminError::not_found("job not found");
+    let job_id = JobId::try_parse(&id).map_err(|_| not_found())?;
+    let loaded = ask(&state.committer, |reply| AdminCommand::FindJob { job_id, reply }).await?.ok_or_else(not_found)?;
+    let mut shown =
+        views::live_job(&loaded.job, loaded.state, Some(loaded.payload.as_deref().unwrap_or_default()), true);
+    shown["queue"] = json!(&*loaded.job.queue);
+    shown["state"] = json!(views::state_name(loaded.state));
+    Ok(Json(shown))
+}
+
+/// `GET /queues/{name}/dead-letters/{key_b64}`: one dead letter with its whole payload.
+pub async fn dead_letter(
+    State(state): State<AdminState>,
+    Viewer(_): Viewer,
+    Path((queue, key)): Path<(String, String)>,
+) -> AdminResult<Json<Value>> {
+    let not_found = || AdminError::not_found("dead-letter record not found");
+    let key = views::decode_key(&key, "key")?.ok_or_else(not_found)?;
+    let (dead, data) = ask(&state.committer, |reply| AdminCommand::FindDeadLetter { queue, key, reply })
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(Json(views::dead_letter(&dead, Some(data.as_deref().unwrap_or_default()), true)))
+}
+
+#[derive(Deserialize)]
+pub struct EnqueueBody {
+    job_type: String,
+    payload: Option<PayloadBody>,
+    priority: Option<u32>,
+    max_attempts: Option<u32>,
+    scheduled_at_ms: Option<i64>,
+    idempotency_key: Option<String>,
+    custom: Option<serde_json::Map<String, Value>>,
+}
+
+#[derive(Deserialize)]
+pub struct PayloadBody {
+    encoding: String,
+    data_b64: Option<String>,
+    data_text: Option<String>,
+}
+
+fn new_job(queue: String, body: EnqueueBody) -> AdminResult<NewJob> {
+    let payload = match body.payload {
+        None => None,
+        Some(payload) => {
+            let data = match (payload.data_b64, payload.data_text) {
+                (Some(b64), _) => STANDARD
+                    .decode(b64)
+                    .map_err(|_| AdminError::invalid_argument("payload.data_b64 is not valid base64"))?,
+                (None, Some(text)) => text.into_bytes(),
+                (None, None) => return Err(AdminError::invalid_argument("payload requires data_b64 or data_text")),
+            };
+            Some(Payload { data, encoding: payload.encoding })
+        }
+    };
+    let mut custom = BTreeMap::new();
+    for (key, value) in body.custom.unwrap_or_default() {
+        let primitive = match value {
+            Value::String(text) => Primitive::String(text),
+            Value::Bool(flag) => Primitive::Bool(flag),
+            Value::Number(number) => match number.as_i64() {
+                Some(int) => Primitive::Int(int),
+                None => Primitive::Double(number.as_f64().unwrap_or(f64::NAN)),
+            },
+            _ => {
+                return Err(AdminError::invalid_argument(format!("custom[{key:?}] must be a string, number, or bool")));
+            }
+        };
+        custom.insert(key, Some(primitive));
+    }
+    Ok(NewJob {
+        queue,
+        job_type: body.job_type,
+        payload,
+        idempotency_key: body.idempotency_key,
+        priority: body.priority,
+        max_attempts: body.max_attempts,
+        trace_context: None,
+        custom,
+        scheduled_at_ms: body.scheduled_at_ms,
+    })
+}
+
+/// `POST /queues/{name}/jobs`: enqueues one job through the same checks as gRPC.
+pub async fn enqueue(
+    State(state): State<AdminState>,
+    Operator(actor): Operator,
+    Path(queue): Path<String>,
+    Json(body): Json<EnqueueBody>,
+) -> AdminResult<Json<Value>> {
+    let job = new_job(queue, body)?;
+    let live = state.live.get();
+    sepp_core::validate::validate_new_job(&live.policy, &job, now_ms())
+        .map_err(|rejection| AdminError::rejected(&rejection))?;
+    let job_id = JobId::new_v4();
+    let outcome = ask(&state.committer, |reply| AdminCommand::Enqueue { job_id, job, actor, reply }).await?;
+    let (enqueued, entry) = outcome.map_err(|rejection| AdminError::rejected(&rejection))?;
+    state.announce(&entry);
+    Ok(Json(json!({ "job_id": enqueued.job_id.hyphenated().to_string() })))
+}
+
+#[derive(Deserialize)]
+pub struct DeadLetterBody {
+    state: String,
+    keys_b64: Vec<String>,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct KeysBody {
+    keys_b64: Vec<String>,
+    reason: Option<String>,
+}
+
+fn decode_keys(keys: &[String]) -> AdminResult<Vec<Option<JobKey>>> {
+    if keys.len() > MAX_KEYS {
+        return Err(AdminError::invalid_argument(format!(
+            "keys_b64 holds {} keys; at most {MAX_KEYS} are allowed",
+            keys.len()
+        )));
+    }
+    keys.iter().map(|key| views::decode_key(key, "keys_b64")).collect()
+}
+
+/// `POST /queues/{name}/jobs:dead-letter`: dead-letters ready or scheduled jobs by handle.
+pub async fn dead_letter_jobs(
+    State(state): State<AdminState>,
+    Operator(actor): Operator,
+    Path(queue): Path<String>,
+    Json(body): Json<DeadLetterBody>,
+) -> AdminResult<Json<Value>> {
+    let peek_state = match body.state.as_str() {
+        "ready" => PeekState::Ready,
+        "scheduled" => PeekState::Scheduled,
+        other => return Err(AdminError::invalid_argument(format!("state must be ready or scheduled, got {other:?}"))),
+    };
+    let keys = decode_keys(&body.keys_b64)?;
+    let reason = body.reason;
+    let (touched, entry) = ask(&state.committer, |reply| AdminCommand::DeadLetterJobs {
+        queue,
+        state: peek_state,
+        keys,
+        reason,
+        actor,
+        reply,
+    })
+    .await?;
+    state.announce(&entry);
+    Ok(Json(json!({ "dead_lettered": touched.job_ids.len(), "missing": touched.missing })))
+}
+
+/// `POST /queues/{name}/dead-letters:requeue`.
+pub async fn requeue(
+    State(state): State<AdminState>,
+    Operator(actor): Operator,
+    Path(queue): Path<String>,
+    Json(body): Json<KeysBody>,
+) -> AdminResult<Json<Value>> {
+    let keys = decode_keys(&body.keys_b64)?;
+    let reason = body.reason;
+    let (touched, entry) =
+        ask(&state.committer, |reply| AdminCommand::RequeueDeadLetters { queue, keys, reason, actor, reply }).await?;
+    state.announce(&entry);
+    Ok(Json(json!({ "requeued": touched.job_ids.len(), "missing": touched.missing })))
+}
+
+/// `POST /queues/{name}/dead-letters:delete`.
+pub async fn delete(
+    State(state): State<AdminState>,
+    Operator(actor): Operator,
+    Path(queue): Path<String>,
+    Json(body): Json<KeysBody>,
+) -> AdminResult<Json<Value>> {
+    let keys = decode_keys(&body.keys_b64)?;
+    let reason = body.reason;
+    let (touched, entry) =
+        ask(&state.committer, |reply| AdminCommand::DeleteDeadLetters { queue, keys, reason, actor, reply }).await?;
+    state.announce(&entry);
+    Ok(Json(json!({ "deleted": touched.job_ids.len(), "missing": touched.missing })))
+}
+
+#[derive(Deserialize)]
+pub struct BulkBody {
+    state: String,
+    action: String,
+    job_type: Option<String>,
+    custom: Option<serde_json::Map<String, Value>>,
+    reason: Option<String>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+fn bulk_filter(job_type: Option<String>, custom: Option<serde_json::Map<String, Value>>) -> AdminResult<JobFilter> {
+    let custom = custom
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, value)| match value {
+            Value::String(text) => Ok((key, text)),
+            Value::Number(number) => Ok((key, number.to_string())),
+            Value::Bool(flag) => Ok((key, flag.to_string())),
+            _ => Err(AdminError::invalid_argument(format!("custom[{key:?}] must be a string, number, or bool"))),
+        })
+        .collect::<AdminResult<_>>()?;
+    Ok(JobFilter { job_type: job_type.filter(|job_type| !job_type.is_empty()), custom })
+}
+
+/// `POST /queues/{name}/jobs:bulk`: `{state, action: requeue|delete|dead_letter, job_type?,
+/// custom?, reason?, dry_run?}` applies the action to every matching job (`{affected}`), or
+/// with `dry_run` only counts them (`{matched}`).
+pub async fn bulk(
+    State(state): State<AdminState>,
+    Operator(actor): Operator,
+    Path(queue): Path<String>,
+    Json(body): Json<BulkBody>,
+) -> AdminResult<Json<Value>> {
+    let peek_state = parse_state(&body.state)?;
+    let action = match body.action.as_str() {
+        "requeue" => BulkAction::Requeue,
+        "delete" => BulkAction::Delete,
+        "dead_letter" => BulkAction::DeadLetter { reason: body.reason.clone() },
+        other => {
+            return Err(AdminError::invalid_argument(format!(
+                "action must be requeue|delete|dead_letter, got {other:?}"
+            )));
+        }
+    };
+    let applies = match action {
+        BulkAction::Requeue | BulkAction::Delete => peek_state == PeekState::DeadLetter,
+        BulkAction::DeadLetter { .. } => matches!(peek_state, PeekState::Ready | PeekState::Scheduled),
+    };
+    if !applies {
+        return Err(AdminError::invalid_argument(format!(
+            "action {} does not apply to state {}",
+            body.action, body.state
+        )));
+    }
+    let filter = bulk_filter(body.job_type, body.custom)?;
+    if body.dry_run {
+        return Ok(Json(json!({ "matched": count_matching(&state, &queue, peek_state, &filter).await? })));
+    }
+    let mut affected = 0;
+    let mut cursor = None;
+    loop {
+        let (queue, filter, action, actor) = (queue.clone(), filter.clone(), action.clone(), actor.clone());
+        let answer = ask(&state.committer, |reply| AdminCommand::Bulk {
+            queue,
+            state: peek_state,
+            filter,
+            cursor,
+            action,
+            actor,
+            reply,
+        })
+        .await?;
+        let (step, entry) = answer.map_err(|error| match error {
+            BulkError::WrongState => AdminError::invalid_argument("the action does not apply to this state"),
+            BulkError::WrongCursor => AdminError::internal("a bulk action walked off its own cursor"),
+        })?;
+        if let Some(entry) = entry {
+            state.announce(&entry);
+        }
+        affected += step.job_ids.len();
+        match step.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(Json(json!({ "affected": affected }))),
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Starting and stopping the admin listener: bind, optional TLS (rustls with ring, ALPN `h2`
+//! and `http/1.1`), the stats hub, serving each connection with HTTP/1.1 or HTTP/2, and a
+//! graceful stop with a 10 s cap during which SSE streams end at once.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+
+use crate::admin::commands::AdminCommand;
+use crate::admin::config_file::ConfigFile;
+use crate::admin::events::{self, EVENT_BUFFER};
+use crate::admin::stats::{self, StatsHub, StatsPublisher, StatsSnapshot};
+use crate::admin::{AdminSetup, AdminShared, AdminState, access::Sessions, routes};
+use crate::committer::{Command, now_ms};
+
+/// How long open connections may take to finish once the server stops.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long a client may take to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the admin listener could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminStartError {
+    #[error("could not bind the admin listener {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("could not read admin TLS file {path}: {source}")]
+    TlsFile { path: String, source: std::io::Error },
+    #[error("invalid admin TLS certificate or key: {0}")]
+    Tls(String),
+    #[error("the committer stopped before the admin listener started")]
+    Stopped,
+}
+
+/// A running admin listener.
+pub struct RunningAdmin {
+    pub addr: SocketAddr,
+    stopping: watch::Sender<bool>,
+    serving: JoinHandle<()>,
+}
+
+impl RunningAdmin {
+    /// Stops accepting, ends the SSE streams and the stats hub, and waits (at most 10 s) for the
+    /// open connections to finish.
+    pub async fn stop(self) {
+        let _ = self.stopping.send(true);
+        let _ = self.serving.await;
+    }
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, AdminStartError> {
+    std::fs::read(path).map_err(|source| AdminStartError::TlsFile { path: path.display().to_string(), source })
+}
+
+/// The TLS acceptor for the configured certificate and key.
+fn tls_acceptor(cert_path: &Path, key_path: &Path) -> Result<TlsAcceptor, AdminStartError> {
+    let invalid = |error: &dyn std::fmt::Display| AdminStartError::Tls(error.to_string());
+    let certs = CertificateDer::pem_slice_iter(&read_file(cert_path)?)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| invalid(&error))?;
+    if certs.is_empty() {
+        return Err(AdminStartError::Tls(format!("{} holds no certificate", cert_path.display())));
+    }
+    let key = PrivateKeyDer::from_pem_slice(&read_file(key_path)?).map_err(|error| invalid(&error))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| invalid(&error))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|error| invalid(&error))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Starts the admin listener when `admin.enabled`; `None` when it is off.
+pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStartError> {
+    let boot = &setup.live.boot;
+    if !boot.admin.enabled {
+        return Ok(None);
+    }
+    let tls = match (&boot.admin.tls_cert_path, &boot.admin.tls_key_path) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(cert, key)?),
+        _ => None,
+    };
+    let bind = boot.admin.listen_addr;
+    let listener = TcpListener::bind(bind).await.map_err(|source| AdminStartError::Bind { addr: bind, source })?;
+    let addr = listener.local_addr().map_err(|source| AdminStartError::Bind { addr: bind, source })?;
+
+    let (snapshots, snapshot_receiver) = watch::channel(Arc::new(StatsSnapshot::default()));
+    let publisher = StatsPublisher::new(snapshots);
+    setup
+        .committer
+        .send(Command::Admin(AdminCommand::PublishStats(publisher)))
+        .await
+        .map_err(|_| AdminStartError::Stopped)?;
+    let hub = Arc::new(StatsHub::new(snapshot_receiver));
+    let (events, _) = broadcast::channel(EVENT_BUFFER);
+    let (stopping, stopping_receiver) = watch::channel(false);
+    tokio::spawn(stats::run_hub(
+        hub.clone(),
+        setup.live.clone(),
+        setup.committer.clone(),
+        events.clone(),
+        stopping_receiver.clone(),
+    ));
+    tokio::spawn(events::forward_reloads(setup.live.subscribe_reloads(), events.clone(), stopping_receiver.clone()));
+
+    let config_path = setup.config_path.unwrap_or_else(|| "./sepp.toml".into());
+    let state = AdminState::new(AdminShared {
+        committer: setup.committer,
+        started_at_ms: now_ms(),
+        boot_loopback: bind.ip().is_loopback(),
+        admin_tls: tls.is_some(),
+        sessions: Sessions::default(),
+        stats: hub,
+        events,
+        config: ConfigFile::new(config_path, setup.watching),
+        workers: setup.workers,
+        stopping: stopping_receiver.clone(),
+        live: setup.live.clone(),
+    });
+    log_listening(&state, addr, bind);
+    let router = routes::router(state);
+    let serving = tokio::spawn(serve(listener, tls, router, stopping_receiver));
+    Ok(Some(RunningAdmin { addr, stopping, serving }))
+}
+
+/// The startup lines of the admin listener, with the warnings that go around them.
+fn log_listening(state: &AdminState, addr: SocketAddr, bind: SocketAddr) {
+    let keys = state.live.boot.admin.keys.as_deref().unwrap_or_default();
+    if keys.iter().any(|key| key.key == "admin") {
+        tracing::warn!(
+            "an admin key is the literal `admin` (the demo credential); replace it before exposing the admin UI"
+        );
+    }
+    let scheme = if state.admin_tls { "https" } else { "http" };
+    let tls = if state.admin_tls { "enabled" } else { "disabled" };
+    if addr.ip().is_unspecified() {
+        tracing::info!(%addr, tls, "admin UI listening at {scheme}://localhost:{}", addr.port());
+    } else {
+        tracing::info!(tls, "admin UI listening at {scheme}://{addr}");
+    }
+    if !keys.is_empty() && !state.admin_tls && !bind.ip().is_loopback() {
+        tracing::warn!("admin keys are used without TLS on a non-loopback address: they travel in plain text");
+    }
+}
+
+/// Accepts connections until `stopping`, then lets the open ones finish for at most 10 s.
+async fn serve(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    router: axum::Router,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let graceful = GracefulShutdown::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stopping.wait_for(|stopping| *stopping) => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                // Out of file descriptors and the like: wait a moment rather than spin.
+                tracing::warn!(%error, "the admin listener could not accept a connection");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let watcher = graceful.watcher();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let builder = auto::Builder::new(TokioExecutor::new());
+            match tls {
+                None => {
+                    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    let _ = watcher.watch(connection.into_owned()).await;
+                }
+                Some(acceptor) => {
+                    let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await else {
+                        return;
+                    };
+                    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    let _ = watcher.watch(connection.into_owned()).await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
+        tracing::warn!(
+            grace_s = SHUTDOWN_GRACE.as_secs(),
+            "admin connections still open after the shutdown grace period; closing them"
+        );
+    }
+}

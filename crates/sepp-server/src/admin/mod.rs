@@ -1,0 +1,137 @@
+//! The admin listener: the JSON API under `/admin/api/v1`, live stats over SSE, and the web UI
+//! bundle under `/admin/`.
+//!
+//! # Layout
+//!
+//! - [`listener`]: binding, TLS (ALPN h2 and http/1.1), serving and graceful shutdown.
+//! - [`routes`]: the URL space, the security headers and the cross-site checks.
+//! - [`access`]: authentication, roles, sessions, login and logout.
+//! - [`errors`]: the error envelope.
+//! - [`commands`]: what the API asks of the committer (mutations with their audit entries, and
+//!   bounded reads).
+//! - [`stats`] and [`events`]: the published stats, the once-a-second frames and history, SSE.
+//! - [`jobs`], [`queues`], [`overview`], [`audit`], [`config_api`] (with [`config_file`]),
+//!   [`workers`]: the endpoints; [`views`]: their JSON shapes.
+//! - [`ui`]: the embedded bundle.
+//!
+//! Every change to queue state goes through the committer as a command whose records are in the
+//! log, answered once persisted. Reads come from the stats the committer publishes or from
+//! bounded query commands. Nothing here adds work to the committer when the API is not used,
+//! beyond counting per-queue totals and publishing a snapshot every 250 ms.
+
+pub mod access;
+pub mod audit;
+pub mod commands;
+pub mod config_api;
+pub mod config_file;
+pub mod errors;
+pub mod events;
+pub mod jobs;
+pub mod listener;
+pub mod overview;
+pub mod queues;
+pub mod routes;
+pub mod stats;
+pub mod ui;
+pub mod views;
+pub mod workers;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sepp_core::AuditEntry;
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+
+use crate::committer::CommitterHandle;
+use crate::live::LiveConfig;
+use access::{Actor, Sessions};
+use errors::AdminResult;
+use events::Event;
+use stats::StatsHub;
+use workers::Workers;
+
+/// Everything the handlers share.
+pub struct AdminShared {
+    pub committer: CommitterHandle,
+    pub live: Arc<LiveConfig>,
+    pub started_at_ms: i64,
+    /// The admin listener was bound to a loopback address at boot.
+    pub boot_loopback: bool,
+    /// The admin listener has TLS.
+    pub admin_tls: bool,
+    pub sessions: Sessions,
+    pub stats: Arc<StatsHub>,
+    pub events: broadcast::Sender<Event>,
+    pub config: config_file::ConfigFile,
+    pub workers: Arc<Workers>,
+    /// Turns true when the server stops: SSE streams end.
+    pub stopping: watch::Receiver<bool>,
+}
+
+/// The handlers' state: a cheap handle on [`AdminShared`].
+#[derive(Clone)]
+pub struct AdminState(Arc<AdminShared>);
+
+impl std::ops::Deref for AdminState {
+    type Target = AdminShared;
+
+    fn deref(&self) -> &AdminShared {
+        &self.0
+    }
+}
+
+impl AdminState {
+    pub fn new(shared: AdminShared) -> AdminState {
+        AdminState(Arc::new(shared))
+    }
+
+    /// Appends an audit entry for an action that changed no queue state, waits until it is
+    /// persisted, and announces it.
+    pub async fn audit(&self, actor: &Actor, action: &'static str, details: Value) -> AdminResult<Arc<AuditEntry>> {
+        let actor = actor.clone();
+        let entry =
+            commands::ask(&self.committer, |reply| commands::AdminCommand::Audit { actor, action, details, reply })
+                .await?;
+        self.announce(&entry);
+        Ok(entry)
+    }
+
+    /// Logs a persisted audit entry and sends it to the SSE subscribers.
+    pub fn announce(&self, entry: &AuditEntry) {
+        tracing::info!(
+            target: "sepp::audit",
+            actor = %shorten(&entry.actor),
+            role = %entry.role,
+            action = %entry.action,
+            details = %shorten(&entry.details),
+            "admin action"
+        );
+        let _ = self.events.send(Event::audit(entry));
+    }
+}
+
+/// How the admin listener is set up, from `server::run`.
+pub struct AdminSetup {
+    pub committer: CommitterHandle,
+    pub live: Arc<LiveConfig>,
+    /// The config file, and whether a watcher applies its changes.
+    pub config_path: Option<PathBuf>,
+    pub watching: bool,
+    pub workers: Arc<Workers>,
+}
+
+/// At most this much of a client-supplied string goes into a log line.
+const LOGGED_TEXT_MAX: usize = 256;
+
+/// `text` cut to a bounded length for a log line, with the original length noted.
+pub fn shorten(text: &str) -> String {
+    if text.len() <= LOGGED_TEXT_MAX {
+        return text.to_owned();
+    }
+    let mut end = LOGGED_TEXT_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &text[..end], text.len())
+}

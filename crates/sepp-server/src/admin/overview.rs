@@ -1,0 +1,55 @@
+//! `GET /overview` (server facts, the latest stats frame and the history) and `GET /server-info`.
+
+use axum::Json;
+use axum::extract::{Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::admin::AdminState;
+use crate::admin::access::Viewer;
+use crate::committer::now_ms;
+use crate::service::SERVER_VERSION;
+
+#[derive(Deserialize)]
+pub struct OverviewQuery {
+    history: Option<bool>,
+}
+
+/// `GET /overview[?history=false]`: without history, the `history` key is left out.
+pub async fn overview(
+    State(state): State<AdminState>,
+    Viewer(_): Viewer,
+    Query(query): Query<OverviewQuery>,
+) -> Json<Value> {
+    let live = state.live.get();
+    let mut body = json!({
+        "server": {
+            "version": SERVER_VERSION,
+            "started_at_ms": state.started_at_ms,
+            "now_ms": now_ms(),
+            "strict_queues": live.config.server.strict_queues,
+            "dead_letter_retention_ms": state.live.boot.storage.dead_letter_retention_ms,
+            "command_queue_len": state.committer.queued(),
+        },
+        "frame": *state.stats.frame(),
+    });
+    if query.history.unwrap_or(true) {
+        body["history"] = state.stats.history_json();
+    }
+    Json(body)
+}
+
+/// `GET /server-info`: the boot addresses and TLS, the live auth and strict-queues settings.
+pub async fn server_info(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Value> {
+    let live = state.live.get();
+    let boot = &state.live.boot;
+    Json(json!({
+        "version": SERVER_VERSION,
+        "started_at_ms": state.started_at_ms,
+        "listen_addr": boot.server.listen_addr.to_string(),
+        "tls": boot.server.tls_cert_path.is_some(),
+        "auth_enforcing": live.config.auth.api_keys.is_some(),
+        "strict_queues": live.config.server.strict_queues,
+        "db_path": boot.server.db_path.display().to_string(),
+    }))
+}

@@ -1,0 +1,173 @@
+//! Queue endpoints: list and inspect queues, set a queue's overrides (declaring it in the file),
+//! and delete a queue, purging it first when asked.
+//!
+//! A deletion closes the queue first (a tombstone in the log refuses its enqueues; it expires by
+//! itself 30 s after its last refresh should this handler die), checks exact depths, purges in
+//! chunks of 1,000 refreshing the tombstone each time, removes the `[[queues]]` entry from the
+//! file, and finally clears the tombstone together with the audit entry. The tombstone is
+//! cleared on every error too.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::admin::AdminState;
+use crate::admin::access::{Actor, Admin, Viewer};
+use crate::admin::commands::{AdminCommand, ask};
+use crate::admin::config_api::{if_match, written_json};
+use crate::admin::config_file::{self, env_pinned, env_pinned_error, pinned_by, toml_value};
+use crate::admin::errors::{AdminError, AdminResult};
+use crate::admin::views::{self, OVERRIDE_FIELDS};
+
+/// `GET /queues`: every queue with entries, totals or a declaration, by name.
+pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Value> {
+    let live = state.live.get();
+    let snapshot = state.stats.snapshot();
+    let mut names: BTreeSet<Arc<str>> = snapshot.queues.keys().cloned().collect();
+    names.extend(live.config.queues.iter().map(|queue| Arc::from(queue.name.as_str())));
+    let queues: Vec<Value> = names
+        .iter()
+        .map(|name| views::queue(name, &live.config, live.policy.queue(name), &snapshot.queue(name)))
+        .collect();
+    Json(Value::Array(queues))
+}
+
+/// `GET /queues/{name}`: any name (an unknown queue is all zeros).
+pub async fn get(State(state): State<AdminState>, Viewer(_): Viewer, Path(name): Path<String>) -> Json<Value> {
+    let live = state.live.get();
+    let stats = state.stats.snapshot().queue(&name);
+    Json(views::queue(&name, &live.config, live.policy.queue(&name), &stats))
+}
+
+#[derive(Deserialize)]
+pub struct QueuePut {
+    etag: String,
+    overrides: serde_json::Map<String, Value>,
+}
+
+/// `PUT /queues/{name}`: `{etag, overrides: {field: value|null}}` declares the queue in the file
+/// (even with no overrides) and sets or removes the given fields.
+pub async fn put(
+    State(state): State<AdminState>,
+    Admin(actor): Admin,
+    Path(name): Path<String>,
+    Json(body): Json<QueuePut>,
+) -> AdminResult<Json<Value>> {
+    if let Some(problem) = sepp_core::validate::queue_name_problem(&name, "queue") {
+        return Err(AdminError::invalid_argument(problem));
+    }
+    let lock = state.config.lock().await;
+    let current = state.config.read_expecting(&lock, &body.etag)?;
+    if let Some(unknown) = body.overrides.keys().find(|field| !OVERRIDE_FIELDS.contains(&field.as_str())) {
+        return Err(AdminError::invalid_change(format!("unknown queue override field {unknown:?}")));
+    }
+    if let Some(pin) = pinned_by(&format!("queues.{name}"), &env_pinned()) {
+        return Err(env_pinned_error("queues", &pin));
+    }
+    let mut document = state.config.document(&current)?;
+    config_file::declare_queue(&mut document, &name)?;
+    for (field, value) in &body.overrides {
+        let value = if value.is_null() { None } else { Some(toml_value(value)?) };
+        config_file::set_queue_field(&mut document, &name, field, value)?;
+    }
+    let written = state.config.write(&lock, &document, &state.live).await?;
+    drop(lock);
+    let fields: Vec<&String> = body.overrides.keys().collect();
+    state.audit(&actor, "queue.put", json!({ "queue": name, "overrides": fields })).await?;
+    Ok(Json(written_json(&written)))
+}
+
+#[derive(Deserialize)]
+pub struct DeleteQuery {
+    #[serde(default)]
+    purge: bool,
+}
+
+/// `DELETE /queues/{name}[?purge=true]` (with `If-Match`): `{purged, etag}`.
+pub async fn delete(
+    State(state): State<AdminState>,
+    Admin(actor): Admin,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    Query(query): Query<DeleteQuery>,
+) -> AdminResult<Json<Value>> {
+    let etag = if_match(&headers)?;
+    let lock = state.config.lock().await;
+    let current = state.config.read_expecting(&lock, &etag)?;
+    let closed = close_and_empty(&state, &name, query.purge).await;
+    let outcome = match closed {
+        Ok(purged) => remove_declaration(&state, &lock, &name, &current).await.map(|etag| (purged, etag)),
+        Err(error) => Err(error),
+    };
+    drop(lock);
+    let audit = outcome
+        .as_ref()
+        .ok()
+        .map(|(purged, _)| (actor.clone(), "queue.delete", json!({ "queue": name, "purged": purged })));
+    let reopened = reopen(&state, &name, outcome.is_ok(), audit).await;
+    let (purged, etag) = outcome?;
+    if let Some(entry) = reopened? {
+        state.announce(&entry);
+    }
+    Ok(Json(json!({ "purged": purged, "etag": etag })))
+}
+
+/// Closes the queue and empties it (with `purge`) or checks it is empty; returns what was purged.
+async fn close_and_empty(state: &AdminState, name: &str, purge: bool) -> AdminResult<u64> {
+    let queue = name.to_owned();
+    let depths = ask(&state.committer, |reply| AdminCommand::CloseQueue { queue, reply }).await?;
+    let in_flight = || AdminError::conflict("inflight", "queue has jobs in flight; wait for them to finish");
+    if depths.inflight > 0 {
+        return Err(in_flight());
+    }
+    let holds_jobs = depths.ready + depths.scheduled + depths.dead_letter > 0;
+    if !purge && holds_jobs {
+        return Err(AdminError::conflict("not_empty", "queue holds jobs; pass purge=true to delete them"));
+    }
+    if !purge {
+        return Ok(0);
+    }
+    let mut purged = 0;
+    loop {
+        let queue = name.to_owned();
+        let step = ask(&state.committer, |reply| AdminCommand::PurgeStep { queue, reply }).await?;
+        if step.inflight > 0 {
+            return Err(in_flight());
+        }
+        purged += step.removed;
+        if step.done {
+            return Ok(purged);
+        }
+    }
+}
+
+/// Removes the queue's `[[queues]]` entry from the file, when it has one; returns the etag.
+async fn remove_declaration(
+    state: &AdminState,
+    lock: &tokio::sync::MutexGuard<'_, ()>,
+    name: &str,
+    current: &config_file::Current,
+) -> AdminResult<String> {
+    let mut document = state.config.document(current)?;
+    if !config_file::remove_queue(&mut document, name) {
+        return Ok(current.etag.clone());
+    }
+    Ok(state.config.write(lock, &document, &state.live).await?.etag)
+}
+
+/// Clears the tombstone; after a deletion that went through, forgets the queue's totals and
+/// appends the audit entry in the same cycle.
+async fn reopen(
+    state: &AdminState,
+    name: &str,
+    deleted: bool,
+    audit: Option<(Actor, &'static str, Value)>,
+) -> AdminResult<Option<Arc<sepp_core::AuditEntry>>> {
+    let queue = name.to_owned();
+    ask(&state.committer, |reply| AdminCommand::ReopenQueue { queue, forget_totals: deleted, audit, reply }).await
+}

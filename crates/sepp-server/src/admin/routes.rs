@@ -1,0 +1,107 @@
+//! The admin listener's URL space, and what every response and mutation goes through.
+//!
+//! - `/` redirects to `/admin/`; `/admin/...` is the UI bundle (see `ui`); `/admin/api/v1/...`
+//!   is the JSON API; everything else is a JSON 404.
+//! - Every response carries a Content-Security-Policy that allows scripts from this origin only
+//!   (no inline script, no `eval`), and headers that forbid framing and MIME sniffing.
+//! - A mutation (any method but GET/HEAD/OPTIONS) is refused when the browser says it comes from
+//!   another site (`Sec-Fetch-Site`) or its `Origin` is not this listener. Bodies must be JSON
+//!   (`Content-Type: application/json`), which no cross-site HTML form can send.
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::header::{
+    CONTENT_SECURITY_POLICY, HOST, ORIGIN, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
+use axum::http::{HeaderValue, Method};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{delete, get, post};
+
+use crate::admin::errors::AdminError;
+use crate::admin::{AdminState, access, audit, config_api, events, jobs, overview, queues, ui, workers};
+
+const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+                   connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; \
+                   form-action 'self'";
+
+/// The whole admin listener.
+pub fn router(state: AdminState) -> Router {
+    let api = Router::new()
+        .route("/session", post(access::login).get(access::whoami).delete(access::logout))
+        .route("/overview", get(overview::overview))
+        .route("/server-info", get(overview::server_info))
+        .route("/queues", get(queues::list))
+        .route("/queues/{name}", get(queues::get).put(queues::put).delete(queues::delete))
+        .route("/queues/{name}/jobs", get(jobs::peek).post(jobs::enqueue))
+        .route("/queues/{name}/jobs:count", get(jobs::count))
+        .route("/queues/{name}/jobs:dead-letter", post(jobs::dead_letter_jobs))
+        .route("/queues/{name}/jobs:bulk", post(jobs::bulk))
+        .route("/queues/{name}/dead-letters/{key}", get(jobs::dead_letter))
+        .route("/queues/{name}/dead-letters:requeue", post(jobs::requeue))
+        .route("/queues/{name}/dead-letters:delete", post(jobs::delete))
+        .route("/jobs/{id}", get(jobs::job))
+        .route("/audit", get(audit::list))
+        .route("/config", get(config_api::get).put(config_api::put))
+        .route("/auth/keys", post(config_api::add_key).delete(config_api::disable_auth))
+        .route("/auth/keys/{name}", delete(config_api::revoke_key))
+        .route("/workers", get(workers::list))
+        .route("/events", get(events::events))
+        .fallback(not_found)
+        .layer(middleware::from_fn(refuse_cross_site));
+    Router::new()
+        .route("/", get(|| async { Redirect::temporary("/admin/") }))
+        .route("/admin", get(ui::shell))
+        .route("/admin/", get(ui::shell))
+        .nest("/admin/api/v1", api)
+        .route("/admin/api/{*rest}", get(not_found).post(not_found).put(not_found).delete(not_found))
+        .route("/admin/{*path}", get(ui::asset))
+        .fallback(not_found)
+        .layer(middleware::from_fn(security_headers))
+        .with_state(state)
+}
+
+async fn not_found() -> Response {
+    AdminError::not_found("not found").into_response()
+}
+
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    response
+}
+
+/// Whether a mutation comes from a page of another site.
+fn is_cross_site(request: &Request) -> bool {
+    let headers = request.headers();
+    if let Some(site) = headers.get("sec-fetch-site")
+        && !matches!(site.as_bytes(), b"same-origin" | b"none")
+    {
+        return true;
+    }
+    let Some(origin) = headers.get(ORIGIN) else { return false };
+    let host = headers
+        .get(HOST)
+        .and_then(|host| host.to_str().ok())
+        .or_else(|| request.uri().authority().map(|authority| authority.as_str()));
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|origin| origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")));
+    match (origin_host, host) {
+        (Some(origin_host), Some(host)) => !origin_host.eq_ignore_ascii_case(host),
+        _ => true,
+    }
+}
+
+async fn refuse_cross_site(request: Request, next: Next) -> Response {
+    let safe = matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if !safe && is_cross_site(&request) {
+        return AdminError::forbidden("cross-site requests are refused").into_response();
+    }
+    next.run(request).await
+}
