@@ -192,7 +192,7 @@ test('the config view edits fields, flags restart-only ones and locks env-pinned
   await page.setViewportSize(WIDE)
   await page.getByTestId('revoke-billing-worker').click()
   await untilText(page.getByTestId('confirm-message'), 'It is the last key')
-  await page.getByRole('button', { name: 'Revoke', exact: true }).click()
+  await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click()
   await untilText(page.getByTestId('notice-ok'), 'Revoked API key billing-worker')
   await until(() => api.get('/config'), (c) => Array.isArray(c.effective.auth.api_keys) && c.effective.auth.api_keys.length === 0, 'the key to be gone')
   await page.getByTestId('apikey-disable').click()
@@ -228,7 +228,7 @@ test('the audit log lists every action above, filterable by action and actor', a
   for (const action of ['dead_letters.requeue', 'dead_letters.delete', 'jobs.dead_letter', 'queue.put', 'job.enqueue', 'config.put', 'auth_key.add', 'auth_key.revoke', 'auth.disable', 'queue.delete', 'session.login']) {
     await page.locator(`tr[data-action="${action}"]`).first().waitFor()
   }
-  await untilText(page.locator('tr[data-action="dead_letters.requeue"]'), 'upstream is back')
+  await page.locator('tr[data-action="dead_letters.requeue"]').filter({ hasText: 'reason: upstream is back' }).waitFor()
   await shot(page, 'audit')
   await page.getByTestId('audit-action').fill('dead_letters.')
   await page.getByRole('button', { name: 'Apply' }).click()

@@ -38,7 +38,7 @@ export async function login(page, server, role = 'admin', path = '/admin/') {
   await page.getByLabel('Name').fill(k.name)
   await page.getByLabel('Key').fill(k.key)
   await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.getByTestId('actor').filter({ hasText: k.name }).waitFor()
+  await page.getByTestId('actor').filter({ hasText: k.name }).waitFor({ state: 'attached' })
 }
 
 /** Polls until `read()` returns something `ok` accepts; fails with the last value seen. */

@@ -39,4 +39,4 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${CHROMIUM_BIN:-}" ]; then
 fi
 
 echo "== admin-ui: browser tests against $SEPP_BIN"
-node --test --test-concurrency=1 --test-timeout=300000 e2e/*.test.mjs
+node --test --test-concurrency=1 --test-timeout=600000 e2e/*.test.mjs
