@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startServer } from './server.mjs'
 import { connect } from './grpc.mjs'
-import { launch, login, newPage, shot, until, untilText, WIDE, NARROW } from './browser.mjs'
+import { adminApi, launch, login, newPage, shot, until, untilText, WIDE, NARROW } from './browser.mjs'
 
 let server, grpc, browser
 
@@ -19,6 +19,25 @@ after(async () => {
   grpc?.close()
   await server?.stop()
 })
+
+/** One round per stats frame: jobs in, most of them worked, some retried or dead-lettered. */
+async function flow(rounds) {
+  const api = adminApi(server)
+  let seq = (await api.get('/overview?history=false')).frame.seq
+  for (let round = 0; round < rounds; round++) {
+    await grpc.enqueue('emails', Array.from({ length: 20 + 5 * (round % 3) }, () => ({ job_type: 'send' })))
+    await grpc.enqueue('reports', Array.from({ length: 8 }, () => ({ job_type: 'render' })))
+    await grpc.enqueue('webhooks', Array.from({ length: 4 }, () => ({ job_type: 'deliver' })))
+    for (const job of await grpc.reserve('emails', 22)) await grpc.ack(job)
+    const reports = await grpc.reserve('reports', 8)
+    for (const job of reports.slice(0, 6)) await grpc.ack(job)
+    await grpc.nack(reports[6], 'timeout')
+    await grpc.deadLetter(reports[7], 'renderer crashed')
+    const hooks = await grpc.reserve('webhooks', 3, 'hook-worker')
+    await grpc.ack(hooks[0])
+    seq = (await until(() => api.get('/overview?history=false'), (o) => o.frame.seq > seq, 'the next stats frame')).frame.seq
+  }
+}
 
 test('a wrong key is refused and the right one signs in', async () => {
   const page = await newPage(browser)
@@ -54,12 +73,9 @@ test('the dashboard follows jobs flowing through the server, live', async () => 
   await untilText(card.getByTestId('depth-inflight'), /^0$/, '0 in flight after the acks')
   await until(() => card.getByTestId('rate-acked').textContent(), (t) => Number(t) > 0, 'a non-zero acked rate')
 
-  // Keep jobs flowing for the screenshots, then look at both sizes.
-  await grpc.enqueue('reports', Array.from({ length: 40 }, () => ({ job_type: 'render' })))
-  const more = await grpc.reserve('reports', 25)
-  for (const job of more.slice(0, 20)) await grpc.ack(job)
-  for (const job of more.slice(20)) await grpc.deadLetter(job, 'renderer crashed')
-  await untilText(page.locator('[data-queue="reports"]').getByTestId('depth-dead'), /^5$/, '5 dead letters on reports')
+  // Keep jobs flowing through three queues for a few seconds of history, then look.
+  await flow(8)
+  await until(() => page.locator('[data-queue="reports"]').getByTestId('depth-dead').textContent(), (t) => Number(t) >= 8, 'the dead letters of reports')
   await shot(page, 'dashboard')
   await page.setViewportSize(NARROW)
   await shot(page, 'dashboard')

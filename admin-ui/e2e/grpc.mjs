@@ -76,6 +76,8 @@ export function connect(addr) {
       return response.jobs
     },
     ack: (job) => ackCall({ job_id: job.id, attempt: job.attempt }),
+    /** Nacks with the queue's retry policy. */
+    nack: (job, reason) => nackCall({ job_id: job.id, attempt: job.attempt, reason, retry: { default: {} } }),
     /** Nacks straight to the dead letters with a reason. */
     deadLetter: (job, reason) => nackCall({ job_id: job.id, attempt: job.attempt, reason, retry: { dead_letter: {} } }),
     close: () => client.close(),
