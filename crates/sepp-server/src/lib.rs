@@ -15,7 +15,7 @@
 //! The durable log the committer persists to is the `sepp-log` crate.
 
 pub mod admin;
-
+pub mod admin_cli;
 pub mod auth;
 pub mod committer;
 pub mod convert;

@@ -1,4 +1,5 @@
-//! The `sepp` binary: command line, logging, configuration, signals; then `server::run`.
+//! The `sepp` binary: command line, logging, configuration, signals; then `server::run`. The
+//! `admin` subcommand is a client of a running server instead (`admin_cli`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +25,8 @@ enum Commands {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Operate a running server through its admin API (key from SEPP_ADMIN_KEY).
+    Admin(sepp_server::admin_cli::AdminArgs),
 }
 
 #[derive(Subcommand)]
@@ -37,9 +40,13 @@ fn main() -> ExitCode {
     #[cfg(unix)]
     ignore_file_size_signal();
     let cli = Cli::parse();
-    if let Some(Commands::Config { command: ConfigCommand::Example }) = cli.command {
-        print!("{}", sepp_config::example());
-        return ExitCode::SUCCESS;
+    match cli.command {
+        Some(Commands::Config { command: ConfigCommand::Example }) => {
+            print!("{}", sepp_config::example());
+            return ExitCode::SUCCESS;
+        }
+        Some(Commands::Admin(args)) => return sepp_server::admin_cli::run(args),
+        None => {}
     }
     let source = sepp_config::discover(cli.config, &|name| std::env::var(name).ok());
     let config = match sepp_config::load(&source) {

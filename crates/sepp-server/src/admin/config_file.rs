@@ -263,14 +263,25 @@ pub fn set_key(document: &mut DocumentMut, section: &str, key: &str, value: Opti
         };
     };
     match value {
-        Some(value) => {
-            table.insert(key, Item::Value(value));
-        }
+        Some(value) => put_value(table, key, value),
         None => {
             table.remove(key);
         }
     }
     Ok(())
+}
+
+/// Sets `key` in `table`, keeping the comments and spacing around an existing key and value.
+fn put_value(table: &mut dyn toml_edit::TableLike, key: &str, mut value: TomlValue) {
+    match table.get_mut(key) {
+        Some(Item::Value(existing)) => {
+            *value.decor_mut() = existing.decor().clone();
+            *existing = value;
+        }
+        _ => {
+            table.insert(key, Item::Value(value));
+        }
+    }
 }
 
 fn queues_mut(document: &mut DocumentMut) -> AdminResult<&mut ArrayOfTables> {
@@ -309,9 +320,7 @@ pub fn set_queue_field(
 ) -> AdminResult<()> {
     let table = declare_queue(document, queue)?;
     match value {
-        Some(value) => {
-            table.insert(field, Item::Value(value));
-        }
+        Some(value) => put_value(table, field, value),
         None => {
             table.remove(field);
         }
@@ -364,8 +373,7 @@ mod tests {
     fn a_key_is_set_in_place_and_comments_stay() {
         let text = "# my server\n[limits]\n# the cap\ndefault_priority = 1 # low\n";
         let out = edited(text, |doc| set_key(doc, "limits", "default_priority", Some(5.into())).unwrap());
-        assert!(out.contains("# my server") && out.contains("# the cap"), "{out}");
-        assert!(out.contains("default_priority = 5"), "{out}");
+        assert_eq!(out, "# my server\n[limits]\n# the cap\ndefault_priority = 5 # low\n");
         let out = edited(&out, |doc| set_key(doc, "storage", "sweep_limit", Some(7.into())).unwrap());
         assert!(out.contains("[storage]\nsweep_limit = 7"), "{out}");
         let out = edited(&out, |doc| set_key(doc, "limits", "default_priority", None).unwrap());
@@ -387,7 +395,7 @@ mod tests {
             assert!(!remove_queue(doc, "nowhere"));
             assert!(remove_queue(doc, "sms"));
         });
-        assert!(!out.contains("queues"), "{out}");
+        assert!(!out.contains("[[queues]]"), "{out}");
     }
 
     #[test]

@@ -295,6 +295,22 @@ impl TestServer {
         self.port
     }
 
+    /// The admin listener's base URL (`http://127.0.0.1:<port>`, or https under TLS), from its
+    /// `admin UI listening` line (which names `localhost` when it is bound to every address).
+    pub fn admin_url(&self) -> String {
+        let Some(line) = self.stdout.wait_for("admin UI listening", STARTUP_TIMEOUT) else {
+            panic!("the server did not log `admin UI listening`\n{}", self.stdout.text());
+        };
+        let scheme = if line.contains("https://") { "https" } else { "http" };
+        let port = loopback_port(&line)
+            .or_else(|| {
+                let after = &line[line.find("localhost:")? + "localhost:".len()..];
+                after.chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()
+            })
+            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        format!("{scheme}://127.0.0.1:{port}")
+    }
+
     pub fn addr(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }

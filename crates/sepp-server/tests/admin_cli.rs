@@ -1,0 +1,158 @@
+//! `sepp admin <verb>` against a running server: tables for people, `--json` for scripts, the
+//! key from `SEPP_ADMIN_KEY`, and a clear error with exit code 1 when the API refuses.
+
+mod admin_support;
+mod common;
+
+use admin_support::*;
+use common::*;
+use serde_json::{Value, json};
+
+/// Runs `sepp admin --url <admin> <args>` with `key` in `SEPP_ADMIN_KEY`.
+async fn sepp_admin(admin: &AdminServer, key: &str, args: &[&str]) -> Finished {
+    let mut all: Vec<String> = vec!["admin".into(), "--url".into(), admin.url.clone()];
+    all.extend(args.iter().map(|arg| arg.to_string()));
+    let dir = admin.server.dir().to_path_buf();
+    let key = key.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = all.iter().map(String::as_str).collect();
+        run_to_exit(&args, &dir, &[("SEPP_ADMIN_KEY", &key)])
+    })
+    .await
+    .unwrap()
+}
+
+#[track_caller]
+fn succeeded(run: &Finished) -> &str {
+    assert!(run.status.success(), "exit {:?}\nstdout: {}\nstderr: {}", run.status, run.stdout, run.stderr);
+    &run.stdout
+}
+
+fn json_of(run: &Finished) -> Value {
+    serde_json::from_str(succeeded(run)).unwrap_or_else(|error| panic!("not JSON ({error}): {}", run.stdout))
+}
+
+#[tokio::test]
+async fn enqueue_queues_peek_and_job_show_tables_and_json() {
+    let admin = AdminServer::start("");
+    let run = sepp_admin(
+        &admin,
+        OPERATOR_KEY,
+        &[
+            "enqueue",
+            "mail",
+            "--type",
+            "email",
+            "--data",
+            "{\"to\":\"ana\"}",
+            "--encoding",
+            "application/json",
+            "--priority",
+            "4",
+            "--custom",
+            "tenant=7",
+            "--custom",
+            "vip=true",
+        ],
+    )
+    .await;
+    let job_id = succeeded(&run).trim().to_owned();
+    assert_eq!(job_id.len(), 36, "{job_id}");
+
+    // Depths come from the stats the committer publishes every 250 ms.
+    eventually("the queue is listed", std::time::Duration::from_secs(10), || async {
+        let queues = admin.get("/queues", VIEWER_KEY).await.body;
+        queues.as_array().is_some_and(|queues| !queues.is_empty()).then_some(())
+    })
+    .await;
+    let run = sepp_admin(&admin, VIEWER_KEY, &["queues"]).await;
+    let table = succeeded(&run);
+    assert!(table.lines().next().unwrap().starts_with("QUEUE"), "{table}");
+    assert!(
+        table.lines().any(|line| line.split_whitespace().collect::<Vec<_>>() == ["mail", "1", "0", "0", "0", "no"]),
+        "{table}"
+    );
+
+    let run = sepp_admin(&admin, VIEWER_KEY, &["peek", "mail"]).await;
+    assert!(succeeded(&run).contains(&job_id), "{}", run.stdout);
+    let page = json_of(&sepp_admin(&admin, VIEWER_KEY, &["--json", "peek", "mail", "--custom", "tenant=7"]).await);
+    assert_eq!(page["jobs"][0]["custom"], json!({ "tenant": 7, "vip": true }));
+    let none = json_of(&sepp_admin(&admin, VIEWER_KEY, &["--json", "peek", "mail", "--job-type", "sms"]).await);
+    assert_eq!(none["jobs"], json!([]));
+
+    let run = sepp_admin(&admin, VIEWER_KEY, &["job", &job_id]).await;
+    let shown = succeeded(&run);
+    assert!(shown.contains("{\"to\":\"ana\"}") && shown.contains("mail") && shown.contains("ready"), "{shown}");
+    let detail = json_of(&sepp_admin(&admin, VIEWER_KEY, &["--json", "job", &job_id]).await);
+    assert_eq!((detail["priority"].as_u64(), detail["state"].as_str()), (Some(4), Some("ready")));
+}
+
+#[tokio::test]
+async fn dead_letters_are_listed_requeued_and_deleted_by_key_or_all_at_once() {
+    let admin = AdminServer::start("");
+    for job_type in ["a", "a", "b"] {
+        admin.enqueue("q", json!({ "job_type": job_type })).await;
+    }
+    let keys = AdminServer::keys(&admin.peek("q", "ready", "").await);
+    admin
+        .post("/queues/q/jobs:dead-letter", OPERATOR_KEY, json!({ "state": "ready", "keys_b64": keys }))
+        .await
+        .expect(reqwest::StatusCode::OK);
+    let listed = json_of(&sepp_admin(&admin, VIEWER_KEY, &["--json", "dead-letters", "list", "q"]).await);
+    let dead_keys: Vec<String> = AdminServer::keys(&listed);
+    assert_eq!(dead_keys.len(), 3);
+
+    let run =
+        sepp_admin(&admin, OPERATOR_KEY, &["dead-letters", "requeue", "q", &dead_keys[0], "--reason", "fixed"]).await;
+    assert_eq!(succeeded(&run).trim(), "requeued 1, missing 0");
+    let run = sepp_admin(&admin, OPERATOR_KEY, &["dead-letters", "delete", "q", "--all", "--job-type", "b"]).await;
+    assert_eq!(succeeded(&run).trim(), "deleted 1");
+    let left = json_of(&sepp_admin(&admin, VIEWER_KEY, &["--json", "dead-letters", "list", "q"]).await);
+    assert_eq!(left["jobs"].as_array().unwrap().len(), 1);
+    let audit = json_of(&sepp_admin(&admin, ADMIN_KEY, &["--json", "audit", "--action-prefix", "dead_letters"]).await);
+    assert_eq!(audit["entries"].as_array().unwrap().len(), 2);
+    let run = sepp_admin(&admin, ADMIN_KEY, &["audit", "--limit", "1"]).await;
+    assert!(succeeded(&run).contains("dead_letters.delete") && run.stdout.contains("more: --before"), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn purge_asks_for_confirmation_and_refusals_exit_with_the_api_error() {
+    let admin = AdminServer::start("");
+    admin.enqueue("q", json!({ "job_type": "t" })).await;
+    let unconfirmed = sepp_admin(&admin, ADMIN_KEY, &["purge", "q"]).await;
+    assert_eq!(unconfirmed.status.code(), Some(1));
+    assert!(unconfirmed.stderr.contains("--yes"), "{}", unconfirmed.stderr);
+    let forbidden = sepp_admin(&admin, OPERATOR_KEY, &["purge", "q", "--yes"]).await;
+    assert_eq!(forbidden.status.code(), Some(1));
+    assert!(
+        forbidden.stderr.contains("this action requires the admin role (forbidden) [HTTP 403]"),
+        "{}",
+        forbidden.stderr
+    );
+    let purged = json_of(&sepp_admin(&admin, ADMIN_KEY, &["--json", "purge", "q", "--yes"]).await);
+    assert_eq!(purged["purged"], 1);
+    let wrong_key = sepp_admin(&admin, "not-a-key", &["queues"]).await;
+    assert_eq!(wrong_key.status.code(), Some(1));
+    assert!(wrong_key.stderr.contains("authentication required"), "{}", wrong_key.stderr);
+    let rejected = sepp_admin(&admin, OPERATOR_KEY, &["--json", "enqueue", "q", "--type", ""]).await;
+    assert_eq!(rejected.status.code(), Some(1));
+    let body: Value = serde_json::from_str(&rejected.stdout).unwrap();
+    assert_eq!(body["code"], "rejected", "scripts get the API's JSON");
+}
+
+#[tokio::test]
+async fn workers_are_listed() {
+    let admin = AdminServer::start("");
+    let mut client = grpc(&admin).await;
+    enqueue_one(&mut client, job("q", "t")).await;
+    let mut request = reserve(&["q"], 60_000);
+    request.worker_id = Some("box-7".into());
+    client.reserve(request).await.unwrap();
+    let run = sepp_admin(&admin, VIEWER_KEY, &["workers"]).await;
+    let line = succeeded(&run)
+        .lines()
+        .find(|line| line.starts_with("box-7"))
+        .unwrap_or_else(|| panic!("{}", run.stdout))
+        .to_owned();
+    assert!(line.ends_with("q=1"), "{line}");
+}
