@@ -1,0 +1,234 @@
+/**
+ * The shapes the admin HTTP API sends and accepts, as the UI uses them.
+ * Field names are the wire names (snake_case); nothing here knows a URL.
+ */
+
+export type Role = 'viewer' | 'operator' | 'admin'
+
+export interface Session {
+  /** The key's name; null when authentication is off. */
+  name: string | null
+  role: Role
+  auth_enabled: boolean
+}
+
+export interface LoginResult {
+  name: string
+  role: Role
+  expires_at_ms: number
+}
+
+export interface Totals {
+  enqueued: number
+  reserved: number
+  acked: number
+  nacked: number
+  dead_lettered: number
+}
+
+export interface Rates {
+  enqueued: number
+  acked: number
+  nacked: number
+  dead_lettered: number
+}
+
+export interface Depths {
+  ready: number
+  scheduled: number
+  inflight: number
+  dead_lettered: number
+}
+
+export interface QueueFrame extends Depths {
+  totals: Totals
+  rates: Rates
+}
+
+/** One tick of live statistics for every active or declared queue. */
+export interface Frame {
+  seq: number
+  ts_ms: number
+  server: { command_queue_len: number }
+  queues: Record<string, QueueFrame>
+}
+
+/** One second of a queue's history ring: per-second rates at `ts_ms`. */
+export interface HistorySample extends Rates {
+  ts_ms: number
+}
+
+export type History = Record<string, HistorySample[]>
+
+export interface ServerSummary {
+  version: string
+  started_at_ms: number
+  now_ms: number
+  strict_queues: boolean
+  dead_letter_retention_ms: number
+  command_queue_len: number
+}
+
+export interface Overview {
+  server: ServerSummary
+  frame: Frame
+  history?: History
+}
+
+export interface ServerInfo {
+  version: string
+  started_at_ms: number
+  listen_addr: string
+  tls: boolean
+  auth_enforcing: boolean
+  strict_queues: boolean
+  db_path: string
+}
+
+export type RetryBackoff = 'none' | 'exponential'
+
+/** The per-queue limits a `[[queues]]` entry may set (all optional there). */
+export interface QueueLimits {
+  max_lease_duration_ms: number | null
+  default_max_attempts: number | null
+  max_attempts_ceiling: number | null
+  default_priority: number | null
+  retry_delay_ms: number | null
+  retry_backoff: RetryBackoff | null
+  retry_delay_max_ms: number | null
+  max_payload_bytes: number | null
+  allowed_encodings: string[] | null
+  allowed_job_types: string[] | null
+  max_schedule_horizon_ms: number | null
+  max_custom_entries: number | null
+  max_custom_total_bytes: number | null
+  max_custom_key_bytes: number | null
+  dedup_window_ms: number | null
+  max_queue_depth: number | null
+}
+
+export type QueueField = keyof QueueLimits
+
+export interface Queue {
+  name: string
+  declared: boolean
+  depths: Depths
+  /** The queue's `[[queues]]` entry (unset fields null), or null when it is not declared. */
+  overrides: (QueueLimits & { name: string }) | null
+  effective: QueueLimits
+}
+
+export type JobState = 'ready' | 'scheduled' | 'inflight' | 'dead_letter'
+
+export type CustomValue = string | number | boolean
+
+export interface Payload {
+  encoding: string
+  size_bytes: number
+  /** Present in detail views, and in listings for payloads up to 4 KiB. */
+  data_b64?: string
+}
+
+export type DeadLetterCause = 'attempts_exhausted' | 'rejected' | 'lease_expired' | 'admin' | 'unspecified'
+
+export interface Job {
+  id: string
+  key_b64: string
+  job_type: string
+  priority: number
+  attempt: number
+  max_attempts: number
+  enqueued_at_ms: number
+  custom: Record<string, CustomValue>
+  payload: Payload
+  scheduled_at_ms?: number
+  /** When a scheduled job (or a delayed retry) becomes ready. */
+  due_at_ms?: number
+  lease_expires_at_ms?: number
+  /** Set by the job-by-id lookup. */
+  queue?: string
+  state?: JobState
+  /** Dead letters only. */
+  failed_at_ms?: number
+  cause?: DeadLetterCause
+  last_reason?: string
+}
+
+export interface JobPage {
+  jobs: Job[]
+  next_cursor: string | null
+  truncated: boolean
+}
+
+export interface EnqueueRequest {
+  job_type: string
+  payload?: { encoding: string; data_b64?: string; data_text?: string }
+  priority?: number
+  max_attempts?: number
+  scheduled_at_ms?: number
+  idempotency_key?: string
+  custom?: Record<string, CustomValue>
+}
+
+export interface AuditEntry {
+  seq: number
+  ts_ms: number
+  actor: string
+  role: Role
+  action: string
+  details: Record<string, unknown>
+}
+
+export interface AuditPage {
+  entries: AuditEntry[]
+  next_before: number | null
+}
+
+export interface AuditQuery {
+  before?: number
+  limit?: number
+  actor?: string
+  action_prefix?: string
+}
+
+export interface ConfigView {
+  effective: Record<string, unknown>
+  etag: string
+  env_pinned: string[]
+  restart_only: string[]
+  pending_restart: string[]
+}
+
+export type ConfigValue = string | number | boolean | Array<string | number | boolean> | null
+
+export interface ConfigChange {
+  path: string
+  value: ConfigValue
+}
+
+export interface WriteResult {
+  applied: boolean
+  requires_restart: string[]
+  etag: string
+}
+
+export interface Rejection {
+  reason: string
+  detail: string
+}
+
+/** A worker id that reserved jobs recently, and what it holds now. */
+export interface WorkerInfo {
+  worker_id: string
+  last_seen_ms: number
+  /** Reserve calls seen from it. */
+  reserves: number
+  jobs_delivered: number
+  /** Jobs it holds (in flight) now, per queue. */
+  held: Record<string, number>
+  held_total: number
+  /** The soonest lease among the jobs it holds, if any. */
+  next_lease_expires_at_ms: number | null
+}
+
+export type BulkActionName = 'requeue' | 'delete' | 'dead_letter'
