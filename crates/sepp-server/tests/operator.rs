@@ -37,6 +37,7 @@ async fn a_typo_in_a_key_is_logged_at_startup_and_on_reload_with_the_nearest_key
         line.contains(&format!("{config}: storage.persist_mod is not a known key; did you mean storage.persist_mode?")),
         "{line}"
     );
+    server.wait_for_log("watching config file for hot reload", WAIT).await.expect("watching");
     let mark = server.stdout().len();
     server.write_config("[servr]\nstrict_queues = true\n");
     let line = server.wait_for_log_since(mark, "is not a known key", WAIT).await.expect("a warning on reload");

@@ -109,14 +109,14 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
     let hub = Arc::new(StatsHub::new(snapshot_receiver));
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let (stopping, stopping_receiver) = watch::channel(false);
-    tokio::spawn(stats::run_hub(
+    stats::start_hub(
         hub.clone(),
         setup.live.clone(),
         setup.committer.clone(),
         events.clone(),
         setup.clock.clone(),
         stopping_receiver.clone(),
-    ));
+    );
     tokio::spawn(events::forward_reloads(setup.live.subscribe_reloads(), events.clone(), stopping_receiver.clone()));
 
     let config_path = setup.config_path.unwrap_or_else(|| "./sepp.toml".into());

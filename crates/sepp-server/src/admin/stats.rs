@@ -202,8 +202,9 @@ struct Ticker {
     previous_ms: TimeMs,
 }
 
-/// Runs the once-a-second hub until `stopping` turns true.
-pub async fn run_hub(
+/// The once-a-second hub: its first frame is in place when this returns, so every `hello`
+/// carries one; the task it spawns sends a frame each second until `stopping` turns true.
+pub fn start_hub(
     hub: Arc<StatsHub>,
     live: Arc<LiveConfig>,
     committer: CommitterHandle,
@@ -212,13 +213,7 @@ pub async fn run_hub(
     mut stopping: watch::Receiver<bool>,
 ) {
     let mut ticker = Ticker { seq: 0, previous: BTreeMap::new(), previous_ms: clock.now_ms() };
-    let mut interval = tokio::time::interval(std::time::Duration::from_secs(1));
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = interval.tick() => {}
-            _ = stopping.wait_for(|stopping| *stopping) => return,
-        }
+    let tick = move |ticker: &mut Ticker| {
         let declared: Vec<String> = live.get().config.queues.iter().map(|queue| queue.name.clone()).collect();
         let capacity = (live.get().config.admin.stats_history_ms / 1000) as usize;
         let snapshot = hub.snapshot();
@@ -227,8 +222,22 @@ pub async fn run_hub(
         hub.history.lock().expect("stats history lock").push(now_ms, &rates, capacity);
         let frame = Arc::new(frame);
         *hub.latest.write().expect("stats frame lock") = frame.clone();
-        let _ = events.send(Event::stats(&frame));
-    }
+        frame
+    };
+    tick(&mut ticker);
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(std::time::Duration::from_secs(1));
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        interval.tick().await; // the first tick is immediate, and its frame is already made
+        loop {
+            tokio::select! {
+                _ = interval.tick() => {}
+                _ = stopping.wait_for(|stopping| *stopping) => return,
+            }
+            let frame = tick(&mut ticker);
+            let _ = events.send(Event::stats(&frame));
+        }
+    });
 }
 
 impl Ticker {
