@@ -26,6 +26,9 @@ impl State {
         let lease_deadline_ms = now_ms.saturating_add(plan.lease_ms as TimeMs);
         let mut deliveries = Vec::new();
         for queue in &plan.queues {
+            if self.is_paused(queue) {
+                continue;
+            }
             let before = deliveries.len();
             while deliveries.len() < plan.max_jobs as usize {
                 let Some(job_id) = self.first_ready(queue) else { break };
