@@ -45,6 +45,12 @@ async fn a_paused_queue_takes_enqueues_serves_no_reserve_and_wakes_parked_ones_o
 
     let listed = admin.get("/pauses", VIEWER_KEY).await.expect(StatusCode::OK);
     assert_eq!(listed, json!({ "all_queues": null, "queues": [{ "queue": "q", "until_ms": null }] }));
+    let shown = eventually("the queue view shows the pause", WAIT, || async {
+        let queue = admin.get("/queues/q", VIEWER_KEY).await.expect(StatusCode::OK);
+        (!queue["paused"].is_null()).then_some(queue)
+    })
+    .await;
+    assert_eq!(shown["paused"], json!({ "until_ms": null, "all_queues": false }));
 
     let waiting = parked_reserve(&admin, "q");
     admin.server.wait_parked(1).await;
@@ -74,6 +80,13 @@ async fn pausing_every_queue_holds_them_all_and_keeps_named_pauses() {
     assert!(reserve_now(&mut client, &["a", "b"], 60_000).await.is_empty());
     let listed = admin.get("/pauses", VIEWER_KEY).await.expect(StatusCode::OK);
     assert_eq!(listed["all_queues"], json!({ "until_ms": null }));
+    let b_view = eventually("b shows the pause of every queue", WAIT, || async {
+        let queues = admin.get("/queues", VIEWER_KEY).await.expect(StatusCode::OK);
+        let b = queues.as_array().unwrap().iter().find(|queue| queue["name"] == "b").cloned();
+        b.filter(|b| !b["paused"].is_null())
+    })
+    .await;
+    assert_eq!(b_view["paused"], json!({ "until_ms": null, "all_queues": true }));
 
     admin.post("/queues:resume", OPERATOR_KEY, json!({})).await.expect(StatusCode::OK);
     let served = reserve_now(&mut client, &["a", "b"], 60_000).await;

@@ -349,6 +349,9 @@ impl AdminCommand {
             }
             AdminCommand::Pause { queue, until_ms, reason, actor, reply } => {
                 cycle.state.pause_queue(&queue, until_ms, cycle.records);
+                if let Some(stats) = cycle.stats.as_mut() {
+                    stats.publish_soon();
+                }
                 let mut details = pause_details(&queue);
                 if let Some(until_ms) = until_ms {
                     details["until_ms"] = json!(until_ms);
@@ -360,6 +363,9 @@ impl AdminCommand {
             }
             AdminCommand::Resume { queue, actor, reply } => {
                 let resumed = cycle.state.resume_queue(&queue, cycle.records);
+                if let Some(stats) = cycle.stats.as_mut() {
+                    stats.publish_soon();
+                }
                 let entry = resumed.then(|| cycle.audit(&actor, "queue.resume", pause_details(&queue)));
                 Deferred::reply(reply, entry)
             }

@@ -4,7 +4,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use sepp_config::{Config, QueueConfig};
-use sepp_core::{AuditEntry, DeadLetter, DeadLetterCause, Job, JobKey, JobState, Primitive, QueueLimits, RetryBackoff};
+use sepp_core::{AuditEntry, DeadLetter, DeadLetterCause, Job, JobKey, JobState, Primitive, QueueLimits, RetryBackoff, TimeMs};
 use serde_json::{Map, Value, json};
 
 use crate::admin::errors::AdminError;
@@ -183,9 +183,22 @@ fn effective_json(limits: &QueueLimits) -> Value {
 }
 
 /// A queue: `{name, declared, depths, overrides (its [[queues]] entry or null), effective}`.
-pub fn queue(name: &str, config: &Config, limits: &QueueLimits, stats: &QueueStats) -> Value {
+/// A queue: `name, declared, depths, overrides, effective, paused`, where `paused` is null or
+/// `{until_ms, all_queues}` (`all_queues` when only the pause of every queue holds it).
+pub fn queue(
+    name: &str,
+    config: &Config,
+    limits: &QueueLimits,
+    stats: &QueueStats,
+    all_paused: Option<Option<TimeMs>>,
+) -> Value {
     let entry: Option<&QueueConfig> = config.queues.iter().find(|queue| queue.name == name);
     let depths = &stats.depths;
+    let paused = match (stats.paused, all_paused) {
+        (Some(until_ms), _) => json!({ "until_ms": until_ms, "all_queues": false }),
+        (None, Some(until_ms)) => json!({ "until_ms": until_ms, "all_queues": true }),
+        (None, None) => Value::Null,
+    };
     json!({
         "name": name,
         "declared": entry.is_some(),
@@ -197,5 +210,6 @@ pub fn queue(name: &str, config: &Config, limits: &QueueLimits, stats: &QueueSta
         },
         "overrides": entry.map(|entry| serde_json::to_value(entry).expect("a queue entry serializes")),
         "effective": effective_json(limits),
+        "paused": paused,
     })
 }
