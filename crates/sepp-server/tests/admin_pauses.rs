@@ -35,7 +35,8 @@ fn parked_reserve(admin: &AdminServer, queue: &str) -> tokio::task::JoinHandle<V
 async fn a_paused_queue_takes_enqueues_serves_no_reserve_and_wakes_parked_ones_on_resume() {
     let admin = parking_server();
     let mut client = grpc(&admin).await;
-    let paused = admin.post("/queues/q/pause", OPERATOR_KEY, json!({ "reason": "deploy" })).await.expect(StatusCode::OK);
+    let paused =
+        admin.post("/queues/q/pause", OPERATOR_KEY, json!({ "reason": "deploy" })).await.expect(StatusCode::OK);
     assert_eq!(paused, json!({ "queue": "q", "paused": true, "until_ms": null }));
     let job_id = enqueue_one(&mut client, job("q", "t")).await;
     let other = enqueue_one(&mut client, job("other", "t")).await;

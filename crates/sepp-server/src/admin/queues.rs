@@ -32,7 +32,9 @@ pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Va
     names.extend(live.config.queues.iter().map(|queue| Arc::from(queue.name.as_str())));
     let queues: Vec<Value> = names
         .iter()
-        .map(|name| views::queue(name, &live.config, live.policy.queue(name), &snapshot.queue(name), snapshot.all_paused))
+        .map(|name| {
+            views::queue(name, &live.config, live.policy.queue(name), &snapshot.queue(name), snapshot.all_paused)
+        })
         .collect();
     Json(Value::Array(queues))
 }

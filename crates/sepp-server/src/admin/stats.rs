@@ -283,7 +283,8 @@ impl Ticker {
                 rate(totals.nacked, before.nacked),
                 rate(totals.dead_lettered, before.dead_lettered),
             ];
-            queues.insert(name.to_string(), queue_json(&stats, &queue_rates));
+            let paused = stats.paused.is_some() || snapshot.all_paused.is_some();
+            queues.insert(name.to_string(), queue_json(&stats, &queue_rates, paused));
             rates.insert(name.clone(), queue_rates);
             current.insert(name, totals);
         }
@@ -300,9 +301,10 @@ impl Ticker {
     }
 }
 
-fn queue_json(stats: &QueueStats, rates: &[f64; 4]) -> Value {
+fn queue_json(stats: &QueueStats, rates: &[f64; 4], paused: bool) -> Value {
     let (depths, totals) = (&stats.depths, &stats.totals);
     json!({
+        "paused": paused,
         "ready": depths.ready,
         "scheduled": depths.scheduled,
         "inflight": depths.inflight,

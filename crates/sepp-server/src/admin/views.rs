@@ -4,7 +4,9 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use sepp_config::{Config, QueueConfig};
-use sepp_core::{AuditEntry, DeadLetter, DeadLetterCause, Job, JobKey, JobState, Primitive, QueueLimits, RetryBackoff, TimeMs};
+use sepp_core::{
+    AuditEntry, DeadLetter, DeadLetterCause, Job, JobKey, JobState, Primitive, QueueLimits, RetryBackoff, TimeMs,
+};
 use serde_json::{Map, Value, json};
 
 use crate::admin::errors::AdminError;

@@ -654,6 +654,14 @@ impl Session {
     }
 }
 
+/// "queue q" or "every queue", from a pause or resume answer.
+fn pause_scope(answer: &Value) -> String {
+    match answer["queue"].as_str() {
+        Some(queue) => format!("queue {queue:?}"),
+        None => "every queue".to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,13 +672,5 @@ mod tests {
         assert_eq!(query(&pairs), "?custom.tenant=a%20b%26c&state=ready");
         assert_eq!(query(&[]), "");
         assert_eq!(segment("emails/eu"), "emails%2Feu");
-    }
-}
-
-/// "queue q" or "every queue", from a pause or resume answer.
-fn pause_scope(answer: &Value) -> String {
-    match answer["queue"].as_str() {
-        Some(queue) => format!("queue {queue:?}"),
-        None => "every queue".to_owned(),
     }
 }
