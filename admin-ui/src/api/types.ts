@@ -107,6 +107,7 @@ export interface QueueLimits {
   max_custom_key_bytes: number | null
   dedup_window_ms: number | null
   max_queue_depth: number | null
+  max_in_flight: number | null
 }
 
 export type QueueField = keyof QueueLimits

@@ -30,7 +30,8 @@ impl State {
                 continue;
             }
             let before = deliveries.len();
-            while deliveries.len() < plan.max_jobs as usize {
+            let take = (plan.max_jobs as usize).min(before.saturating_add(self.room_in_flight(queue)));
+            while deliveries.len() < take {
                 let Some(job_id) = self.first_ready(queue) else { break };
                 self.record(Record::Leased { job_id, lease_deadline_ms }, out);
                 let live = self.jobs.get(&job_id).expect("just leased");

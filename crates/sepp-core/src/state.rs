@@ -182,6 +182,8 @@ impl State {
     /// Installs a reloaded policy; it applies to every decision from now on.
     pub fn set_policy(&mut self, policy: Arc<Policy>) {
         self.policy = policy;
+        // A raised or removed in-flight limit can let parked reserves take waiting jobs.
+        self.ready_generation += 1;
     }
 
     pub fn rules(&self) -> StorageRules {
@@ -198,9 +200,23 @@ impl State {
         self.ready_generation
     }
 
-    /// Whether `queue` has a job ready to reserve (and is not paused).
+    /// Whether `queue` has a job a reserve can take now: ready, not paused, and under the
+    /// queue's in-flight limit.
     pub fn has_ready(&self, queue: &str) -> bool {
-        self.queues.get(queue).is_some_and(|state| !state.ready.is_empty()) && !self.is_paused(queue)
+        self.queues.get(queue).is_some_and(|state| !state.ready.is_empty())
+            && !self.is_paused(queue)
+            && self.room_in_flight(queue) > 0
+    }
+
+    /// How many more of `queue`'s jobs may be in flight now (`usize::MAX` without a limit).
+    pub fn room_in_flight(&self, queue: &str) -> usize {
+        match self.policy.queue(queue).max_in_flight {
+            None => usize::MAX,
+            Some(limit) => {
+                let inflight = self.queues.get(queue).map_or(0, |state| state.inflight);
+                (limit as usize).saturating_sub(inflight)
+            }
+        }
     }
 
     /// Whether reserves skip `queue`: it is paused, or every queue is.
@@ -529,6 +545,11 @@ impl State {
             JobState::Inflight { lease_deadline_ms, .. } => {
                 queue.inflight -= 1;
                 self.leases.remove(&(lease_deadline_ms, live.job.seq));
+                if !queue.ready.is_empty() {
+                    // A slot came free in a queue with jobs waiting: if its in-flight limit held
+                    // them back, a parked reserve can take one now.
+                    self.ready_generation += 1;
+                }
             }
         }
     }

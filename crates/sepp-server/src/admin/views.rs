@@ -141,7 +141,7 @@ pub fn audit_entry(entry: &AuditEntry) -> Value {
 }
 
 /// The per-queue override fields, as `[[queues]]` entries and `PUT /queues/{name}` name them.
-pub const OVERRIDE_FIELDS: [&str; 16] = [
+pub const OVERRIDE_FIELDS: [&str; 17] = [
     "max_lease_duration_ms",
     "default_max_attempts",
     "max_attempts_ceiling",
@@ -158,6 +158,7 @@ pub const OVERRIDE_FIELDS: [&str; 16] = [
     "max_custom_key_bytes",
     "dedup_window_ms",
     "max_queue_depth",
+    "max_in_flight",
 ];
 
 fn effective_json(limits: &QueueLimits) -> Value {
@@ -181,6 +182,7 @@ fn effective_json(limits: &QueueLimits) -> Value {
         "max_custom_key_bytes": limits.max_custom_key_bytes,
         "dedup_window_ms": limits.dedup_window_ms,
         "max_queue_depth": limits.max_queue_depth,
+        "max_in_flight": limits.max_in_flight,
     })
 }
 
