@@ -87,7 +87,7 @@ enum Commands {
     /// sepp beside the job queues users would pick instead: BullMQ (on Redis with appendfsync
     /// always, and everysec), pg-boss (PostgreSQL), RabbitMQ (quorum queue) and NATS JetStream
     /// (sync always, and its default), each through its own client from a driver program;
-    /// writes peers.json, peers.md, peers.svg (and peers.png when ImageMagick is there).
+    /// writes peers.json, peers.md, peers.svg (and peers.png when rsvg-convert is there).
     Peers(PeersArgs),
     /// One phase of sepp's driver for `peers` (the peers' drivers speak the same protocol).
     #[command(hide = true)]
@@ -168,8 +168,8 @@ struct CompareArgs {
 
 #[derive(Args)]
 struct PeersArgs {
-    /// Jobs of single/50 (single/8 moves a quarter of them, batch64/8 twice as many).
-    #[arg(long, default_value_t = 20_000)]
+    /// Jobs of single/50 and batch64/8 (single/8 moves a quarter of them).
+    #[arg(long, default_value_t = 10_000)]
     jobs: u64,
     /// Rounds; each runs every target once, in rotated order.
     #[arg(long, default_value_t = 2)]
@@ -423,10 +423,9 @@ fn peers_command(args: PeersArgs) -> Result<(), BenchError> {
     let tables = sepp_bench::peers_report::markdown(&results);
     std::fs::write(out.join("peers.md"), &tables)?;
     std::fs::write(out.join("peers.svg"), sepp_bench::peers_report::svg(&results))?;
-    let png = Command::new("convert")
+    let png = Command::new("crates/sepp-bench/peers/chart.sh")
+        .current_dir(workspace_dir())
         .arg(out.join("peers.svg"))
-        .arg(out.join("peers.png"))
-        .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|status| status.success());
     println!("{tables}");

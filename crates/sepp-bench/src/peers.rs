@@ -405,7 +405,7 @@ pub fn scenarios(jobs: u64) -> Vec<PeerScenario> {
     vec![
         PeerScenario { name: "single/8".into(), concurrency: 8, jobs: (jobs / 4).max(1), batch: 1 },
         PeerScenario { name: "single/50".into(), concurrency: 50, jobs, batch: 1 },
-        PeerScenario { name: "batch64/8".into(), concurrency: 8, jobs: jobs * 2, batch: 64 },
+        PeerScenario { name: "batch64/8".into(), concurrency: 8, jobs, batch: 64 },
     ]
 }
 
@@ -559,7 +559,7 @@ fn queue_name(peer: &Peer, scenario: &str, round: usize) -> String {
 pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
     let mut results = PeerResults {
         machine: Some(crate::results::Machine::current()),
-        load_average: std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_string(),
+        load_average: load_average(),
         jobs: plan.scenarios.iter().map(|scenario| scenario.jobs).max().unwrap_or(0),
         rounds: plan.rounds,
         ..PeerResults::default()
@@ -656,7 +656,14 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
             }
         }
     }
+    results.load_average = format!("{} at the start, {} at the end", results.load_average, load_average());
     Ok(results)
+}
+
+/// The 1, 5 and 15 minute load averages.
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

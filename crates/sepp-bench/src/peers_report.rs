@@ -95,7 +95,7 @@ pub fn markdown(results: &PeerResults) -> String {
     if let Some(machine) = &results.machine {
         let _ = writeln!(
             out,
-            "Machine: {} CPUs ({}), {:.1} GiB memory, Linux {}; load average at the start {}. {} round(s), \
+            "Machine: {} CPUs ({}), {:.1} GiB memory, Linux {}; load average {}. {} round(s), \
              targets alternating; clients and brokers share the CPUs.\n",
             machine.cpus,
             machine.cpu_model,
