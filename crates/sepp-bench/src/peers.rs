@@ -123,7 +123,7 @@ impl Peer {
         !matches!(self, Peer::Nats { .. })
     }
 
-    /// Whether the peer's server is one the harness starts (else the machine's own).
+    /// The address of the machine's server this peer needs, for those the harness does not start.
     fn needs(&self) -> Option<&'static str> {
         match self {
             Peer::PgBoss => Some(POSTGRES_ADDR),

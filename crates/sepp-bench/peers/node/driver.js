@@ -2,7 +2,7 @@
 // client library. `sepp-bench peers` starts this program once per phase:
 //
 //   node driver.js --peer bullmq|pg-boss|rabbitmq|nats --url URL --phase PHASE --jobs M
-//                  --concurrency N --batch B --queue NAME [--payload-bytes 256]
+//                  --concurrency N --batch B --queue NAME [--payload-bytes 256] [--timeout-s 600]
 //
 // PHASE is enqueue-single (N producers, one job per call), enqueue-batch (N producers, B jobs
 // per call), drain (N workers that each take a job and acknowledge it, until M are acknowledged)
@@ -484,6 +484,13 @@ const PEERS = {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  // A phase that cannot finish (a lost job, a broker that stopped answering) fails instead of
+  // hanging the harness.
+  const limitSeconds = Number(args.timeoutS ?? 600);
+  setTimeout(() => {
+    console.error(`driver error: ${args.peer} ${args.phase} did not finish within ${limitSeconds} s`);
+    process.exit(1);
+  }, limitSeconds * 1000).unref();
   const entry = PEERS[args.peer];
   if (!entry) throw new Error(`unknown peer ${args.peer}: use ${Object.keys(PEERS).join(', ')}`);
   const [driver, library] = entry;
