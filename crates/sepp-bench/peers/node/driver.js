@@ -36,6 +36,9 @@ function parseArgs(argv) {
   return args;
 }
 
+// What a phase has done so far, for the watchdog's message.
+let progress = 'no progress recorded';
+
 // Read from the installed package itself (some packages do not export their package.json).
 const version = (name) =>
   JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), 'utf8')).version;
@@ -143,10 +146,22 @@ async function bullmq(args, payload) {
         // One Worker with concurrency N: BullMQ's own consumer, N jobs in flight.
         worker = new Worker(args.queue, async () => null, { connection, concurrency: args.concurrency });
         worker.on('completed', () => {
+          progress = `${completed + 1} of ${args.jobs} jobs completed`;
           if (++completed === args.jobs) done();
         });
+        worker.on('failed', (job, error) => console.error(`driver: job ${job?.id} failed: ${error}`));
         worker.on('error', (error) => console.error(error));
+        // Completion is also read from Redis, once a second: a completed event that never
+        // reaches this process must not leave the phase waiting.
+        const check = setInterval(async () => {
+          const left = await probe.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
+          if (Object.values(left).every((count) => count === 0)) {
+            if (completed !== args.jobs) console.error(`driver: the queue is empty after ${completed} completed events`);
+            done();
+          }
+        }, 1000);
         await finished;
+        clearInterval(check);
       },
       close: async () => {
         await worker.close();
@@ -488,7 +503,7 @@ async function main() {
   // hanging the harness.
   const limitSeconds = Number(args.timeoutS ?? 600);
   setTimeout(() => {
-    console.error(`driver error: ${args.peer} ${args.phase} did not finish within ${limitSeconds} s`);
+    console.error(`driver error: ${args.peer} ${args.phase} did not finish within ${limitSeconds} s (${progress})`);
     process.exit(1);
   }, limitSeconds * 1000).unref();
   const entry = PEERS[args.peer];
