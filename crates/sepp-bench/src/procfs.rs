@@ -36,6 +36,43 @@ pub fn sample(pid: u32) -> Option<ProcessSample> {
     })
 }
 
+/// Like [`sample`], with the CPU time of the process's children that have exited and been
+/// waited for (a PostgreSQL postmaster's backends) added to its own.
+pub fn sample_with_children(pid: u32) -> Option<ProcessSample> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut sample = sample(pid)?;
+    sample.cpu_seconds = cpu_ticks_with_children(&stat)? as f64 / clock_ticks_per_second();
+    Some(sample)
+}
+
+/// utime + stime + cutime + cstime (fields 14 to 17) from the text of `/proc/<pid>/stat`.
+fn cpu_ticks_with_children(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    (11..15).map(|index| fields.get(index)?.parse::<u64>().ok()).sum()
+}
+
+/// The proportional set size of `pid` (its shared pages divided among the processes sharing
+/// them), from `/proc/<pid>/smaps_rollup`.
+pub fn pss_bytes(pid: u32) -> Option<u64> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    Some(status_kib(&rollup, "Pss:")? * 1024)
+}
+
+/// Every process whose command name (`/proc/<pid>/comm`) is one of `names`.
+pub fn pids_named(names: &[&str]) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| names.contains(&comm.trim()))
+        })
+        .collect()
+}
+
 /// utime + stime from the text of `/proc/<pid>/stat`. The command name (field 2) may hold spaces
 /// and parentheses, so fields are counted from the last `)`: utime and stime are fields 14 and 15.
 fn cpu_ticks(stat: &str) -> Option<u64> {
@@ -76,6 +113,19 @@ mod tests {
     fn cpu_ticks_are_counted_after_a_command_name_with_spaces_and_parentheses() {
         let stat = "42 (my (odd) name) S 1 42 42 0 -1 4194560 100 0 0 0 250 70 0 0 20 0 3 0 1000 0 0";
         assert_eq!(cpu_ticks(stat), Some(320));
+    }
+
+    #[test]
+    fn children_cpu_ticks_are_added_to_the_process_own() {
+        let stat = "42 (postgres) S 1 42 42 0 -1 4194560 100 0 0 0 250 70 1000 30 20 0 3 0 1000 0 0";
+        assert_eq!(cpu_ticks_with_children(stat), Some(1350));
+    }
+
+    #[test]
+    fn this_process_is_found_by_its_command_name() {
+        let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+        assert!(pids_named(&[comm.trim()]).contains(&std::process::id()));
+        assert!(pss_bytes(std::process::id()).is_some_and(|bytes| bytes > 0));
     }
 
     #[test]
