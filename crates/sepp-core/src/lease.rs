@@ -8,7 +8,9 @@ use crate::record::Record;
 use crate::retry::retry_delay_ms;
 use crate::state::State;
 use crate::totals::Total;
-use crate::types::{DeadLetterCause, Delivery, JobId, JobState, TimeMs};
+use std::sync::Arc;
+
+use crate::types::{DeadLetterCause, Delivery, Job, JobId, JobState, TimeMs};
 use crate::validate::{NackStrategy, ReservePlan};
 
 /// What a nack did.
@@ -121,6 +123,17 @@ impl State {
     }
 
     /// The state of a live job, if it is live.
+    /// A live job (ready, scheduled or leased) and its current attempt, for observability: the
+    /// server hands it to the code that builds spans and metrics.
+    pub fn live_job(&self, job_id: &JobId) -> Option<(Arc<Job>, u32)> {
+        self.jobs.get(job_id).map(|live| (live.job.clone(), live.state.attempt()))
+    }
+
+    /// A kept dead letter's job and final attempt.
+    pub fn dead_letter_job(&self, job_id: &JobId) -> Option<(Arc<Job>, u32)> {
+        self.dead_letters.get(job_id).map(|dead| (dead.job.clone(), dead.final_attempt))
+    }
+
     pub fn job_state(&self, job_id: &JobId) -> Option<JobState> {
         self.jobs.get(job_id).map(|live| live.state)
     }

@@ -123,4 +123,6 @@ pub struct AdminSetup {
     pub watching: bool,
     pub workers: Arc<Workers>,
     pub clock: Arc<dyn Clock>,
+    /// The stats snapshots the committer publishes (`server::run` started the publisher).
+    pub snapshots: tokio::sync::watch::Receiver<Arc<stats::StatsSnapshot>>,
 }
