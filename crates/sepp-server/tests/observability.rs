@@ -1,0 +1,384 @@
+//! Observability against the real binary: the Prometheus endpoint's exposition after a known
+//! workload, and an OTLP receiver built on the official protocol definitions
+//! (`opentelemetry-proto`'s generated gRPC services) that receives the server's spans and
+//! metrics. A real Prometheus server scraping the endpoint is `tests/prometheus_scrape.rs`.
+
+mod common;
+mod otlp_support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::{QueueServiceClient, TestServer, loopback_port, unique};
+use otlp_support::{Receiver, attr, has_link, hex};
+use sepp_server::proto::v1 as pb;
+use tonic::transport::Channel;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// One sample of the text exposition.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub value: f64,
+}
+
+/// Parses the Prometheus text format (enough of it for what the exporter writes).
+pub fn parse_exposition(text: &str) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("sample line has a value");
+        let value: f64 = value.parse().unwrap_or_else(|_| panic!("bad value in {line:?}"));
+        let (name, labels) = match series.split_once('{') {
+            Some((name, rest)) => (name, rest.trim_end_matches('}')),
+            None => (series, ""),
+        };
+        let mut map = BTreeMap::new();
+        let mut rest = labels;
+        while let Some((key, after)) = rest.split_once("=\"") {
+            let end = after.find("\"").expect("closing quote");
+            map.insert(key.trim_start_matches(',').to_owned(), after[..end].to_owned());
+            rest = &after[end + 1..];
+        }
+        samples.push(Sample { name: name.to_owned(), labels: map, value });
+    }
+    samples
+}
+
+/// The value of the series `name` whose labels include every pair of `labels`.
+fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    samples
+        .iter()
+        .find(|sample| {
+            sample.name == name
+                && labels.iter().all(|(key, value)| sample.labels.get(*key).map(String::as_str) == Some(value))
+        })
+        .map(|sample| sample.value)
+}
+
+fn job(queue: &str, idempotency_key: Option<&str>) -> pb::EnqueueRequest {
+    pb::EnqueueRequest {
+        queue: queue.into(),
+        job_type: "obs.test".into(),
+        idempotency_key: idempotency_key.map(str::to_owned),
+        ..Default::default()
+    }
+}
+
+fn lease(ms: u64) -> Option<prost_types::Duration> {
+    Some(prost_types::Duration { seconds: (ms / 1000) as i64, nanos: ((ms % 1000) * 1_000_000) as i32 })
+}
+
+fn reserve(queue: &str, max_jobs: u32, lease_ms: u64) -> pb::ReserveRequest {
+    pb::ReserveRequest {
+        queues: vec![queue.into()],
+        lease_duration: lease(lease_ms),
+        max_jobs: Some(max_jobs),
+        worker_id: Some("obs-worker".into()),
+        ..Default::default()
+    }
+}
+
+fn dead_letter_nack(job: &pb::Job) -> pb::NackRequest {
+    pb::NackRequest {
+        job_id: job.id.clone(),
+        attempt: job.attempt,
+        reason: Some("broken".into()),
+        retry: Some(pb::NackRetry { strategy: Some(pb::nack_retry::Strategy::DeadLetter(())) }),
+        ..Default::default()
+    }
+}
+
+fn ack(job: &pb::Job) -> pb::AckRequest {
+    pb::AckRequest { job_id: job.id.clone(), attempt: job.attempt, ..Default::default() }
+}
+
+/// What the known workload did, for the assertions.
+struct Workload {
+    queue: String,
+    empty_queue: String,
+    expiring_queue: String,
+}
+
+/// Enqueues 4 jobs in `queue` (one of them a duplicate) plus one with no queue (rejected),
+/// reserves 3, acks 1, dead-letters 2 by nack, drains 1, fails one ack, reserves once from an
+/// empty queue, and lets two leases expire in a third queue (a redelivery, then a dead letter).
+async fn workload(client: &mut QueueServiceClient<Channel>) -> Workload {
+    let queue = unique("obs");
+    let empty_queue = unique("obs-empty");
+    let expiring_queue = unique("obs-expiring");
+    let batch = pb::EnqueueBatchRequest {
+        jobs: vec![job(&queue, None), job(&queue, Some("k")), job(&queue, Some("k")), job("", None), job(&queue, None)],
+    };
+    let results = client.enqueue_batch(batch).await.expect("enqueue").into_inner().results;
+    assert!(
+        matches!(results[3].outcome, Some(pb::job_result::Outcome::Rejection(_))),
+        "the job without a queue is rejected"
+    );
+    client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job(&queue, None)] }).await.expect("enqueue");
+    let jobs = client.reserve(reserve(&queue, 3, 60_000)).await.expect("reserve").into_inner().jobs;
+    assert_eq!(jobs.len(), 3);
+    client.ack(ack(&jobs[0])).await.expect("ack");
+    let mut stale = ack(&jobs[0]);
+    stale.attempt = 7;
+    client.ack(stale).await.expect_err("an ack of the wrong attempt fails");
+    client.nack(dead_letter_nack(&jobs[1])).await.expect("nack");
+    client.nack(dead_letter_nack(&jobs[2])).await.expect("nack");
+    let drained = client
+        .drain_dead_letters(pb::DrainDeadLettersRequest { queue: Some(queue.clone()), max: Some(1) })
+        .await
+        .expect("drain")
+        .into_inner()
+        .records;
+    assert_eq!(drained.len(), 1);
+    let empty = client.reserve(reserve(&empty_queue, 1, 60_000)).await.expect("reserve").into_inner().jobs;
+    assert!(empty.is_empty());
+    let mut expiring = job(&expiring_queue, None);
+    expiring.max_attempts = Some(2);
+    let results = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![expiring] }).await.expect("enqueue");
+    assert!(matches!(results.get_ref().results[0].outcome, Some(pb::job_result::Outcome::Success(_))), "{results:?}");
+    for attempt in 1..=2 {
+        // Each lease runs out after 1 ms; the sweep redelivers (attempt 1) or dead-letters
+        // (attempt 2) the job. The next reserve waits for the redelivery.
+        if attempt == 2 {
+            let mut wait = reserve(&expiring_queue, 1, 1);
+            wait.wait_timeout = lease(20_000);
+            let jobs = client.reserve(wait).await.expect("reserve").into_inner().jobs;
+            assert_eq!(jobs.first().map(|job| job.attempt), Some(2), "the expired lease was redelivered");
+        } else {
+            let jobs = client.reserve(reserve(&expiring_queue, 1, 1)).await.expect("reserve").into_inner().jobs;
+            assert_eq!(jobs.len(), 1);
+        }
+    }
+    Workload { queue, empty_queue, expiring_queue }
+}
+
+async fn scrape(url: &str) -> String {
+    reqwest::get(url).await.expect("scrape").text().await.expect("body")
+}
+
+/// Scrapes until `ready` holds for the samples (gauges follow the committer's snapshots, and
+/// sweeps land when their deadline passes), or fails after [`WAIT`] with the last scrape.
+async fn scrape_until(url: &str, ready: impl Fn(&[Sample]) -> bool) -> Vec<Sample> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let text = scrape(url).await;
+        let samples = parse_exposition(&text);
+        if ready(&samples) {
+            return samples;
+        }
+        assert!(Instant::now() < deadline, "the scrape never showed what was expected:\n{text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn prometheus_port(server: &TestServer) -> u16 {
+    let line = server.stdout().wait_for("prometheus metrics endpoint listening", WAIT).expect("the endpoint's line");
+    loopback_port(&line).unwrap_or_else(|| panic!("no port in {line:?}"))
+}
+
+const PROMETHEUS_ON: &str = "[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n\n[storage]\ndead_letter_retention_ms = 3600000\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_endpoint_exposes_every_family_with_the_names_labels_and_values_of_a_known_workload() {
+    let server = TestServer::start(PROMETHEUS_ON);
+    let url = format!("http://127.0.0.1:{}/metrics", prometheus_port(&server));
+    let mut client = server.raw_client().await;
+    let Workload { queue, empty_queue, expiring_queue } = workload(&mut client).await;
+    let q = queue.as_str();
+    let samples = scrape_until(&url, |samples| {
+        value(samples, "sepp_jobs_dead_lettered_total", &[("queue", &expiring_queue), ("cause", "lease_expired")])
+            == Some(1.0)
+            && value(samples, "sepp_queue_dead_lettered", &[("queue", q)]) == Some(1.0)
+            && value(samples, "sepp_queue_ready", &[("queue", q)]) == Some(1.0)
+    })
+    .await;
+    let expect = |name: &str, labels: &[(&str, &str)], expected: f64| {
+        assert_eq!(value(&samples, name, labels), Some(expected), "{name}{labels:?}");
+    };
+    expect("sepp_requests_total", &[("method", "EnqueueBatch"), ("outcome", "ok")], 3.0);
+    expect("sepp_requests_total", &[("method", "Ack"), ("outcome", "ok")], 1.0);
+    expect("sepp_requests_total", &[("method", "Ack"), ("outcome", "error")], 1.0);
+    expect("sepp_requests_total", &[("method", "Nack"), ("outcome", "ok")], 2.0);
+    expect("sepp_requests_total", &[("method", "DrainDeadLetters"), ("outcome", "ok")], 1.0);
+    expect("sepp_requests_total", &[("method", "Reserve"), ("outcome", "ok")], 4.0);
+    expect("sepp_request_duration_milliseconds_count", &[("method", "Reserve")], 4.0);
+    expect("sepp_request_duration_milliseconds_bucket", &[("method", "Reserve"), ("le", "+Inf")], 4.0);
+    assert!(
+        value(&samples, "sepp_request_duration_milliseconds_bucket", &[("method", "Ack"), ("le", "10000")]).is_some()
+    );
+    expect("sepp_jobs_enqueued_total", &[("queue", q)], 4.0);
+    expect("sepp_jobs_deduplicated_total", &[("queue", q)], 1.0);
+    expect("sepp_jobs_rejected_total", &[("queue", "_rejected"), ("reason", "invalid_request")], 1.0);
+    expect("sepp_jobs_reserved_total", &[("queue", q)], 3.0);
+    expect("sepp_jobs_acked_total", &[("queue", q)], 1.0);
+    expect("sepp_jobs_nacked_total", &[("queue", q)], 2.0);
+    expect("sepp_jobs_dead_lettered_total", &[("queue", q), ("cause", "rejected")], 2.0);
+    expect("sepp_dead_letters_drained_total", &[], 1.0);
+    expect("sepp_reserve_empty_total", &[("queue", &empty_queue)], 1.0);
+    expect("sepp_sweep_lease_redeliveries_total", &[("queue", &expiring_queue)], 1.0);
+    expect("sepp_jobs_reserved_total", &[("queue", &expiring_queue)], 2.0);
+    expect("sepp_queue_inflight", &[("queue", q)], 0.0);
+    expect("sepp_queue_scheduled", &[("queue", q)], 0.0);
+    expect("sepp_command_queue_depth", &[], 0.0);
+    assert!(value(&samples, "sepp_commit_duration_milliseconds_count", &[]).is_some_and(|count| count >= 1.0));
+    assert!(value(&samples, "target_info", &[("service_name", "sepp")]).is_some(), "target_info names the service");
+    for sample in samples.iter().filter(|sample| sample.name.starts_with("sepp_")) {
+        assert_eq!(sample.labels.get("otel_scope_name").map(String::as_str), Some("sepp"), "{sample:?}");
+    }
+    server.stdout().wait_for("prometheus metrics endpoint listening", WAIT).expect("logged");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_endpoint_serves_metrics_on_any_method_and_points_elsewhere_to_it() {
+    let server = TestServer::start(PROMETHEUS_ON);
+    let base = format!("http://127.0.0.1:{}", prometheus_port(&server));
+    let http = reqwest::Client::new();
+    let posted = http.post(format!("{base}/metrics")).send().await.expect("post");
+    assert_eq!(posted.status(), 200);
+    assert!(posted.text().await.unwrap().contains("sepp_command_queue_depth"));
+    for path in ["/", "/metricsx", "/admin"] {
+        let response = http.get(format!("{base}{path}")).send().await.expect("get");
+        assert_eq!(response.status(), 404, "{path}");
+        assert_eq!(response.text().await.unwrap(), "try /metrics\n");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_metrics_off_there_is_no_endpoint_and_no_line() {
+    let server = TestServer::start("");
+    server.raw_client().await.get_server_info(pb::GetServerInfoRequest {}).await.expect("info");
+    assert!(!server.logs().contains("prometheus metrics endpoint listening"));
+}
+
+// ---- OTLP: spans and metrics pushed to a receiver --------------------------------------------
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PRODUCER_SPAN: &str = "00f067aa0ba902b7";
+
+fn traced<T>(message: T, traceparent: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert("traceparent", traceparent.parse().expect("ascii"));
+    request
+}
+
+fn otlp_config(receiver: &Receiver, ratio: f64) -> String {
+    format!(
+        "[tracing]\nenabled = true\notlp_endpoint = \"{endpoint}\"\nsample_ratio = {ratio:?}\n\n\
+         [metrics]\nenabled = true\notlp_endpoint = \"{endpoint}\"\nexport_interval_ms = 200\n",
+        endpoint = receiver.endpoint()
+    )
+}
+
+/// The batch span processor exports every 100 ms instead of every 5 s.
+const FAST_EXPORT: &[(&str, &str)] = &[("OTEL_BSP_SCHEDULE_DELAY", "100")];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_job_is_traced_from_a_parented_enqueue_through_reserve_and_ack_with_links_to_its_producer() {
+    let receiver = Receiver::start().await;
+    let server = TestServer::start_with_env(&otlp_config(&receiver, 1.0), FAST_EXPORT);
+    server.stdout().wait_for("OTLP tracing enabled", WAIT).expect("the tracing line");
+    let mut client = server.raw_client().await;
+    let queue = unique("traced");
+    let producer = format!("00-{TRACE_ID}-{PRODUCER_SPAN}-01");
+    let mut request = job(&queue, None);
+    request.trace_context = Some(pb::TraceContext { traceparent: producer.clone(), tracestate: None });
+    let enqueued =
+        client.enqueue_batch(traced(pb::EnqueueBatchRequest { jobs: vec![request] }, &producer)).await.unwrap();
+    let Some(pb::job_result::Outcome::Success(success)) = &enqueued.get_ref().results[0].outcome else {
+        panic!("not enqueued")
+    };
+    let job_id = success.job_id.clone();
+    let jobs = client.reserve(reserve(&queue, 1, 60_000)).await.unwrap().into_inner().jobs;
+    assert_eq!(jobs[0].id, job_id);
+    client.ack(ack(&jobs[0])).await.unwrap();
+
+    let spans = receiver.wait_for_spans(|spans| spans.iter().any(|span| span.name == "sepp.ack"), WAIT).await;
+    let named = |name: &str| spans.iter().find(|span| span.name == name).unwrap_or_else(|| panic!("no {name} span"));
+    let enqueue = named("sepp.enqueue");
+    assert_eq!(hex(&enqueue.trace_id), TRACE_ID, "the enqueue joins the caller's trace");
+    assert_eq!(hex(&enqueue.parent_span_id), PRODUCER_SPAN, "the caller's span parents it");
+    assert_eq!(enqueue.kind, 2, "server kind");
+    assert_eq!(attr(enqueue, "messaging.system").as_deref(), Some("sepp"));
+    assert_eq!(attr(enqueue, "messaging.operation.type").as_deref(), Some("send"));
+    assert_eq!(attr(enqueue, "messaging.destination.name").as_deref(), Some(queue.as_str()));
+    assert_eq!(attr(enqueue, "accepted").as_deref(), Some("1"));
+    assert_eq!(attr(enqueue, "batch_size").as_deref(), Some("1"));
+    assert!(attr(enqueue, "job_ids").is_some_and(|ids| ids.contains(&job_id)));
+
+    let reserve_span = named("sepp.reserve");
+    assert_ne!(hex(&reserve_span.trace_id), TRACE_ID, "a reserve without traceparent is a trace of its own");
+    assert_eq!(attr(reserve_span, "messaging.operation.type").as_deref(), Some("receive"));
+    assert_eq!(attr(reserve_span, "job_count").as_deref(), Some("1"));
+    assert_eq!(attr(reserve_span, "worker_id").as_deref(), Some("obs-worker"));
+    let deliver = named("sepp.deliver");
+    assert_eq!(deliver.trace_id, reserve_span.trace_id);
+    assert_eq!(deliver.parent_span_id, reserve_span.span_id, "deliver is a child of its reserve");
+    assert_eq!(attr(deliver, "messaging.message.id").as_deref(), Some(job_id.as_str()));
+    assert!(has_link(deliver, TRACE_ID, PRODUCER_SPAN), "deliver links to the producer");
+
+    let ack_span = named("sepp.ack");
+    assert_eq!(attr(ack_span, "messaging.operation.type").as_deref(), Some("settle"));
+    assert_eq!(attr(ack_span, "queue").as_deref(), Some(queue.as_str()));
+    assert_eq!(attr(ack_span, "job_id").as_deref(), Some(job_id.as_str()));
+    assert!(has_link(ack_span, TRACE_ID, PRODUCER_SPAN), "ack links to the producer");
+    let resource = receiver.span_resource_attr("service.name").await;
+    assert_eq!(resource.as_deref(), Some("sepp"));
+
+    // Metrics arrive over OTLP too, with the workload's values.
+    let enqueued = receiver.wait_for_sum("sepp.jobs.enqueued", &[("queue", &queue)], 1, WAIT).await;
+    assert_eq!(enqueued, 1);
+    assert_eq!(receiver.wait_for_sum("sepp.jobs.acked", &[("queue", &queue)], 1, WAIT).await, 1);
+    assert_eq!(receiver.wait_for_sum("sepp.requests", &[("method", "Reserve"), ("outcome", "ok")], 1, WAIT).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sampler_follows_a_parent_and_otherwise_the_ratio() {
+    let receiver = Receiver::start().await;
+    let server = TestServer::start_with_env(&otlp_config(&receiver, 0.0), FAST_EXPORT);
+    let mut client = server.raw_client().await;
+    // Ratio 0: roots and children of unsampled parents are dropped...
+    for _ in 0..20 {
+        client.get_server_info(pb::GetServerInfoRequest {}).await.unwrap();
+    }
+    let unsampled = format!("00-{TRACE_ID}-{PRODUCER_SPAN}-00");
+    client.get_server_info(traced(pb::GetServerInfoRequest {}, &unsampled)).await.unwrap();
+    // ...children of sampled parents are kept.
+    let sampled_trace = "0af7651916cd43dd8448eb211c80319c";
+    let sampled = format!("00-{sampled_trace}-b7ad6b7169203331-01");
+    client.get_server_info(traced(pb::GetServerInfoRequest {}, &sampled)).await.unwrap();
+    let spans =
+        receiver.wait_for_spans(|spans| spans.iter().any(|span| hex(&span.trace_id) == sampled_trace), WAIT).await;
+    assert_eq!(spans.len(), 1, "only the sampled parent's child is exported: {spans:?}");
+    assert_eq!(spans[0].name, "sepp.get_server_info");
+
+    // Ratio 1: every root is kept.
+    let receiver = Receiver::start().await;
+    let server = TestServer::start_with_env(&otlp_config(&receiver, 1.0), FAST_EXPORT);
+    let mut client = server.raw_client().await;
+    for _ in 0..20 {
+        client.get_server_info(pb::GetServerInfoRequest {}).await.unwrap();
+    }
+    let spans = receiver.wait_for_spans(|spans| spans.len() >= 20, WAIT).await;
+    assert_eq!(spans.len(), 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_lines_inside_a_traced_call_carry_its_trace_id_in_json_and_text() {
+    for format in ["json", "text"] {
+        let receiver = Receiver::start().await;
+        let config = format!("{}\n[logging]\nformat = \"{format}\"\n", otlp_config(&receiver, 1.0));
+        let server = TestServer::start_with_env(&config, FAST_EXPORT);
+        let mut client = server.raw_client().await;
+        let producer = format!("00-{TRACE_ID}-{PRODUCER_SPAN}-01");
+        // A job without a queue is rejected, and the rejection is logged inside the call's span.
+        client.enqueue_batch(traced(pb::EnqueueBatchRequest { jobs: vec![job("", None)] }, &producer)).await.unwrap();
+        let line = server.wait_for_log("enqueue rejected", WAIT).await.expect("the rejection line");
+        assert!(line.contains(TRACE_ID), "{format}: {line}");
+        assert!(line.contains("span_id"), "{format}: {line}");
+    }
+}
