@@ -382,3 +382,156 @@ async fn log_lines_inside_a_traced_call_carry_its_trace_id_in_json_and_text() {
         assert!(line.contains("span_id"), "{format}: {line}");
     }
 }
+
+// ---- A real Prometheus server scrapes the endpoint -------------------------------------------
+
+/// The Prometheus binary: `$SEPP_PROMETHEUS_BIN`, else Debian's `/usr/bin/prometheus`, which
+/// `tests/observability/run.sh` installs before running this test.
+fn prometheus_bin() -> std::path::PathBuf {
+    std::env::var_os("SEPP_PROMETHEUS_BIN").map_or_else(|| "/usr/bin/prometheus".into(), Into::into)
+}
+
+/// A Prometheus child process with its own data directory, killed on drop.
+struct Prometheus {
+    child: std::process::Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Prometheus {
+    /// Starts Prometheus scraping `target` (`127.0.0.1:<port>`) every second, and waits until it
+    /// says it is ready.
+    async fn start(target: &str) -> Prometheus {
+        let bin = prometheus_bin();
+        assert!(bin.exists(), "no Prometheus at {}: run tests/observability/run.sh, which installs it", bin.display());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: sepp\n    static_configs:\n      - targets: [\"{target}\"]\n"
+            ),
+        )
+        .expect("write prometheus.yml");
+        // A free port for its web listener (Prometheus does not report a port 0 it was given).
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new(&bin)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {}: {error}", bin.display()));
+        let prometheus = Prometheus { child, base: format!("http://127.0.0.1:{port}"), _dir: dir };
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let ready = reqwest::get(format!("{}/-/ready", prometheus.base)).await;
+            if ready.is_ok_and(|response| response.status() == 200) {
+                return prometheus;
+            }
+            assert!(Instant::now() < deadline, "Prometheus never became ready");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The instant vector of `query`: each series' labels and value.
+    async fn query(&self, query: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+        let url = format!("{}/api/v1/query", self.base);
+        let body: serde_json::Value =
+            reqwest::Client::new().get(url).query(&[("query", query)]).send().await.unwrap().json().await.unwrap();
+        assert_eq!(body["status"], "success", "{query}: {body}");
+        body["data"]["result"]
+            .as_array()
+            .expect("a vector")
+            .iter()
+            .map(|series| {
+                let labels = series["metric"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(key, value)| (key.clone(), value.as_str().unwrap().to_owned()))
+                    .collect();
+                (labels, series["value"][1].as_str().unwrap().parse().unwrap())
+            })
+            .collect()
+    }
+
+    /// Queries until the single series of `query` has `expected`, which a scrape after the
+    /// workload brings.
+    async fn wait_for(&self, query: &str, expected: f64) -> BTreeMap<String, String> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let result = self.query(query).await;
+            if let [(labels, value)] = result.as_slice()
+                && *value == expected
+            {
+                return labels.clone();
+            }
+            assert!(Instant::now() < deadline, "{query} never became {expected}: {result:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a Prometheus server: tests/observability/run.sh installs Debian's and runs this"]
+async fn a_real_prometheus_scrapes_every_family_with_its_labels_and_values() {
+    let server = TestServer::start(PROMETHEUS_ON);
+    let target = format!("127.0.0.1:{}", prometheus_port(&server));
+    let prometheus = Prometheus::start(&target).await;
+    let mut client = server.raw_client().await;
+    let Workload { queue, empty_queue, expiring_queue } = workload(&mut client).await;
+    let q = queue.as_str();
+    // The last family to settle first: the lease-expiry dead letter and the gauges.
+    prometheus.wait_for(&format!("sepp_jobs_dead_lettered_total{{queue=\"{expiring_queue}\",cause=\"lease_expired\"}}"), 1.0).await;
+    prometheus.wait_for(&format!("sepp_queue_ready{{queue=\"{q}\"}}"), 1.0).await;
+    let checks: Vec<(String, f64)> = vec![
+        ("sepp_requests_total{method=\"EnqueueBatch\",outcome=\"ok\"}".into(), 3.0),
+        ("sepp_requests_total{method=\"Ack\",outcome=\"error\"}".into(), 1.0),
+        ("sepp_request_duration_milliseconds_count{method=\"Reserve\"}".into(), 4.0),
+        ("sepp_request_duration_milliseconds_bucket{method=\"Reserve\",le=\"+Inf\"}".into(), 4.0),
+        (format!("sepp_jobs_enqueued_total{{queue=\"{q}\"}}"), 4.0),
+        (format!("sepp_jobs_deduplicated_total{{queue=\"{q}\"}}"), 1.0),
+        ("sepp_jobs_rejected_total{queue=\"_rejected\",reason=\"invalid_request\"}".into(), 1.0),
+        (format!("sepp_jobs_reserved_total{{queue=\"{q}\"}}"), 3.0),
+        (format!("sepp_jobs_acked_total{{queue=\"{q}\"}}"), 1.0),
+        (format!("sepp_jobs_nacked_total{{queue=\"{q}\"}}"), 2.0),
+        (format!("sepp_jobs_dead_lettered_total{{queue=\"{q}\",cause=\"rejected\"}}"), 2.0),
+        ("sepp_dead_letters_drained_total".into(), 1.0),
+        (format!("sepp_reserve_empty_total{{queue=\"{empty_queue}\"}}"), 1.0),
+        (format!("sepp_sweep_lease_redeliveries_total{{queue=\"{expiring_queue}\"}}"), 1.0),
+        (format!("sepp_queue_dead_lettered{{queue=\"{q}\"}}"), 1.0),
+        (format!("sepp_queue_inflight{{queue=\"{q}\"}}"), 0.0),
+        (format!("sepp_queue_scheduled{{queue=\"{q}\"}}"), 0.0),
+        ("sepp_command_queue_depth".into(), 0.0),
+    ];
+    for (query, expected) in checks {
+        let labels = prometheus.wait_for(&query, expected).await;
+        assert_eq!(labels.get("otel_scope_name").map(String::as_str), Some("sepp"), "{query}: {labels:?}");
+        assert_eq!(labels.get("job").map(String::as_str), Some("sepp"), "scraped by the sepp job");
+    }
+    let commits = prometheus.query("sepp_commit_duration_milliseconds_count").await;
+    assert!(commits.first().is_some_and(|(_, count)| *count >= 1.0), "{commits:?}");
+    let target_info = prometheus.query("target_info").await;
+    assert!(
+        target_info.iter().any(|(labels, _)| labels.get("service_name").map(String::as_str) == Some("sepp")),
+        "{target_info:?}"
+    );
+    // The dashboard's queries work on this data (docs/grafana/sepp.json).
+    // A rate needs two scrapes of a series; wait for the second.
+    let p99 = "histogram_quantile(0.99, sum by (le, method) (rate(sepp_request_duration_milliseconds_bucket[1m])))";
+    let deadline = Instant::now() + WAIT;
+    while prometheus.query(p99).await.is_empty() {
+        assert!(Instant::now() < deadline, "the latency percentiles query never returned series");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
