@@ -492,7 +492,9 @@ async fn a_real_prometheus_scrapes_every_family_with_its_labels_and_values() {
     let Workload { queue, empty_queue, expiring_queue } = workload(&mut client).await;
     let q = queue.as_str();
     // The last family to settle first: the lease-expiry dead letter and the gauges.
-    prometheus.wait_for(&format!("sepp_jobs_dead_lettered_total{{queue=\"{expiring_queue}\",cause=\"lease_expired\"}}"), 1.0).await;
+    prometheus
+        .wait_for(&format!("sepp_jobs_dead_lettered_total{{queue=\"{expiring_queue}\",cause=\"lease_expired\"}}"), 1.0)
+        .await;
     prometheus.wait_for(&format!("sepp_queue_ready{{queue=\"{q}\"}}"), 1.0).await;
     let checks: Vec<(String, f64)> = vec![
         ("sepp_requests_total{method=\"EnqueueBatch\",outcome=\"ok\"}".into(), 3.0),
