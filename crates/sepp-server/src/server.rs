@@ -156,6 +156,7 @@ pub async fn run(
         workers: workers.clone().unwrap_or_default(),
         clock: clock.clone(),
         snapshots,
+        metrics: telemetry.metrics.clone(),
     })
     .await?;
 

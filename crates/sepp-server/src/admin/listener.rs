@@ -124,6 +124,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
         clock: setup.clock.clone(),
         stopping: stopping_receiver.clone(),
         live: setup.live.clone(),
+        metrics: setup.metrics.clone(),
     });
     log_listening(&state, addr, bind);
     let router = routes::router(state);
