@@ -23,6 +23,7 @@ pub mod chart;
 pub mod client;
 pub mod clients;
 pub mod compare;
+pub mod obs_cost;
 pub mod phases;
 pub mod procfs;
 pub mod report;

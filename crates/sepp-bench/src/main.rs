@@ -45,6 +45,20 @@ enum Commands {
     /// What the admin listener costs: single/50 enqueue and drain with it off and on (with five
     /// SSE subscribers), alternating; listing calls over a large backlog; the history's memory.
     AdminCost(AdminCostArgs),
+    /// What observability costs: single/50 enqueue and drain with everything off, with metrics
+    /// and the Prometheus endpoint on (scraped every second), and with tracing at ratio 1.0
+    /// exporting to an OTLP receiver; rotating in rounds.
+    ObsCost {
+        /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
+        #[arg(long)]
+        ours_bin: Option<PathBuf>,
+        #[arg(long, default_value = "sync_all")]
+        persist_mode: String,
+        #[arg(long, default_value_t = 6)]
+        rounds: usize,
+        #[arg(long, default_value_t = 20_000)]
+        jobs: u64,
+    },
     /// The client libraries side by side on one server: each program (`NAME=COMMAND`) runs
     /// enqueue-single (16 tasks), enqueue-batch (16 tasks of 64) and drain (a Worker with 32 in
     /// flight); writes clients.json and clients.md. `rust=builtin` is our Rust client.
@@ -196,6 +210,9 @@ fn main() -> ExitCode {
         Commands::Smoke { ours_bin, out } => smoke(ours_bin, out),
         Commands::Run(args) => run_command(args),
         Commands::AdminCost(args) => admin_cost_command(args),
+        Commands::ObsCost { ours_bin, persist_mode, rounds, jobs } => {
+            obs_cost_command(ours_bin, &persist_mode, rounds, jobs)
+        }
         Commands::Report { results, out } => report_command(&results, out),
         Commands::Clients { clients, jobs, rounds, ours_bin, persist_mode, out } => {
             clients_command(&clients, jobs, rounds, ours_bin, &persist_mode, &out)
@@ -352,6 +369,33 @@ fn admin_cost_command(args: AdminCostArgs) -> Result<(), BenchError> {
     let bytes = admin_cost::history_bytes(100, 3_600);
     println!();
     println!("stats history, 100 queues x 3,600 s: {:.2} MB", bytes as f64 / 1e6);
+    Ok(())
+}
+
+fn obs_cost_command(ours_bin: Option<PathBuf>, persist_mode: &str, rounds: usize, jobs: u64) -> Result<(), BenchError> {
+    use sepp_bench::obs_cost::{self, Setting};
+    let persist_mode = PersistMode::parse(persist_mode)
+        .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {persist_mode}")))?;
+    let plan =
+        obs_cost::Plan { binary: ours_binary(ours_bin)?, persist_mode, rounds: rounds.max(1), jobs: jobs.max(1) };
+    let measured = obs_cost::throughput(&plan, &runtime()?)?;
+    println!("single/50, {} jobs, {} rounds, {}: median of each", plan.jobs, plan.rounds, persist_mode.name());
+    println!();
+    println!("| | {} | {} | {} |", Setting::Off.name(), Setting::Metrics.name(), Setting::Tracing.name());
+    println!("|---|---:|---:|---:|");
+    let figures: [(&str, fn(&sepp_bench::results::ThroughputRun) -> f64); 3] = [
+        ("enqueue jobs/s", |run| run.enqueue_jobs_per_second()),
+        ("drain jobs/s", |run| run.drain_jobs_per_second()),
+        ("server CPU us/job", |run| run.cpu_us_per_job().unwrap_or(f64::NAN)),
+    ];
+    for (name, figure) in figures {
+        let [off, metrics, tracing] = Setting::ALL.map(|setting| obs_cost::median(&measured, setting, figure));
+        println!("| {name} | {off:.1} | {metrics:.1} ({:.3}) | {tracing:.1} ({:.3}) |", metrics / off, tracing / off);
+    }
+    let spans: Vec<u64> = measured.iter().filter(|m| m.setting == Setting::Tracing).map(|m| m.observed).collect();
+    let scrapes: Vec<u64> = measured.iter().filter(|m| m.setting == Setting::Metrics).map(|m| m.observed).collect();
+    println!();
+    println!("spans received per tracing round: {spans:?}; scrapes per metrics round: {scrapes:?}");
     Ok(())
 }
 
