@@ -79,6 +79,22 @@ enum Commands {
         #[arg(long)]
         out: PathBuf,
     },
+    /// A mixed workload for the dashboard chart (docs/observability.md): producers at varying
+    /// rates on three queues, Workers that retry one job in twenty and dead-letter one in a
+    /// hundred, for `--seconds`.
+    #[command(hide = true)]
+    DashboardLoad {
+        #[arg(long)]
+        addr: SocketAddr,
+        #[arg(long, default_value_t = 120)]
+        seconds: u64,
+    },
+    /// An OTLP/gRPC trace receiver that accepts and counts spans (for measuring tracing).
+    #[command(hide = true)]
+    OtlpSink {
+        #[arg(long)]
+        listen: SocketAddr,
+    },
     /// One phase of the Rust client's benchmark program (what `clients` runs for `rust=builtin`).
     #[command(hide = true)]
     ClientBench {
@@ -210,6 +226,16 @@ fn main() -> ExitCode {
         Commands::Smoke { ours_bin, out } => smoke(ours_bin, out),
         Commands::Run(args) => run_command(args),
         Commands::AdminCost(args) => admin_cost_command(args),
+        Commands::OtlpSink { listen } => runtime().and_then(|runtime| {
+            runtime.block_on(async {
+                let listener = tokio::net::TcpListener::bind(listen).await?;
+                println!("otlp sink listening addr={}", listener.local_addr()?);
+                sepp_bench::obs_cost::sink(listener).await
+            })
+        }),
+        Commands::DashboardLoad { addr, seconds } => {
+            runtime().and_then(|runtime| runtime.block_on(dashboard_load(addr, seconds)))
+        }
         Commands::ObsCost { ours_bin, persist_mode, rounds, jobs } => {
             obs_cost_command(ours_bin, &persist_mode, rounds, jobs)
         }
@@ -369,6 +395,68 @@ fn admin_cost_command(args: AdminCostArgs) -> Result<(), BenchError> {
     let bytes = admin_cost::history_bytes(100, 3_600);
     println!();
     println!("stats history, 100 queues x 3,600 s: {:.2} MB", bytes as f64 / 1e6);
+    Ok(())
+}
+
+async fn dashboard_load(addr: SocketAddr, seconds: u64) -> Result<(), BenchError> {
+    use sepp_client::worker::{HandlerError, Worker};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+    let client = sepp_client::client::SeppClient::connect(format!("http://{addr}"))
+        .await
+        .map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    let started = std::time::Instant::now();
+    let until = started + Duration::from_secs(seconds);
+    let queues = [("emails", 120.0, 0.0), ("reports", 40.0, 1.5), ("thumbnails", 200.0, 3.0)];
+    let mut producers = Vec::new();
+    for (queue, rate, phase) in queues {
+        let client = client.clone();
+        producers.push(tokio::spawn(async move {
+            while std::time::Instant::now() < until {
+                let t = started.elapsed().as_secs_f64();
+                // The rate swings over a minute, so the charts have a shape.
+                let per_second = rate * (1.0 + 0.8 * (t / 60.0 * std::f64::consts::TAU + phase).sin());
+                let burst = (per_second / 10.0).round().max(1.0) as usize;
+                let jobs = (0..burst).map(|_| {
+                    sepp_client::EnqueueRequest::new(queue, "work").expect("valid request").with_max_attempts(3)
+                });
+                let _ = client.enqueue_batch(jobs).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }));
+    }
+    let handled = Arc::new(AtomicU64::new(0));
+    let mut workers = Vec::new();
+    for (queue, _, _) in queues {
+        let handled = handled.clone();
+        let worker = Worker::new(client.clone(), [queue], Duration::from_secs(30))
+            .map_err(|error| BenchError::Unexpected(error.to_string()))?
+            .with_max_in_flight(16)
+            .handle("work", move |_, _ctx| {
+                let n = handled.fetch_add(1, Ordering::Relaxed);
+                async move {
+                    tokio::time::sleep(Duration::from_millis(5 + n % 40)).await;
+                    match n % 100 {
+                        0 => Err(HandlerError::permanent("unrecoverable input")),
+                        n if n % 20 == 7 => Err(HandlerError::retry("transient failure")),
+                        _ => Ok(()),
+                    }
+                }
+            })
+            .map_err(|error| BenchError::Unexpected(error.to_string()))?;
+        let shutdown = worker.shutdown_handle();
+        workers.push((shutdown, tokio::spawn(worker.run())));
+    }
+    for producer in producers {
+        let _ = producer.await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for (shutdown, running) in workers {
+        shutdown.shutdown();
+        let _ = running.await;
+    }
+    eprintln!("dashboard load: {} jobs handled", handled.load(Ordering::Relaxed));
     Ok(())
 }
 

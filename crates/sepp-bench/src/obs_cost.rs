@@ -119,6 +119,17 @@ impl Scraper {
     }
 }
 
+/// Serves an OTLP trace receiver that counts spans on `listener` until the process ends
+/// (`sepp-bench otlp-sink`, for measuring tracing under callgrind).
+pub async fn sink(listener: tokio::net::TcpListener) -> Result<(), BenchError> {
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    tonic::transport::Server::builder()
+        .add_service(TraceServiceServer::new(Receiver::default()))
+        .serve_with_incoming(incoming)
+        .await
+        .map_err(|error| BenchError::Unexpected(error.to_string()))
+}
+
 fn scenario(jobs: u64) -> Scenario {
     Scenario { name: "single/50".into(), connections: 50, jobs, enqueue_batch: 1, reserve_batch: 1 }
 }
