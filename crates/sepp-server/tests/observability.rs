@@ -537,3 +537,24 @@ async fn a_real_prometheus_scrapes_every_family_with_its_labels_and_values() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_a_thousand_queue_names_the_rest_share_one_label_and_the_totals_stay_exact() {
+    let server = TestServer::start(PROMETHEUS_ON);
+    let url = format!("http://127.0.0.1:{}/metrics", prometheus_port(&server));
+    let mut client = server.raw_client().await;
+    let prefix = unique("many");
+    let names: Vec<String> = (0..1_200).map(|n| format!("{prefix}-{n}")).collect();
+    for chunk in names.chunks(200) {
+        let jobs = chunk.iter().map(|name| job(name, None)).collect();
+        client.enqueue_batch(pb::EnqueueBatchRequest { jobs }).await.expect("enqueue");
+    }
+    let samples =
+        scrape_until(&url, |samples| value(samples, "sepp_queue_ready", &[("queue", "_other")]) == Some(200.0)).await;
+    let enqueued: Vec<&Sample> = samples.iter().filter(|sample| sample.name == "sepp_jobs_enqueued_total").collect();
+    assert_eq!(enqueued.len(), 1_001, "1,000 queues of their own and `_other`");
+    assert_eq!(enqueued.iter().map(|sample| sample.value).sum::<f64>(), 1_200.0, "no job is lost from the totals");
+    assert_eq!(value(&samples, "sepp_jobs_enqueued_total", &[("queue", "_other")]), Some(200.0));
+    let ready = samples.iter().filter(|sample| sample.name == "sepp_queue_ready").count();
+    assert_eq!(ready, 1_001);
+}

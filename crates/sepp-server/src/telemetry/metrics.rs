@@ -170,7 +170,7 @@ impl Metrics {
                 .with_callback(move |observer| {
                     let Some(metrics) = weak.upgrade() else { return };
                     let snapshot = snapshots.borrow().clone();
-                    for (value, label) in metrics.depths(&snapshot, depth) {
+                    for (value, label) in depths(&metrics.labels, &snapshot, depth) {
                         observer.observe(value, &[KeyValue::new("queue", label)]);
                     }
                 })
@@ -182,37 +182,6 @@ impl Metrics {
             .with_callback(move |observer| observer.observe(committer.queued() as u64, &[]))
             .build();
         metrics
-    }
-
-    /// One value per labelled queue, with every unlabelled queue summed under the overflow
-    /// label.
-    fn depths(&self, snapshot: &StatsSnapshot, depth: Depth) -> Vec<(u64, Value)> {
-        let mut out = Vec::with_capacity(snapshot.queues.len().min(self.labels.cap + 1));
-        let mut overflow = 0u64;
-        let mut any_overflow = false;
-        for (name, stats) in &snapshot.queues {
-            let depths = stats.depths;
-            let value = match depth {
-                Depth::Ready => depths.ready,
-                Depth::Scheduled => depths.scheduled,
-                Depth::Inflight => depths.inflight,
-                Depth::DeadLettered => depths.dead_letter,
-            };
-            match self.labels.known(name).or_else(|| {
-                // A queue that holds jobs earns a label while there is room.
-                (depths != sepp_core::Depths::default()).then(|| self.labels.value(name))
-            }) {
-                Some(label) if label.as_str() != OVERFLOW_QUEUE => out.push((value, label)),
-                _ => {
-                    overflow += value;
-                    any_overflow = true;
-                }
-            }
-        }
-        if any_overflow {
-            out.push((overflow, Value::from(OVERFLOW_QUEUE)));
-        }
-        out
     }
 
     fn queue(&self, queue: &str) -> [KeyValue; 1] {
@@ -277,6 +246,39 @@ impl Metrics {
     pub fn dead_letters_drained(&self, count: u64) {
         self.dead_letters_drained.add(count, &[]);
     }
+}
+
+/// One value per labelled queue, with every unlabelled queue summed under the overflow
+/// label.
+fn depths(labels: &QueueLabels, snapshot: &StatsSnapshot, depth: Depth) -> Vec<(u64, Value)> {
+    let mut out = Vec::with_capacity(snapshot.queues.len().min(labels.cap + 1));
+    let mut overflow = 0u64;
+    let mut any_overflow = false;
+    for (name, stats) in &snapshot.queues {
+        let depths = stats.depths;
+        let value = match depth {
+            Depth::Ready => depths.ready,
+            Depth::Scheduled => depths.scheduled,
+            Depth::Inflight => depths.inflight,
+            Depth::DeadLettered => depths.dead_letter,
+        };
+        match labels.known(name).or_else(|| {
+            // A queue that holds jobs earns a label while there is room.
+            (depths != sepp_core::Depths::default()).then(|| labels.value(name))
+        }) {
+            Some(label) if label.as_str() != OVERFLOW_QUEUE => out.push((value, label)),
+            // An empty queue that never had a label shows nowhere.
+            None => {}
+            Some(_) => {
+                overflow += value;
+                any_overflow = true;
+            }
+        }
+    }
+    if any_overflow {
+        out.push((overflow, Value::from(OVERFLOW_QUEUE)));
+    }
+    out
 }
 
 /// Counts per queue within one call, so that a batch of one queue costs one counter update.
@@ -344,6 +346,27 @@ mod tests {
         assert_eq!(cause_label(DeadLetterCause::Rejected), "rejected");
         assert_eq!(cause_label(DeadLetterCause::LeaseExpired), "lease_expired");
         assert_eq!(cause_label(DeadLetterCause::Admin), "admin");
+    }
+
+    #[test]
+    fn depths_of_queues_past_the_cap_are_summed_under_the_overflow_label() {
+        use crate::admin::stats::QueueStats;
+        let labels = QueueLabels::new(2);
+        let mut snapshot = StatsSnapshot::default();
+        for (name, ready) in [("a", 1), ("b", 2), ("c", 4), ("d", 8), ("idle", 0)] {
+            let depths = sepp_core::Depths { ready, ..sepp_core::Depths::default() };
+            snapshot.queues.insert(Arc::from(name), QueueStats { depths, ..QueueStats::default() });
+        }
+        let observed: Vec<(u64, String)> = depths(&labels, &snapshot, Depth::Ready)
+            .into_iter()
+            .map(|(value, label)| (value, label.as_str().into_owned()))
+            .collect();
+        assert_eq!(
+            observed,
+            vec![(1, "a".to_owned()), (2, "b".to_owned()), (12, OVERFLOW_QUEUE.to_owned())],
+            "c and d share the overflow series; an empty queue takes no label"
+        );
+        assert_eq!(labels.len(), 2);
     }
 
     #[test]
