@@ -460,6 +460,9 @@ async fn dashboard_load(addr: SocketAddr, seconds: u64) -> Result<(), BenchError
     Ok(())
 }
 
+/// One figure of the obs-cost table, read from a round.
+type ObsFigure = fn(&sepp_bench::results::ThroughputRun) -> f64;
+
 fn obs_cost_command(ours_bin: Option<PathBuf>, persist_mode: &str, rounds: usize, jobs: u64) -> Result<(), BenchError> {
     use sepp_bench::obs_cost::{self, Setting};
     let persist_mode = PersistMode::parse(persist_mode)
@@ -471,7 +474,7 @@ fn obs_cost_command(ours_bin: Option<PathBuf>, persist_mode: &str, rounds: usize
     println!();
     println!("| | {} | {} | {} |", Setting::Off.name(), Setting::Metrics.name(), Setting::Tracing.name());
     println!("|---|---:|---:|---:|");
-    let figures: [(&str, fn(&sepp_bench::results::ThroughputRun) -> f64); 3] = [
+    let figures: [(&str, ObsFigure); 3] = [
         ("enqueue jobs/s", |run| run.enqueue_jobs_per_second()),
         ("drain jobs/s", |run| run.drain_jobs_per_second()),
         ("server CPU us/job", |run| run.cpu_us_per_job().unwrap_or(f64::NAN)),
