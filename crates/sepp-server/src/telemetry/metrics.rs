@@ -2,15 +2,21 @@
 //! by the observer task (sweep results). The committer records only `sepp.commit.duration`, one
 //! sample per persisted cycle (built in `server::run`).
 //!
+//! The counters of the hot path (calls, and jobs per queue) are plain atomics, read by
+//! observable counters when a reader collects (a scrape, an OTLP push): one atomic add per
+//! count instead of an attribute-set lookup in the SDK. Histograms and the rare counters
+//! (rejections, dead letters drained or expired) are SDK instruments.
+//!
 //! Per-queue labels are bounded by [`QueueLabels`]: the first [`MAX_QUEUE_LABELS`] queue names
-//! the server meets keep their own label for the life of the process; every later name is
-//! counted under [`OVERFLOW_QUEUE`]. A client that creates 100,000 queues therefore makes at
-//! most 1,001 series per per-queue instrument (label pair), not 100,000.
+//! the server meets keep their own label (and counters) for the life of the process; every
+//! later name is counted under [`OVERFLOW_QUEUE`]. A client that creates 100,000 queues
+//! therefore makes at most 1,001 series per per-queue instrument (label pair), not 100,000.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use opentelemetry::metrics::{Counter, Histogram, Meter};
+use opentelemetry::metrics::{Counter, Histogram, Meter, ObservableCounter};
 use opentelemetry::{KeyValue, StringValue, Value};
 use sepp_core::{DeadLetterCause, Rejection};
 use tokio::sync::watch;
@@ -25,39 +31,105 @@ pub const OVERFLOW_QUEUE: &str = "_other";
 /// The queue label of per-job rejections that name no usable queue.
 pub const REJECTED_QUEUE: &str = "_rejected";
 
-/// The bounded set of queue labels.
+/// The per-queue counters, in the order of [`QUEUE_COUNTERS`].
+#[derive(Clone, Copy)]
+enum Count {
+    Enqueued,
+    Deduplicated,
+    Reserved,
+    Acked,
+    Nacked,
+    ReserveEmpty,
+    Promotions,
+    LeaseRedeliveries,
+    DedupExpirations,
+}
+
+/// Name and description of each per-queue counter.
+const QUEUE_COUNTERS: [(Count, &str, &str); 9] = [
+    (Count::Enqueued, "sepp.jobs.enqueued", "New jobs inserted"),
+    (Count::Deduplicated, "sepp.jobs.deduplicated", "Enqueues answered by an existing job (idempotency key)"),
+    (Count::Reserved, "sepp.jobs.reserved", "Jobs claimed by workers"),
+    (Count::Acked, "sepp.jobs.acked", "Jobs acknowledged"),
+    (Count::Nacked, "sepp.jobs.nacked", "Successful nacks"),
+    (Count::ReserveEmpty, "sepp.reserve.empty", "Reserve calls that ended empty, per listed queue"),
+    (Count::Promotions, "sepp.sweep.promotions", "Scheduled jobs that became ready"),
+    (Count::LeaseRedeliveries, "sepp.sweep.lease_redeliveries", "Expired leases whose job went back to ready"),
+    (Count::DedupExpirations, "sepp.sweep.dedup_expirations", "Idempotency windows that ended"),
+];
+
+const CAUSES: [DeadLetterCause; 4] = [
+    DeadLetterCause::AttemptsExhausted,
+    DeadLetterCause::Rejected,
+    DeadLetterCause::LeaseExpired,
+    DeadLetterCause::Admin,
+];
+
+/// One queue's label and counters.
+pub struct QueueEntry {
+    label: Value,
+    counts: [AtomicU64; 9],
+    dead_lettered: [AtomicU64; 4],
+}
+
+impl QueueEntry {
+    fn new(label: Value) -> QueueEntry {
+        QueueEntry { label, counts: Default::default(), dead_lettered: Default::default() }
+    }
+
+    fn add(&self, count: Count, value: u64) {
+        self.counts[count as usize].fetch_add(value, Ordering::Relaxed);
+    }
+}
+
+/// The bounded set of queue labels, each with its counters.
 pub struct QueueLabels {
     cap: usize,
-    known: RwLock<HashMap<Box<str>, Value>>,
-    overflow: Value,
+    known: RwLock<HashMap<Box<str>, Arc<QueueEntry>>>,
+    overflow: Arc<QueueEntry>,
 }
 
 impl QueueLabels {
     pub fn new(cap: usize) -> QueueLabels {
-        QueueLabels { cap, known: RwLock::new(HashMap::new()), overflow: Value::from(OVERFLOW_QUEUE) }
+        QueueLabels {
+            cap,
+            known: RwLock::new(HashMap::new()),
+            overflow: Arc::new(QueueEntry::new(Value::from(OVERFLOW_QUEUE))),
+        }
+    }
+
+    /// Runs `f` on the entry of `queue`: its own while there is room, else the overflow's.
+    fn with<T>(&self, queue: &str, f: impl FnOnce(&QueueEntry) -> T) -> T {
+        if let Some(entry) = self.known.read().expect("labels lock").get(queue) {
+            return f(entry);
+        }
+        let mut known = self.known.write().expect("labels lock");
+        if let Some(entry) = known.get(queue) {
+            return f(entry);
+        }
+        if known.len() >= self.cap {
+            return f(&self.overflow);
+        }
+        let entry = Arc::new(QueueEntry::new(Value::String(StringValue::from(Arc::<str>::from(queue)))));
+        known.insert(queue.into(), entry.clone());
+        f(&entry)
     }
 
     /// The label value of `queue`: its own name while there is room, else [`OVERFLOW_QUEUE`].
     pub fn value(&self, queue: &str) -> Value {
-        if let Some(value) = self.known.read().expect("labels lock").get(queue) {
-            return value.clone();
-        }
-        let mut known = self.known.write().expect("labels lock");
-        if let Some(value) = known.get(queue) {
-            return value.clone();
-        }
-        if known.len() >= self.cap {
-            return self.overflow.clone();
-        }
-        let value = Value::String(StringValue::from(Arc::<str>::from(queue)));
-        known.insert(queue.into(), value.clone());
-        value
+        self.with(queue, |entry| entry.label.clone())
     }
 
     /// The label value of a queue only if it already has one of its own (gauges use it, so
     /// that depths alone never take a place among the labels).
     fn known(&self, queue: &str) -> Option<Value> {
-        self.known.read().expect("labels lock").get(queue).cloned()
+        self.known.read().expect("labels lock").get(queue).map(|entry| entry.label.clone())
+    }
+
+    /// Every entry with a label of its own, then the overflow entry.
+    fn entries(&self) -> Vec<Arc<QueueEntry>> {
+        let known = self.known.read().expect("labels lock");
+        known.values().cloned().chain(std::iter::once(self.overflow.clone())).collect()
     }
 
     pub fn len(&self) -> usize {
@@ -89,24 +161,24 @@ pub fn cause_label(cause: DeadLetterCause) -> &'static str {
     }
 }
 
+/// The QueueService methods that are counted, in the order of their counters.
+pub const METHODS: [&str; 7] =
+    ["EnqueueBatch", "EnqueueAtomic", "Reserve", "Ack", "Nack", "Extend", "DrainDeadLetters"];
+
+fn method_index(method: &str) -> Option<usize> {
+    METHODS.iter().position(|known| *known == method)
+}
+
 /// Every instrument.
 pub struct Metrics {
     pub labels: QueueLabels,
-    requests: Counter<u64>,
+    /// Calls per method, `[ok, error]`.
+    requests: [[AtomicU64; 2]; 7],
     request_duration: Histogram<f64>,
-    enqueued: Counter<u64>,
-    reserved: Counter<u64>,
-    acked: Counter<u64>,
-    nacked: Counter<u64>,
-    dead_lettered: Counter<u64>,
-    deduplicated: Counter<u64>,
     rejected: Counter<u64>,
-    reserve_empty: Counter<u64>,
-    promotions: Counter<u64>,
-    lease_redeliveries: Counter<u64>,
-    dedup_expirations: Counter<u64>,
     dead_letters_expired: Counter<u64>,
     dead_letters_drained: Counter<u64>,
+    _observed: Vec<ObservableCounter<u64>>,
 }
 
 /// Which depth a queue gauge shows.
@@ -130,28 +202,80 @@ impl Metrics {
         let counter = |name: &'static str, description: &'static str| {
             meter.u64_counter(name).with_description(description).build()
         };
-        let labels = QueueLabels::new(cap);
-        let metrics = Arc::new(Metrics {
-            labels,
-            requests: counter("sepp.requests", "QueueService calls, by method and outcome"),
-            request_duration: meter
-                .f64_histogram("sepp.request.duration")
-                .with_unit("ms")
-                .with_description("Handler latency of QueueService calls")
-                .build(),
-            enqueued: counter("sepp.jobs.enqueued", "New jobs inserted"),
-            reserved: counter("sepp.jobs.reserved", "Jobs claimed by workers"),
-            acked: counter("sepp.jobs.acked", "Jobs acknowledged"),
-            nacked: counter("sepp.jobs.nacked", "Successful nacks"),
-            dead_lettered: counter("sepp.jobs.dead_lettered", "Jobs dead-lettered, by cause"),
-            deduplicated: counter("sepp.jobs.deduplicated", "Enqueues answered by an existing job (idempotency key)"),
-            rejected: counter("sepp.jobs.rejected", "Per-job enqueue rejections, by reason"),
-            reserve_empty: counter("sepp.reserve.empty", "Reserve calls that ended empty, per listed queue"),
-            promotions: counter("sepp.sweep.promotions", "Scheduled jobs that became ready"),
-            lease_redeliveries: counter("sepp.sweep.lease_redeliveries", "Expired leases whose job went back to ready"),
-            dedup_expirations: counter("sepp.sweep.dedup_expirations", "Idempotency windows that ended"),
-            dead_letters_expired: counter("sepp.dead_letters.expired", "Dead letters removed by retention"),
-            dead_letters_drained: counter("sepp.dead_letters.drained", "Dead letters removed by DrainDeadLetters"),
+        let metrics = Arc::new_cyclic(|weak: &std::sync::Weak<Metrics>| {
+            let mut observed = Vec::new();
+            let requests = weak.clone();
+            observed.push(
+                meter
+                    .u64_observable_counter("sepp.requests")
+                    .with_description("QueueService calls, by method and outcome")
+                    .with_callback(move |observer| {
+                        let Some(metrics) = requests.upgrade() else { return };
+                        for (method, counts) in METHODS.iter().zip(&metrics.requests) {
+                            for (outcome, count) in ["ok", "error"].iter().zip(counts) {
+                                let count = count.load(Ordering::Relaxed);
+                                if count > 0 {
+                                    let labels = [KeyValue::new("method", *method), KeyValue::new("outcome", *outcome)];
+                                    observer.observe(count, &labels);
+                                }
+                            }
+                        }
+                    })
+                    .build(),
+            );
+            for (count, name, description) in QUEUE_COUNTERS {
+                let weak = weak.clone();
+                observed.push(
+                    meter
+                        .u64_observable_counter(name)
+                        .with_description(description)
+                        .with_callback(move |observer| {
+                            let Some(metrics) = weak.upgrade() else { return };
+                            for entry in metrics.labels.entries() {
+                                let value = entry.counts[count as usize].load(Ordering::Relaxed);
+                                if value > 0 {
+                                    observer.observe(value, &[KeyValue::new("queue", entry.label.clone())]);
+                                }
+                            }
+                        })
+                        .build(),
+                );
+            }
+            let dead = weak.clone();
+            observed.push(
+                meter
+                    .u64_observable_counter("sepp.jobs.dead_lettered")
+                    .with_description("Jobs dead-lettered, by cause")
+                    .with_callback(move |observer| {
+                        let Some(metrics) = dead.upgrade() else { return };
+                        for entry in metrics.labels.entries() {
+                            for (cause, value) in CAUSES.iter().zip(&entry.dead_lettered) {
+                                let value = value.load(Ordering::Relaxed);
+                                if value > 0 {
+                                    let labels = [
+                                        KeyValue::new("queue", entry.label.clone()),
+                                        KeyValue::new("cause", cause_label(*cause)),
+                                    ];
+                                    observer.observe(value, &labels);
+                                }
+                            }
+                        }
+                    })
+                    .build(),
+            );
+            Metrics {
+                labels: QueueLabels::new(cap),
+                requests: Default::default(),
+                request_duration: meter
+                    .f64_histogram("sepp.request.duration")
+                    .with_unit("ms")
+                    .with_description("Handler latency of QueueService calls")
+                    .build(),
+                rejected: counter("sepp.jobs.rejected", "Per-job enqueue rejections, by reason"),
+                dead_letters_expired: counter("sepp.dead_letters.expired", "Dead letters removed by retention"),
+                dead_letters_drained: counter("sepp.dead_letters.drained", "Dead letters removed by DrainDeadLetters"),
+                _observed: observed,
+            }
         });
         // The gauges' callbacks stay registered with the provider once built; they hold the
         // metrics (for the labels) weakly.
@@ -184,22 +308,23 @@ impl Metrics {
         metrics
     }
 
-    fn queue(&self, queue: &str) -> [KeyValue; 1] {
-        [KeyValue::new("queue", self.labels.value(queue))]
+    fn count(&self, queue: &str, count: Count, value: u64) {
+        self.labels.with(queue, |entry| entry.add(count, value));
     }
 
     pub fn request(&self, method: &'static str, ok: bool, elapsed_ms: f64) {
-        let outcome = if ok { "ok" } else { "error" };
-        self.requests.add(1, &[KeyValue::new("method", method), KeyValue::new("outcome", outcome)]);
+        if let Some(index) = method_index(method) {
+            self.requests[index][usize::from(!ok)].fetch_add(1, Ordering::Relaxed);
+        }
         self.request_duration.record(elapsed_ms, &[KeyValue::new("method", method)]);
     }
 
     pub fn enqueued(&self, queue: &str, count: u64) {
-        self.enqueued.add(count, &self.queue(queue));
+        self.count(queue, Count::Enqueued, count);
     }
 
     pub fn deduplicated(&self, queue: &str, count: u64) {
-        self.deduplicated.add(count, &self.queue(queue));
+        self.count(queue, Count::Deduplicated, count);
     }
 
     pub fn rejected(&self, queue: &str, rejection: &Rejection) {
@@ -207,36 +332,36 @@ impl Metrics {
     }
 
     pub fn reserved(&self, queue: &str, count: u64) {
-        self.reserved.add(count, &self.queue(queue));
+        self.count(queue, Count::Reserved, count);
     }
 
     pub fn reserve_empty(&self, queue: &str) {
-        self.reserve_empty.add(1, &self.queue(queue));
+        self.count(queue, Count::ReserveEmpty, 1);
     }
 
     pub fn acked(&self, queue: &str) {
-        self.acked.add(1, &self.queue(queue));
+        self.count(queue, Count::Acked, 1);
     }
 
     pub fn nacked(&self, queue: &str) {
-        self.nacked.add(1, &self.queue(queue));
+        self.count(queue, Count::Nacked, 1);
     }
 
     pub fn dead_lettered(&self, queue: &str, cause: DeadLetterCause, count: u64) {
-        let labels = [KeyValue::new("queue", self.labels.value(queue)), KeyValue::new("cause", cause_label(cause))];
-        self.dead_lettered.add(count, &labels);
+        let index = CAUSES.iter().position(|known| *known == cause).expect("every cause is listed");
+        self.labels.with(queue, |entry| entry.dead_lettered[index].fetch_add(count, Ordering::Relaxed));
     }
 
     pub fn promoted(&self, queue: &str, count: u64) {
-        self.promotions.add(count, &self.queue(queue));
+        self.count(queue, Count::Promotions, count);
     }
 
     pub fn lease_redelivered(&self, queue: &str, count: u64) {
-        self.lease_redeliveries.add(count, &self.queue(queue));
+        self.count(queue, Count::LeaseRedeliveries, count);
     }
 
     pub fn dedup_expired(&self, queue: &str, count: u64) {
-        self.dedup_expirations.add(count, &self.queue(queue));
+        self.count(queue, Count::DedupExpirations, count);
     }
 
     pub fn dead_letters_expired(&self, count: u64) {
