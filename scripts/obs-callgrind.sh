@@ -5,12 +5,13 @@
 # (`sepp-bench run`, 8 connections, enqueue then reserve + ack) twice, with LOW and HIGH jobs;
 # the difference divided by HIGH - LOW is the cost of one job, without startup and shutdown.
 # Instruction counts do not depend on how busy the machine is. Used for docs/benchmarks.md.
+# SEPP_BIN picks another server binary (e.g. a build of an older commit), SETTINGS a subset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sepp-target}"
 low="${LOW:-500}"
 high="${HIGH:-2500}"
-bin="$CARGO_TARGET_DIR/release/sepp"
+bin="${SEPP_BIN:-$CARGO_TARGET_DIR/release/sepp}"
 bench="$CARGO_TARGET_DIR/release/sepp-bench"
 work="$(mktemp -d)"
 pids=()
@@ -60,11 +61,12 @@ measure() { # setting jobs -> instructions
   [[ -n "$scraper" ]] && kill "$scraper"
   kill -TERM "$server"
   wait "$server" || true
+  [[ -n "${KEEP_DIR:-}" ]] && cp "$dir/callgrind.out" "$KEEP_DIR/$(basename "$bin")-$setting-$jobs.out"
   grep -E '^summary:' "$dir/callgrind.out" | awk '{print $2}'
 }
 
 printf '| setting | instructions, %s jobs | instructions, %s jobs | per job |\n|---|---:|---:|---:|\n' "$low" "$high"
-for setting in off metrics tracing; do
+for setting in ${SETTINGS:-off metrics tracing}; do
   a="$(measure "$setting" "$low")"
   b="$(measure "$setting" "$high")"
   printf '| %s | %s | %s | %s |\n' "$setting" "$a" "$b" "$(( (b - a) / (high - low) ))"

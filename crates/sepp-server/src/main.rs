@@ -147,20 +147,30 @@ fn init_logging(config: &Config, otel: Option<&Tracing>) {
         .and_then(|(valid, directives)| valid.then(|| EnvFilter::new(directives)))
         .or_else(|| EnvFilter::try_new(&config.logging.level).ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stdout);
-    let fmt = match config.logging.format {
-        LogFormat::Json => fmt.json().boxed(),
-        LogFormat::Text => {
-            fmt.with_ansi(colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok())).boxed()
+    let ansi = colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok());
+    match otel {
+        // Spans go to the exporter whatever the log level: only the server's own (`sepp`
+        // targets). Each layer has its own filter then.
+        Some(otel) => {
+            let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stdout);
+            let fmt = match config.logging.format {
+                LogFormat::Json => fmt.json().boxed(),
+                LogFormat::Text => fmt.with_ansi(ansi).boxed(),
+            };
+            let otel = tracing_opentelemetry::layer()
+                .with_tracer(otel.tracer())
+                .with_filter(Targets::new().with_target("sepp", tracing::Level::INFO));
+            tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).init();
         }
-    };
-    // Spans go to the exporter whatever the log level: only the server's own (`sepp` targets).
-    let otel = otel.map(|otel| {
-        tracing_opentelemetry::layer()
-            .with_tracer(otel.tracer())
-            .with_filter(Targets::new().with_target("sepp", tracing::Level::INFO))
-    });
-    tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).init();
+        // Without tracing, one global filter: disabled call sites cost nothing, as before.
+        None => {
+            let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stdout);
+            match config.logging.format {
+                LogFormat::Json => builder.json().init(),
+                LogFormat::Text => builder.with_ansi(ansi).init(),
+            }
+        }
+    }
     if let Some((false, directives)) = &from_env {
         tracing::warn!(rust_log = %Bounded(directives), "RUST_LOG is not a valid filter; using logging.level instead");
     }

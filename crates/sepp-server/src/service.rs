@@ -46,16 +46,27 @@ impl QueueApi {
         if self.telemetry.tracing { spans::rpc(name, metadata) } else { Span::none() }
     }
 
+    /// Runs `call` inside `span` when tracing is on (even a disabled span costs a little on
+    /// every poll).
+    async fn in_span<F: std::future::Future>(&self, span: &Span, call: F) -> F::Output {
+        if self.telemetry.tracing { call.instrument(span.clone()).await } else { call.await }
+    }
+
+    /// When the call started, if metrics time it.
+    fn started(&self) -> Option<Instant> {
+        self.telemetry.metrics.as_ref().map(|_| Instant::now())
+    }
+
     /// Logs a failure, counts the call and closes its span.
     fn finish<T>(
         &self,
         rpc: &'static str,
-        started: Instant,
+        started: Option<Instant>,
         span: &Span,
         result: Result<T, ApiError>,
     ) -> Result<T, Status> {
         let result = span.in_scope(|| logged(rpc, result));
-        if let Some(metrics) = &self.telemetry.metrics {
+        if let (Some(metrics), Some(started)) = (&self.telemetry.metrics, started) {
             metrics.request(rpc, result.is_ok(), started.elapsed().as_secs_f64() * 1000.0);
         }
         if self.telemetry.tracing
@@ -166,9 +177,9 @@ impl pb::queue_service_server::QueueService for QueueApi {
         &self,
         request: Request<pb::EnqueueBatchRequest>,
     ) -> Result<Response<pb::EnqueueBatchResponse>, Status> {
-        let started = Instant::now();
+        let started = self.started();
         let span = self.span("sepp.enqueue", request.metadata());
-        let result = self.enqueue_batch_inner(request.into_inner(), &span).instrument(span.clone()).await;
+        let result = self.in_span(&span, self.enqueue_batch_inner(request.into_inner(), &span)).await;
         self.finish("EnqueueBatch", started, &span, result)
     }
 
@@ -176,14 +187,14 @@ impl pb::queue_service_server::QueueService for QueueApi {
         &self,
         request: Request<pb::EnqueueBatchRequest>,
     ) -> Result<Response<pb::EnqueueAtomicResponse>, Status> {
-        let started = Instant::now();
+        let started = self.started();
         let span = self.span("sepp.enqueue_atomic", request.metadata());
-        let result = self.enqueue_atomic_inner(request.into_inner(), &span).instrument(span.clone()).await;
+        let result = self.in_span(&span, self.enqueue_atomic_inner(request.into_inner(), &span)).await;
         self.finish("EnqueueAtomic", started, &span, result)
     }
 
     async fn reserve(&self, request: Request<pb::ReserveRequest>) -> Result<Response<pb::ReserveResponse>, Status> {
-        let started = Instant::now();
+        let started = self.started();
         let span = self.span("sepp.reserve", request.metadata());
         let result = async {
             let request = convert::reserve_request(request.into_inner());
@@ -230,12 +241,12 @@ impl pb::queue_service_server::QueueService for QueueApi {
                 jobs: deliveries.into_iter().map(convert::delivery).collect(),
             }))
         };
-        let result = result.instrument(span.clone()).await;
+        let result = self.in_span(&span, result).await;
         self.finish("Reserve", started, &span, result)
     }
 
     async fn ack(&self, request: Request<pb::AckRequest>) -> Result<Response<pb::AckResponse>, Status> {
-        let started = Instant::now();
+        let started = self.started();
         let span = self.span("sepp.ack", request.metadata());
         let request = request.into_inner();
         if self.telemetry.tracing {
@@ -255,12 +266,12 @@ impl pb::queue_service_server::QueueService for QueueApi {
             }
             Ok::<_, ApiError>(Response::new(pb::AckResponse { job_id: request.job_id.clone() }))
         };
-        let result = result.instrument(span.clone()).await;
+        let result = self.in_span(&span, result).await;
         self.finish("Ack", started, &span, result)
     }
 
     async fn nack(&self, request: Request<pb::NackRequest>) -> Result<Response<pb::NackResponse>, Status> {
-        let started = Instant::now();
+        let started = self.started();
         let span = self.span("sepp.nack", request.metadata());
         let request = request.into_inner();
         if self.telemetry.tracing {
@@ -309,12 +320,12 @@ impl pb::queue_service_server::QueueService for QueueApi {
                 dead_lettered: nacked.dead_lettered,
             }))
         };
-        let result = result.instrument(span.clone()).await;
+        let result = self.in_span(&span, result).await;
         self.finish("Nack", started, &span, result)
     }
 
     async fn extend(&self, request: Request<pb::ExtendRequest>) -> Result<Response<pb::ExtendResponse>, Status> {
-        let started = Instant::now();
+        let started = self.started();
         let span = self.span("sepp.extend", request.metadata());
         let request = request.into_inner();
         if self.telemetry.tracing {
@@ -341,7 +352,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
                 lease_expires_at: Some(convert::timestamp(deadline_ms)),
             }))
         };
-        let result = result.instrument(span.clone()).await;
+        let result = self.in_span(&span, result).await;
         self.finish("Extend", started, &span, result)
     }
 
@@ -349,7 +360,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         &self,
         request: Request<pb::DrainDeadLettersRequest>,
     ) -> Result<Response<pb::DrainDeadLettersResponse>, Status> {
-        let started = Instant::now();
+        let started = self.started();
         let span = self.span("sepp.drain_dead_letters", request.metadata());
         let request = request.into_inner();
         if self.telemetry.tracing {
@@ -373,7 +384,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
                 records: records.into_iter().map(convert::dead_letter).collect(),
             }))
         };
-        let result = result.instrument(span.clone()).await;
+        let result = self.in_span(&span, result).await;
         self.finish("DrainDeadLetters", started, &span, result)
     }
 
@@ -431,7 +442,7 @@ impl QueueApi {
             self.ask(|reply| Command::Enqueue { jobs: accepted, reply }).await?.into_iter()
         };
         let mut rejections = RejectionLog::new("EnqueueBatch", "enqueue rejected");
-        let mut tally = Tally::default();
+        let mut tally = Tally::new(self);
         let results: Vec<pb::JobResult> = slots
             .into_iter()
             .zip(&queues)
@@ -481,7 +492,7 @@ impl QueueApi {
         } else {
             Err(failures)
         };
-        let mut tally = Tally::default();
+        let mut tally = Tally::new(self);
         let outcome = match outcome {
             Ok(enqueued) => {
                 if self.telemetry.tracing {
@@ -520,9 +531,11 @@ impl QueueApi {
     }
 }
 
-/// What one enqueue call did, counted as the results are converted.
+/// What one enqueue call did, counted as the results are converted (only while telemetry is
+/// on: otherwise it stays empty and allocates nothing).
 #[derive(Default)]
 struct Tally<'a> {
+    on: bool,
     enqueued: PerQueue<'a>,
     deduplicated: PerQueue<'a>,
     job_ids: Vec<JobId>,
@@ -532,7 +545,14 @@ struct Tally<'a> {
 }
 
 impl<'a> Tally<'a> {
+    fn new(api: &QueueApi) -> Tally<'a> {
+        Tally { on: api.telemetry.is_on(), ..Tally::default() }
+    }
+
     fn accepted(&mut self, queue: &'a str, enqueued: &sepp_core::Enqueued) {
+        if !self.on {
+            return;
+        }
         self.accepted += 1;
         if enqueued.deduplicated {
             self.deduplicated_count += 1;
@@ -553,6 +573,9 @@ impl<'a> Tally<'a> {
     }
 
     fn finish(self, api: &QueueApi, span: &Span) {
+        if !self.on {
+            return;
+        }
         if let Some(metrics) = &api.telemetry.metrics {
             self.enqueued.each(|queue, count| metrics.enqueued(queue, count));
             self.deduplicated.each(|queue, count| metrics.deduplicated(queue, count));
