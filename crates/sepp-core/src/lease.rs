@@ -129,9 +129,14 @@ impl State {
         self.jobs.get(job_id).map(|live| (live.job.clone(), live.state.attempt()))
     }
 
-    /// A kept dead letter's job and final attempt.
-    pub fn dead_letter_job(&self, job_id: &JobId) -> Option<(Arc<Job>, u32)> {
-        self.dead_letters.get(job_id).map(|dead| (dead.job.clone(), dead.final_attempt))
+    /// The jobs whose leases have run out at `now_ms` (at most the sweep limit, as the sweep
+    /// takes them), with their attempt: read before a sweep, since one that is dead-lettered
+    /// without retention is gone after it.
+    pub fn expired_lease_jobs(&self, now_ms: TimeMs) -> Vec<(Arc<Job>, u32)> {
+        self.expired_leases(now_ms, self.rules.sweep_limit.max(1))
+            .into_iter()
+            .filter_map(|job_id| self.live_job(&job_id))
+            .collect()
     }
 
     pub fn job_state(&self, job_id: &JobId) -> Option<JobState> {

@@ -473,12 +473,14 @@ impl Committer {
     fn sweep(&mut self, now_ms: TimeMs) {
         let started = Instant::now();
         let first_record = self.records.len();
+        let observing = self.observe.as_ref().is_some_and(|observe| observe.sweeps.is_some());
+        let expiring = if observing { self.state.expired_lease_jobs(now_ms) } else { Vec::new() };
         let report = self.state.sweep(now_ms, &mut self.records);
         log_sweep(&report);
         if let Some(sweeps) = self.observe.as_ref().and_then(|observe| observe.sweeps.as_ref())
             && !report.is_empty()
         {
-            let _ = sweeps.send(self.swept(&report, first_record));
+            let _ = sweeps.send(self.swept(&report, first_record, expiring));
         }
         let elapsed = started.elapsed();
         if elapsed >= Duration::from_millis(100) {
@@ -487,12 +489,18 @@ impl Committer {
     }
 
     /// The jobs a sweep moved, for telemetry.
-    fn swept(&self, report: &SweepReport, first_record: usize) -> Swept {
+    fn swept(&self, report: &SweepReport, first_record: usize, expiring: Vec<(Arc<Job>, u32)>) -> Swept {
         let live = |ids: &[JobId]| ids.iter().filter_map(|id| self.state.live_job(id)).collect();
         Swept {
             promoted: live(&report.promoted),
             redelivered: live(&report.redelivered),
-            dead_lettered: report.lease_dead_lettered.iter().filter_map(|id| self.state.dead_letter_job(id)).collect(),
+            dead_lettered: {
+                // Read before the sweep: without retention a dead-lettered job is gone after
+                // it. The sweep took the expired leases in this same order, so its dead
+                // letters are a subsequence of them.
+                let mut dead = report.lease_dead_lettered.iter().peekable();
+                expiring.into_iter().filter(|(job, _)| dead.next_if(|id| **id == job.id).is_some()).collect()
+            },
             dedup_expired: self.records[first_record..]
                 .iter()
                 .filter_map(|record| match record {

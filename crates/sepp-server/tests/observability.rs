@@ -558,3 +558,55 @@ async fn past_a_thousand_queue_names_the_rest_share_one_label_and_the_totals_sta
     let ready = samples.iter().filter(|sample| sample.name == "sepp_queue_ready").count();
     assert_eq!(ready, 1_001);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nack_and_sweep_spans_link_to_the_producer() {
+    let receiver = Receiver::start().await;
+    let server = TestServer::start_with_env(&otlp_config(&receiver, 1.0), FAST_EXPORT);
+    let mut client = server.raw_client().await;
+    let queue = unique("swept");
+    let producer = format!("00-{TRACE_ID}-{PRODUCER_SPAN}-01");
+    let mut request = job(&queue, None);
+    request.trace_context = Some(pb::TraceContext { traceparent: producer.clone(), tracestate: None });
+    request.max_attempts = Some(3);
+    client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![request] }).await.unwrap();
+    // Attempt 1 is nacked for a retry after 1 ms: the sweep promotes it.
+    let first = client.reserve(reserve(&queue, 1, 60_000)).await.unwrap().into_inner().jobs.remove(0);
+    let retry = pb::NackRequest {
+        job_id: first.id.clone(),
+        attempt: 1,
+        retry: Some(pb::NackRetry {
+            strategy: Some(pb::nack_retry::Strategy::Delay(prost_types::Duration { seconds: 0, nanos: 1_000_000 })),
+        }),
+        ..Default::default()
+    };
+    client.nack(retry).await.unwrap();
+    // Attempt 2's lease runs out after 1 ms: the sweep redelivers it; attempt 3's too: the
+    // sweep dead-letters it.
+    for attempt in 2..=3 {
+        let mut wait = reserve(&queue, 1, 1);
+        wait.wait_timeout = lease(20_000);
+        let jobs = client.reserve(wait).await.unwrap().into_inner().jobs;
+        assert_eq!(jobs.first().map(|job| job.attempt), Some(attempt));
+    }
+    let spans = receiver.wait_for_spans(|spans| spans.iter().any(|span| span.name == "sepp.dead_letter"), WAIT).await;
+    for name in ["sepp.nack", "sepp.promote", "sepp.redeliver", "sepp.dead_letter"] {
+        let span = spans.iter().find(|span| span.name == name).unwrap_or_else(|| panic!("no {name} span: {spans:#?}"));
+        assert!(has_link(span, TRACE_ID, PRODUCER_SPAN), "{name} links to the producer");
+        assert_eq!(attr(span, "messaging.message.id").as_deref(), Some(first.id.as_str()), "{name}");
+        assert_eq!(attr(span, "queue").as_deref(), Some(queue.as_str()), "{name}");
+    }
+    let nack = spans.iter().find(|span| span.name == "sepp.nack").unwrap();
+    assert_eq!(attr(nack, "retry").as_deref(), Some("delay"));
+    assert_eq!(attr(nack, "dead_lettered").as_deref(), Some("false"));
+    let dead = spans.iter().find(|span| span.name == "sepp.dead_letter").unwrap();
+    assert_eq!(attr(dead, "cause").as_deref(), Some("lease_expired"));
+    assert_eq!(attr(dead, "attempt").as_deref(), Some("3"));
+    let redeliver = spans.iter().find(|span| span.name == "sepp.redeliver").unwrap();
+    assert_eq!(attr(redeliver, "reason").as_deref(), Some("lease_expired"));
+    // Dead-letter retention is off here: the job is gone after the sweep, and still counted.
+    let labels = [("queue", queue.as_str()), ("cause", "lease_expired")];
+    assert_eq!(receiver.wait_for_sum("sepp.jobs.dead_lettered", &labels, 1, WAIT).await, 1);
+    assert_eq!(receiver.wait_for_sum("sepp.sweep.promotions", &[("queue", &queue)], 1, WAIT).await, 1);
+    assert_eq!(receiver.wait_for_sum("sepp.sweep.lease_redeliveries", &[("queue", &queue)], 1, WAIT).await, 1);
+}
