@@ -610,3 +610,25 @@ async fn nack_and_sweep_spans_link_to_the_producer() {
     assert_eq!(receiver.wait_for_sum("sepp.sweep.promotions", &[("queue", &queue)], 1, WAIT).await, 1);
     assert_eq!(receiver.wait_for_sum("sepp.sweep.lease_redeliveries", &[("queue", &queue)], 1, WAIT).await, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_idempotency_windows_and_dead_letters_are_counted() {
+    let config = "[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n\n\
+                  [storage]\ndedup_window_ms = 1\ndead_letter_retention_ms = 1\n";
+    let server = TestServer::start(config);
+    let url = format!("http://127.0.0.1:{}/metrics", prometheus_port(&server));
+    let mut client = server.raw_client().await;
+    let queue = unique("expiring-keys");
+    client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job(&queue, Some("key"))] }).await.unwrap();
+    let jobs = client.reserve(reserve(&queue, 1, 60_000)).await.unwrap().into_inner().jobs;
+    client.nack(dead_letter_nack(&jobs[0])).await.unwrap();
+    let samples = scrape_until(&url, |samples| {
+        value(samples, "sepp_sweep_dedup_expirations_total", &[("queue", &queue)]) == Some(1.0)
+            && value(samples, "sepp_dead_letters_expired_total", &[]) == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        value(&samples, "sepp_jobs_dead_lettered_total", &[("queue", &queue), ("cause", "rejected")]),
+        Some(1.0)
+    );
+}
