@@ -152,6 +152,14 @@ export const api = {
       query: purge ? { purge: true } : undefined,
     }),
 
+  pauseQueue: (name: string, untilMs: number | null) =>
+    call<{ queue: string; paused: boolean; until_ms: number | null }>('POST', `/queues/${seg(name)}/pause`, {
+      body: untilMs === null ? {} : { until_ms: untilMs },
+    }),
+  resumeQueue: (name: string) =>
+    call<{ queue: string; resumed: boolean }>('POST', `/queues/${seg(name)}/resume`, { body: {} }),
+  resumeAll: () => call<{ all_queues: boolean; resumed: boolean }>('POST', '/queues:resume', { body: {} }),
+
   peek: (queue: string, params: PeekParams) =>
     call<JobPage>('GET', `/queues/${seg(queue)}/jobs`, {
       query: { state: params.state, cursor: params.cursor, limit: params.limit, ...filterQuery(params.filter) },

@@ -43,6 +43,8 @@ export interface Depths {
 export interface QueueFrame extends Depths {
   totals: Totals
   rates: Rates
+  /** Reserves skip the queue (paused by name, or with every queue). */
+  paused: boolean
 }
 
 /** One tick of live statistics for every active or declared queue. */
@@ -105,6 +107,7 @@ export interface QueueLimits {
   max_custom_key_bytes: number | null
   dedup_window_ms: number | null
   max_queue_depth: number | null
+  max_in_flight: number | null
 }
 
 export type QueueField = keyof QueueLimits
@@ -116,6 +119,14 @@ export interface Queue {
   /** The queue's `[[queues]]` entry (unset fields null), or null when it is not declared. */
   overrides: (QueueLimits & { name: string }) | null
   effective: QueueLimits
+  /** Null unless reserves skip the queue; `all_queues` when only the pause of every queue holds it. */
+  paused: QueuePause | null
+}
+
+export interface QueuePause {
+  /** When the pause ends by itself; null: until resumed. */
+  until_ms: number | null
+  all_queues: boolean
 }
 
 export type JobState = 'ready' | 'scheduled' | 'inflight' | 'dead_letter'

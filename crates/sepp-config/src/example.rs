@@ -145,6 +145,7 @@ stats_history_ms = 3600000
 # max_custom_key_bytes = 64
 # dedup_window_ms = 3600000   # restart; pinned when the server starts
 # max_queue_depth = 10000
+# max_in_flight = 8         # at most 8 of its jobs in flight at once, across all workers
 "#;
 
 /// A commented configuration file in which every value is the built-in default.

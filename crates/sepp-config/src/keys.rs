@@ -82,6 +82,7 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "max_custom_key_bytes",
             "dedup_window_ms",
             "max_queue_depth",
+            "max_in_flight",
         ],
     ),
 ];

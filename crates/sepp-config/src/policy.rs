@@ -152,6 +152,7 @@ pub(crate) fn global_limits(limits: &LimitsConfig, dedup_window_ms: u64) -> Queu
         max_custom_key_bytes: limits.max_custom_key_bytes,
         dedup_window_ms,
         max_queue_depth: limits.max_queue_depth,
+        max_in_flight: None,
     }
 }
 
@@ -177,6 +178,7 @@ pub(crate) fn merged_limits(globals: &QueueLimits, queue: &QueueConfig) -> Queue
         max_custom_key_bytes: queue.max_custom_key_bytes.unwrap_or(g.max_custom_key_bytes),
         dedup_window_ms: queue.dedup_window_ms.unwrap_or(g.dedup_window_ms),
         max_queue_depth: queue.max_queue_depth.or(g.max_queue_depth),
+        max_in_flight: queue.max_in_flight,
     }
 }
 
@@ -200,6 +202,7 @@ pub(crate) fn overrides(queue: &QueueConfig, field: &str) -> bool {
         "max_custom_key_bytes" => q.max_custom_key_bytes.is_some(),
         "dedup_window_ms" => q.dedup_window_ms.is_some(),
         "max_queue_depth" => q.max_queue_depth.is_some(),
+        "max_in_flight" => q.max_in_flight.is_some(),
         other => unreachable!("{other} is not a per-queue field"),
     }
 }

@@ -376,6 +376,9 @@ pub struct QueueConfig {
     /// Replaces the global cap when set; a queue cannot remove a global cap.
     #[serde(default)]
     pub max_queue_depth: Option<u64>,
+    /// Per-queue only: at most this many of the queue's jobs in flight at once.
+    #[serde(default)]
+    pub max_in_flight: Option<u32>,
 }
 
 /// Stands in for key material in `Debug` output.

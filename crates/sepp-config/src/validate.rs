@@ -389,6 +389,13 @@ fn queue_entry<'a>(
             return Err(problem(&[&k], format!("{} must not contain an empty job type", k.label)));
         }
     }
+    if queue.max_in_flight == Some(0) {
+        let k = queue_key(index, queue, "max_in_flight");
+        return Err(problem(
+            &[&k],
+            format!("{} must be at least 1 (leave it out for no limit; to stop a queue, pause it)", k.label),
+        ));
+    }
     let merged = merged_limits(globals, queue);
     let key_of = |field: &str| {
         if overrides(queue, field) { queue_key(index, queue, field) } else { global_key(field) }

@@ -64,6 +64,7 @@ fn queue_overrides_merge_over_globals() {
         max_custom_key_bytes = 11
         dedup_window_ms = 12
         max_queue_depth = 13
+        max_in_flight = 14
         [[queues]]
         name = "plain"
         "#,
@@ -88,6 +89,7 @@ fn queue_overrides_merge_over_globals() {
             max_custom_key_bytes: 11,
             dedup_window_ms: 12,
             max_queue_depth: Some(13),
+            max_in_flight: Some(14),
         }
     );
     // A declared queue without overrides has exactly the globals.

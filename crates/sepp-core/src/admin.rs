@@ -6,6 +6,8 @@
 //! ([`JobKey`]); a handle that is malformed, names another queue's job, or names a job that is
 //! no longer where it was counts as *missing*, never as an error.
 
+use std::sync::Arc;
+
 use crate::peek::{JobFilter, JobKey, PeekState, WrongCursor};
 use crate::record::Record;
 use crate::state::State;
@@ -166,6 +168,30 @@ impl State {
             let queue = queue.clone();
             self.record(Record::QueueReopened { queue }, out);
         }
+    }
+
+    /// Pauses `queue` ([`crate::ALL_QUEUES`] for every queue) until `until_ms`, or until resumed:
+    /// reserves skip it; enqueues and the leases already held go on. Pausing a paused queue
+    /// replaces its deadline.
+    pub fn pause_queue(&mut self, queue: &str, until_ms: Option<TimeMs>, out: &mut Vec<Record>) {
+        let queue = self.intern(queue);
+        self.record(Record::QueuePaused { queue, until_ms }, out);
+    }
+
+    /// Lifts `queue`'s pause (the pause of every queue for [`crate::ALL_QUEUES`]); whether there
+    /// was one. A queue paused by name stays paused when only the pause of every queue ends.
+    pub fn resume_queue(&mut self, queue: &str, out: &mut Vec<Record>) -> bool {
+        let Some((queue, _)) = self.paused.get_key_value(queue) else { return false };
+        let queue = queue.clone();
+        self.record(Record::QueueResumed { queue }, out);
+        true
+    }
+
+    /// Every pause: the queue ([`crate::ALL_QUEUES`] for all) and until when, by name.
+    pub fn pauses(&self) -> Vec<(Arc<str>, Option<TimeMs>)> {
+        let mut pauses: Vec<_> = self.paused.iter().map(|(queue, until_ms)| (queue.clone(), *until_ms)).collect();
+        pauses.sort();
+        pauses
     }
 
     /// Whether enqueues to `queue` are refused at `now_ms` because it is being deleted.

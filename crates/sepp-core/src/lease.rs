@@ -28,8 +28,12 @@ impl State {
         let lease_deadline_ms = now_ms.saturating_add(plan.lease_ms as TimeMs);
         let mut deliveries = Vec::new();
         for queue in &plan.queues {
+            if self.is_paused(queue) {
+                continue;
+            }
             let before = deliveries.len();
-            while deliveries.len() < plan.max_jobs as usize {
+            let take = (plan.max_jobs as usize).min(before.saturating_add(self.room_in_flight(queue)));
+            while deliveries.len() < take {
                 let Some(job_id) = self.first_ready(queue) else { break };
                 self.record(Record::Leased { job_id, lease_deadline_ms }, out);
                 let live = self.jobs.get(&job_id).expect("just leased");

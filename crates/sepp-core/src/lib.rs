@@ -45,7 +45,7 @@ pub use limits::{Policy, QueueLimits, RetryBackoff, ServerLimits};
 pub use peek::{JobFilter, JobKey, PEEK_SCAN_LIMIT, PeekPage, PeekState, Peeked, WrongCursor};
 pub use record::Record;
 pub use snapshot::{SNAPSHOT_CHUNK, Snapshot, SnapshotEntry};
-pub use state::{Depths, State, StorageRules};
+pub use state::{ALL_QUEUES, Depths, State, StorageRules};
 pub use sweep::SweepReport;
 pub use totals::QueueTotals;
 pub use types::*;

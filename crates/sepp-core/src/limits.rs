@@ -38,6 +38,9 @@ pub struct QueueLimits {
     pub dedup_window_ms: u64,
     /// `None` is unlimited; `Some(0)` rejects every new job.
     pub max_queue_depth: Option<u64>,
+    /// Per-queue only: at most this many of the queue's jobs in flight at once, across all
+    /// workers; `None` is unlimited.
+    pub max_in_flight: Option<u32>,
 }
 
 impl Default for QueueLimits {
@@ -60,6 +63,7 @@ impl Default for QueueLimits {
             max_custom_key_bytes: 256,
             dedup_window_ms: 86_400_000,
             max_queue_depth: None,
+            max_in_flight: None,
         }
     }
 }

@@ -50,6 +50,12 @@ pub enum Record {
     QueueClosed { queue: Arc<str>, until_ms: TimeMs },
     /// A queue's close tombstone was cleared (or expired).
     QueueReopened { queue: Arc<str> },
+    /// Reserves skip `queue` (every queue when it is empty) until [`Record::QueueResumed`], or
+    /// until `until_ms` when given. Enqueues are still accepted and leases already held go on.
+    /// A later record for the same queue replaces the deadline.
+    QueuePaused { queue: Arc<str>, until_ms: Option<TimeMs> },
+    /// A pause was lifted by an operator, or its `until_ms` passed.
+    QueueResumed { queue: Arc<str> },
     /// An operator action, appended to the audit log.
     Audited { entry: Arc<AuditEntry> },
     /// A live job as a checkpoint saw it (see [`crate::State::snapshot`]).

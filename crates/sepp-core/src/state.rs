@@ -20,6 +20,10 @@ use crate::snapshot::{Snapshot, SnapshotEntry};
 use crate::totals::TotalsTable;
 use crate::types::{DeadLetter, Job, JobId, JobState, PayloadData, StoredPayload, TimeMs};
 
+/// The name a pause of every queue is kept under: no queue can be called this, since queue
+/// names are never empty.
+pub const ALL_QUEUES: &str = "";
+
 /// Settings fixed when the state machine is created (restart-only configuration).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StorageRules {
@@ -140,6 +144,9 @@ pub struct State {
     live_bytes: u64,
     /// Close tombstones: queues being deleted, and until when their enqueues are refused.
     pub(crate) closed: HashMap<Arc<str>, TimeMs>,
+    /// Paused queues ([`ALL_QUEUES`] for all of them), each until when, if it ends by itself.
+    /// Kept apart from the queue indexes, so a pause outlives its queue's last job.
+    pub(crate) paused: HashMap<Arc<str>, Option<TimeMs>>,
     pub(crate) audit: AuditLog,
     pub(crate) totals: TotalsTable,
 }
@@ -162,6 +169,7 @@ impl State {
             ready_generation: 0,
             live_bytes: 0,
             closed: HashMap::new(),
+            paused: HashMap::new(),
             audit: AuditLog::default(),
             totals: TotalsTable::default(),
         }
@@ -174,6 +182,8 @@ impl State {
     /// Installs a reloaded policy; it applies to every decision from now on.
     pub fn set_policy(&mut self, policy: Arc<Policy>) {
         self.policy = policy;
+        // A raised or removed in-flight limit can let parked reserves take waiting jobs.
+        self.ready_generation += 1;
     }
 
     pub fn rules(&self) -> StorageRules {
@@ -190,9 +200,28 @@ impl State {
         self.ready_generation
     }
 
-    /// Whether `queue` has a job ready to reserve.
+    /// Whether `queue` has a job a reserve can take now: ready, not paused, and under the
+    /// queue's in-flight limit.
     pub fn has_ready(&self, queue: &str) -> bool {
         self.queues.get(queue).is_some_and(|state| !state.ready.is_empty())
+            && !self.is_paused(queue)
+            && self.room_in_flight(queue) > 0
+    }
+
+    /// How many more of `queue`'s jobs may be in flight now (`usize::MAX` without a limit).
+    pub fn room_in_flight(&self, queue: &str) -> usize {
+        match self.policy.queue(queue).max_in_flight {
+            None => usize::MAX,
+            Some(limit) => {
+                let inflight = self.queues.get(queue).map_or(0, |state| state.inflight);
+                (limit as usize).saturating_sub(inflight)
+            }
+        }
+    }
+
+    /// Whether reserves skip `queue`: it is paused, or every queue is.
+    pub fn is_paused(&self, queue: &str) -> bool {
+        !self.paused.is_empty() && (self.paused.contains_key(queue) || self.paused.contains_key(ALL_QUEUES))
     }
 
     pub fn depths(&self, queue: &str) -> Depths {
@@ -232,6 +261,7 @@ impl State {
             self.dedup_deadlines.first().map(|entry| entry.0),
             retention,
             self.closed.values().min().copied(),
+            self.paused.values().flatten().min().copied(),
         ]
         .into_iter()
         .flatten()
@@ -331,6 +361,16 @@ impl State {
             Record::QueueReopened { queue } => {
                 self.closed.remove(queue);
             }
+            Record::QueuePaused { queue, until_ms } => {
+                let queue = self.intern(queue);
+                self.paused.insert(queue, *until_ms);
+            }
+            Record::QueueResumed { queue } => {
+                if self.paused.remove(queue).is_some() {
+                    // Parked reserves get another look: the queue's ready jobs count again.
+                    self.ready_generation += 1;
+                }
+            }
             Record::Audited { entry } => self.audit.push(entry.clone()),
             Record::DedupExpired { queue, key } => {
                 if let Some(keys) = self.dedup.get_mut(queue)
@@ -424,6 +464,9 @@ impl State {
         for (queue, until_ms) in &self.closed {
             snapshot.push(Record::QueueClosed { queue: queue.clone(), until_ms: *until_ms }.into());
         }
+        for (queue, until_ms) in &self.paused {
+            snapshot.push(Record::QueuePaused { queue: queue.clone(), until_ms: *until_ms }.into());
+        }
         for entry in self.audit.entries() {
             snapshot.push(Record::Audited { entry: entry.clone() }.into());
         }
@@ -502,6 +545,11 @@ impl State {
             JobState::Inflight { lease_deadline_ms, .. } => {
                 queue.inflight -= 1;
                 self.leases.remove(&(lease_deadline_ms, live.job.seq));
+                if !queue.ready.is_empty() {
+                    // A slot came free in a queue with jobs waiting: if its in-flight limit held
+                    // them back, a parked reserve can take one now.
+                    self.ready_generation += 1;
+                }
             }
         }
     }
@@ -676,6 +724,7 @@ impl State {
         dedup.sort();
         let mut closed: Vec<String> =
             self.closed.iter().map(|(queue, until_ms)| format!("{queue} {until_ms}")).collect();
+        closed.extend(self.paused.iter().map(|(queue, until_ms)| format!("paused {queue:?} {until_ms:?}")));
         closed.sort();
         let audit: Vec<String> = self.audit.entries().map(|entry| format!("{entry:?}")).collect();
         format!("{jobs:?}\n{dead:?}\n{dedup:?}\n{closed:?}\n{audit:?}\nnext_seq={}", self.next_seq)

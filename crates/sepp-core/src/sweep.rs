@@ -22,6 +22,8 @@ pub struct SweepReport {
     pub dead_letters_expired: usize,
     /// Close tombstones that ran out (their deletion never finished).
     pub tombstones_expired: usize,
+    /// Pauses that reached their `until`.
+    pub pauses_ended: usize,
 }
 
 impl SweepReport {
@@ -41,6 +43,16 @@ impl State {
         report.tombstones_expired = reopened.len();
         for queue in reopened {
             self.record(Record::QueueReopened { queue }, out);
+        }
+        let resumed: Vec<_> = self
+            .paused
+            .iter()
+            .filter(|(_, until_ms)| until_ms.is_some_and(|until_ms| until_ms <= now_ms))
+            .map(|(queue, _)| queue.clone())
+            .collect();
+        report.pauses_ended = resumed.len();
+        for queue in resumed {
+            self.record(Record::QueueResumed { queue }, out);
         }
 
         for job_id in self.due_scheduled(now_ms, limit) {

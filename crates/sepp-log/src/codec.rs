@@ -57,6 +57,8 @@ mod tag {
     pub const QUEUE_CLOSED: u8 = 15;
     pub const QUEUE_REOPENED: u8 = 16;
     pub const AUDITED: u8 = 17;
+    pub const QUEUE_PAUSED: u8 = 18;
+    pub const QUEUE_RESUMED: u8 = 19;
 }
 
 /// Appends the encoding of `record` to `out`. Every payload must be inline (the checkpoint
@@ -149,6 +151,15 @@ pub fn encode(record: &Record, out: &mut Vec<u8>, placements: &mut Vec<Placement
             w.u8(tag::QUEUE_REOPENED);
             w.str(queue);
         }
+        Record::QueuePaused { queue, until_ms } => {
+            w.u8(tag::QUEUE_PAUSED);
+            w.str(queue);
+            w.opt_i64(*until_ms);
+        }
+        Record::QueueResumed { queue } => {
+            w.u8(tag::QUEUE_RESUMED);
+            w.str(queue);
+        }
         Record::Audited { entry } => {
             w.u8(tag::AUDITED);
             w.u64(entry.seq);
@@ -200,6 +211,8 @@ pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), D
         }
         tag::QUEUE_CLOSED => Record::QueueClosed { queue: Arc::from(r.str()?), until_ms: r.i64()? },
         tag::QUEUE_REOPENED => Record::QueueReopened { queue: Arc::from(r.str()?) },
+        tag::QUEUE_PAUSED => Record::QueuePaused { queue: Arc::from(r.str()?), until_ms: r.opt_i64()? },
+        tag::QUEUE_RESUMED => Record::QueueResumed { queue: Arc::from(r.str()?) },
         tag::AUDITED => Record::Audited {
             entry: Arc::new(AuditEntry {
                 seq: r.u64()?,

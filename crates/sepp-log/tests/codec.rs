@@ -124,6 +124,9 @@ fn every_record() -> Vec<Record> {
     records.push(Record::DeadLetterRequeued { job_id: id(9), seq: u64::MAX, enqueued_at_ms: -3 });
     records.push(Record::QueueClosed { queue: Arc::from("emails"), until_ms: 1_700_000_030_000 });
     records.push(Record::QueueReopened { queue: Arc::from("") });
+    records.push(Record::QueuePaused { queue: Arc::from("emails"), until_ms: Some(1_700_000_060_000) });
+    records.push(Record::QueuePaused { queue: Arc::from(""), until_ms: None });
+    records.push(Record::QueueResumed { queue: Arc::from("emails") });
     for (actor, details) in [("ana", r#"{"queue":"emails","job_ids":["a"]}"#), ("", "")] {
         records.push(Record::Audited {
             entry: Arc::new(AuditEntry {
@@ -163,7 +166,7 @@ fn job_of(record: &Record) -> Option<&Job> {
 fn the_fixture_covers_every_variant_state_cause_and_optional_field() {
     let records = every_record();
     let variants: BTreeSet<_> = records.iter().map(variant).collect();
-    assert_eq!(variants.len(), 17, "variants covered: {variants:?}");
+    assert_eq!(variants.len(), 19, "variants covered: {variants:?}");
     let states: HashSet<_> = records
         .iter()
         .filter_map(|record| match record {

@@ -700,6 +700,9 @@ fn log_sweep(report: &SweepReport) {
     for job_id in &report.lease_dead_lettered {
         tracing::warn!(%job_id, "job dead-lettered after its lease expired on the final attempt");
     }
+    if report.pauses_ended > 0 {
+        tracing::info!(count = report.pauses_ended, "queue pause ended; reserves serve the queue again");
+    }
     if !report.is_empty() {
         tracing::debug!(
             promoted = report.promoted.len(),

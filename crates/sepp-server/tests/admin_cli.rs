@@ -156,3 +156,34 @@ async fn workers_are_listed() {
         .to_owned();
     assert!(line.ends_with("q=1"), "{line}");
 }
+
+#[tokio::test]
+async fn pause_resume_and_pauses_manage_queue_pauses() {
+    let admin = AdminServer::start("");
+    let run = sepp_admin(&admin, OPERATOR_KEY, &["pause", "mail", "--reason", "migration"]).await;
+    assert_eq!(succeeded(&run).trim(), "paused queue \"mail\" until resumed");
+    let run = sepp_admin(&admin, OPERATOR_KEY, &["pause", "--all", "--for", "3600"]).await;
+    assert!(succeeded(&run).starts_with("paused every queue until "), "{}", run.stdout);
+    let run = sepp_admin(&admin, VIEWER_KEY, &["pauses"]).await;
+    let listing = succeeded(&run);
+    assert!(listing.contains("(every queue)") && listing.contains("mail"), "{listing}");
+    let listed = json_of(&sepp_admin(&admin, VIEWER_KEY, &["--json", "pauses"]).await);
+    assert_eq!(listed["queues"], json!([{ "queue": "mail", "until_ms": null }]));
+    assert!(listed["all_queues"]["until_ms"].as_i64().is_some());
+
+    let run = sepp_admin(&admin, OPERATOR_KEY, &["resume", "--all"]).await;
+    assert_eq!(succeeded(&run).trim(), "resumed every queue");
+    let run = sepp_admin(&admin, OPERATOR_KEY, &["resume", "mail"]).await;
+    assert_eq!(succeeded(&run).trim(), "resumed queue \"mail\"");
+    let run = sepp_admin(&admin, OPERATOR_KEY, &["resume", "mail"]).await;
+    assert_eq!(succeeded(&run).trim(), "queue \"mail\" was not paused");
+    assert_eq!(succeeded(&sepp_admin(&admin, VIEWER_KEY, &["pauses"]).await).trim(), "no queue is paused");
+
+    // A viewer may look but not pause: the API's refusal, exit 1.
+    let refused = sepp_admin(&admin, VIEWER_KEY, &["pause", "mail"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", refused.stdout);
+    assert!(refused.stderr.contains("forbidden"), "{}", refused.stderr);
+    // Neither a queue nor --all: clap says what is missing.
+    let usage = sepp_admin(&admin, OPERATOR_KEY, &["pause"]).await;
+    assert_eq!(usage.status.code(), Some(2), "{}", usage.stderr);
+}

@@ -140,6 +140,47 @@ async fn checkpoints_that_move_no_payloads_still_delete_the_files_they_replaced(
     assert!(most_at_once <= 2, "{most_at_once} checkpoints were on disk at once: replaced ones were not deleted");
 }
 
+/// A pause is state like any other: after checkpoints have replaced every file that held its
+/// record, reopening the directory finds both queues paused, the empty one too, and the pause
+/// of one that ends by itself with its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pauses_survive_checkpoints_that_replace_the_files_holding_their_records() {
+    use sepp_server::admin::access::Actor;
+    use sepp_server::admin::commands::AdminCommand;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (committer, closed) = spawn_with_tiny_checkpoints(dir.path());
+    let until_ms = i64::MAX / 2;
+    for (queue, until_ms) in [("empty", None), ("timed", Some(until_ms))] {
+        let (queue, reason, actor) = (queue.to_owned(), None, Actor::local());
+        ask(&committer, |reply| {
+            Command::Admin(Box::new(AdminCommand::Pause { queue, until_ms, reason, actor, reply }))
+        })
+        .await;
+    }
+    let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 60_000, max_jobs: 1 };
+    let mut seen = std::collections::HashSet::new();
+    while seen.len() < 3 {
+        let accepted = ask(&committer, |reply| Command::Enqueue { jobs: vec![small_job()], reply }).await;
+        assert!(accepted[0].is_ok());
+        let delivered = ask(&committer, |reply| Command::Reserve { plan: plan.clone(), reply }).await;
+        let (job_id, attempt) = (delivered[0].value.job.id, delivered[0].value.attempt);
+        assert_eq!(
+            ask(&committer, |reply| Command::Ack { job_id, attempt, reply }).await.map(|settled| settled.value),
+            Ok(())
+        );
+        seen.extend(files_named(dir.path(), ".ckpt"));
+    }
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
+
+    let mut state = State::new(Arc::new(Policy::default()), StorageRules::default());
+    let options = LogOptions::new(PersistMode::Buffer);
+    let (log, _) = DurableLog::open(dir.path(), options, |record| state.apply(record)).expect("reopen the log");
+    drop(log);
+    assert_eq!(state.pauses(), [("empty".into(), None), ("timed".into(), Some(until_ms))]);
+}
+
 /// A log that keeps nothing. Its persist fails once `failing` is set, counting the persists it
 /// was asked for after that; its first poll reports `relocations` as a finished checkpoint's; it
 /// notes persists, polls that reported something, and reclaims in `events`; and it sets

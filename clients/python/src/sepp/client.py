@@ -250,7 +250,7 @@ class SeppClient:
                 return await method(request, timeout=deadline, metadata=metadata)
             except grpc.aio.UsageError as err:
                 raise ClientError(f"{operation} failed: {err}") from err
-        delays = policy.delays()
+        delays = None  # made on the first failure: most calls never need it
         attempt = 1
         while True:
             try:
@@ -259,6 +259,8 @@ class SeppClient:
                 code = err.code()
                 if not policy.should_retry(code, attempt, codes):
                     raise
+                if delays is None:
+                    delays = policy.delays()
                 delay = next(delays)
                 _log.warning(
                     "%s failed with %s (%s); retrying in %.3f s (attempt %d of %d)",

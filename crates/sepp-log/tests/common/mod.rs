@@ -197,5 +197,7 @@ pub fn variant(record: &Record) -> &'static str {
         Record::QueueClosed { .. } => "QueueClosed",
         Record::QueueReopened { .. } => "QueueReopened",
         Record::Audited { .. } => "Audited",
+        Record::QueuePaused { .. } => "QueuePaused",
+        Record::QueueResumed { .. } => "QueueResumed",
     }
 }

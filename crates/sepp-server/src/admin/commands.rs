@@ -124,6 +124,25 @@ pub enum AdminCommand {
         audit: Option<(Actor, &'static str, Value)>,
         reply: Reply<Option<Arc<AuditEntry>>>,
     },
+    /// Pauses a queue (every queue for `ALL_QUEUES`) until `until_ms` or until resumed, and
+    /// audits it.
+    Pause {
+        queue: String,
+        until_ms: Option<TimeMs>,
+        reason: Option<String>,
+        actor: Actor,
+        reply: Reply<Arc<AuditEntry>>,
+    },
+    /// Lifts a pause; answers whether there was one, and the audit entry when there was.
+    Resume {
+        queue: String,
+        actor: Actor,
+        reply: Reply<Option<Arc<AuditEntry>>>,
+    },
+    /// Every pause, by queue name (`ALL_QUEUES` first when every queue is paused).
+    Pauses {
+        reply: Reply<Vec<(Arc<str>, Option<TimeMs>)>>,
+    },
     /// Appends an audit entry for an action that changed no queue state (a login, a config edit).
     Audit {
         actor: Actor,
@@ -189,6 +208,11 @@ impl AdminCycle<'_> {
         };
         self.state.audit(self.now_ms, draft, self.records)
     }
+}
+
+/// Details of a pause or resume: `{queue}`, or `{all_queues: true}`.
+fn pause_details(queue: &str) -> Value {
+    if queue == sepp_core::ALL_QUEUES { json!({ "all_queues": true }) } else { json!({ "queue": queue }) }
 }
 
 /// Details of an action on a list of handles: `{queue, <counted>: n, job_ids, reason?}`.
@@ -323,6 +347,29 @@ impl AdminCommand {
                 let entry = audit.map(|(actor, action, details)| cycle.audit(&actor, action, details));
                 Deferred::reply(reply, entry)
             }
+            AdminCommand::Pause { queue, until_ms, reason, actor, reply } => {
+                cycle.state.pause_queue(&queue, until_ms, cycle.records);
+                if let Some(stats) = cycle.stats.as_mut() {
+                    stats.publish_soon();
+                }
+                let mut details = pause_details(&queue);
+                if let Some(until_ms) = until_ms {
+                    details["until_ms"] = json!(until_ms);
+                }
+                if let Some(reason) = reason {
+                    details["reason"] = json!(reason);
+                }
+                Deferred::reply(reply, cycle.audit(&actor, "queue.pause", details))
+            }
+            AdminCommand::Resume { queue, actor, reply } => {
+                let resumed = cycle.state.resume_queue(&queue, cycle.records);
+                if let Some(stats) = cycle.stats.as_mut() {
+                    stats.publish_soon();
+                }
+                let entry = resumed.then(|| cycle.audit(&actor, "queue.resume", pause_details(&queue)));
+                Deferred::reply(reply, entry)
+            }
+            AdminCommand::Pauses { reply } => Deferred::reply(reply, cycle.state.pauses()),
             AdminCommand::Audit { actor, action, details, reply } => {
                 let entry = cycle.audit(&actor, action, details);
                 Deferred::reply(reply, entry)

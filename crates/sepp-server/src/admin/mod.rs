@@ -29,6 +29,7 @@ pub mod events;
 pub mod jobs;
 pub mod listener;
 pub mod overview;
+pub mod pauses;
 pub mod queues;
 pub mod routes;
 pub mod stats;

@@ -32,7 +32,9 @@ pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Va
     names.extend(live.config.queues.iter().map(|queue| Arc::from(queue.name.as_str())));
     let queues: Vec<Value> = names
         .iter()
-        .map(|name| views::queue(name, &live.config, live.policy.queue(name), &snapshot.queue(name)))
+        .map(|name| {
+            views::queue(name, &live.config, live.policy.queue(name), &snapshot.queue(name), snapshot.all_paused)
+        })
         .collect();
     Json(Value::Array(queues))
 }
@@ -40,8 +42,8 @@ pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Va
 /// `GET /queues/{name}`: any name (an unknown queue is all zeros).
 pub async fn get(State(state): State<AdminState>, Viewer(_): Viewer, Path(name): Path<String>) -> Json<Value> {
     let live = state.live.get();
-    let stats = state.stats.snapshot().queue(&name);
-    Json(views::queue(&name, &live.config, live.policy.queue(&name), &stats))
+    let snapshot = state.stats.snapshot();
+    Json(views::queue(&name, &live.config, live.policy.queue(&name), &snapshot.queue(&name), snapshot.all_paused))
 }
 
 #[derive(Deserialize)]

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{delete, get, post};
 
 use crate::admin::errors::AdminError;
-use crate::admin::{AdminState, access, audit, config_api, events, jobs, overview, queues, ui, workers};
+use crate::admin::{AdminState, access, audit, config_api, events, jobs, overview, pauses, queues, ui, workers};
 
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
                    connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; \
@@ -33,6 +33,11 @@ pub fn router(state: AdminState) -> Router {
         .route("/server-info", get(overview::server_info))
         .route("/queues", get(queues::list))
         .route("/queues/{name}", get(queues::get).put(queues::put).delete(queues::delete))
+        .route("/queues:pause", post(pauses::pause_all))
+        .route("/queues:resume", post(pauses::resume_all))
+        .route("/queues/{name}/pause", post(pauses::pause))
+        .route("/queues/{name}/resume", post(pauses::resume))
+        .route("/pauses", get(pauses::list))
         .route("/queues/{name}/jobs", get(jobs::peek).post(jobs::enqueue))
         .route("/queues/{name}/jobs:count", get(jobs::count))
         .route("/queues/{name}/jobs:dead-letter", post(jobs::dead_letter_jobs))

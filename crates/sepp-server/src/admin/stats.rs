@@ -29,14 +29,18 @@ pub const IDLE_EVICTION_MS: TimeMs = 15 * 60 * 1000;
 pub struct QueueStats {
     pub depths: Depths,
     pub totals: QueueTotals,
+    /// Paused by name: `Some(until_ms)` (`None` inside when it lasts until resumed).
+    pub paused: Option<Option<TimeMs>>,
 }
 
 /// What the committer last published.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StatsSnapshot {
     pub taken_at_ms: TimeMs,
-    /// Every queue with entries or totals, by name.
+    /// Every queue with entries, totals or a pause, by name.
     pub queues: BTreeMap<Arc<str>, QueueStats>,
+    /// The pause of every queue, if there is one, and its end.
+    pub all_paused: Option<Option<TimeMs>>,
 }
 
 impl StatsSnapshot {
@@ -72,7 +76,7 @@ impl StatsPublisher {
         let mut queues: BTreeMap<Arc<str>, QueueStats> = BTreeMap::new();
         for name in state.queue_names() {
             let depths = state.depths(&name);
-            queues.insert(name, QueueStats { depths, totals: QueueTotals::default() });
+            queues.insert(name, QueueStats { depths, ..QueueStats::default() });
         }
         let mut idle = Vec::new();
         for (name, totals) in state.totals() {
@@ -95,7 +99,20 @@ impl StatsPublisher {
                 queues.remove(&name);
             }
         }
-        self.sender.send_replace(Arc::new(StatsSnapshot { taken_at_ms: now_ms, queues }));
+        let mut all_paused = None;
+        for (name, until_ms) in state.pauses() {
+            if &*name == sepp_core::ALL_QUEUES {
+                all_paused = Some(until_ms);
+            } else {
+                queues.entry(name).or_default().paused = Some(until_ms);
+            }
+        }
+        self.sender.send_replace(Arc::new(StatsSnapshot { taken_at_ms: now_ms, queues, all_paused }));
+    }
+
+    /// Publishes at the end of this cycle, whenever the last one was.
+    pub fn publish_soon(&mut self) {
+        self.next_publish_ms = 0;
     }
 
     /// Forgets what it knew of `queue`'s activity (its totals were dropped).
@@ -266,7 +283,8 @@ impl Ticker {
                 rate(totals.nacked, before.nacked),
                 rate(totals.dead_lettered, before.dead_lettered),
             ];
-            queues.insert(name.to_string(), queue_json(&stats, &queue_rates));
+            let paused = stats.paused.is_some() || snapshot.all_paused.is_some();
+            queues.insert(name.to_string(), queue_json(&stats, &queue_rates, paused));
             rates.insert(name.clone(), queue_rates);
             current.insert(name, totals);
         }
@@ -283,9 +301,10 @@ impl Ticker {
     }
 }
 
-fn queue_json(stats: &QueueStats, rates: &[f64; 4]) -> Value {
+fn queue_json(stats: &QueueStats, rates: &[f64; 4], paused: bool) -> Value {
     let (depths, totals) = (&stats.depths, &stats.totals);
     json!({
+        "paused": paused,
         "ready": depths.ready,
         "scheduled": depths.scheduled,
         "inflight": depths.inflight,

@@ -4,7 +4,9 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use sepp_config::{Config, QueueConfig};
-use sepp_core::{AuditEntry, DeadLetter, DeadLetterCause, Job, JobKey, JobState, Primitive, QueueLimits, RetryBackoff};
+use sepp_core::{
+    AuditEntry, DeadLetter, DeadLetterCause, Job, JobKey, JobState, Primitive, QueueLimits, RetryBackoff, TimeMs,
+};
 use serde_json::{Map, Value, json};
 
 use crate::admin::errors::AdminError;
@@ -139,7 +141,7 @@ pub fn audit_entry(entry: &AuditEntry) -> Value {
 }
 
 /// The per-queue override fields, as `[[queues]]` entries and `PUT /queues/{name}` name them.
-pub const OVERRIDE_FIELDS: [&str; 16] = [
+pub const OVERRIDE_FIELDS: [&str; 17] = [
     "max_lease_duration_ms",
     "default_max_attempts",
     "max_attempts_ceiling",
@@ -156,6 +158,7 @@ pub const OVERRIDE_FIELDS: [&str; 16] = [
     "max_custom_key_bytes",
     "dedup_window_ms",
     "max_queue_depth",
+    "max_in_flight",
 ];
 
 fn effective_json(limits: &QueueLimits) -> Value {
@@ -179,13 +182,27 @@ fn effective_json(limits: &QueueLimits) -> Value {
         "max_custom_key_bytes": limits.max_custom_key_bytes,
         "dedup_window_ms": limits.dedup_window_ms,
         "max_queue_depth": limits.max_queue_depth,
+        "max_in_flight": limits.max_in_flight,
     })
 }
 
 /// A queue: `{name, declared, depths, overrides (its [[queues]] entry or null), effective}`.
-pub fn queue(name: &str, config: &Config, limits: &QueueLimits, stats: &QueueStats) -> Value {
+/// A queue: `name, declared, depths, overrides, effective, paused`, where `paused` is null or
+/// `{until_ms, all_queues}` (`all_queues` when only the pause of every queue holds it).
+pub fn queue(
+    name: &str,
+    config: &Config,
+    limits: &QueueLimits,
+    stats: &QueueStats,
+    all_paused: Option<Option<TimeMs>>,
+) -> Value {
     let entry: Option<&QueueConfig> = config.queues.iter().find(|queue| queue.name == name);
     let depths = &stats.depths;
+    let paused = match (stats.paused, all_paused) {
+        (Some(until_ms), _) => json!({ "until_ms": until_ms, "all_queues": false }),
+        (None, Some(until_ms)) => json!({ "until_ms": until_ms, "all_queues": true }),
+        (None, None) => Value::Null,
+    };
     json!({
         "name": name,
         "declared": entry.is_some(),
@@ -197,5 +214,6 @@ pub fn queue(name: &str, config: &Config, limits: &QueueLimits, stats: &QueueSta
         },
         "overrides": entry.map(|entry| serde_json::to_value(entry).expect("a queue entry serializes")),
         "effective": effective_json(limits),
+        "paused": paused,
     })
 }

@@ -63,6 +63,36 @@ enum Verb {
     Audit(AuditArgs),
     /// List the workers that reserved recently and the jobs they hold.
     Workers,
+    /// Pause a queue (or every queue with --all): reserves skip it, enqueues are still accepted
+    /// and leases already held go on.
+    Pause(PauseArgs),
+    /// Resume a paused queue (or lift the pause of every queue with --all).
+    Resume {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        queue: Option<String>,
+        #[arg(long)]
+        all: bool,
+    },
+    /// List the paused queues.
+    Pauses,
+}
+
+#[derive(Args)]
+struct PauseArgs {
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    queue: Option<String>,
+    /// Every queue, also those that do not exist yet.
+    #[arg(long)]
+    all: bool,
+    /// End the pause by itself after this many seconds.
+    #[arg(long = "for", value_name = "SECONDS", conflicts_with = "until_ms")]
+    for_secs: Option<u64>,
+    /// End the pause by itself at this time, in milliseconds since the Unix epoch.
+    #[arg(long)]
+    until_ms: Option<i64>,
+    /// Why, for the audit log.
+    #[arg(long)]
+    reason: Option<String>,
 }
 
 #[derive(Args)]
@@ -285,6 +315,9 @@ impl Session {
             Verb::Purge { queue, yes } => self.purge(&queue, yes).await,
             Verb::Audit(args) => self.audit(args).await,
             Verb::Workers => self.workers().await,
+            Verb::Pause(args) => self.pause(args).await,
+            Verb::Resume { queue, all } => self.resume(queue.filter(|_| !all)).await,
+            Verb::Pauses => self.pauses().await,
         }
     }
 
@@ -473,6 +506,77 @@ impl Session {
         Ok(())
     }
 
+    async fn pause(&self, args: PauseArgs) -> Result<(), String> {
+        let until_ms = match (args.until_ms, args.for_secs) {
+            (Some(until_ms), _) => Some(until_ms),
+            (None, Some(seconds)) => {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                Some(now.as_millis() as i64 + (seconds as i64).saturating_mul(1000))
+            }
+            (None, None) => None,
+        };
+        let mut body = json!({});
+        if let Some(until_ms) = until_ms {
+            body["until_ms"] = json!(until_ms);
+        }
+        if let Some(reason) = args.reason {
+            body["reason"] = json!(reason);
+        }
+        let path = match args.queue.filter(|_| !args.all) {
+            Some(queue) => format!("/queues/{}/pause", segment(&queue)),
+            None => "/queues:pause".to_owned(),
+        };
+        let answer = self.call(Method::POST, &path, Some(&body), None).await?;
+        if self.json {
+            self.print_json(&answer);
+            return Ok(());
+        }
+        let scope = pause_scope(&answer);
+        match answer["until_ms"].as_i64() {
+            Some(until_ms) => println!("paused {scope} until {until_ms} (ms since the epoch)"),
+            None => println!("paused {scope} until resumed"),
+        }
+        Ok(())
+    }
+
+    async fn resume(&self, queue: Option<String>) -> Result<(), String> {
+        let path = match &queue {
+            Some(queue) => format!("/queues/{}/resume", segment(queue)),
+            None => "/queues:resume".to_owned(),
+        };
+        let answer = self.call(Method::POST, &path, Some(&json!({})), None).await?;
+        if self.json {
+            self.print_json(&answer);
+        } else if answer["resumed"] == true {
+            println!("resumed {}", pause_scope(&answer));
+        } else {
+            println!("{} was not paused", pause_scope(&answer));
+        }
+        Ok(())
+    }
+
+    async fn pauses(&self) -> Result<(), String> {
+        let answer = self.call(Method::GET, "/pauses", None, None).await?;
+        if self.json {
+            self.print_json(&answer);
+            return Ok(());
+        }
+        let until = |value: &Value| value.as_i64().map_or_else(|| "until resumed".to_owned(), |ms| ms.to_string());
+        let mut rows = Vec::new();
+        if answer["all_queues"].is_object() {
+            rows.push(vec!["(every queue)".to_owned(), until(&answer["all_queues"]["until_ms"])]);
+        }
+        for pause in answer["queues"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            rows.push(vec![cell(&pause["queue"]), until(&pause["until_ms"])]);
+        }
+        if rows.is_empty() {
+            println!("no queue is paused");
+        } else {
+            table(&["QUEUE", "UNTIL_MS"], &rows);
+        }
+        Ok(())
+    }
+
     async fn purge(&self, queue: &str, yes: bool) -> Result<(), String> {
         if !yes {
             return Err(format!("purging deletes every job of {queue:?} and its declaration; pass --yes to confirm"));
@@ -547,6 +651,14 @@ impl Session {
             .collect();
         table(&["WORKER", "LAST SEEN", "HELD", "BY QUEUE"], &rows);
         Ok(())
+    }
+}
+
+/// "queue q" or "every queue", from a pause or resume answer.
+fn pause_scope(answer: &Value) -> String {
+    match answer["queue"].as_str() {
+        Some(queue) => format!("queue {queue:?}"),
+        None => "every queue".to_owned(),
     }
 }
 

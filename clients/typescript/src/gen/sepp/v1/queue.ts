@@ -23,7 +23,7 @@ import { Empty } from "../../google/protobuf/empty";
 import { Timestamp } from "../../google/protobuf/timestamp";
 
 /**
- * The sepp wire contract, version 1. See PROTOCOL.md: every package, name, field number, type and
+ * The sepp wire contract, version 1. See docs/protocol.md: every package, name, field number, type and
  * `optional` marker here is part of the contract that existing clients were generated from.
  * Fields and methods may only be added, never renumbered or removed.
  */
