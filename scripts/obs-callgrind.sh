@@ -5,7 +5,8 @@
 # (`sepp-bench run`, 8 connections, enqueue then reserve + ack) twice, with LOW and HIGH jobs;
 # the difference divided by HIGH - LOW is the cost of one job, without startup and shutdown.
 # Instruction counts do not depend on how busy the machine is. Used for docs/benchmarks.md.
-# SEPP_BIN picks another server binary (e.g. a build of an older commit), SETTINGS a subset.
+# SEPP_BIN picks another server binary (e.g. a build of an older commit), SETTINGS a subset
+# (or adds `tracing-0.1`: tracing at ratio 0.1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sepp-target}"
@@ -44,6 +45,7 @@ measure() { # setting jobs -> instructions
     case "$setting" in
       metrics) printf '\n[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = "127.0.0.1:0"\n' ;;
       tracing) printf '\n[tracing]\nenabled = true\notlp_endpoint = "http://127.0.0.1:%s"\nsample_ratio = 1.0\n' "$sink_port" ;;
+      tracing-0.1) printf '\n[tracing]\nenabled = true\notlp_endpoint = "http://127.0.0.1:%s"\nsample_ratio = 0.1\n' "$sink_port" ;;
     esac
   } > "$dir/sepp.toml"
   RUST_LOG=sepp=info valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \

@@ -69,7 +69,7 @@ impl QueueApi {
         if let (Some(metrics), Some(started)) = (&self.telemetry.metrics, started) {
             metrics.request(rpc, result.is_ok(), started.elapsed().as_secs_f64() * 1000.0);
         }
-        if self.telemetry.tracing
+        if !span.is_disabled()
             && let Err(status) = &result
         {
             spans::failed(span, status);
@@ -198,11 +198,11 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let span = self.span("sepp.reserve", request.metadata());
         let result = async {
             let request = convert::reserve_request(request.into_inner());
-            let observed_worker = self.telemetry.tracing.then(|| request.worker_id.clone()).flatten();
+            let observed_worker = (!span.is_disabled()).then(|| request.worker_id.clone()).flatten();
             let worker_id = self.workers.as_ref().and(request.worker_id.clone());
             let plan = validate::plan_reserve(&self.live.get().policy, request)?;
             let queues = self.telemetry.is_on().then(|| plan.queues.clone());
-            if self.telemetry.tracing {
+            if !span.is_disabled() {
                 span.set_attribute("worker_id", observed_worker.unwrap_or_else(|| "<none>".into()));
                 span.set_attribute("queues", spans::listed(plan.queues.iter().map(String::as_str)));
                 if let [queue] = plan.queues.as_slice() {
@@ -226,7 +226,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
                     per_queue.each(|queue, count| metrics.reserved(queue, count));
                 }
             }
-            if self.telemetry.tracing {
+            if !span.is_disabled() {
                 span.set_attribute("job_count", deliveries.len() as i64);
                 span.set_attribute("messaging.batch.message_count", deliveries.len() as i64);
                 span.set_attribute("timed_out", deliveries.is_empty());
@@ -249,7 +249,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let started = self.started();
         let span = self.span("sepp.ack", request.metadata());
         let request = request.into_inner();
-        if self.telemetry.tracing {
+        if !span.is_disabled() {
             settle_attributes(&span, &request.job_id, request.attempt, request.worker_id.as_deref());
         }
         let result = async {
@@ -262,7 +262,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
                 if let Some(metrics) = &self.telemetry.metrics {
                     metrics.acked(&job.queue);
                 }
-                settled_job(&span, self.telemetry.tracing, job);
+                settled_job(&span, !span.is_disabled(), job);
             }
             Ok::<_, ApiError>(Response::new(pb::AckResponse { job_id: request.job_id.clone() }))
         };
@@ -274,7 +274,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let started = self.started();
         let span = self.span("sepp.nack", request.metadata());
         let request = request.into_inner();
-        if self.telemetry.tracing {
+        if !span.is_disabled() {
             settle_attributes(&span, &request.job_id, request.attempt, request.worker_id.as_deref());
             let reason: String = request.reason.as_deref().unwrap_or("<none>").chars().take(256).collect();
             span.set_attribute("reason", reason);
@@ -299,9 +299,9 @@ impl pb::queue_service_server::QueueService for QueueApi {
                         metrics.dead_lettered(&job.queue, cause, 1);
                     }
                 }
-                settled_job(&span, self.telemetry.tracing, job);
+                settled_job(&span, !span.is_disabled(), job);
             }
-            if self.telemetry.tracing {
+            if !span.is_disabled() {
                 let retry = match strategy {
                     NackStrategy::Default => "default",
                     NackStrategy::Delay { .. } => "delay",
@@ -328,7 +328,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let started = self.started();
         let span = self.span("sepp.extend", request.metadata());
         let request = request.into_inner();
-        if self.telemetry.tracing {
+        if !span.is_disabled() {
             settle_attributes(&span, &request.job_id, request.attempt, request.worker_id.as_deref());
         }
         let result = async {
@@ -340,7 +340,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
             let attempt = request.attempt;
             let settled = self.ask(|reply| Command::Extend { job_id, attempt, lease_ms, reply }).await??;
             let deadline_ms = settled.value;
-            if self.telemetry.tracing {
+            if !span.is_disabled() {
                 span.set_attribute("lease_duration_ms", lease_ms as i64);
                 span.set_attribute("lease_expires_at", deadline_ms);
                 if let Some(job) = &settled.job {
@@ -363,7 +363,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let started = self.started();
         let span = self.span("sepp.drain_dead_letters", request.metadata());
         let request = request.into_inner();
-        if self.telemetry.tracing {
+        if !span.is_disabled() {
             let queue: String = request.queue.as_deref().unwrap_or("<all>").chars().take(256).collect();
             span.set_attribute("queue", queue);
             span.set_attribute("max", request.max.map_or(0, i64::from));
@@ -376,7 +376,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
             if let Some(metrics) = &self.telemetry.metrics {
                 metrics.dead_letters_drained(records.len() as u64);
             }
-            if self.telemetry.tracing {
+            if !span.is_disabled() {
                 span.set_attribute("drained", records.len() as i64);
                 span.set_attribute("messaging.batch.message_count", records.len() as i64);
             }
@@ -428,7 +428,7 @@ impl QueueApi {
         span: &Span,
     ) -> Result<Response<pb::EnqueueBatchResponse>, ApiError> {
         let queues = queue_names(&request.jobs);
-        if self.telemetry.tracing {
+        if !span.is_disabled() {
             batch_attributes(span, &request.jobs, &queues);
         }
         // The jobs that passed go to the committer (moved, not copied); each slot remembers
@@ -477,7 +477,7 @@ impl QueueApi {
     ) -> Result<Response<pb::EnqueueAtomicResponse>, ApiError> {
         use pb::enqueue_atomic_response::Outcome;
         let queues = queue_names(&request.jobs);
-        if self.telemetry.tracing {
+        if !span.is_disabled() {
             batch_attributes(span, &request.jobs, &queues);
         }
         let screened = self.screen(request.jobs)?;
@@ -495,7 +495,7 @@ impl QueueApi {
         let mut tally = Tally::new(self);
         let outcome = match outcome {
             Ok(enqueued) => {
-                if self.telemetry.tracing {
+                if !span.is_disabled() {
                     span.set_attribute("outcome", "committed");
                 }
                 Outcome::Success(pb::EnqueueAtomicSuccess {
@@ -510,7 +510,7 @@ impl QueueApi {
                 })
             }
             Err(failures) => {
-                if self.telemetry.tracing {
+                if !span.is_disabled() {
                     span.set_attribute("outcome", "rejected");
                 }
                 let mut rejections = RejectionLog::new("EnqueueAtomic", "enqueue_atomic rejected job");
@@ -580,7 +580,7 @@ impl<'a> Tally<'a> {
             self.enqueued.each(|queue, count| metrics.enqueued(queue, count));
             self.deduplicated.each(|queue, count| metrics.deduplicated(queue, count));
         }
-        if api.telemetry.tracing {
+        if !span.is_disabled() {
             span.set_attribute("accepted", self.accepted as i64);
             span.set_attribute("rejected", self.rejected as i64);
             span.set_attribute("deduplicated", self.deduplicated_count as i64);

@@ -87,8 +87,12 @@ pub fn rpc(name: &'static str, metadata: &tonic::metadata::MetadataMap) -> Span 
     if parent.span().span_context().is_valid() {
         let _ = span.set_parent(parent);
     }
+    // The sampler decides when the span starts: an unsampled call gets no span at all, so none
+    // of its attributes, links or children are built.
+    if !record_ids(&span) {
+        return Span::none();
+    }
     common(&span, name);
-    record_ids(&span);
     span
 }
 
@@ -97,6 +101,9 @@ pub fn rpc(name: &'static str, metadata: &tonic::metadata::MetadataMap) -> Span 
 pub fn sweep(name: &'static str, job: &Job, attempt: u32) -> Span {
     let span =
         tracing::info_span!(target: "sepp::sweep", parent: None, "sweep", otel.name = name, otel.kind = "internal");
+    if !span.context().span().span_context().is_sampled() {
+        return Span::none();
+    }
     link(&span, job);
     common(&span, name);
     job_attributes(&span, job, attempt);
@@ -136,14 +143,16 @@ pub fn link(span: &Span, job: &Job) {
     }
 }
 
-/// Records the span's trace and span ids as fields, for the log lines inside it.
-fn record_ids(span: &Span) {
+/// Records the span's trace and span ids as fields, for the log lines inside it. False when
+/// the span is not sampled (or not exported at all).
+fn record_ids(span: &Span) -> bool {
     let context = span.context();
     let span_context = context.span().span_context().clone();
     if span_context.is_valid() {
         span.record("trace_id", tracing::field::display(span_context.trace_id()));
         span.record("span_id", tracing::field::display(span_context.span_id()));
     }
+    span_context.is_sampled()
 }
 
 /// A string-array attribute of at most [`MAX_LISTED`] values.
