@@ -46,6 +46,20 @@ enum Commands {
     /// What the admin listener costs: single/50 enqueue and drain with it off and on (with five
     /// SSE subscribers), alternating; listing calls over a large backlog; the history's memory.
     AdminCost(AdminCostArgs),
+    /// What observability costs: single/50 enqueue and drain with everything off, with metrics
+    /// and the Prometheus endpoint on (scraped every second), and with tracing at ratio 1.0
+    /// exporting to an OTLP receiver; rotating in rounds.
+    ObsCost {
+        /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
+        #[arg(long)]
+        ours_bin: Option<PathBuf>,
+        #[arg(long, default_value = "sync_all")]
+        persist_mode: String,
+        #[arg(long, default_value_t = 6)]
+        rounds: usize,
+        #[arg(long, default_value_t = 20_000)]
+        jobs: u64,
+    },
     /// The client libraries side by side on one server: each program (`NAME=COMMAND`) runs
     /// enqueue-single (16 tasks), enqueue-batch (16 tasks of 64) and drain (a Worker with 32 in
     /// flight); writes clients.json and clients.md. `rust=builtin` is our Rust client.
@@ -65,6 +79,22 @@ enum Commands {
         /// Output directory.
         #[arg(long)]
         out: PathBuf,
+    },
+    /// A mixed workload for the dashboard chart (docs/observability.md): producers at varying
+    /// rates on three queues, Workers that retry one job in twenty and dead-letter one in a
+    /// hundred, for `--seconds`.
+    #[command(hide = true)]
+    DashboardLoad {
+        #[arg(long)]
+        addr: SocketAddr,
+        #[arg(long, default_value_t = 120)]
+        seconds: u64,
+    },
+    /// An OTLP/gRPC trace receiver that accepts and counts spans (for measuring tracing).
+    #[command(hide = true)]
+    OtlpSink {
+        #[arg(long)]
+        listen: SocketAddr,
     },
     /// One phase of the Rust client's benchmark program (what `clients` runs for `rust=builtin`).
     #[command(hide = true)]
@@ -254,6 +284,19 @@ fn main() -> ExitCode {
         Commands::Smoke { ours_bin, out } => smoke(ours_bin, out),
         Commands::Run(args) => run_command(args),
         Commands::AdminCost(args) => admin_cost_command(args),
+        Commands::OtlpSink { listen } => runtime().and_then(|runtime| {
+            runtime.block_on(async {
+                let listener = tokio::net::TcpListener::bind(listen).await?;
+                println!("otlp sink listening addr={}", listener.local_addr()?);
+                sepp_bench::obs_cost::sink(listener).await
+            })
+        }),
+        Commands::DashboardLoad { addr, seconds } => {
+            runtime().and_then(|runtime| runtime.block_on(dashboard_load(addr, seconds)))
+        }
+        Commands::ObsCost { ours_bin, persist_mode, rounds, jobs } => {
+            obs_cost_command(ours_bin, &persist_mode, rounds, jobs)
+        }
         Commands::Report { results, out } => report_command(&results, out),
         Commands::Peers(args) => peers_command(args),
         Commands::SeppDriver { url, phase, jobs, concurrency, batch, queue, _payload_bytes } => {
@@ -539,6 +582,98 @@ fn admin_cost_command(args: AdminCostArgs) -> Result<(), BenchError> {
     let bytes = admin_cost::history_bytes(100, 3_600);
     println!();
     println!("stats history, 100 queues x 3,600 s: {:.2} MB", bytes as f64 / 1e6);
+    Ok(())
+}
+
+async fn dashboard_load(addr: SocketAddr, seconds: u64) -> Result<(), BenchError> {
+    use sepp_client::worker::{HandlerError, Worker};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+    let client = sepp_client::client::SeppClient::connect(format!("http://{addr}"))
+        .await
+        .map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    let started = std::time::Instant::now();
+    let until = started + Duration::from_secs(seconds);
+    let queues = [("emails", 120.0, 0.0), ("reports", 40.0, 1.5), ("thumbnails", 200.0, 3.0)];
+    let mut producers = Vec::new();
+    for (queue, rate, phase) in queues {
+        let client = client.clone();
+        producers.push(tokio::spawn(async move {
+            while std::time::Instant::now() < until {
+                let t = started.elapsed().as_secs_f64();
+                // The rate swings over a minute, so the charts have a shape.
+                let per_second = rate * (1.0 + 0.8 * (t / 60.0 * std::f64::consts::TAU + phase).sin());
+                let burst = (per_second / 10.0).round().max(1.0) as usize;
+                let jobs = (0..burst).map(|_| {
+                    sepp_client::EnqueueRequest::new(queue, "work").expect("valid request").with_max_attempts(3)
+                });
+                let _ = client.enqueue_batch(jobs).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }));
+    }
+    let handled = Arc::new(AtomicU64::new(0));
+    let mut workers = Vec::new();
+    for (queue, _, _) in queues {
+        let handled = handled.clone();
+        let worker = Worker::new(client.clone(), [queue], Duration::from_secs(30))
+            .map_err(|error| BenchError::Unexpected(error.to_string()))?
+            .with_max_in_flight(16)
+            .handle("work", move |_, _ctx| {
+                let n = handled.fetch_add(1, Ordering::Relaxed);
+                async move {
+                    tokio::time::sleep(Duration::from_millis(5 + n % 40)).await;
+                    match n % 100 {
+                        0 => Err(HandlerError::permanent("unrecoverable input")),
+                        n if n % 20 == 7 => Err(HandlerError::retry("transient failure")),
+                        _ => Ok(()),
+                    }
+                }
+            })
+            .map_err(|error| BenchError::Unexpected(error.to_string()))?;
+        let shutdown = worker.shutdown_handle();
+        workers.push((shutdown, tokio::spawn(worker.run())));
+    }
+    for producer in producers {
+        let _ = producer.await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for (shutdown, running) in workers {
+        shutdown.shutdown();
+        let _ = running.await;
+    }
+    eprintln!("dashboard load: {} jobs handled", handled.load(Ordering::Relaxed));
+    Ok(())
+}
+
+/// One figure of the obs-cost table, read from a round.
+type ObsFigure = fn(&sepp_bench::results::ThroughputRun) -> f64;
+
+fn obs_cost_command(ours_bin: Option<PathBuf>, persist_mode: &str, rounds: usize, jobs: u64) -> Result<(), BenchError> {
+    use sepp_bench::obs_cost::{self, Setting};
+    let persist_mode = PersistMode::parse(persist_mode)
+        .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {persist_mode}")))?;
+    let plan =
+        obs_cost::Plan { binary: ours_binary(ours_bin)?, persist_mode, rounds: rounds.max(1), jobs: jobs.max(1) };
+    let measured = obs_cost::throughput(&plan, &runtime()?)?;
+    println!("single/50, {} jobs, {} rounds, {}: median of each", plan.jobs, plan.rounds, persist_mode.name());
+    println!();
+    println!("| | {} | {} | {} |", Setting::Off.name(), Setting::Metrics.name(), Setting::Tracing.name());
+    println!("|---|---:|---:|---:|");
+    let figures: [(&str, ObsFigure); 3] = [
+        ("enqueue jobs/s", |run| run.enqueue_jobs_per_second()),
+        ("drain jobs/s", |run| run.drain_jobs_per_second()),
+        ("server CPU us/job", |run| run.cpu_us_per_job().unwrap_or(f64::NAN)),
+    ];
+    for (name, figure) in figures {
+        let [off, metrics, tracing] = Setting::ALL.map(|setting| obs_cost::median(&measured, setting, figure));
+        println!("| {name} | {off:.1} | {metrics:.1} ({:.3}) | {tracing:.1} ({:.3}) |", metrics / off, tracing / off);
+    }
+    let spans: Vec<u64> = measured.iter().filter(|m| m.setting == Setting::Tracing).map(|m| m.observed).collect();
+    let scrapes: Vec<u64> = measured.iter().filter(|m| m.setting == Setting::Metrics).map(|m| m.observed).collect();
+    println!();
+    println!("spans received per tracing round: {spans:?}; scrapes per metrics round: {scrapes:?}");
     Ok(())
 }
 

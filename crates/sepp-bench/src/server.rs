@@ -35,6 +35,9 @@ pub enum Program {
     SeppWithAdmin { binary: PathBuf, persist_mode: PersistMode },
     /// The do-nothing ceiling (`sepp-bench ceiling --listen <addr>`).
     Ceiling { binary: PathBuf },
+    /// A sepp server with extra configuration appended (tables the base file does not have,
+    /// such as `[metrics]` or `[tracing]`), for measuring what they cost.
+    SeppWith { binary: PathBuf, persist_mode: PersistMode, extra: String },
 }
 
 /// A running server child process.
@@ -72,7 +75,7 @@ impl ServerProcess {
     /// Bytes on disk under the data directory (sepp servers only).
     pub fn data_dir_bytes(&self) -> Option<u64> {
         match self.program {
-            Program::Sepp { .. } | Program::SeppWithAdmin { .. } => {
+            Program::Sepp { .. } | Program::SeppWithAdmin { .. } | Program::SeppWith { .. } => {
                 Some(procfs::disk_usage_bytes(&self.dir.path().join("data")))
             }
             Program::Ceiling { .. } => None,
@@ -130,11 +133,19 @@ impl ServerProcess {
     /// The admin listener's address, from its `admin UI listening` line (waiting a little for
     /// it, since it comes after the gRPC one); `None` when the server has none.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.logged_addr("admin UI listening")
+    }
+
+    /// The loopback address in the first line containing `needle` (waiting a little for it).
+    pub fn logged_addr(&self, needle: &str) -> Option<SocketAddr> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let found = self.output.lock().expect("output lock").iter().find_map(|line| {
-                line.contains("admin UI listening").then(|| sepp_logline::loopback_port(line)).flatten()
-            });
+            let found = self
+                .output
+                .lock()
+                .expect("output lock")
+                .iter()
+                .find_map(|line| line.contains(needle).then(|| sepp_logline::loopback_port(line)).flatten());
             if let Some(port) = found {
                 return Some(SocketAddr::from(([127, 0, 0, 1], port)));
             }
@@ -204,6 +215,16 @@ fn launch(
         Program::Ceiling { binary } => {
             let mut command = Command::new(binary);
             command.arg("ceiling").arg("--listen").arg(listen.to_string());
+            command
+        }
+        Program::SeppWith { binary, persist_mode, extra } => {
+            let config = dir.join("sepp.toml");
+            let mut contents = sepp_config(&dir.join("data"), listen, *persist_mode, false);
+            contents.push('\n');
+            contents.push_str(extra);
+            std::fs::write(&config, contents)?;
+            let mut command = Command::new(binary);
+            command.arg("--config").arg(&config);
             command
         }
     };

@@ -8,7 +8,9 @@ use crate::record::Record;
 use crate::retry::retry_delay_ms;
 use crate::state::State;
 use crate::totals::Total;
-use crate::types::{DeadLetterCause, Delivery, JobId, JobState, TimeMs};
+use std::sync::Arc;
+
+use crate::types::{DeadLetterCause, Delivery, Job, JobId, JobState, TimeMs};
 use crate::validate::{NackStrategy, ReservePlan};
 
 /// What a nack did.
@@ -125,6 +127,22 @@ impl State {
     }
 
     /// The state of a live job, if it is live.
+    /// A live job (ready, scheduled or leased) and its current attempt, for observability: the
+    /// server hands it to the code that builds spans and metrics.
+    pub fn live_job(&self, job_id: &JobId) -> Option<(Arc<Job>, u32)> {
+        self.jobs.get(job_id).map(|live| (live.job.clone(), live.state.attempt()))
+    }
+
+    /// The jobs whose leases have run out at `now_ms` (at most the sweep limit, as the sweep
+    /// takes them), with their attempt: read before a sweep, since one that is dead-lettered
+    /// without retention is gone after it.
+    pub fn expired_lease_jobs(&self, now_ms: TimeMs) -> Vec<(Arc<Job>, u32)> {
+        self.expired_leases(now_ms, self.rules.sweep_limit.max(1))
+            .into_iter()
+            .filter_map(|job_id| self.live_job(&job_id))
+            .collect()
+    }
+
     pub fn job_state(&self, job_id: &JobId) -> Option<JobState> {
         self.jobs.get(job_id).map(|live| live.state)
     }

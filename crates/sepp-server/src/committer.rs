@@ -48,20 +48,20 @@ pub enum Command {
     Ack {
         job_id: JobId,
         attempt: u32,
-        reply: Reply<Result<(), LeaseError>>,
+        reply: Reply<Result<Settled<()>, LeaseError>>,
     },
     Nack {
         job_id: JobId,
         attempt: u32,
         strategy: NackStrategy,
         reason: Option<String>,
-        reply: Reply<Result<Nacked, LeaseError>>,
+        reply: Reply<Result<Settled<Nacked>, LeaseError>>,
     },
     Extend {
         job_id: JobId,
         attempt: u32,
         lease_ms: u64,
-        reply: Reply<Result<TimeMs, LeaseError>>,
+        reply: Reply<Result<Settled<TimeMs>, LeaseError>>,
     },
     DrainDeadLetters {
         queue: Option<String>,
@@ -80,14 +80,45 @@ pub enum Command {
     Close,
 }
 
+/// The outcome of a lease operation, with the job it settled when telemetry asked for it
+/// (spans link to the job's producer and metrics label it with its queue).
+pub struct Settled<T> {
+    pub value: T,
+    pub job: Option<Arc<Job>>,
+}
+
+/// What the committer hands to telemetry, when it is on: a histogram sample per persisted
+/// cycle, and what each sweep did (read back from the state after the sweep, so the sweep
+/// itself does no extra work). Spans and labelled counters are built from it off this thread.
+pub struct Observe {
+    pub commit_duration: Option<opentelemetry::metrics::Histogram<f64>>,
+    pub sweeps: Option<tokio::sync::mpsc::UnboundedSender<Swept>>,
+    /// Whether ack, nack and extend answers carry their job.
+    pub settled_jobs: bool,
+}
+
+/// What one sweep did, per job.
+#[derive(Default)]
+pub struct Swept {
+    /// Scheduled jobs that became ready, with their attempt.
+    pub promoted: Vec<(Arc<Job>, u32)>,
+    /// Expired leases whose job is ready again, with the new attempt.
+    pub redelivered: Vec<(Arc<Job>, u32)>,
+    /// Expired leases on a final attempt, with that attempt.
+    pub dead_lettered: Vec<(Arc<Job>, u32)>,
+    /// The queue of each idempotency window that ended.
+    pub dedup_expired: Vec<Arc<str>>,
+    pub dead_letters_expired: usize,
+}
+
 /// An answer computed in this cycle, sent once the cycle's records are persisted.
 enum Answer {
     Enqueue(Reply<Vec<Result<Enqueued, Rejection>>>, Vec<Result<Enqueued, Rejection>>),
     EnqueueAtomic(Reply<AtomicOutcome>, AtomicOutcome),
     Reserve(Reply<Vec<Loaded<Delivery>>>, Vec<Delivery>),
-    Ack(Reply<Result<(), LeaseError>>, Result<(), LeaseError>),
-    Nack(Reply<Result<Nacked, LeaseError>>, Result<Nacked, LeaseError>),
-    Extend(Reply<Result<TimeMs, LeaseError>>, Result<TimeMs, LeaseError>),
+    Ack(Reply<Result<Settled<()>, LeaseError>>, Result<Settled<()>, LeaseError>),
+    Nack(Reply<Result<Settled<Nacked>, LeaseError>>, Result<Settled<Nacked>, LeaseError>),
+    Extend(Reply<Result<Settled<TimeMs>, LeaseError>>, Result<Settled<TimeMs>, LeaseError>),
     Drain(Reply<Vec<Loaded<DeadLetter>>>, Vec<DeadLetter>),
     Admin(crate::admin::commands::Deferred),
 }
@@ -221,6 +252,8 @@ pub struct CommitterSettings {
     pub relocations_per_cycle: usize,
     /// Where each cycle reads its `now`.
     pub clock: Arc<dyn Clock>,
+    /// What telemetry wants handed over; `None` when it is off.
+    pub observe: Option<Observe>,
 }
 
 impl CommitterSettings {
@@ -298,6 +331,7 @@ pub fn spawn<E: Send + 'static>(
                 relocations_per_cycle: settings.relocations_per_cycle.max(1),
                 stats: None,
                 clock: settings.clock,
+                observe: settings.observe,
             };
             // A panic is a broken invariant. It poisons storage like a failed write: callers of
             // the cycle hear INTERNAL, later calls too, and the server stops and says why,
@@ -348,6 +382,7 @@ struct Committer {
     /// Publishes stats snapshots for the admin API, once it asked for them.
     stats: Option<crate::admin::stats::StatsPublisher>,
     clock: Arc<dyn Clock>,
+    observe: Option<Observe>,
 }
 
 impl Committer {
@@ -404,6 +439,7 @@ impl Committer {
     /// was asked to close.
     fn cycle(&mut self, group: &mut Vec<Command>) -> bool {
         let now_ms = self.clock.now_ms();
+        let timed = self.observe.as_ref().and_then(|observe| observe.commit_duration.as_ref()).map(|_| Instant::now());
         if self.state.next_deadline_ms().is_some_and(|deadline_ms| deadline_ms <= now_ms) {
             self.sweep(now_ms);
         }
@@ -414,6 +450,11 @@ impl Committer {
         if let Err(error) = self.persist() {
             self.poisoned(&error);
             return false;
+        }
+        if let (Some(started), Some(histogram)) =
+            (timed, self.observe.as_ref().and_then(|observe| observe.commit_duration.as_ref()))
+        {
+            histogram.record(started.elapsed().as_secs_f64() * 1000.0, &[]);
         }
         let unclaimed: Vec<Unclaimed> =
             self.answers.drain(..).filter_map(|answer| answer.send(self.log.as_mut())).collect();
@@ -431,12 +472,52 @@ impl Committer {
 
     fn sweep(&mut self, now_ms: TimeMs) {
         let started = Instant::now();
+        let first_record = self.records.len();
+        let observing = self.observe.as_ref().is_some_and(|observe| observe.sweeps.is_some());
+        let expiring = if observing { self.state.expired_lease_jobs(now_ms) } else { Vec::new() };
         let report = self.state.sweep(now_ms, &mut self.records);
         log_sweep(&report);
+        if let Some(sweeps) = self.observe.as_ref().and_then(|observe| observe.sweeps.as_ref())
+            && !report.is_empty()
+        {
+            let _ = sweeps.send(self.swept(&report, first_record, expiring));
+        }
         let elapsed = started.elapsed();
         if elapsed >= Duration::from_millis(100) {
             tracing::warn!(elapsed_ms = elapsed.as_millis() as u64, "slow sweep");
         }
+    }
+
+    /// The jobs a sweep moved, for telemetry.
+    fn swept(&self, report: &SweepReport, first_record: usize, expiring: Vec<(Arc<Job>, u32)>) -> Swept {
+        let live = |ids: &[JobId]| ids.iter().filter_map(|id| self.state.live_job(id)).collect();
+        Swept {
+            promoted: live(&report.promoted),
+            redelivered: live(&report.redelivered),
+            dead_lettered: {
+                // Read before the sweep: without retention a dead-lettered job is gone after
+                // it. The sweep took the expired leases in this same order, so its dead
+                // letters are a subsequence of them.
+                let mut dead = report.lease_dead_lettered.iter().peekable();
+                expiring.into_iter().filter(|(job, _)| dead.next_if(|id| **id == job.id).is_some()).collect()
+            },
+            dedup_expired: self.records[first_record..]
+                .iter()
+                .filter_map(|record| match record {
+                    Record::DedupExpired { queue, .. } => Some(queue.clone()),
+                    _ => None,
+                })
+                .collect(),
+            dead_letters_expired: report.dead_letters_expired,
+        }
+    }
+
+    /// The job a lease operation is about to settle, when telemetry wants it.
+    fn settled_job(&self, job_id: &JobId) -> Option<Arc<Job>> {
+        if !self.observe.as_ref().is_some_and(|observe| observe.settled_jobs) {
+            return None;
+        }
+        self.state.live_job(job_id).map(|(job, _)| job)
     }
 
     fn apply(&mut self, now_ms: TimeMs, command: Command) {
@@ -457,13 +538,22 @@ impl Committer {
                 }
                 Answer::Reserve(reply, jobs)
             }
-            Command::Ack { job_id, attempt, reply } => Answer::Ack(reply, self.state.ack(job_id, attempt, records)),
+            Command::Ack { job_id, attempt, reply } => {
+                let job = self.settled_job(&job_id);
+                let records = &mut self.records;
+                Answer::Ack(reply, self.state.ack(job_id, attempt, records).map(|value| Settled { value, job }))
+            }
             Command::Nack { job_id, attempt, strategy, reason, reply } => {
+                let job = self.settled_job(&job_id);
+                let records = &mut self.records;
                 let outcome = self.state.nack(now_ms, job_id, attempt, strategy, reason, records);
-                Answer::Nack(reply, outcome)
+                Answer::Nack(reply, outcome.map(|value| Settled { value, job }))
             }
             Command::Extend { job_id, attempt, lease_ms, reply } => {
-                Answer::Extend(reply, self.state.extend(now_ms, job_id, attempt, lease_ms, records))
+                let job = self.settled_job(&job_id);
+                let records = &mut self.records;
+                let outcome = self.state.extend(now_ms, job_id, attempt, lease_ms, records);
+                Answer::Extend(reply, outcome.map(|value| Settled { value, job }))
             }
             Command::DrainDeadLetters { queue, max, reply } => {
                 Answer::Drain(reply, self.state.drain_dead_letters(queue.as_deref(), max, records))

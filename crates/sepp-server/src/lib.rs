@@ -11,6 +11,7 @@
 //! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
 //!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
 //! - [`logtext`]: client-supplied strings cut to a bounded length for log lines.
+//! - [`telemetry`]: OpenTelemetry traces and metrics, the Prometheus endpoint.
 //! - [`memory`]: the allocator (mimalloc) of every binary that links this crate.
 //!
 //! The durable log the committer persists to is the `sepp-log` crate.
@@ -26,6 +27,7 @@ pub mod memory;
 pub mod server;
 pub mod service;
 pub mod status;
+pub mod telemetry;
 
 /// The generated wire types and service stubs of `proto/sepp/v1/queue.proto`.
 pub mod proto {

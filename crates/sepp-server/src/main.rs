@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 use sepp_config::{Config, LogFormat};
 use sepp_server::logtext::Bounded;
 use sepp_server::service::SERVER_VERSION;
-use tracing_subscriber::EnvFilter;
+use sepp_server::telemetry::Tracing;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 #[derive(Parser)]
 #[command(name = "sepp", version = SERVER_VERSION, about = "A small, durable job queue server")]
@@ -61,16 +65,29 @@ fn main() -> ExitCode {
         Ok(loaded) => loaded,
         Err(error) => return fail(&error),
     };
-    init_logging(&config);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(&error),
+    };
+    // The span exporter's gRPC channel lives on the runtime.
+    let otel = match runtime.block_on(async { Tracing::new(&config) }) {
+        Ok(otel) => otel,
+        Err(error) => return fail(&error),
+    };
+    init_logging(&config, otel.as_ref());
+    if let Some(_otel) = &otel {
+        tracing::info!(
+            endpoint = %config.tracing.otlp_endpoint,
+            service_name = %config.tracing.service_name,
+            sample_ratio = config.tracing.sample_ratio,
+            "OTLP tracing enabled"
+        );
+    }
     tracing::info!(version = SERVER_VERSION, "starting sepp");
     for warning in &warnings {
         tracing::warn!("{warning}");
     }
     tracing::debug!("configuration loaded");
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => return fail(&error),
-    };
     let result = runtime.block_on(async move {
         let shutdown = shutdown_signal().map_err(sepp_server::server::StartError::Signals)?;
         let listener = sepp_server::server::bind(&config).await?;
@@ -78,6 +95,10 @@ fn main() -> ExitCode {
         let clock = std::sync::Arc::new(sepp_server::committer::SystemClock);
         sepp_server::server::run(config, listener, reload, clock, shutdown).await
     });
+    if let Some(otel) = otel {
+        // Flushes the last spans; the exporter's channel still runs on the runtime.
+        otel.shutdown();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(&error),
@@ -118,7 +139,7 @@ fn fail(error: &dyn std::fmt::Display) -> ExitCode {
 
 /// Logs go to stdout; `RUST_LOG` replaces `logging.level`. Text logs are coloured only on a
 /// terminal, unless the environment forces it either way.
-fn init_logging(config: &Config) {
+fn init_logging(config: &Config, otel: Option<&Tracing>) {
     let from_env =
         std::env::var("RUST_LOG").ok().map(|directives| (EnvFilter::try_new(&directives).is_ok(), directives));
     let filter = from_env
@@ -126,11 +147,28 @@ fn init_logging(config: &Config) {
         .and_then(|(valid, directives)| valid.then(|| EnvFilter::new(directives)))
         .or_else(|| EnvFilter::try_new(&config.logging.level).ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stdout);
-    match config.logging.format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => {
-            builder.with_ansi(colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok())).init()
+    let ansi = colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok());
+    match otel {
+        // Spans go to the exporter whatever the log level: only the server's own (`sepp`
+        // targets). Each layer has its own filter then.
+        Some(otel) => {
+            let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stdout);
+            let fmt = match config.logging.format {
+                LogFormat::Json => fmt.json().boxed(),
+                LogFormat::Text => fmt.with_ansi(ansi).boxed(),
+            };
+            let otel = tracing_opentelemetry::layer()
+                .with_tracer(otel.tracer())
+                .with_filter(Targets::new().with_target("sepp", tracing::Level::INFO));
+            tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).init();
+        }
+        // Without tracing, one global filter: disabled call sites cost nothing, as before.
+        None => {
+            let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stdout);
+            match config.logging.format {
+                LogFormat::Json => builder.json().init(),
+                LogFormat::Text => builder.with_ansi(ansi).init(),
+            }
         }
     }
     if let Some((false, directives)) = &from_env {

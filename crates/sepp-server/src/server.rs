@@ -48,6 +48,10 @@ pub enum StartError {
     Reflection(tonic_reflection::server::Error),
     #[error(transparent)]
     Admin(#[from] crate::admin::listener::AdminStartError),
+    #[error(transparent)]
+    Telemetry(#[from] crate::telemetry::TelemetryError),
+    #[error("could not bind the prometheus metrics endpoint {addr}: {source}")]
+    PrometheusBind { addr: std::net::SocketAddr, source: std::io::Error },
 }
 
 /// Where the running configuration came from, for hot reload.
@@ -71,13 +75,59 @@ pub async fn run(
     clock: Arc<dyn Clock>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
+    let pipeline = crate::telemetry::MetricsPipeline::new(&config)?;
+    let prometheus = match pipeline.as_ref().and_then(|pipeline| pipeline.registry.clone()) {
+        Some(registry) => {
+            let addr = config.metrics.prometheus_listen_addr;
+            Some(
+                crate::telemetry::prometheus::start(addr, registry)
+                    .await
+                    .map_err(|source| StartError::PrometheusBind { addr, source })?,
+            )
+        }
+        None => None,
+    };
     if !config.queues.is_empty() {
         let names: Vec<&str> = config.queues.iter().map(|queue| queue.name.as_str()).collect();
         tracing::info!(queues = ?names, "declared queues from config");
     }
     let live = Arc::new(LiveConfig::new(config));
     let boot = &live.boot;
-    let (committer, committer_closed) = open_storage(boot, &live, clock.clone())?;
+    let tracing_on = boot.tracing.enabled;
+    let (sweeps, swept) = tokio::sync::mpsc::unbounded_channel();
+    let observe = (pipeline.is_some() || tracing_on).then(|| committer::Observe {
+        commit_duration: pipeline.as_ref().map(|pipeline| {
+            use opentelemetry::metrics::MeterProvider as _;
+            pipeline
+                .provider
+                .meter("sepp")
+                .f64_histogram("sepp.commit.duration")
+                .with_unit("ms")
+                .with_description("Committer cycle: apply, write and persist")
+                .build()
+        }),
+        sweeps: Some(sweeps),
+        settled_jobs: true,
+    });
+    let (committer, committer_closed) = open_storage(boot, &live, clock.clone(), observe)?;
+    // Stats snapshots feed the admin API and the queue gauges; the committer publishes them
+    // only when one of those runs.
+    let (snapshot_sender, snapshots) =
+        tokio::sync::watch::channel(Arc::new(crate::admin::stats::StatsSnapshot::default()));
+    if boot.admin.enabled || pipeline.is_some() {
+        let publisher = crate::admin::stats::StatsPublisher::new(snapshot_sender);
+        committer
+            .send(Command::Admin(Box::new(crate::admin::commands::AdminCommand::PublishStats(publisher))))
+            .await
+            .map_err(|_| StartError::Poisoned("the committer stopped during startup".into()))?;
+    }
+    let telemetry = crate::telemetry::Telemetry {
+        metrics: pipeline.as_ref().map(|pipeline| pipeline.instruments(snapshots.clone(), committer.clone())),
+        tracing: tracing_on,
+    };
+    if telemetry.is_on() {
+        tokio::spawn(crate::telemetry::observer::run(telemetry.clone(), swept));
+    }
     let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: boot.server.listen_addr, source })?;
 
     let tls = boot.server.tls_cert_path.is_some();
@@ -105,6 +155,8 @@ pub async fn run(
         watching: watcher.is_some(),
         workers: workers.clone().unwrap_or_default(),
         clock: clock.clone(),
+        snapshots,
+        metrics: telemetry.metrics.clone(),
     })
     .await?;
 
@@ -117,7 +169,7 @@ pub async fn run(
     }
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
-    let api = QueueApi { committer: committer.clone(), live: live.clone(), workers, clock };
+    let api = QueueApi { committer: committer.clone(), live: live.clone(), workers, clock, telemetry };
     let queue_service = QueueServiceServer::new(api)
         .max_decoding_message_size(boot.limits.max_message_bytes as usize)
         .max_encoding_message_size(usize::MAX);
@@ -171,6 +223,9 @@ pub async fn run(
     if let Some(admin) = admin {
         admin.stop().await;
     }
+    if let Some(prometheus) = prometheus {
+        prometheus.stop().await;
+    }
     tracing::info!("queue server stopped");
     drop(watcher);
     let poisoned = committer.poison_reason();
@@ -179,6 +234,11 @@ pub async fn run(
     drop(committer);
     drop(live);
     let _ = committer_closed.wait().await;
+    if let Some(pipeline) = pipeline {
+        // The last OTLP push happens here; it blocks on the exporter, so off the runtime's
+        // worker.
+        let _ = tokio::task::spawn_blocking(move || pipeline.shutdown()).await;
+    }
     match poisoned {
         Some(reason) => Err(StartError::Poisoned(reason)),
         None => served.map_err(StartError::Serve),
@@ -220,12 +280,14 @@ fn open_storage(
     boot: &Config,
     live: &LiveConfig,
     clock: Arc<dyn Clock>,
+    observe: Option<committer::Observe>,
 ) -> Result<(CommitterHandle, committer::Closed), StartError> {
     let settings = CommitterSettings {
         command_queue_capacity: boot.storage.command_queue_capacity,
         sweep_interval_ms: boot.storage.sweep_interval_ms,
         relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
         clock,
+        observe,
     };
     let boot = boot.clone();
     let policy = live.get().policy.clone();

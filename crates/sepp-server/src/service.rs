@@ -5,11 +5,14 @@
 //! decisions itself.
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use sepp_core::validate::{self, LeaseTarget};
-use sepp_core::{JobId, Rejection};
+use sepp_core::validate::{self, LeaseTarget, NackStrategy};
+use sepp_core::{DeadLetterCause, JobId, Rejection};
 use tokio::sync::oneshot;
 use tonic::{Request, Response, Status};
+use tracing::{Instrument, Span};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::committer::{Clock, Command, CommitterHandle};
 use crate::convert;
@@ -17,6 +20,9 @@ use crate::live::LiveConfig;
 use crate::logtext::{Bounded, MAX_REJECTIONS_LOGGED, RejectionDetail};
 use crate::proto::v1 as pb;
 use crate::status::{ApiError, is_server_fault};
+use crate::telemetry::Telemetry;
+use crate::telemetry::metrics::PerQueue;
+use crate::telemetry::spans;
 
 /// The version this server reports (`sepp --version`, `GetServerInfo`, the startup line): the
 /// crate's own.
@@ -31,9 +37,46 @@ pub struct QueueApi {
     /// Who reserved what, for the admin API's workers view (when the admin listener runs).
     pub workers: Option<Arc<crate::admin::workers::Workers>>,
     pub clock: Arc<dyn Clock>,
+    pub telemetry: Telemetry,
 }
 
 impl QueueApi {
+    /// The server span of a call, or a disabled span when tracing is off.
+    fn span(&self, name: &'static str, metadata: &tonic::metadata::MetadataMap) -> Span {
+        if self.telemetry.tracing { spans::rpc(name, metadata) } else { Span::none() }
+    }
+
+    /// Runs `call` inside `span` when tracing is on (even a disabled span costs a little on
+    /// every poll).
+    async fn in_span<F: std::future::Future>(&self, span: &Span, call: F) -> F::Output {
+        if self.telemetry.tracing { call.instrument(span.clone()).await } else { call.await }
+    }
+
+    /// When the call started, if metrics time it.
+    fn started(&self) -> Option<Instant> {
+        self.telemetry.metrics.as_ref().map(|_| Instant::now())
+    }
+
+    /// Logs a failure, counts the call and closes its span.
+    fn finish<T>(
+        &self,
+        rpc: &'static str,
+        started: Option<Instant>,
+        span: &Span,
+        result: Result<T, ApiError>,
+    ) -> Result<T, Status> {
+        let result = span.in_scope(|| logged(rpc, result));
+        if let (Some(metrics), Some(started)) = (&self.telemetry.metrics, started) {
+            metrics.request(rpc, result.is_ok(), started.elapsed().as_secs_f64() * 1000.0);
+        }
+        if !span.is_disabled()
+            && let Err(status) = &result
+        {
+            spans::failed(span, status);
+        }
+        result
+    }
+
     /// Sends `command` built around a fresh reply channel and waits for the answer.
     async fn ask<T>(&self, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ApiError> {
         let (reply, answer) = oneshot::channel();
@@ -134,55 +177,140 @@ impl pb::queue_service_server::QueueService for QueueApi {
         &self,
         request: Request<pb::EnqueueBatchRequest>,
     ) -> Result<Response<pb::EnqueueBatchResponse>, Status> {
-        logged("EnqueueBatch", self.enqueue_batch_inner(request.into_inner()).await)
+        let started = self.started();
+        let span = self.span("sepp.enqueue", request.metadata());
+        let result = self.in_span(&span, self.enqueue_batch_inner(request.into_inner(), &span)).await;
+        self.finish("EnqueueBatch", started, &span, result)
     }
 
     async fn enqueue_atomic(
         &self,
         request: Request<pb::EnqueueBatchRequest>,
     ) -> Result<Response<pb::EnqueueAtomicResponse>, Status> {
-        logged("EnqueueAtomic", self.enqueue_atomic_inner(request.into_inner()).await)
+        let started = self.started();
+        let span = self.span("sepp.enqueue_atomic", request.metadata());
+        let result = self.in_span(&span, self.enqueue_atomic_inner(request.into_inner(), &span)).await;
+        self.finish("EnqueueAtomic", started, &span, result)
     }
 
     async fn reserve(&self, request: Request<pb::ReserveRequest>) -> Result<Response<pb::ReserveResponse>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.reserve", request.metadata());
         let result = async {
             let request = convert::reserve_request(request.into_inner());
+            let observed_worker = (!span.is_disabled()).then(|| request.worker_id.clone()).flatten();
             let worker_id = self.workers.as_ref().and(request.worker_id.clone());
             let plan = validate::plan_reserve(&self.live.get().policy, request)?;
+            let queues = self.telemetry.is_on().then(|| plan.queues.clone());
+            if !span.is_disabled() {
+                span.set_attribute("worker_id", observed_worker.unwrap_or_else(|| "<none>".into()));
+                span.set_attribute("queues", spans::listed(plan.queues.iter().map(String::as_str)));
+                if let [queue] = plan.queues.as_slice() {
+                    span.set_attribute("messaging.destination.name", queue.clone());
+                }
+                span.set_attribute("max_jobs", i64::from(plan.max_jobs));
+                span.set_attribute("lease_ms", plan.lease_ms as i64);
+                span.set_attribute("wait_ms", plan.wait_ms as i64);
+            }
             let deliveries = self.ask(|reply| Command::Reserve { plan, reply }).await?;
             if let (Some(workers), Some(worker_id)) = (&self.workers, worker_id) {
                 let delivered = deliveries.iter().map(|loaded| (loaded.value.job.id, loaded.value.attempt));
                 workers.saw(&worker_id, self.clock.now_ms(), delivered);
             }
+            if let Some(metrics) = &self.telemetry.metrics {
+                if deliveries.is_empty() {
+                    queues.iter().flatten().for_each(|queue| metrics.reserve_empty(queue));
+                } else {
+                    let mut per_queue = PerQueue::default();
+                    deliveries.iter().for_each(|loaded| per_queue.add(&loaded.value.job.queue));
+                    per_queue.each(|queue, count| metrics.reserved(queue, count));
+                }
+            }
+            if !span.is_disabled() {
+                span.set_attribute("job_count", deliveries.len() as i64);
+                span.set_attribute("messaging.batch.message_count", deliveries.len() as i64);
+                span.set_attribute("timed_out", deliveries.is_empty());
+                span.set_attribute("job_ids", spans::job_ids(deliveries.iter().map(|loaded| &loaded.value.job.id)));
+                for loaded in &deliveries {
+                    let delivery = &loaded.value;
+                    let deliver = spans::deliver(&span, &delivery.job, delivery.attempt);
+                    deliver.set_attribute("lease_expires_at", delivery.lease_deadline_ms);
+                }
+            }
             Ok::<_, ApiError>(Response::new(pb::ReserveResponse {
                 jobs: deliveries.into_iter().map(convert::delivery).collect(),
             }))
         };
-        logged("Reserve", result.await)
+        let result = self.in_span(&span, result).await;
+        self.finish("Reserve", started, &span, result)
     }
 
     async fn ack(&self, request: Request<pb::AckRequest>) -> Result<Response<pb::AckResponse>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.ack", request.metadata());
         let request = request.into_inner();
+        if !span.is_disabled() {
+            settle_attributes(&span, &request.job_id, request.attempt, request.worker_id.as_deref());
+        }
         let result = async {
             let target =
                 validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
             let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
             let attempt = request.attempt;
-            self.ask(|reply| Command::Ack { job_id, attempt, reply }).await??;
+            let settled = self.ask(|reply| Command::Ack { job_id, attempt, reply }).await??;
+            if let Some(job) = &settled.job {
+                if let Some(metrics) = &self.telemetry.metrics {
+                    metrics.acked(&job.queue);
+                }
+                settled_job(&span, !span.is_disabled(), job);
+            }
             Ok::<_, ApiError>(Response::new(pb::AckResponse { job_id: request.job_id.clone() }))
         };
-        logged("Ack", result.await)
+        let result = self.in_span(&span, result).await;
+        self.finish("Ack", started, &span, result)
     }
 
     async fn nack(&self, request: Request<pb::NackRequest>) -> Result<Response<pb::NackResponse>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.nack", request.metadata());
         let request = request.into_inner();
+        if !span.is_disabled() {
+            settle_attributes(&span, &request.job_id, request.attempt, request.worker_id.as_deref());
+            let reason: String = request.reason.as_deref().unwrap_or("<none>").chars().take(256).collect();
+            span.set_attribute("reason", reason);
+        }
         let result = async {
             let target =
                 validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
             let strategy = validate::validate_nack_strategy(convert::nack_retry(request.retry))?;
             let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
             let (attempt, reason) = (request.attempt, request.reason.clone());
-            let nacked = self.ask(|reply| Command::Nack { job_id, attempt, strategy, reason, reply }).await??;
+            let settled = self.ask(|reply| Command::Nack { job_id, attempt, strategy, reason, reply }).await??;
+            let nacked = settled.value;
+            if let Some(job) = &settled.job {
+                if let Some(metrics) = &self.telemetry.metrics {
+                    metrics.nacked(&job.queue);
+                    if nacked.dead_lettered {
+                        let cause = if strategy == NackStrategy::DeadLetter {
+                            DeadLetterCause::Rejected
+                        } else {
+                            DeadLetterCause::AttemptsExhausted
+                        };
+                        metrics.dead_lettered(&job.queue, cause, 1);
+                    }
+                }
+                settled_job(&span, !span.is_disabled(), job);
+            }
+            if !span.is_disabled() {
+                let retry = match strategy {
+                    NackStrategy::Default => "default",
+                    NackStrategy::Delay { .. } => "delay",
+                    NackStrategy::DeadLetter => "dead_letter",
+                };
+                span.set_attribute("retry", retry);
+                span.set_attribute("dead_lettered", nacked.dead_lettered);
+                span.set_attribute("retry_delay_ms", nacked.retry_delay_ms as i64);
+            }
             if nacked.dead_lettered {
                 let reason = request.reason.as_deref().map_or(Bounded("<none>"), Bounded);
                 tracing::info!(%job_id, attempt, %reason, "job dead-lettered via nack");
@@ -192,11 +320,17 @@ impl pb::queue_service_server::QueueService for QueueApi {
                 dead_lettered: nacked.dead_lettered,
             }))
         };
-        logged("Nack", result.await)
+        let result = self.in_span(&span, result).await;
+        self.finish("Nack", started, &span, result)
     }
 
     async fn extend(&self, request: Request<pb::ExtendRequest>) -> Result<Response<pb::ExtendResponse>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.extend", request.metadata());
         let request = request.into_inner();
+        if !span.is_disabled() {
+            settle_attributes(&span, &request.job_id, request.attempt, request.worker_id.as_deref());
+        }
         let result = async {
             let target = validate::validate_lease_fields(&request.job_id, request.attempt, None)?;
             let lease_ms =
@@ -204,36 +338,62 @@ impl pb::queue_service_server::QueueService for QueueApi {
             validate::validate_worker_id(request.worker_id.as_deref())?;
             let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
             let attempt = request.attempt;
-            let deadline_ms = self.ask(|reply| Command::Extend { job_id, attempt, lease_ms, reply }).await??;
+            let settled = self.ask(|reply| Command::Extend { job_id, attempt, lease_ms, reply }).await??;
+            let deadline_ms = settled.value;
+            if !span.is_disabled() {
+                span.set_attribute("lease_duration_ms", lease_ms as i64);
+                span.set_attribute("lease_expires_at", deadline_ms);
+                if let Some(job) = &settled.job {
+                    settled_job(&span, true, job);
+                }
+            }
             Ok::<_, ApiError>(Response::new(pb::ExtendResponse {
                 job_id: request.job_id.clone(),
                 lease_expires_at: Some(convert::timestamp(deadline_ms)),
             }))
         };
-        logged("Extend", result.await)
+        let result = self.in_span(&span, result).await;
+        self.finish("Extend", started, &span, result)
     }
 
     async fn drain_dead_letters(
         &self,
         request: Request<pb::DrainDeadLettersRequest>,
     ) -> Result<Response<pb::DrainDeadLettersResponse>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.drain_dead_letters", request.metadata());
         let request = request.into_inner();
+        if !span.is_disabled() {
+            let queue: String = request.queue.as_deref().unwrap_or("<all>").chars().take(256).collect();
+            span.set_attribute("queue", queue);
+            span.set_attribute("max", request.max.map_or(0, i64::from));
+        }
         let result = async {
             let max = validate::plan_drain(&self.live.get().policy, request.queue.as_deref(), request.max)?;
             let queue = request.queue;
             let records = self.ask(|reply| Command::DrainDeadLetters { queue, max, reply }).await?;
             tracing::warn!(drained = records.len(), "drained dead-letter records");
+            if let Some(metrics) = &self.telemetry.metrics {
+                metrics.dead_letters_drained(records.len() as u64);
+            }
+            if !span.is_disabled() {
+                span.set_attribute("drained", records.len() as i64);
+                span.set_attribute("messaging.batch.message_count", records.len() as i64);
+            }
             Ok::<_, ApiError>(Response::new(pb::DrainDeadLettersResponse {
                 records: records.into_iter().map(convert::dead_letter).collect(),
             }))
         };
-        logged("DrainDeadLetters", result.await)
+        let result = self.in_span(&span, result).await;
+        self.finish("DrainDeadLetters", started, &span, result)
     }
 
     async fn get_server_info(
         &self,
-        _request: Request<pb::GetServerInfoRequest>,
+        request: Request<pb::GetServerInfoRequest>,
     ) -> Result<Response<pb::GetServerInfoResponse>, Status> {
+        // Traced, not counted (as in 0.1).
+        let _span = self.span("sepp.get_server_info", request.metadata());
         let live = self.live.get();
         let limits = &live.config.limits;
         Ok(Response::new(pb::GetServerInfoResponse {
@@ -265,8 +425,12 @@ impl QueueApi {
     async fn enqueue_batch_inner(
         &self,
         request: pb::EnqueueBatchRequest,
+        span: &Span,
     ) -> Result<Response<pb::EnqueueBatchResponse>, ApiError> {
         let queues = queue_names(&request.jobs);
+        if !span.is_disabled() {
+            batch_attributes(span, &request.jobs, &queues);
+        }
         // The jobs that passed go to the committer (moved, not copied); each slot remembers
         // whether its job went or was rejected here.
         let mut accepted = Vec::with_capacity(request.jobs.len());
@@ -278,7 +442,8 @@ impl QueueApi {
             self.ask(|reply| Command::Enqueue { jobs: accepted, reply }).await?.into_iter()
         };
         let mut rejections = RejectionLog::new("EnqueueBatch", "enqueue rejected");
-        let results = slots
+        let mut tally = Tally::new(self);
+        let results: Vec<pb::JobResult> = slots
             .into_iter()
             .zip(&queues)
             .enumerate()
@@ -288,24 +453,33 @@ impl QueueApi {
                     Err(rejection) => Err(rejection),
                 };
                 let outcome = match outcome {
-                    Ok(enqueued) => pb::job_result::Outcome::Success(enqueue_response(enqueued)),
+                    Ok(enqueued) => {
+                        tally.accepted(queue, &enqueued);
+                        pb::job_result::Outcome::Success(enqueue_response(enqueued))
+                    }
                     Err(rejection) => {
                         rejections.note(index, queue, &rejection);
+                        tally.rejected(self, queue, &rejection);
                         pb::job_result::Outcome::Rejection(convert::rejection(rejection))
                     }
                 };
                 pb::JobResult { outcome: Some(outcome) }
             })
             .collect();
+        tally.finish(self, span);
         Ok(Response::new(pb::EnqueueBatchResponse { results }))
     }
 
     async fn enqueue_atomic_inner(
         &self,
         request: pb::EnqueueBatchRequest,
+        span: &Span,
     ) -> Result<Response<pb::EnqueueAtomicResponse>, ApiError> {
         use pb::enqueue_atomic_response::Outcome;
         let queues = queue_names(&request.jobs);
+        if !span.is_disabled() {
+            batch_attributes(span, &request.jobs, &queues);
+        }
         let screened = self.screen(request.jobs)?;
         let failures: Vec<(u32, Rejection)> = screened
             .iter()
@@ -318,23 +492,131 @@ impl QueueApi {
         } else {
             Err(failures)
         };
+        let mut tally = Tally::new(self);
         let outcome = match outcome {
-            Ok(enqueued) => Outcome::Success(pb::EnqueueAtomicSuccess {
-                responses: enqueued.into_iter().map(enqueue_response).collect(),
-            }),
+            Ok(enqueued) => {
+                if !span.is_disabled() {
+                    span.set_attribute("outcome", "committed");
+                }
+                Outcome::Success(pb::EnqueueAtomicSuccess {
+                    responses: enqueued
+                        .into_iter()
+                        .zip(&queues)
+                        .map(|(enqueued, queue)| {
+                            tally.accepted(queue, &enqueued);
+                            enqueue_response(enqueued)
+                        })
+                        .collect(),
+                })
+            }
             Err(failures) => {
+                if !span.is_disabled() {
+                    span.set_attribute("outcome", "rejected");
+                }
                 let mut rejections = RejectionLog::new("EnqueueAtomic", "enqueue_atomic rejected job");
                 Outcome::Rejection(pb::BatchValidationFailure {
                     errors: failures
                         .into_iter()
                         .map(|(index, rejection)| {
                             rejections.note(index as usize, &queues[index as usize], &rejection);
+                            tally.rejected(self, &queues[index as usize], &rejection);
                             pb::JobValidationError { index, rejection: Some(convert::rejection(rejection)) }
                         })
                         .collect(),
                 })
             }
         };
+        tally.finish(self, span);
         Ok(Response::new(pb::EnqueueAtomicResponse { outcome: Some(outcome) }))
+    }
+}
+
+/// What one enqueue call did, counted as the results are converted (only while telemetry is
+/// on: otherwise it stays empty and allocates nothing).
+#[derive(Default)]
+struct Tally<'a> {
+    on: bool,
+    enqueued: PerQueue<'a>,
+    deduplicated: PerQueue<'a>,
+    job_ids: Vec<JobId>,
+    accepted: u64,
+    deduplicated_count: u64,
+    rejected: u64,
+}
+
+impl<'a> Tally<'a> {
+    fn new(api: &QueueApi) -> Tally<'a> {
+        Tally { on: api.telemetry.is_on(), ..Tally::default() }
+    }
+
+    fn accepted(&mut self, queue: &'a str, enqueued: &sepp_core::Enqueued) {
+        if !self.on {
+            return;
+        }
+        self.accepted += 1;
+        if enqueued.deduplicated {
+            self.deduplicated_count += 1;
+            self.deduplicated.add(queue);
+        } else {
+            self.enqueued.add(queue);
+        }
+        if self.job_ids.len() < spans::MAX_LISTED {
+            self.job_ids.push(enqueued.job_id);
+        }
+    }
+
+    fn rejected(&mut self, api: &QueueApi, queue: &str, rejection: &Rejection) {
+        self.rejected += 1;
+        if let Some(metrics) = &api.telemetry.metrics {
+            metrics.rejected(queue, rejection);
+        }
+    }
+
+    fn finish(self, api: &QueueApi, span: &Span) {
+        if !self.on {
+            return;
+        }
+        if let Some(metrics) = &api.telemetry.metrics {
+            self.enqueued.each(|queue, count| metrics.enqueued(queue, count));
+            self.deduplicated.each(|queue, count| metrics.deduplicated(queue, count));
+        }
+        if !span.is_disabled() {
+            span.set_attribute("accepted", self.accepted as i64);
+            span.set_attribute("rejected", self.rejected as i64);
+            span.set_attribute("deduplicated", self.deduplicated_count as i64);
+            span.set_attribute("job_ids", spans::job_ids(&self.job_ids));
+        }
+    }
+}
+
+/// The attributes of an enqueue span that the request alone tells.
+fn batch_attributes(span: &Span, jobs: &[pb::EnqueueRequest], queues: &[Arc<str>]) {
+    let names = spans::distinct(queues.iter().map(|queue| &**queue));
+    if let [queue] = names.as_slice() {
+        span.set_attribute("messaging.destination.name", queue.to_string());
+    }
+    span.set_attribute("queues", spans::listed(names));
+    span.set_attribute("job_types", spans::listed(spans::distinct(jobs.iter().map(|job| job.job_type.as_str()))));
+    span.set_attribute("batch_size", jobs.len() as i64);
+    span.set_attribute("messaging.batch.message_count", jobs.len() as i64);
+    span.set_attribute("scheduled", jobs.iter().filter(|job| job.scheduled_at.is_some()).count() as i64);
+}
+
+/// What an ack, nack or extend span knows from its request.
+fn settle_attributes(span: &Span, job_id: &str, attempt: u32, worker_id: Option<&str>) {
+    let job_id: String = job_id.chars().take(64).collect();
+    span.set_attribute("job_id", job_id.clone());
+    span.set_attribute("messaging.message.id", job_id);
+    span.set_attribute("attempt", i64::from(attempt));
+    span.set_attribute("worker_id", worker_id.unwrap_or("<none>").chars().take(256).collect::<String>());
+}
+
+/// What an ack, nack or extend span learns from the job it settled: its queue, and a link to
+/// its producer.
+fn settled_job(span: &Span, tracing: bool, job: &sepp_core::Job) {
+    if tracing {
+        span.set_attribute("queue", opentelemetry::StringValue::from(job.queue.clone()));
+        span.set_attribute("messaging.destination.name", opentelemetry::StringValue::from(job.queue.clone()));
+        spans::link(span, job);
     }
 }

@@ -454,3 +454,24 @@ async fn the_workers_view_shows_who_holds_which_jobs() {
         workers["workers"].as_array().unwrap().iter().find(|worker| worker["worker_id"] == "worker-1").unwrap().clone();
     assert_eq!(one["held_total"], 2, "an acked job is no longer held");
 }
+
+#[tokio::test]
+async fn operator_dead_letters_count_in_the_dead_lettered_metric_with_cause_admin() {
+    let admin = AdminServer::start("[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n");
+    for _ in 0..3 {
+        admin.enqueue("q", json!({ "job_type": "email" })).await;
+    }
+    let act = json!({ "state": "ready", "action": "dead_letter", "reason": "cleanup" });
+    assert_eq!(
+        admin.post("/queues/q/jobs:bulk", OPERATOR_KEY, act).await.expect(StatusCode::OK),
+        json!({ "affected": 3 })
+    );
+    let line = admin.server.stdout().wait_for("prometheus metrics endpoint listening", STARTUP_TIMEOUT).unwrap();
+    let port = loopback_port(&line).unwrap();
+    let text = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap();
+    let series = text
+        .lines()
+        .find(|line| line.starts_with("sepp_jobs_dead_lettered_total{") && line.contains("cause=\"admin\""))
+        .unwrap_or_else(|| panic!("no admin dead letters in\n{text}"));
+    assert!(series.contains("queue=\"q\"") && series.ends_with(" 3"), "{series}");
+}

@@ -41,6 +41,7 @@ fn spawn_with_tiny_checkpoints(dir: &std::path::Path) -> (CommitterHandle, commi
         sweep_interval_ms: 1000,
         relocations_per_cycle: 7,
         clock: Arc::new(SystemClock),
+        observe: None,
     };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok(spawned) = committer::spawn(opened, settings);
@@ -95,7 +96,7 @@ async fn deliveries_read_their_payloads_while_checkpoints_reclaim_the_files_behi
         assert_eq!(delivered[0].payload_data.as_deref(), Some(&payload_of(index)[..]), "payload of job {index}");
         let attempt = delivered[0].value.attempt;
         let acked = ask(&committer, |reply| Command::Ack { job_id: ids[index], attempt, reply }).await;
-        assert_eq!(acked, Ok(()));
+        assert_eq!(acked.map(|settled| settled.value), Ok(()));
         // Give the checkpoint thread a moment now and then, so completions land between
         // deliveries rather than only at the end.
         if delivery % 40 == 0 {
@@ -124,7 +125,10 @@ async fn checkpoints_that_move_no_payloads_still_delete_the_files_they_replaced(
         assert!(accepted[0].is_ok());
         let delivered = ask(&committer, |reply| Command::Reserve { plan: plan.clone(), reply }).await;
         let (job_id, attempt) = (delivered[0].value.job.id, delivered[0].value.attempt);
-        assert_eq!(ask(&committer, |reply| Command::Ack { job_id, attempt, reply }).await, Ok(()));
+        assert_eq!(
+            ask(&committer, |reply| Command::Ack { job_id, attempt, reply }).await.map(|settled| settled.value),
+            Ok(())
+        );
         let on_disk = files_named(dir.path(), ".ckpt");
         most_at_once = most_at_once.max(on_disk.len());
         seen.extend(on_disk);
@@ -161,7 +165,10 @@ async fn pauses_survive_checkpoints_that_replace_the_files_holding_their_records
         assert!(accepted[0].is_ok());
         let delivered = ask(&committer, |reply| Command::Reserve { plan: plan.clone(), reply }).await;
         let (job_id, attempt) = (delivered[0].value.job.id, delivered[0].value.attempt);
-        assert_eq!(ask(&committer, |reply| Command::Ack { job_id, attempt, reply }).await, Ok(()));
+        assert_eq!(
+            ask(&committer, |reply| Command::Ack { job_id, attempt, reply }).await.map(|settled| settled.value),
+            Ok(())
+        );
         seen.extend(files_named(dir.path(), ".ckpt"));
     }
     drop(committer);
@@ -273,6 +280,7 @@ fn spawn_with_rules(
         sweep_interval_ms: 1000,
         relocations_per_cycle,
         clock: Arc::new(SystemClock),
+        observe: None,
     };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok(spawned) = committer::spawn(opened, settings);
@@ -421,7 +429,7 @@ async fn dead_letters_drained_for_a_caller_that_left_are_kept_again() {
     ask(&committer, |reply| Command::Reserve { plan, reply }).await;
     let strategy = sepp_core::validate::NackStrategy::DeadLetter;
     let nacked = ask(&committer, |reply| Command::Nack { job_id: id, attempt: 1, strategy, reason: None, reply }).await;
-    assert!(nacked.expect("nack").dead_lettered);
+    assert!(nacked.expect("nack").value.dead_lettered);
 
     let (started, release) = arm(&gate);
     let (reply, answer) = oneshot::channel();

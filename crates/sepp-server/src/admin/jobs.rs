@@ -324,6 +324,7 @@ pub async fn dead_letter_jobs(
     };
     let keys = decode_keys(&body.keys_b64)?;
     let reason = body.reason;
+    let name = queue.clone();
     let (touched, entry) = ask(&state.committer, |reply| AdminCommand::DeadLetterJobs {
         queue,
         state: peek_state,
@@ -334,6 +335,9 @@ pub async fn dead_letter_jobs(
     })
     .await?;
     state.announce(&entry);
+    if let Some(metrics) = &state.metrics {
+        metrics.dead_lettered(&name, sepp_core::DeadLetterCause::Admin, touched.job_ids.len() as u64);
+    }
     Ok(Json(json!({ "dead_lettered": touched.job_ids.len(), "missing": touched.missing })))
 }
 
@@ -429,13 +433,13 @@ pub async fn bulk(
     let mut affected = 0;
     let mut cursor = None;
     loop {
-        let (queue, filter, action, actor) = (queue.clone(), filter.clone(), action.clone(), actor.clone());
+        let (name, filter, step_action, actor) = (queue.clone(), filter.clone(), action.clone(), actor.clone());
         let answer = ask(&state.committer, |reply| AdminCommand::Bulk {
-            queue,
+            queue: name,
             state: peek_state,
             filter,
             cursor,
-            action,
+            action: step_action,
             actor,
             reply,
         })
@@ -448,6 +452,9 @@ pub async fn bulk(
             state.announce(&entry);
         }
         affected += step.job_ids.len();
+        if let (Some(metrics), BulkAction::DeadLetter { .. }) = (&state.metrics, &action) {
+            metrics.dead_lettered(&queue, sepp_core::DeadLetterCause::Admin, step.job_ids.len() as u64);
+        }
         match step.next_cursor {
             Some(next) => cursor = Some(next),
             None => return Ok(Json(json!({ "affected": affected }))),

@@ -19,12 +19,10 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls;
 
-use crate::admin::commands::AdminCommand;
 use crate::admin::config_file::ConfigFile;
 use crate::admin::events::{self, EVENT_BUFFER};
-use crate::admin::stats::{self, StatsHub, StatsPublisher, StatsSnapshot};
+use crate::admin::stats::{self, StatsHub};
 use crate::admin::{AdminSetup, AdminShared, AdminState, access::Sessions, routes};
-use crate::committer::Command;
 
 /// How long open connections may take to finish once the server stops.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -99,14 +97,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
     let listener = TcpListener::bind(bind).await.map_err(|source| AdminStartError::Bind { addr: bind, source })?;
     let addr = listener.local_addr().map_err(|source| AdminStartError::Bind { addr: bind, source })?;
 
-    let (snapshots, snapshot_receiver) = watch::channel(Arc::new(StatsSnapshot::default()));
-    let publisher = StatsPublisher::new(snapshots);
-    setup
-        .committer
-        .send(Command::Admin(Box::new(AdminCommand::PublishStats(publisher))))
-        .await
-        .map_err(|_| AdminStartError::Stopped)?;
-    let hub = Arc::new(StatsHub::new(snapshot_receiver));
+    let hub = Arc::new(StatsHub::new(setup.snapshots.clone()));
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let (stopping, stopping_receiver) = watch::channel(false);
     stats::start_hub(
@@ -133,6 +124,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
         clock: setup.clock.clone(),
         stopping: stopping_receiver.clone(),
         live: setup.live.clone(),
+        metrics: setup.metrics.clone(),
     });
     log_listening(&state, addr, bind);
     let router = routes::router(state);

@@ -71,6 +71,8 @@ pub struct AdminShared {
     pub clock: Arc<dyn Clock>,
     /// Turns true when the server stops: SSE streams end.
     pub stopping: watch::Receiver<bool>,
+    /// The server's metrics, when they are on (operator dead-letters are counted).
+    pub metrics: Option<Arc<crate::telemetry::Metrics>>,
 }
 
 /// The handlers' state: a cheap handle on [`AdminShared`].
@@ -124,4 +126,7 @@ pub struct AdminSetup {
     pub watching: bool,
     pub workers: Arc<Workers>,
     pub clock: Arc<dyn Clock>,
+    /// The stats snapshots the committer publishes (`server::run` started the publisher).
+    pub snapshots: tokio::sync::watch::Receiver<Arc<stats::StatsSnapshot>>,
+    pub metrics: Option<Arc<crate::telemetry::Metrics>>,
 }
