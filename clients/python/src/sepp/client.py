@@ -244,37 +244,53 @@ class SeppClient:
         """One unary call under the retry policy. Raises the last `grpc.aio.AioRpcError`."""
         metadata = self._metadata() if _OTEL else (self._auth or None)
         deadline = self._rpc_timeout if timeout is None else timeout
+        try:
+            return await method(request, timeout=deadline, metadata=metadata)
+        except grpc.aio.AioRpcError as err:
+            return await self._retry_failed(
+                operation, method, request, codes, deadline, metadata, err
+            )
+        except grpc.aio.UsageError as err:
+            raise ClientError(f"{operation} failed: {err}") from err
+
+    async def _retry_failed(
+        self,
+        operation: str,
+        method: _Unary,
+        request: Any,
+        codes: frozenset[grpc.StatusCode],
+        deadline: float | None,
+        metadata: tuple[tuple[str, str], ...] | None,
+        failed: grpc.aio.AioRpcError,
+    ) -> Any:
+        """Goes on after the first attempt of a call failed with `failed`, under the retry
+        policy (the first attempt counts). Raises the last `grpc.aio.AioRpcError`."""
         policy = self._retry
-        if policy.max_attempts == 1:
-            try:
-                return await method(request, timeout=deadline, metadata=metadata)
-            except grpc.aio.UsageError as err:
-                raise ClientError(f"{operation} failed: {err}") from err
-        delays = None  # made on the first failure: most calls never need it
+        delays = policy.delays()
         attempt = 1
+        err = failed
         while True:
+            code = err.code()
+            if not policy.should_retry(code, attempt, codes):
+                raise err
+            delay = next(delays)
+            _log.warning(
+                "%s failed with %s (%s); retrying in %.3f s (attempt %d of %d)",
+                operation,
+                code.name,
+                err.details(),
+                delay,
+                attempt + 1,
+                policy.max_attempts,
+            )
+            await asyncio.sleep(delay)
+            attempt += 1
             try:
                 return await method(request, timeout=deadline, metadata=metadata)
-            except grpc.aio.AioRpcError as err:
-                code = err.code()
-                if not policy.should_retry(code, attempt, codes):
-                    raise
-                if delays is None:
-                    delays = policy.delays()
-                delay = next(delays)
-                _log.warning(
-                    "%s failed with %s (%s); retrying in %.3f s (attempt %d of %d)",
-                    operation,
-                    code.name,
-                    err.details(),
-                    delay,
-                    attempt + 1,
-                    policy.max_attempts,
-                )
-                await asyncio.sleep(delay)
-                attempt += 1
-            except grpc.aio.UsageError as err:
-                raise ClientError(f"{operation} failed: {err}") from err
+            except grpc.aio.AioRpcError as again:
+                err = again
+            except grpc.aio.UsageError as usage:
+                raise ClientError(f"{operation} failed: {usage}") from usage
 
     # ----------------------------------------------------------------------------------------
     # Producing
@@ -423,11 +439,26 @@ class SeppClient:
             if worker_id is not None
             else pb.AckRequest(job_id=ctx.id, attempt=ctx.attempt)
         )
-        with _otel.client_span("ack", "Ack") if _OTEL else _NO_SPAN:
+        if _OTEL:
+            with _otel.client_span("ack", "Ack"):
+                try:
+                    await self._call("ack", self._ack, request, RETRYABLE_CODES)
+                except grpc.aio.AioRpcError as err:
+                    raise lease_error_from_rpc(err) from err
+            return
+        # The Worker acks every job: without OTel the first attempt skips the wrapper's frame.
+        metadata = self._auth or None
+        try:
+            await self._ack(request, timeout=self._rpc_timeout, metadata=metadata)
+        except grpc.aio.AioRpcError as first:
             try:
-                await self._call("ack", self._ack, request, RETRYABLE_CODES)
+                await self._retry_failed(
+                    "ack", self._ack, request, RETRYABLE_CODES, self._rpc_timeout, metadata, first
+                )
             except grpc.aio.AioRpcError as err:
                 raise lease_error_from_rpc(err) from err
+        except grpc.aio.UsageError as err:
+            raise ClientError(f"ack failed: {err}") from err
 
     async def nack(
         self,

@@ -232,6 +232,20 @@ async def test_ambiguous_failures_are_retried_only_when_every_job_has_a_key(
         assert ack.job_id == "a" and len(fake.calls_to("EnqueueBatch")) == 4
 
 
+async def test_acks_are_retried_with_the_first_attempt_counted(fake: RecordingServer) -> None:
+    fake.answer("Reserve", pb.ReserveResponse(jobs=[wire_job("j1"), wire_job("j2")]))
+    fake.answer("Ack", grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAVAILABLE, pb.AckResponse())
+    async with await SeppClient.connect(fake.addr, retry_policy=RETRY) as client:
+        jobs = await client.reserve(opts())
+        assert jobs is not None
+        await client.ack(jobs[0].ctx)
+        assert len(fake.calls_to("Ack")) == 3, "two failures, then the answer"
+        fake.answer("Ack", *[grpc.StatusCode.UNAVAILABLE] * 3)
+        with pytest.raises(TransportError):
+            await client.ack(jobs[1].ctx)
+    assert len(fake.calls_to("Ack")) == 6, "three attempts in all, the first one counted"
+
+
 async def test_reserve_drain_and_permanent_errors_are_never_retried(fake: RecordingServer) -> None:
     fake.answer("Reserve", grpc.StatusCode.UNAVAILABLE)
     fake.answer("DrainDeadLetters", grpc.StatusCode.UNAVAILABLE)

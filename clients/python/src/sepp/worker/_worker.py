@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 import os
 import socket
 import uuid
@@ -393,7 +394,8 @@ class Worker:
 
     async def _settle(self, ctx: JobCtx, outcome: Exception | _LeaseLost | None) -> None:
         if outcome is None:
-            _log.debug("job %s completed; acking", ctx.id)
+            if _log.logger.isEnabledFor(logging.DEBUG):
+                _log.debug("job %s completed; acking", ctx.id)
             try:
                 await self._client.ack(ctx)
             except SeppError as err:
