@@ -49,17 +49,7 @@ enum Commands {
     /// What observability costs: single/50 enqueue and drain with everything off, with metrics
     /// and the Prometheus endpoint on (scraped every second), and with tracing at ratio 1.0
     /// exporting to an OTLP receiver; rotating in rounds.
-    ObsCost {
-        /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
-        #[arg(long)]
-        ours_bin: Option<PathBuf>,
-        #[arg(long, default_value = "sync_all")]
-        persist_mode: String,
-        #[arg(long, default_value_t = 6)]
-        rounds: usize,
-        #[arg(long, default_value_t = 20_000)]
-        jobs: u64,
-    },
+    ObsCost(CostArgs),
     /// The client libraries side by side on one server: each program (`NAME=COMMAND`) runs
     /// enqueue-single (16 tasks), enqueue-batch (16 tasks of 64) and drain (a Worker with 32 in
     /// flight); writes clients.json and clients.md. `rust=builtin` is our Rust client.
@@ -230,8 +220,9 @@ struct PeersArgs {
     out: Option<PathBuf>,
 }
 
+/// What every cost comparison (admin-cost, obs-cost) runs: single/50 against our server.
 #[derive(Args)]
-struct AdminCostArgs {
+struct CostArgs {
     /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
     #[arg(long)]
     ours_bin: Option<PathBuf>,
@@ -241,6 +232,19 @@ struct AdminCostArgs {
     rounds: usize,
     #[arg(long, default_value_t = 20_000)]
     jobs: u64,
+}
+
+impl CostArgs {
+    fn persist_mode(&self) -> Result<PersistMode, BenchError> {
+        PersistMode::parse(&self.persist_mode)
+            .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {}", self.persist_mode)))
+    }
+}
+
+#[derive(Args)]
+struct AdminCostArgs {
+    #[command(flatten)]
+    cost: CostArgs,
     /// Ready jobs behind the listing measurement, 0 to skip it.
     #[arg(long, default_value_t = 1_000_000)]
     backlog_jobs: u64,
@@ -294,9 +298,7 @@ fn main() -> ExitCode {
         Commands::DashboardLoad { addr, seconds } => {
             runtime().and_then(|runtime| runtime.block_on(dashboard_load(addr, seconds)))
         }
-        Commands::ObsCost { ours_bin, persist_mode, rounds, jobs } => {
-            obs_cost_command(ours_bin, &persist_mode, rounds, jobs)
-        }
+        Commands::ObsCost(args) => obs_cost_command(args),
         Commands::Report { results, out } => report_command(&results, out),
         Commands::Peers(args) => peers_command(args),
         Commands::SeppDriver { url, phase, jobs, concurrency, batch, queue, _payload_bytes } => {
@@ -539,13 +541,12 @@ fn report_command(results_path: &Path, out: Option<PathBuf>) -> Result<(), Bench
 
 fn admin_cost_command(args: AdminCostArgs) -> Result<(), BenchError> {
     use sepp_bench::admin_cost;
-    let persist_mode = PersistMode::parse(&args.persist_mode)
-        .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {}", args.persist_mode)))?;
+    let persist_mode = args.cost.persist_mode()?;
     let plan = admin_cost::Plan {
-        binary: ours_binary(args.ours_bin)?,
+        binary: ours_binary(args.cost.ours_bin)?,
         persist_mode,
-        rounds: args.rounds.max(1),
-        jobs: args.jobs.max(1),
+        rounds: args.cost.rounds.max(1),
+        jobs: args.cost.jobs.max(1),
         backlog_jobs: args.backlog_jobs,
         listing_calls: args.listing_calls.max(1),
     };
@@ -650,12 +651,15 @@ async fn dashboard_load(addr: SocketAddr, seconds: u64) -> Result<(), BenchError
 /// One figure of the obs-cost table, read from a round.
 type ObsFigure = fn(&sepp_bench::results::ThroughputRun) -> f64;
 
-fn obs_cost_command(ours_bin: Option<PathBuf>, persist_mode: &str, rounds: usize, jobs: u64) -> Result<(), BenchError> {
+fn obs_cost_command(args: CostArgs) -> Result<(), BenchError> {
     use sepp_bench::obs_cost::{self, Setting};
-    let persist_mode = PersistMode::parse(persist_mode)
-        .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {persist_mode}")))?;
-    let plan =
-        obs_cost::Plan { binary: ours_binary(ours_bin)?, persist_mode, rounds: rounds.max(1), jobs: jobs.max(1) };
+    let persist_mode = args.persist_mode()?;
+    let plan = obs_cost::Plan {
+        binary: ours_binary(args.ours_bin)?,
+        persist_mode,
+        rounds: args.rounds.max(1),
+        jobs: args.jobs.max(1),
+    };
     let measured = obs_cost::throughput(&plan, &runtime()?)?;
     println!("single/50, {} jobs, {} rounds, {}: median of each", plan.jobs, plan.rounds, persist_mode.name());
     println!();
