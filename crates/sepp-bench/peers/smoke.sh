@@ -27,8 +27,18 @@ fi
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-"$SEPP_BENCH_BIN" peers --no-install --ours-bin "$SEPP_BIN" --jobs 200 --rounds 1 --latency-rounds 20 \
-  --out "$out" >"$out/tables.txt"
+# A phase of a few hundred jobs takes seconds; one that has not finished in two minutes hangs.
+export SEPP_PEERS_DRIVER_TIMEOUT_S="${SEPP_PEERS_DRIVER_TIMEOUT_S:-120}"
+run() {
+  "$SEPP_BENCH_BIN" peers --no-install --ours-bin "$SEPP_BIN" --jobs 200 --rounds 1 --latency-rounds 20 \
+    --out "$out" >"$out/tables.txt"
+}
+# One BullMQ drain hung once in about eighty runs, in the peer's own client (cause unknown), so a
+# failed run gets one more try; two failures in a row fail the smoke run.
+if ! run; then
+  echo "peers smoke: the run above failed; running it once more" >&2
+  run
+fi
 grep -q '^| sepp sync_all |' "$out/peers.md"
 python3 - "$out/peers.json" <<'PY'
 import json, sys

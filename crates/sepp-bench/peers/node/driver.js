@@ -3,6 +3,7 @@
 //
 //   node driver.js --peer bullmq|pg-boss|rabbitmq|nats --url URL --phase PHASE --jobs M
 //                  --concurrency N --batch B --queue NAME [--payload-bytes 256] [--timeout-s 600]
+//   (--timeout-s defaults to $SEPP_PEERS_DRIVER_TIMEOUT_S, else 600)
 //
 // PHASE is enqueue-single (N producers, one job per call), enqueue-batch (N producers, B jobs
 // per call), drain (N workers that each take a job and acknowledge it, until M are acknowledged)
@@ -501,7 +502,7 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   // A phase that cannot finish (a lost job, a broker that stopped answering) fails instead of
   // hanging the harness.
-  const limitSeconds = Number(args.timeoutS ?? 600);
+  const limitSeconds = Number(args.timeoutS ?? process.env.SEPP_PEERS_DRIVER_TIMEOUT_S ?? 600);
   setTimeout(() => {
     console.error(`driver error: ${args.peer} ${args.phase} did not finish within ${limitSeconds} s (${progress})`);
     process.exit(1);
