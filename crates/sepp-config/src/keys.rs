@@ -87,6 +87,14 @@ const SECTIONS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The per-queue fields of a `[[queues]]` entry (every key but `name`), in the file's order: what
+/// the admin API lets an operator set on a queue.
+pub fn queue_override_fields() -> &'static [&'static str] {
+    let (_, keys) = SECTIONS.iter().find(|(section, _)| *section == "queues[]").expect("queues[] is listed");
+    debug_assert_eq!(keys[0], "name");
+    &keys[1..]
+}
+
 /// The keys of the entries of the arrays of tables that hold key material.
 const ENTRY_KEYS: &[(&str, &[&str])] =
     &[("auth.api_keys[]", &["name", "key"]), ("admin.keys[]", &["name", "key", "role"])];
@@ -187,6 +195,15 @@ mod tests {
 
     fn unknown_in(text: &str) -> Vec<String> {
         unknown_keys(&toml::from_str(text).unwrap()).iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn the_queue_override_fields_are_the_entry_keys_but_its_name() {
+        let fields = queue_override_fields();
+        assert_eq!(fields.len(), 17);
+        assert!(!fields.contains(&"name"));
+        assert!(fields.iter().all(|field| known_keys().contains(&&*format!("queues[].{field}"))));
+        assert!(fields.contains(&"max_in_flight") && fields.contains(&"max_queue_depth"));
     }
 
     #[test]

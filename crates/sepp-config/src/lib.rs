@@ -28,7 +28,7 @@ mod watch;
 
 pub use env::env_key;
 pub use example::example;
-pub use keys::{UnknownKey, known_keys};
+pub use keys::{UnknownKey, known_keys, queue_override_fields};
 pub use load::{
     CheckReport, ConfigError, ConfigSource, ConfigWarning, Loaded, check_with_env, discover, load, load_str,
     load_str_as, load_with_env, process_env,

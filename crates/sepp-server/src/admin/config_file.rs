@@ -16,7 +16,6 @@ use tokio::sync::{Mutex, MutexGuard};
 use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value as TomlValue};
 
 use crate::admin::errors::{AdminError, AdminResult};
-use crate::admin::views::OVERRIDE_FIELDS;
 use crate::live::LiveConfig;
 
 /// How long an edit waits for the watcher to apply it.
@@ -234,7 +233,7 @@ pub fn parse_path(path: &str) -> AdminResult<ChangePath<'_>> {
         && let Some((queue, field)) = rest.rsplit_once('.')
         && !queue.is_empty()
     {
-        if !OVERRIDE_FIELDS.contains(&field) {
+        if !sepp_config::queue_override_fields().contains(&field) {
             return Err(AdminError::invalid_change(format!("unknown queue override field {field:?}")));
         }
         return Ok(ChangePath::QueueField { queue, field });

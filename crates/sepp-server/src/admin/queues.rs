@@ -22,7 +22,7 @@ use crate::admin::commands::{AdminCommand, ask};
 use crate::admin::config_api::{if_match, written_json};
 use crate::admin::config_file::{self, env_pinned, env_pinned_error, pinned_by, toml_value};
 use crate::admin::errors::{AdminError, AdminResult};
-use crate::admin::views::{self, OVERRIDE_FIELDS};
+use crate::admin::views;
 
 /// `GET /queues`: every queue with entries, totals or a declaration, by name.
 pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Value> {
@@ -65,7 +65,9 @@ pub async fn put(
     }
     let lock = state.config.lock().await;
     let current = state.config.read_expecting(&lock, &body.etag)?;
-    if let Some(unknown) = body.overrides.keys().find(|field| !OVERRIDE_FIELDS.contains(&field.as_str())) {
+    if let Some(unknown) =
+        body.overrides.keys().find(|field| !sepp_config::queue_override_fields().contains(&field.as_str()))
+    {
         return Err(AdminError::invalid_change(format!("unknown queue override field {unknown:?}")));
     }
     if let Some(pin) = pinned_by(&format!("queues.{name}"), &env_pinned()) {

@@ -140,27 +140,6 @@ pub fn audit_entry(entry: &AuditEntry) -> Value {
     })
 }
 
-/// The per-queue override fields, as `[[queues]]` entries and `PUT /queues/{name}` name them.
-pub const OVERRIDE_FIELDS: [&str; 17] = [
-    "max_lease_duration_ms",
-    "default_max_attempts",
-    "max_attempts_ceiling",
-    "default_priority",
-    "retry_delay_ms",
-    "retry_backoff",
-    "retry_delay_max_ms",
-    "max_payload_bytes",
-    "allowed_encodings",
-    "allowed_job_types",
-    "max_schedule_horizon_ms",
-    "max_custom_entries",
-    "max_custom_total_bytes",
-    "max_custom_key_bytes",
-    "dedup_window_ms",
-    "max_queue_depth",
-    "max_in_flight",
-];
-
 fn effective_json(limits: &QueueLimits) -> Value {
     json!({
         "max_lease_duration_ms": limits.max_lease_duration_ms,
