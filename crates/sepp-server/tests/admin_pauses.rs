@@ -19,18 +19,6 @@ fn parking_server() -> AdminServer {
     AdminServer::from(TestServer::start_with_env(WITH_KEYS, &[PARKING_LOG]))
 }
 
-/// A reserve of `queue` that waits up to 30 s, running in the background.
-fn parked_reserve(admin: &AdminServer, queue: &str) -> tokio::task::JoinHandle<Vec<sepp_server::proto::v1::Job>> {
-    let mut request = reserve(&[queue], 60_000);
-    request.wait_timeout = Some(ms(30_000));
-    let addr = admin.server.addr();
-    tokio::spawn(async move {
-        let mut client =
-            sepp_server::proto::v1::queue_service_client::QueueServiceClient::connect(addr).await.expect("connect");
-        client.reserve(request).await.expect("reserve").into_inner().jobs
-    })
-}
-
 #[tokio::test]
 async fn a_paused_queue_takes_enqueues_serves_no_reserve_and_wakes_parked_ones_on_resume() {
     let admin = parking_server();
@@ -53,7 +41,7 @@ async fn a_paused_queue_takes_enqueues_serves_no_reserve_and_wakes_parked_ones_o
     .await;
     assert_eq!(shown["paused"], json!({ "until_ms": null, "all_queues": false }));
 
-    let waiting = parked_reserve(&admin, "q");
+    let waiting = reserve_waiting(&admin.server, "q", None);
     admin.server.wait_parked(1).await;
     let resumed = admin.post("/queues/q/resume", OPERATOR_KEY, json!({})).await.expect(StatusCode::OK);
     assert_eq!(resumed, json!({ "queue": "q", "resumed": true }));
@@ -122,7 +110,7 @@ async fn a_pause_with_an_end_lifts_itself_and_serves_the_parked_reserve() {
     let until_ms = now_ms() + 1_000;
     admin.post("/queues/q/pause", OPERATOR_KEY, json!({ "until_ms": until_ms })).await.expect(StatusCode::OK);
     let job_id = enqueue_one(&mut client, job("q", "t")).await;
-    let waiting = parked_reserve(&admin, "q");
+    let waiting = reserve_waiting(&admin.server, "q", None);
     let jobs = tokio::time::timeout(WAIT, waiting).await.expect("the parked reserve is answered").unwrap();
     assert_eq!(jobs.iter().map(|job| job.id.as_str()).collect::<Vec<_>>(), [job_id.as_str()]);
     assert!(now_ms() >= until_ms, "served before the pause ended");

@@ -12,18 +12,6 @@ use sepp_server::proto::v1 as pb;
 const WAIT: Duration = Duration::from_secs(20);
 const LIMITED: &str = "[[queues]]\nname = \"db\"\nmax_in_flight = 2\n";
 
-/// A reserve of `db` for up to 10 jobs that waits up to 30 s, on its own connection.
-fn waiting_reserve(server: &TestServer) -> tokio::task::JoinHandle<Vec<pb::Job>> {
-    let mut request = reserve(&["db"], 60_000);
-    request.wait_timeout = Some(ms(30_000));
-    request.max_jobs = Some(10);
-    let addr = server.addr();
-    tokio::spawn(async move {
-        let mut client = pb::queue_service_client::QueueServiceClient::connect(addr).await.expect("connect");
-        client.reserve(request).await.expect("reserve").into_inner().jobs
-    })
-}
-
 #[tokio::test]
 async fn reserves_across_connections_hold_at_most_the_limit_and_an_ack_serves_the_parked_one() {
     if is_reference() {
@@ -42,7 +30,7 @@ async fn reserves_across_connections_hold_at_most_the_limit_and_an_ack_serves_th
     assert_eq!(held.len(), 2, "ten asked, two allowed");
     assert!(second.reserve(request).await.unwrap().into_inner().jobs.is_empty(), "no slot left for another worker");
 
-    let parked = waiting_reserve(&server);
+    let parked = reserve_waiting(&server, "db", Some(10));
     server.wait_parked(1).await;
     let ack = pb::AckRequest { job_id: held[0].id.clone(), attempt: held[0].attempt, worker_id: None };
     first.ack(ack).await.expect("ack");
@@ -64,7 +52,7 @@ async fn raising_the_limit_by_hot_reload_serves_the_parked_reserve() {
     let mut request = reserve(&["db"], 60_000);
     request.max_jobs = Some(10);
     assert_eq!(client.reserve(request).await.unwrap().into_inner().jobs.len(), 2);
-    let parked = waiting_reserve(&server);
+    let parked = reserve_waiting(&server, "db", Some(10));
     server.wait_parked(1).await;
     server.write_config("[[queues]]\nname = \"db\"\nmax_in_flight = 3\n");
     let served = tokio::time::timeout(WAIT, parked).await.expect("the parked reserve is served").unwrap();

@@ -595,6 +595,24 @@ pub async fn reserve_now(client: &mut QueueServiceClient<Channel>, queues: &[&st
     client.reserve(reserve(queues, lease_ms)).await.expect("reserve").into_inner().jobs
 }
 
+/// A reserve of `queue` for up to `max_jobs` (the server's default when `None`) that waits up to
+/// 30 s, on a connection of its own, running in the background: park it with
+/// [`TestServer::wait_parked`], then make a job reservable and await the handle.
+pub fn reserve_waiting(
+    server: &TestServer,
+    queue: &str,
+    max_jobs: Option<u32>,
+) -> tokio::task::JoinHandle<Vec<pb::Job>> {
+    let mut request = reserve(&[queue], 60_000);
+    request.wait_timeout = Some(ms(30_000));
+    request.max_jobs = max_jobs;
+    let addr = server.addr();
+    tokio::spawn(async move {
+        let mut client = QueueServiceClient::connect(addr).await.expect("connect");
+        client.reserve(request).await.expect("reserve").into_inner().jobs
+    })
+}
+
 /// Asserts `result` failed with `code` and exactly `message`.
 #[track_caller]
 pub fn assert_status<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: tonic::Code, message: &str) {
