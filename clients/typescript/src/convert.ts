@@ -340,6 +340,7 @@ export function serverInfoFromWire(info: wire.GetServerInfoResponse): ServerInfo
     maxLeaseDuration: msFromDuration(info.maxLeaseDuration),
     strictQueues: info.strictQueues,
     deadLetterRetentionEnabled: info.deadLetterRetentionEnabled,
+    features: [...info.features],
   };
 }
 

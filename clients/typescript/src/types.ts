@@ -90,6 +90,8 @@ export interface ServerInfo {
   maxLeaseDuration: number;
   strictQueues: boolean;
   deadLetterRetentionEnabled: boolean;
+  /** What the server offers beyond the 0.1 protocol, by name (`"ack_batch"`); empty on 0.1. */
+  features: string[];
 }
 
 /** Why a job was dead-lettered. */

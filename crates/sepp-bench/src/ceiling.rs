@@ -90,6 +90,18 @@ impl QueueService for Ceiling {
         Ok(Response::new(pb::AckResponse { job_id: request.into_inner().job_id }))
     }
 
+    async fn ack_batch(&self, request: Request<pb::AckBatchRequest>) -> Result<Response<pb::AckBatchResponse>, Status> {
+        let results = request
+            .into_inner()
+            .acks
+            .into_iter()
+            .map(|ack| pb::AckResult {
+                outcome: Some(pb::ack_result::Outcome::Success(pb::AckResponse { job_id: ack.job_id })),
+            })
+            .collect();
+        Ok(Response::new(pb::AckBatchResponse { results }))
+    }
+
     async fn nack(&self, request: Request<pb::NackRequest>) -> Result<Response<pb::NackResponse>, Status> {
         Ok(Response::new(pb::NackResponse { job_id: request.into_inner().job_id, dead_lettered: false }))
     }

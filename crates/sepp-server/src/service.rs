@@ -28,6 +28,9 @@ use crate::telemetry::spans;
 /// crate's own.
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// What `GetServerInfo` lists as offered beyond the 0.1 protocol.
+pub const FEATURES: &[&str] = &["ack_batch"];
+
 /// A job after stages A to C: an id and the job, ready for the committer, or its rejection.
 type Screened = Result<(JobId, sepp_core::NewJob), Rejection>;
 
@@ -157,6 +160,18 @@ fn enqueue_response(enqueued: sepp_core::Enqueued) -> pb::EnqueueResponse {
     pb::EnqueueResponse { job_id: enqueued.job_id.hyphenated().to_string(), deduplicated: enqueued.deduplicated }
 }
 
+/// An AckBatch holds at least one ack and no more than an enqueue batch may hold jobs.
+fn validate_ack_batch_size(policy: &sepp_core::Policy, acks: usize) -> Result<(), ApiError> {
+    let max = policy.server.max_enqueue_batch;
+    if acks == 0 {
+        return Err(Status::invalid_argument("an ack batch must hold at least one ack").into());
+    }
+    if acks as u64 > u64::from(max) {
+        return Err(Status::invalid_argument(format!("ack batch exceeds max_enqueue_batch ({max})")).into());
+    }
+    Ok(())
+}
+
 /// Logs a failed call the way docs/protocol.md#status-codes says: server faults as errors, the rest at debug.
 fn logged<T>(rpc: &'static str, result: Result<T, ApiError>) -> Result<T, Status> {
     let result = result.map_err(Status::from);
@@ -268,6 +283,46 @@ impl pb::queue_service_server::QueueService for QueueApi {
         };
         let result = self.in_span(&span, result).await;
         self.finish("Ack", started, &span, result)
+    }
+
+    async fn ack_batch(&self, request: Request<pb::AckBatchRequest>) -> Result<Response<pb::AckBatchResponse>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.ack_batch", request.metadata());
+        let acks = request.into_inner().acks;
+        if !span.is_disabled() {
+            span.set_attribute("batch_size", acks.len() as i64);
+        }
+        let result = async {
+            validate_ack_batch_size(&self.live.get().policy, acks.len())?;
+            // Every item goes to the committer at once, so they share its commit cycles.
+            let outcomes = futures_util::future::join_all(acks.iter().map(|ack| self.ack_item(ack))).await;
+            let mut acked = 0;
+            let results = acks
+                .into_iter()
+                .zip(outcomes)
+                .map(|(ack, outcome)| pb::AckResult {
+                    outcome: Some(match outcome {
+                        Ok(()) => {
+                            acked += 1;
+                            pb::ack_result::Outcome::Success(pb::AckResponse { job_id: ack.job_id })
+                        }
+                        Err(error) => {
+                            let status = Status::from(error);
+                            pb::ack_result::Outcome::Error(pb::CallStatus {
+                                code: status.code() as i32,
+                                message: status.message().to_owned(),
+                            })
+                        }
+                    }),
+                })
+                .collect::<Vec<_>>();
+            if !span.is_disabled() {
+                span.set_attribute("acked", acked as i64);
+            }
+            Ok::<_, ApiError>(Response::new(pb::AckBatchResponse { results }))
+        };
+        let result = self.in_span(&span, result).await;
+        self.finish("AckBatch", started, &span, result)
     }
 
     async fn nack(&self, request: Request<pb::NackRequest>) -> Result<Response<pb::NackResponse>, Status> {
@@ -417,11 +472,23 @@ impl pb::queue_service_server::QueueService for QueueApi {
             max_lease_duration: Some(convert::duration(limits.max_lease_duration_ms)),
             strict_queues: live.config.server.strict_queues,
             dead_letter_retention_enabled: self.live.boot.storage.dead_letter_retention_ms > 0,
+            features: FEATURES.iter().map(|feature| (*feature).into()).collect(),
         }))
     }
 }
 
 impl QueueApi {
+    /// One item of an AckBatch: what the same Ack call would do, without a span of its own.
+    async fn ack_item(&self, request: &pb::AckRequest) -> Result<(), ApiError> {
+        let target = validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
+        let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
+        let settled = self.ask(|reply| Command::Ack { job_id, attempt: request.attempt, reply }).await??;
+        if let (Some(job), Some(metrics)) = (&settled.job, &self.telemetry.metrics) {
+            metrics.acked(&job.queue);
+        }
+        Ok(())
+    }
+
     async fn enqueue_batch_inner(
         &self,
         request: pb::EnqueueBatchRequest,

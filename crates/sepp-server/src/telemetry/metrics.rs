@@ -162,8 +162,8 @@ pub fn cause_label(cause: DeadLetterCause) -> &'static str {
 }
 
 /// The QueueService methods that are counted, in the order of their counters.
-pub const METHODS: [&str; 7] =
-    ["EnqueueBatch", "EnqueueAtomic", "Reserve", "Ack", "Nack", "Extend", "DrainDeadLetters"];
+pub const METHODS: [&str; 8] =
+    ["EnqueueBatch", "EnqueueAtomic", "Reserve", "Ack", "Nack", "Extend", "DrainDeadLetters", "AckBatch"];
 
 fn method_index(method: &str) -> Option<usize> {
     METHODS.iter().position(|known| *known == method)
@@ -173,7 +173,7 @@ fn method_index(method: &str) -> Option<usize> {
 pub struct Metrics {
     pub labels: QueueLabels,
     /// Calls per method, `[ok, error]`.
-    requests: [[AtomicU64; 2]; 7],
+    requests: [[AtomicU64; 2]; METHODS.len()],
     request_duration: Histogram<f64>,
     rejected: Counter<u64>,
     dead_letters_expired: Counter<u64>,

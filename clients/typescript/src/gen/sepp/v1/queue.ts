@@ -262,6 +262,29 @@ export interface AckResponse {
   jobId: string;
 }
 
+export interface AckBatchRequest {
+  /** At least one, at most the server's max_enqueue_batch. */
+  acks: AckRequest[];
+}
+
+export interface AckBatchResponse {
+  /** One per request item, in the request's order. */
+  results: AckResult[];
+}
+
+export interface AckResult {
+  outcome: { $case: "success"; value: AckResponse } | //
+  /** The status this item would have failed with as an Ack call of its own. */
+  { $case: "error"; value: CallStatus } | undefined;
+}
+
+/** A gRPC status for one item of a batch call. */
+export interface CallStatus {
+  /** The gRPC status code number (NOT_FOUND = 5, ...); never OK. */
+  code: number;
+  message: string;
+}
+
 export interface NackRequest {
   jobId: string;
   attempt: number;
@@ -343,6 +366,11 @@ export interface GetServerInfoResponse {
   maxLeaseDuration: Duration | undefined;
   strictQueues: boolean;
   deadLetterRetentionEnabled: boolean;
+  /**
+   * What this server offers beyond the 0.1 protocol, by name: "ack_batch" (the AckBatch call).
+   * A 0.1 server leaves it empty.
+   */
+  features: string[];
 }
 
 function createBasePrimitiveValue(): PrimitiveValue {
@@ -2653,6 +2681,214 @@ export const AckResponse: MessageFns<AckResponse> = {
   },
 };
 
+function createBaseAckBatchRequest(): AckBatchRequest {
+  return { acks: [] };
+}
+
+export const AckBatchRequest: MessageFns<AckBatchRequest> = {
+  encode(message: AckBatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.acks) {
+      AckRequest.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AckBatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAckBatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.acks.push(AckRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseAckBatchResponse(): AckBatchResponse {
+  return { results: [] };
+}
+
+export const AckBatchResponse: MessageFns<AckBatchResponse> = {
+  encode(message: AckBatchResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      AckResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AckBatchResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAckBatchResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(AckResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseAckResult(): AckResult {
+  return { outcome: undefined };
+}
+
+export const AckResult: MessageFns<AckResult> = {
+  encode(message: AckResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.outcome?.$case) {
+      case "success":
+        AckResponse.encode(message.outcome.value, writer.uint32(10).fork()).join();
+        break;
+      case "error":
+        CallStatus.encode(message.outcome.value, writer.uint32(18).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AckResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAckResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.outcome = { $case: "success", value: AckResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.outcome = { $case: "error", value: CallStatus.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseCallStatus(): CallStatus {
+  return { code: 0, message: "" };
+}
+
+export const CallStatus: MessageFns<CallStatus> = {
+  encode(message: CallStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== 0) {
+      writer.uint32(8).int32(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.code = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
 function createBaseNackRequest(): NackRequest {
   return { jobId: "", attempt: 0, reason: undefined, retry: undefined, workerId: undefined };
 }
@@ -3256,6 +3492,7 @@ function createBaseGetServerInfoResponse(): GetServerInfoResponse {
     maxLeaseDuration: undefined,
     strictQueues: false,
     deadLetterRetentionEnabled: false,
+    features: [],
   };
 }
 
@@ -3326,6 +3563,9 @@ export const GetServerInfoResponse: MessageFns<GetServerInfoResponse> = {
     }
     if (message.deadLetterRetentionEnabled !== false) {
       writer.uint32(160).bool(message.deadLetterRetentionEnabled);
+    }
+    for (const v of message.features) {
+      writer.uint32(170).string(v!);
     }
     return writer;
   },
@@ -3503,6 +3743,14 @@ export const GetServerInfoResponse: MessageFns<GetServerInfoResponse> = {
             message.deadLetterRetentionEnabled = reader.bool();
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.features.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3604,6 +3852,20 @@ export const QueueServiceService = {
       Buffer.from(GetServerInfoResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetServerInfoResponse => GetServerInfoResponse.decode(value),
   },
+  /**
+   * Completes several leased jobs in one call (added after 0.1; GetServerInfo lists the
+   * feature "ack_batch"). Each item is answered on its own, exactly as the same Ack sent
+   * alone would be, and every success is durable before the call returns.
+   */
+  ackBatch: {
+    path: "/sepp.v1.QueueService/AckBatch" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AckBatchRequest): Buffer => Buffer.from(AckBatchRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AckBatchRequest => AckBatchRequest.decode(value),
+    responseSerialize: (value: AckBatchResponse): Buffer => Buffer.from(AckBatchResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AckBatchResponse => AckBatchResponse.decode(value),
+  },
 } as const;
 
 export interface QueueServiceServer extends UntypedServiceImplementation {
@@ -3623,6 +3885,12 @@ export interface QueueServiceServer extends UntypedServiceImplementation {
   drainDeadLetters: handleUnaryCall<DrainDeadLettersRequest, DrainDeadLettersResponse>;
   /** The server's version and limits. */
   getServerInfo: handleUnaryCall<GetServerInfoRequest, GetServerInfoResponse>;
+  /**
+   * Completes several leased jobs in one call (added after 0.1; GetServerInfo lists the
+   * feature "ack_batch"). Each item is answered on its own, exactly as the same Ack sent
+   * alone would be, and every success is durable before the call returns.
+   */
+  ackBatch: handleUnaryCall<AckBatchRequest, AckBatchResponse>;
 }
 
 export interface QueueServiceClient extends Client {
@@ -3747,6 +4015,26 @@ export interface QueueServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetServerInfoResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Completes several leased jobs in one call (added after 0.1; GetServerInfo lists the
+   * feature "ack_batch"). Each item is answered on its own, exactly as the same Ack sent
+   * alone would be, and every success is durable before the call returns.
+   */
+  ackBatch(
+    request: AckBatchRequest,
+    callback: (error: ServiceError | null, response: AckBatchResponse) => void,
+  ): ClientUnaryCall;
+  ackBatch(
+    request: AckBatchRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AckBatchResponse) => void,
+  ): ClientUnaryCall;
+  ackBatch(
+    request: AckBatchRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AckBatchResponse) => void,
   ): ClientUnaryCall;
 }
 
