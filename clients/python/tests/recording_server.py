@@ -23,6 +23,7 @@ METHODS = {
     "EnqueueAtomic": (pb.EnqueueBatchRequest, pb.EnqueueAtomicResponse),
     "Reserve": (pb.ReserveRequest, pb.ReserveResponse),
     "Ack": (pb.AckRequest, pb.AckResponse),
+    "AckBatch": (pb.AckBatchRequest, pb.AckBatchResponse),
     "Nack": (pb.NackRequest, pb.NackResponse),
     "Extend": (pb.ExtendRequest, pb.ExtendResponse),
     "DrainDeadLetters": (pb.DrainDeadLettersRequest, pb.DrainDeadLettersResponse),

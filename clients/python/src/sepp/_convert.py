@@ -408,4 +408,5 @@ def server_info_from_pb(message: pb.GetServerInfoResponse) -> ServerInfo:
         max_lease_duration=timedelta_from_pb(message.max_lease_duration),
         strict_queues=message.strict_queues,
         dead_letter_retention_enabled=message.dead_letter_retention_enabled,
+        features=list(message.features),
     )

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import grpc
 
 from . import _convert, _log, _otel
+from ._acks import AckPipeline
 from ._channel import auth_metadata, build_channel
 from ._lease import Lease
 from ._pipeline import EnqueuePipeline
@@ -89,6 +90,7 @@ class SeppClient:
         rpc_timeout: timedelta = timedelta(seconds=30),
         *,
         coalesce_enqueues: bool = True,
+        coalesce_acks: bool = True,
     ) -> None:
         if rpc_timeout <= timedelta(0):
             raise ValueError("rpc_timeout must be positive")
@@ -107,6 +109,7 @@ class SeppClient:
         )
         self._reserve = self._method("Reserve", pb.ReserveRequest, pb.ReserveResponse)
         self._ack = self._method("Ack", pb.AckRequest, pb.AckResponse)
+        self._ack_batch = self._method("AckBatch", pb.AckBatchRequest, pb.AckBatchResponse)
         self._nack = self._method("Nack", pb.NackRequest, pb.NackResponse)
         self._extend = self._method("Extend", pb.ExtendRequest, pb.ExtendResponse)
         self._drain = self._method(
@@ -120,6 +123,7 @@ class SeppClient:
             if coalesce_enqueues
             else None
         )
+        self._acks = AckPipeline(self._send_ack, self._send_ack_batch) if coalesce_acks else None
 
     def _method(self, name: str, request: Any, response: Any) -> _Unary:
         return self._channel.unary_unary(  # type: ignore[call-arg]
@@ -148,6 +152,7 @@ class SeppClient:
         rpc_timeout: timedelta = timedelta(seconds=30),
         max_receive_message_bytes: int | None = None,
         coalesce_enqueues: bool = True,
+        coalesce_acks: bool = True,
     ) -> SeppClient:
         """Open a channel to `addr` and wait until it is connected.
 
@@ -159,6 +164,9 @@ class SeppClient:
 
         `coalesce_enqueues` (on by default) lets concurrent `enqueue` / `enqueue_batch` calls
         share gRPC calls once several are in flight; each still gets exactly its own results.
+        `coalesce_acks` (on by default) sends the acks made in one turn of the event loop (a
+        Worker's acks of one reserve answer) as one `AckBatch` call, or one `Ack` each against
+        a server without it.
         """
         channel, target, use_tls, metadata = build_channel(
             addr,
@@ -183,7 +191,12 @@ class SeppClient:
             "connected to sepp server at %s (tls=%s, api key=%s)", target, use_tls, bool(metadata)
         )
         return cls(
-            channel, retry_policy, metadata, rpc_timeout, coalesce_enqueues=coalesce_enqueues
+            channel,
+            retry_policy,
+            metadata,
+            rpc_timeout,
+            coalesce_enqueues=coalesce_enqueues,
+            coalesce_acks=coalesce_acks,
         )
 
     @classmethod
@@ -195,11 +208,17 @@ class SeppClient:
         rpc_timeout: timedelta = timedelta(seconds=30),
         api_key: str | None = None,
         coalesce_enqueues: bool = True,
+        coalesce_acks: bool = True,
     ) -> SeppClient:
         """Wrap a channel you built yourself (interceptors, custom options, ...)."""
         metadata = auth_metadata(api_key) if api_key is not None else None
         return cls(
-            channel, retry_policy, metadata, rpc_timeout, coalesce_enqueues=coalesce_enqueues
+            channel,
+            retry_policy,
+            metadata,
+            rpc_timeout,
+            coalesce_enqueues=coalesce_enqueues,
+            coalesce_acks=coalesce_acks,
         )
 
     @property
@@ -442,23 +461,48 @@ class SeppClient:
         if _OTEL:
             with _otel.client_span("ack", "Ack"):
                 try:
-                    await self._call("ack", self._ack, request, RETRYABLE_CODES)
+                    if _otel.trace_metadata() or self._acks is None:
+                        # A traced ack keeps its own gRPC call, so the server's span is its child.
+                        await self._call("ack", self._ack, request, RETRYABLE_CODES)
+                    else:
+                        await self._ack_coalesced(self._acks, request)
                 except grpc.aio.AioRpcError as err:
                     raise lease_error_from_rpc(err) from err
             return
-        # The Worker acks every job: without OTel the first attempt skips the wrapper's frame.
-        metadata = self._auth or None
         try:
-            await self._ack(request, timeout=self._rpc_timeout, metadata=metadata)
+            if self._acks is not None:
+                await self._ack_coalesced(self._acks, request)
+            else:
+                await self._call("ack", self._ack, request, RETRYABLE_CODES)
+        except grpc.aio.AioRpcError as err:
+            raise lease_error_from_rpc(err) from err
+
+    async def _ack_coalesced(self, acks: AckPipeline, request: pb.AckRequest) -> None:
+        """An ack through the pipeline; if its share of a call fails, the retry policy goes on
+        with a plain `Ack` (the first attempt counts). Raises the last `AioRpcError`."""
+        try:
+            await acks.submit(request)
         except grpc.aio.AioRpcError as first:
-            try:
-                await self._retry_failed(
-                    "ack", self._ack, request, RETRYABLE_CODES, self._rpc_timeout, metadata, first
-                )
-            except grpc.aio.AioRpcError as err:
-                raise lease_error_from_rpc(err) from err
+            await self._retry_failed(
+                "ack",
+                self._ack,
+                request,
+                RETRYABLE_CODES,
+                self._rpc_timeout,
+                self._auth or None,
+                first,
+            )
         except grpc.aio.UsageError as err:
             raise ClientError(f"ack failed: {err}") from err
+
+    async def _send_ack(self, request: pb.AckRequest) -> None:
+        await self._ack(request, timeout=self._rpc_timeout, metadata=self._auth or None)
+
+    async def _send_ack_batch(self, request: pb.AckBatchRequest) -> pb.AckBatchResponse:
+        response: pb.AckBatchResponse = await self._ack_batch(
+            request, timeout=self._rpc_timeout, metadata=self._auth or None
+        )
+        return response
 
     async def nack(
         self,

@@ -313,6 +313,8 @@ class ServerInfo:
     max_lease_duration: timedelta
     strict_queues: bool
     dead_letter_retention_enabled: bool
+    #: What the server offers beyond the 0.1 protocol, by name (``"ack_batch"``); empty on 0.1.
+    features: list[str] = field(default_factory=list)
 
 
 class DeadLetterCause(str, enum.Enum):

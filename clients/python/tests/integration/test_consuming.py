@@ -79,6 +79,23 @@ async def test_ack_completes_a_job_and_a_second_ack_finds_nothing(
     assert await client.reserve(options(queue, wait=0.1)) is None
 
 
+async def test_acks_made_together_each_get_their_own_outcome(
+    client: SeppClient, queue: str
+) -> None:
+    for _ in range(3):
+        await client.enqueue(EnqueueRequest(queue, "t"))
+    jobs = await client.reserve(options(queue, max_jobs=3))
+    assert jobs is not None and len(jobs) == 3
+    await client.ack(jobs[1].ctx)
+    # One turn of the loop: the three acks travel as one AckBatch call.
+    results = await asyncio.gather(*(client.ack(job.ctx) for job in jobs), return_exceptions=True)
+    assert results[0] is None and results[2] is None
+    assert isinstance(results[1], JobNotFoundError)
+    for job in jobs:
+        with pytest.raises(JobNotFoundError):
+            await client.ack(job.ctx)
+
+
 async def test_a_stale_attempt_is_refused_after_redelivery(client: SeppClient, queue: str) -> None:
     await client.enqueue(EnqueueRequest(queue, "t"))
     first = await client.reserve(options(queue, lease=0.2))
@@ -208,6 +225,7 @@ async def test_server_info_has_every_limit(start_server) -> None:
     assert (info.max_queue_name_bytes, info.max_job_type_bytes) == (512, 256)
     assert info.max_idempotency_key_bytes == 256
     assert info.strict_queues is False and info.dead_letter_retention_enabled is True
+    assert info.features == ["ack_batch"]
 
 
 async def test_the_receive_limit_applies_to_reserve_answers(start_server, queue: str) -> None:

@@ -14,6 +14,7 @@ import grpc
 import pytest
 
 from sepp import (
+    AttemptMismatchError,
     BatchResultCountMismatchError,
     EnqueueAck,
     EnqueueRequest,
@@ -244,6 +245,80 @@ async def test_acks_are_retried_with_the_first_attempt_counted(fake: RecordingSe
         with pytest.raises(TransportError):
             await client.ack(jobs[1].ctx)
     assert len(fake.calls_to("Ack")) == 6, "three attempts in all, the first one counted"
+
+
+@pytest.fixture
+def untraced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As without the otel extra: a traced ack keeps its own call, so coalescing shows only here
+    (an earlier test may have installed a tracer provider for the whole process)."""
+    monkeypatch.setattr("sepp.client._OTEL", False)
+
+
+@pytest.mark.usefixtures("untraced")
+async def test_acks_of_one_turn_share_an_ack_batch_call(fake: RecordingServer) -> None:
+    fake.answer("Reserve", pb.ReserveResponse(jobs=[wire_job("j1"), wire_job("j2")]))
+    fake.answer(
+        "AckBatch",
+        pb.AckBatchResponse(
+            results=[
+                pb.AckResult(success=pb.AckResponse(job_id="j1")),
+                pb.AckResult(error=pb.CallStatus(code=9, message="attempt 1 is not current")),
+            ]
+        ),
+    )
+    async with await SeppClient.connect(fake.addr, api_key="s3cret") as client:
+        jobs = await client.reserve(opts())
+        assert jobs is not None
+        results = await asyncio.gather(
+            *(client.ack(job.ctx) for job in jobs), return_exceptions=True
+        )
+    assert results[0] is None
+    assert isinstance(results[1], AttemptMismatchError)
+    (call,) = fake.calls_to("AckBatch")
+    assert [(a.job_id, a.attempt) for a in call.request.acks] == [("j1", 1), ("j2", 1)]
+    assert call.metadata["authorization"] == "Bearer s3cret"
+    assert fake.calls_to("Ack") == []
+
+
+@pytest.mark.usefixtures("untraced")
+async def test_a_server_without_ack_batch_gets_one_ack_per_job(fake: RecordingServer) -> None:
+    # Nothing scripted for AckBatch: the fake answers UNIMPLEMENTED, as a 0.1 server does.
+    fake.answer("Reserve", pb.ReserveResponse(jobs=[wire_job("j1"), wire_job("j2")]))
+    fake.answer("Ack", pb.AckResponse())
+    async with await SeppClient.connect(fake.addr) as client:
+        jobs = await client.reserve(opts())
+        assert jobs is not None
+        await asyncio.gather(*(client.ack(job.ctx) for job in jobs))
+        assert sorted(c.request.job_id for c in fake.calls_to("Ack")) == ["j1", "j2"]
+        again = await client.reserve(opts())
+        assert again is not None
+        await asyncio.gather(*(client.ack(job.ctx) for job in again))
+    assert len(fake.calls_to("AckBatch")) == 1, "asked once, then plain acks only"
+    assert len(fake.calls_to("Ack")) == 4
+
+
+@pytest.mark.usefixtures("untraced")
+async def test_a_failed_ack_batch_is_retried_one_ack_each(fake: RecordingServer) -> None:
+    fake.answer("Reserve", pb.ReserveResponse(jobs=[wire_job("j1"), wire_job("j2")]))
+    fake.answer("AckBatch", grpc.StatusCode.UNAVAILABLE)
+    fake.answer("Ack", pb.AckResponse())
+    async with await SeppClient.connect(fake.addr, retry_policy=RETRY) as client:
+        jobs = await client.reserve(opts())
+        assert jobs is not None
+        await asyncio.gather(*(client.ack(job.ctx) for job in jobs))
+    assert len(fake.calls_to("AckBatch")) == 1
+    assert sorted(c.request.job_id for c in fake.calls_to("Ack")) == ["j1", "j2"]
+
+
+async def test_coalesce_acks_off_sends_one_ack_per_job(fake: RecordingServer) -> None:
+    fake.answer("Reserve", pb.ReserveResponse(jobs=[wire_job("j1"), wire_job("j2")]))
+    fake.answer("Ack", pb.AckResponse())
+    async with await SeppClient.connect(fake.addr, coalesce_acks=False) as client:
+        jobs = await client.reserve(opts())
+        assert jobs is not None
+        await asyncio.gather(*(client.ack(job.ctx) for job in jobs))
+    assert fake.calls_to("AckBatch") == []
+    assert len(fake.calls_to("Ack")) == 2
 
 
 async def test_reserve_drain_and_permanent_errors_are_never_retried(fake: RecordingServer) -> None:

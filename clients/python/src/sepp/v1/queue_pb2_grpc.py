@@ -75,6 +75,11 @@ class QueueServiceStub:
                 request_serializer=sepp_dot_v1_dot_queue__pb2.GetServerInfoRequest.SerializeToString,
                 response_deserializer=sepp_dot_v1_dot_queue__pb2.GetServerInfoResponse.FromString,
                 _registered_method=True)
+        self.AckBatch = channel.unary_unary(
+                '/sepp.v1.QueueService/AckBatch',
+                request_serializer=sepp_dot_v1_dot_queue__pb2.AckBatchRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__pb2.AckBatchResponse.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -137,6 +142,15 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AckBatch(self, request, context):
+        """Completes several leased jobs in one call (added after 0.1; GetServerInfo lists the
+        feature "ack_batch"). Each item is answered on its own, exactly as the same Ack sent
+        alone would be, and every success is durable before the call returns.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -179,6 +193,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.GetServerInfo,
                     request_deserializer=sepp_dot_v1_dot_queue__pb2.GetServerInfoRequest.FromString,
                     response_serializer=sepp_dot_v1_dot_queue__pb2.GetServerInfoResponse.SerializeToString,
+            ),
+            'AckBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckBatch,
+                    request_deserializer=sepp_dot_v1_dot_queue__pb2.AckBatchRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__pb2.AckBatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -398,6 +417,33 @@ class QueueService:
             '/sepp.v1.QueueService/GetServerInfo',
             sepp_dot_v1_dot_queue__pb2.GetServerInfoRequest.SerializeToString,
             sepp_dot_v1_dot_queue__pb2.GetServerInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sepp.v1.QueueService/AckBatch',
+            sepp_dot_v1_dot_queue__pb2.AckBatchRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__pb2.AckBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
