@@ -1,12 +1,15 @@
-"""Enqueue coalescing: concurrent enqueue calls share gRPC calls once enough are in flight.
+"""Enqueue coalescing: the enqueue calls of one event-loop turn share one gRPC call.
 
 A best-effort batch answers every job on its own, so the jobs of several `enqueue` /
 `enqueue_batch` calls can travel in one `EnqueueBatch` call and each caller still gets exactly
-its own results. The pipeline does that without delaying anybody:
+its own results. The pipeline does that without a timer:
 
-* while fewer than `max_calls` calls are in flight, a caller sends its jobs at once, itself;
-* beyond that its jobs wait, and the moment a call finishes every waiting caller's jobs go out
-  together in one call (at most `MAX_JOBS_PER_CALL` jobs and about `MAX_BYTES_PER_CALL` bytes;
+* the first caller of a turn of the event loop schedules a flush for the end of that turn
+  (`call_soon`); every caller of the same turn joins it (a closed loop of producers resumes
+  together when their shared call answers, so they go on together);
+* at the flush, the waiting jobs go out in one call if fewer than `max_calls` calls are in
+  flight; otherwise they wait, and the moment a call finishes every waiting caller's jobs go
+  out together (at most `MAX_JOBS_PER_CALL` jobs and about `MAX_BYTES_PER_CALL` bytes per call;
   one caller's batch is never split);
 * jobs that all carry an idempotency key and jobs that do not wait apart, because their calls
   are retried under different rules.
@@ -51,6 +54,7 @@ class _Waiting:
 @dataclass(eq=False)
 class _Lane:
     in_flight: int = 0
+    flush_scheduled: bool = False
     waiting: list[_Waiting] = field(default_factory=list)
 
 
@@ -70,17 +74,14 @@ class EnqueuePipeline:
     ) -> Sequence[pb.JobResult]:
         """The results of the jobs of `batch`, in order. Raises what the call raised."""
         lane = self._lanes[keyed]
-        if lane.in_flight < self._max_calls and not lane.waiting:
-            lane.in_flight += 1
-            try:
-                response = await self._send(batch, keyed)
-            finally:
-                lane.in_flight -= 1
-                self._flush(lane, keyed)
-            return response.results
-        future = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
         waiting = _Waiting(batch, len(batch.jobs), size_bytes, future)
         lane.waiting.append(waiting)
+        if not lane.flush_scheduled:
+            # The callers of this turn go together, into a free call or the next one that ends.
+            lane.flush_scheduled = True
+            loop.call_soon(self._turn_ends, lane, keyed)
         try:
             return await waiting.future
         except asyncio.CancelledError:
@@ -88,7 +89,13 @@ class EnqueuePipeline:
                 lane.waiting.remove(waiting)
             raise
 
+    def _turn_ends(self, lane: _Lane, keyed: bool) -> None:
+        lane.flush_scheduled = False
+        self._flush(lane, keyed)
+
     def _flush(self, lane: _Lane, keyed: bool) -> None:
+        # A caller cancelled meanwhile has taken its jobs back.
+        lane.waiting[:] = [waiting for waiting in lane.waiting if not waiting.future.done()]
         while lane.waiting and lane.in_flight < self._max_calls:
             group = _take_group(lane.waiting)
             lane.in_flight += 1

@@ -163,7 +163,8 @@ class SeppClient:
         Raises `ConnectError` if the server is not reachable within `connect_timeout`.
 
         `coalesce_enqueues` (on by default) lets concurrent `enqueue` / `enqueue_batch` calls
-        share gRPC calls once several are in flight; each still gets exactly its own results.
+        share gRPC calls (those of one event-loop turn, and those waiting while several calls
+        are in flight); each still gets exactly its own results.
         `coalesce_acks` (on by default) sends the acks made in one turn of the event loop (a
         Worker's acks of one reserve answer) as one `AckBatch` call, or one `Ack` each against
         a server without it.

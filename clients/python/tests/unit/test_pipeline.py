@@ -56,15 +56,34 @@ def ids(results: object) -> list[str]:
     return [r.success.job_id for r in results]  # type: ignore[attr-defined]
 
 
-async def test_below_the_limit_every_caller_sends_its_own_call() -> None:
+async def test_callers_of_one_turn_share_a_call_and_a_later_one_takes_a_free_call() -> None:
     send = ScriptedSend()
     pipeline = EnqueuePipeline(send, max_calls=2)
     first = asyncio.ensure_future(pipeline.submit(jobs("a"), False, 1))
     second = asyncio.ensure_future(pipeline.submit(jobs("b"), False, 1))
     await settle()
-    assert send.calls == [(["a"], False), (["b"], False)]
+    assert send.calls == [(["a", "b"], False)]
+    third = asyncio.ensure_future(pipeline.submit(jobs("c"), False, 1))
+    await settle()
+    assert send.calls == [(["a", "b"], False), (["c"], False)], "one call of two was free"
     send.release_all()
     assert ids(await first) == ["a"] and ids(await second) == ["b"]
+    assert ids(await third) == ["c"]
+
+
+async def test_a_caller_cancelled_in_its_own_turn_sends_nothing() -> None:
+    send = ScriptedSend()
+    pipeline = EnqueuePipeline(send, max_calls=2)
+    gone = asyncio.ensure_future(pipeline.submit(jobs("gone"), False, 1))
+    kept = asyncio.ensure_future(pipeline.submit(jobs("kept"), False, 1))
+    await asyncio.sleep(0)  # both wait for the end of the turn
+    gone.cancel()
+    await settle()
+    assert send.calls == [(["kept"], False)]
+    send.release_all()
+    assert ids(await kept) == ["kept"]
+    with pytest.raises(asyncio.CancelledError):
+        await gone
 
 
 async def test_waiting_callers_share_the_next_call_and_get_their_own_results() -> None:
@@ -174,10 +193,10 @@ async def test_a_short_answer_to_a_shared_call_is_a_count_mismatch_for_all() -> 
     await settle()
     waiting = [asyncio.ensure_future(pipeline.submit(jobs(n), False, 1)) for n in ("b", "c")]
     await settle()
-    send.short_answer = True
     send.release_all()
     await first
     await settle()
+    send.short_answer = True
     send.release_all()
     for w in waiting:
         with pytest.raises(BatchResultCountMismatchError):
