@@ -96,6 +96,8 @@ pub enum LeaseError {
     NotFound,
     /// The job is in flight under a different attempt.
     AttemptMismatch,
+    /// The job was cancelled while leased (this very attempt): it is dead-lettered now.
+    Cancelled,
 }
 
 /// A whole call refused before it reached the queue.

@@ -46,7 +46,10 @@ impl State {
 
     /// Completes a leased job: it is deleted. Idempotency keys stay.
     pub fn ack(&mut self, job_id: JobId, attempt: u32, out: &mut Vec<Record>) -> Result<(), LeaseError> {
-        let queue = self.leased(&job_id, attempt)?.job.queue.clone();
+        let queue = match self.leased(&job_id, attempt) {
+            Ok(live) => live.job.queue.clone(),
+            Err(error) => return Err(self.refused(job_id, error, out)),
+        };
         self.record(Record::Acked { job_id }, out);
         self.add_total(&queue, Total::Acked, 1);
         Ok(())
@@ -56,7 +59,9 @@ impl State {
     /// before the answer could reach it. It is ready again under the same attempt, in its old
     /// place, since no worker ever saw it.
     pub fn release(&mut self, job_id: JobId, attempt: u32, out: &mut Vec<Record>) -> Result<(), LeaseError> {
-        self.leased(&job_id, attempt)?;
+        if let Err(error) = self.leased(&job_id, attempt) {
+            return Err(self.refused(job_id, error, out));
+        }
         self.record(Record::Retried { job_id, attempt, due_ms: None }, out);
         Ok(())
     }
@@ -70,7 +75,10 @@ impl State {
         lease_ms: u64,
         out: &mut Vec<Record>,
     ) -> Result<TimeMs, LeaseError> {
-        let live = self.leased(&job_id, attempt)?;
+        let live = match self.leased(&job_id, attempt) {
+            Ok(live) => live,
+            Err(error) => return Err(self.refused(job_id, error, out)),
+        };
         let cap_ms = self.policy.queue(&live.job.queue).max_lease_duration_ms;
         let lease_deadline_ms = now_ms.saturating_add(lease_ms.min(cap_ms).max(1) as TimeMs);
         self.record(Record::LeaseExtended { job_id, lease_deadline_ms }, out);
@@ -88,7 +96,10 @@ impl State {
         reason: Option<String>,
         out: &mut Vec<Record>,
     ) -> Result<Nacked, LeaseError> {
-        let live = self.leased(&job_id, attempt)?;
+        let live = match self.leased(&job_id, attempt) {
+            Ok(live) => live,
+            Err(error) => return Err(self.refused(job_id, error, out)),
+        };
         let queue = live.job.queue.clone();
         let cause = if strategy == NackStrategy::DeadLetter {
             Some(DeadLetterCause::Rejected)
@@ -110,6 +121,21 @@ impl State {
         let due_ms = (delay_ms > 0).then(|| now_ms.saturating_add(delay_ms as TimeMs));
         self.record(Record::Retried { job_id, attempt: attempt + 1, due_ms }, out);
         Ok(Nacked { dead_lettered: false, retry_delay_ms: delay_ms })
+    }
+
+    /// A lease operation failed its fence with `error`. A lease that was cancelled meets its
+    /// end here: the job is dead-lettered as cancelled, and the operation refused.
+    fn refused(&mut self, job_id: JobId, error: LeaseError, out: &mut Vec<Record>) -> LeaseError {
+        if error == LeaseError::Cancelled {
+            self.finish_cancelled(job_id, out);
+        }
+        error
+    }
+
+    /// Dead-letters a cancelled lease's job, as of when it was cancelled.
+    pub(crate) fn finish_cancelled(&mut self, job_id: JobId, out: &mut Vec<Record>) {
+        let (at_ms, reason) = self.cancelled.get(&job_id).cloned().expect("the job's lease was cancelled");
+        self.dead_letter(at_ms, job_id, DeadLetterCause::Cancelled, reason, out);
     }
 
     /// Takes a live job out of the queue as dead. With retention on, a dead-letter record keeps it.

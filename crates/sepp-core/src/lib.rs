@@ -16,10 +16,12 @@
 //! - [`peek`]: read-only listings, counts and lookups for the admin API, each one bounded.
 //! - [`admin`]: operator actions (dead-letter, requeue, delete, close, purge, bulk actions).
 //! - [`audit`]: the bounded audit log of operator actions.
+//! - [`cancel`]: cancelling a job by id, whatever it is doing.
 //! - [`totals`]: per-queue totals since start, for the dashboard.
 
 pub mod admin;
 pub mod audit;
+pub mod cancel;
 pub mod errors;
 pub mod limits;
 pub mod peek;
@@ -38,6 +40,7 @@ mod sweep;
 
 pub use admin::{BulkAction, BulkError, BulkStep, CLOSE_GRACE_MS, PurgeStep, Touched};
 pub use audit::{AuditDraft, AuditEntry, AuditPage, AuditQuery};
+pub use cancel::{CancelError, CancelOutcome};
 pub use enqueue::{AtomicOutcome, Enqueued};
 pub use errors::{CallError, LeaseError, Rejection};
 pub use lease::Nacked;

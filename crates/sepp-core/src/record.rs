@@ -56,6 +56,10 @@ pub enum Record {
     QueuePaused { queue: Arc<str>, until_ms: Option<TimeMs> },
     /// A pause was lifted by an operator, or its `until_ms` passed.
     QueueResumed { queue: Arc<str> },
+    /// A leased job was cancelled at `at_ms`: its worker's next ack, nack or extend is refused
+    /// as cancelled, it is never delivered again, and it is dead-lettered (cause `Cancelled`,
+    /// failed at `at_ms`, with `reason`) at that settle or when its lease runs out.
+    LeaseCancelled { job_id: JobId, at_ms: TimeMs, reason: Option<String> },
     /// An operator action, appended to the audit log.
     Audited { entry: Arc<AuditEntry> },
     /// A live job as a checkpoint saw it (see [`crate::State::snapshot`]).

@@ -147,6 +147,8 @@ pub struct State {
     /// Paused queues ([`ALL_QUEUES`] for all of them), each until when, if it ends by itself.
     /// Kept apart from the queue indexes, so a pause outlives its queue's last job.
     pub(crate) paused: HashMap<Arc<str>, Option<TimeMs>>,
+    /// Leased jobs that were cancelled: when, and why (see [`Record::LeaseCancelled`]).
+    pub(crate) cancelled: HashMap<JobId, (TimeMs, Option<String>)>,
     pub(crate) audit: AuditLog,
     pub(crate) totals: TotalsTable,
 }
@@ -170,6 +172,7 @@ impl State {
             live_bytes: 0,
             closed: HashMap::new(),
             paused: HashMap::new(),
+            cancelled: HashMap::new(),
             audit: AuditLog::default(),
             totals: TotalsTable::default(),
         }
@@ -371,6 +374,11 @@ impl State {
                     self.ready_generation += 1;
                 }
             }
+            Record::LeaseCancelled { job_id, at_ms, reason } => {
+                let live = self.jobs.get(job_id).expect("record names a live job");
+                assert!(matches!(live.state, JobState::Inflight { .. }), "only a leased job is cancelled in place");
+                self.cancelled.insert(*job_id, (*at_ms, reason.clone()));
+            }
             Record::Audited { entry } => self.audit.push(entry.clone()),
             Record::DedupExpired { queue, key } => {
                 if let Some(keys) = self.dedup.get_mut(queue)
@@ -467,6 +475,10 @@ impl State {
         for (queue, until_ms) in &self.paused {
             snapshot.push(Record::QueuePaused { queue: queue.clone(), until_ms: *until_ms }.into());
         }
+        for (job_id, (at_ms, reason)) in &self.cancelled {
+            // After every job: a restore applies it to the leased job it names.
+            snapshot.push(Record::LeaseCancelled { job_id: *job_id, at_ms: *at_ms, reason: reason.clone() }.into());
+        }
         for entry in self.audit.entries() {
             snapshot.push(Record::Audited { entry: entry.clone() }.into());
         }
@@ -486,6 +498,7 @@ impl State {
 
     /// Removes a live job from the table and every index.
     fn take_live(&mut self, job_id: &JobId) -> LiveJob {
+        self.cancelled.remove(job_id);
         let slot = self.jobs.slot(job_id).expect("record names a live job");
         self.unindex(slot);
         let (_, live) = self.jobs.remove(job_id).expect("record names a live job");
@@ -502,6 +515,7 @@ impl State {
 
     /// Moves a live job to a new state; `next` gets its current attempt.
     fn move_job(&mut self, job_id: &JobId, next: impl FnOnce(u32) -> JobState) {
+        self.cancelled.remove(job_id);
         let slot = self.jobs.slot(job_id).expect("record names a live job");
         self.unindex(slot);
         let live = self.jobs.at_mut(slot);
@@ -592,7 +606,13 @@ impl State {
     pub(crate) fn leased(&self, job_id: &JobId, attempt: u32) -> Result<&LiveJob, crate::LeaseError> {
         match self.jobs.get(job_id) {
             Some(live) => match live.state {
-                JobState::Inflight { attempt: current, .. } if current == attempt => Ok(live),
+                JobState::Inflight { attempt: current, .. } if current == attempt => {
+                    if !self.cancelled.is_empty() && self.cancelled.contains_key(job_id) {
+                        Err(crate::LeaseError::Cancelled)
+                    } else {
+                        Ok(live)
+                    }
+                }
                 JobState::Inflight { .. } => Err(crate::LeaseError::AttemptMismatch),
                 _ => Err(crate::LeaseError::NotFound),
             },
@@ -612,6 +632,11 @@ impl State {
     /// index of that state, per-queue counts match the indexes, dead letters are indexed twice,
     /// and dedup deadlines mirror the dedup map. Returns the first violation found.
     pub fn check_invariants(&self) -> Result<(), String> {
+        for job_id in self.cancelled.keys() {
+            if !matches!(self.jobs.get(job_id).map(|live| live.state), Some(JobState::Inflight { .. })) {
+                return Err(format!("cancelled job {job_id} is not leased"));
+            }
+        }
         let mut ready = 0;
         let mut scheduled = 0;
         let mut inflight = 0;
@@ -725,6 +750,7 @@ impl State {
         let mut closed: Vec<String> =
             self.closed.iter().map(|(queue, until_ms)| format!("{queue} {until_ms}")).collect();
         closed.extend(self.paused.iter().map(|(queue, until_ms)| format!("paused {queue:?} {until_ms:?}")));
+        closed.extend(self.cancelled.iter().map(|(job_id, cancel)| format!("cancelled {job_id} {cancel:?}")));
         closed.sort();
         let audit: Vec<String> = self.audit.entries().map(|entry| format!("{entry:?}")).collect();
         format!("{jobs:?}\n{dead:?}\n{dedup:?}\n{closed:?}\n{audit:?}\nnext_seq={}", self.next_seq)

@@ -18,6 +18,8 @@ pub struct SweepReport {
     pub redelivered: Vec<JobId>,
     /// Expired leases on a final attempt: dead-lettered with cause `LeaseExpired`.
     pub lease_dead_lettered: Vec<JobId>,
+    /// Expired leases of cancelled jobs: dead-lettered with cause `Cancelled`, never retried.
+    pub cancelled_expired: Vec<JobId>,
     pub dedup_expired: usize,
     pub dead_letters_expired: usize,
     /// Close tombstones that ran out (their deletion never finished).
@@ -63,7 +65,10 @@ impl State {
         for job_id in self.expired_leases(now_ms, limit) {
             let live = self.jobs.get(&job_id).expect("lease index names a live job");
             let attempt = live.state.attempt();
-            if attempt >= live.job.max_attempts {
+            if self.cancelled.contains_key(&job_id) {
+                self.finish_cancelled(job_id, out);
+                report.cancelled_expired.push(job_id);
+            } else if attempt >= live.job.max_attempts {
                 self.dead_letter(now_ms, job_id, DeadLetterCause::LeaseExpired, None, out);
                 report.lease_dead_lettered.push(job_id);
             } else {

@@ -214,6 +214,8 @@ pub enum DeadLetterCause {
     LeaseExpired = 3,
     /// Dead-lettered by an operator.
     Admin = 4,
+    /// Cancelled by id before it completed.
+    Cancelled = 5,
 }
 
 /// A dead job kept for inspection while dead-letter retention is on.

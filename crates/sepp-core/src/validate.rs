@@ -258,6 +258,12 @@ pub fn validate_worker_id(worker_id: Option<&str>) -> Result<(), CallError> {
     Ok(())
 }
 
+/// Checks a job id as every call by id takes it: a lowercase hyphenated UUID. An uppercase one
+/// is well formed but names no job (ids are issued lowercase).
+pub fn validate_job_id(job_id: &str) -> Result<LeaseTarget, CallError> {
+    parse_job_id(job_id)
+}
+
 fn parse_job_id(job_id: &str) -> Result<LeaseTarget, CallError> {
     let bytes = job_id.as_bytes();
     let canonical_shape = bytes.len() == 36

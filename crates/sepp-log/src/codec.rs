@@ -59,6 +59,7 @@ mod tag {
     pub const AUDITED: u8 = 17;
     pub const QUEUE_PAUSED: u8 = 18;
     pub const QUEUE_RESUMED: u8 = 19;
+    pub const LEASE_CANCELLED: u8 = 20;
 }
 
 /// Appends the encoding of `record` to `out`. Every payload must be inline (the checkpoint
@@ -160,6 +161,12 @@ pub fn encode(record: &Record, out: &mut Vec<u8>, placements: &mut Vec<Placement
             w.u8(tag::QUEUE_RESUMED);
             w.str(queue);
         }
+        Record::LeaseCancelled { job_id, at_ms, reason } => {
+            w.u8(tag::LEASE_CANCELLED);
+            w.id(job_id);
+            w.i64(*at_ms);
+            w.opt_str(reason.as_deref());
+        }
         Record::Audited { entry } => {
             w.u8(tag::AUDITED);
             w.u64(entry.seq);
@@ -213,6 +220,7 @@ pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), D
         tag::QUEUE_REOPENED => Record::QueueReopened { queue: Arc::from(r.str()?) },
         tag::QUEUE_PAUSED => Record::QueuePaused { queue: Arc::from(r.str()?), until_ms: r.opt_i64()? },
         tag::QUEUE_RESUMED => Record::QueueResumed { queue: Arc::from(r.str()?) },
+        tag::LEASE_CANCELLED => Record::LeaseCancelled { job_id: r.id()?, at_ms: r.i64()?, reason: r.opt_str()? },
         tag::AUDITED => Record::Audited {
             entry: Arc::new(AuditEntry {
                 seq: r.u64()?,
@@ -419,6 +427,7 @@ impl<'a> Reader<'a> {
             2 => DeadLetterCause::Rejected,
             3 => DeadLetterCause::LeaseExpired,
             4 => DeadLetterCause::Admin,
+            5 => DeadLetterCause::Cancelled,
             _ => return Err(DecodeError("unknown dead-letter cause")),
         })
     }

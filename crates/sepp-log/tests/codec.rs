@@ -71,11 +71,12 @@ fn traced_job() -> Arc<Job> {
     Arc::new(job)
 }
 
-const CAUSES: [DeadLetterCause; 4] = [
+const CAUSES: [DeadLetterCause; 5] = [
     DeadLetterCause::AttemptsExhausted,
     DeadLetterCause::Rejected,
     DeadLetterCause::LeaseExpired,
     DeadLetterCause::Admin,
+    DeadLetterCause::Cancelled,
 ];
 
 /// Every record variant, with each optional field both present and absent, every job state and
@@ -127,6 +128,8 @@ fn every_record() -> Vec<Record> {
     records.push(Record::QueuePaused { queue: Arc::from("emails"), until_ms: Some(1_700_000_060_000) });
     records.push(Record::QueuePaused { queue: Arc::from(""), until_ms: None });
     records.push(Record::QueueResumed { queue: Arc::from("emails") });
+    records.push(Record::LeaseCancelled { job_id: id(10), at_ms: 1_700_000_000_500, reason: None });
+    records.push(Record::LeaseCancelled { job_id: id(11), at_ms: -7, reason: Some("customer asked".into()) });
     for (actor, details) in [("ana", r#"{"queue":"emails","job_ids":["a"]}"#), ("", "")] {
         records.push(Record::Audited {
             entry: Arc::new(AuditEntry {
@@ -166,7 +169,7 @@ fn job_of(record: &Record) -> Option<&Job> {
 fn the_fixture_covers_every_variant_state_cause_and_optional_field() {
     let records = every_record();
     let variants: BTreeSet<_> = records.iter().map(variant).collect();
-    assert_eq!(variants.len(), 19, "variants covered: {variants:?}");
+    assert_eq!(variants.len(), 20, "variants covered: {variants:?}");
     let states: HashSet<_> = records
         .iter()
         .filter_map(|record| match record {
@@ -183,7 +186,7 @@ fn the_fixture_covers_every_variant_state_cause_and_optional_field() {
             _ => None,
         })
         .collect();
-    assert_eq!(causes, BTreeSet::from([1, 2, 3, 4]));
+    assert_eq!(causes, BTreeSet::from([1, 2, 3, 4, 5]));
     let jobs: Vec<&Job> = records.iter().filter_map(job_of).collect();
     let custom_kinds: HashSet<_> =
         jobs.iter().flat_map(|job| job.custom.values()).map(std::mem::discriminant).collect();

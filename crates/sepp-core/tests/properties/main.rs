@@ -126,6 +126,7 @@ impl Coverage {
             Ok(()) => {}
             Err(LeaseError::NotFound) => self.not_found += 1,
             Err(LeaseError::AttemptMismatch) => self.attempt_mismatch += 1,
+            Err(LeaseError::Cancelled) => unreachable!("these properties never cancel a job"),
         }
     }
 

@@ -199,5 +199,6 @@ pub fn variant(record: &Record) -> &'static str {
         Record::Audited { .. } => "Audited",
         Record::QueuePaused { .. } => "QueuePaused",
         Record::QueueResumed { .. } => "QueueResumed",
+        Record::LeaseCancelled { .. } => "LeaseCancelled",
     }
 }
