@@ -102,6 +102,13 @@ impl QueueService for Ceiling {
         Ok(Response::new(pb::AckBatchResponse { results }))
     }
 
+    async fn cancel_job(
+        &self,
+        request: Request<pb::CancelJobRequest>,
+    ) -> Result<Response<pb::CancelJobResponse>, Status> {
+        Ok(Response::new(pb::CancelJobResponse { job_id: request.into_inner().job_id, was_leased: false }))
+    }
+
     async fn nack(&self, request: Request<pb::NackRequest>) -> Result<Response<pb::NackResponse>, Status> {
         Ok(Response::new(pb::NackResponse { job_id: request.into_inner().job_id, dead_lettered: false }))
     }

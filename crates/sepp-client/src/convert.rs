@@ -220,6 +220,7 @@ fn dead_letter_cause(value: i32) -> DeadLetterCause {
         Ok(pb::DeadLetterCause::Rejected) => DeadLetterCause::Rejected,
         Ok(pb::DeadLetterCause::LeaseExpired) => DeadLetterCause::LeaseExpired,
         Ok(pb::DeadLetterCause::Admin) => DeadLetterCause::Admin,
+        Ok(pb::DeadLetterCause::Cancelled) => DeadLetterCause::Cancelled,
         Ok(pb::DeadLetterCause::Unspecified) | Err(_) => DeadLetterCause::Unspecified,
     }
 }

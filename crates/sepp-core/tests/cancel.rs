@@ -62,7 +62,10 @@ fn an_ack_of_a_cancelled_lease_is_refused_and_dead_letters_the_job_as_of_the_can
 
     let dead = harness.drain(Some("q"), 10);
     assert_eq!(dead.len(), 1);
-    assert_eq!((dead[0].cause, dead[0].failed_at_ms, dead[0].final_attempt), (DeadLetterCause::Cancelled, NOW_MS + 5, 1));
+    assert_eq!(
+        (dead[0].cause, dead[0].failed_at_ms, dead[0].final_attempt),
+        (DeadLetterCause::Cancelled, NOW_MS + 5, 1)
+    );
 }
 
 #[test]

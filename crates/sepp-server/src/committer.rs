@@ -68,6 +68,11 @@ pub enum Command {
         max: u32,
         reply: Reply<Vec<Loaded<DeadLetter>>>,
     },
+    Cancel {
+        job_id: JobId,
+        reason: Option<String>,
+        reply: Reply<Result<sepp_core::CancelOutcome, sepp_core::CancelError>>,
+    },
     /// A hot reload produced a new policy.
     SetPolicy(Arc<Policy>),
     /// A request of the admin API (see `admin::commands`).
@@ -120,6 +125,10 @@ enum Answer {
     Nack(Reply<Result<Settled<Nacked>, LeaseError>>, Result<Settled<Nacked>, LeaseError>),
     Extend(Reply<Result<Settled<TimeMs>, LeaseError>>, Result<Settled<TimeMs>, LeaseError>),
     Drain(Reply<Vec<Loaded<DeadLetter>>>, Vec<DeadLetter>),
+    Cancel(
+        Reply<Result<sepp_core::CancelOutcome, sepp_core::CancelError>>,
+        Result<sepp_core::CancelOutcome, sepp_core::CancelError>,
+    ),
     Admin(crate::admin::commands::Deferred),
 }
 
@@ -147,6 +156,7 @@ impl Answer {
             Answer::Ack(reply, value) => drop(reply.send(value)),
             Answer::Nack(reply, value) => drop(reply.send(value)),
             Answer::Extend(reply, value) => drop(reply.send(value)),
+            Answer::Cancel(reply, value) => drop(reply.send(value)),
             Answer::Drain(reply, dead_letters) => {
                 let loaded = load_all(log, dead_letters, |dead| &dead.job)?;
                 return reply.send(loaded).err().map(Unclaimed::DeadLetters);
@@ -554,6 +564,9 @@ impl Committer {
                 let records = &mut self.records;
                 let outcome = self.state.extend(now_ms, job_id, attempt, lease_ms, records);
                 Answer::Extend(reply, outcome.map(|value| Settled { value, job }))
+            }
+            Command::Cancel { job_id, reason, reply } => {
+                Answer::Cancel(reply, self.state.cancel(now_ms, job_id, reason, records))
             }
             Command::DrainDeadLetters { queue, max, reply } => {
                 Answer::Drain(reply, self.state.drain_dead_letters(queue.as_deref(), max, records))

@@ -143,6 +143,7 @@ fn dead_letter_cause(cause: DeadLetterCause) -> pb::DeadLetterCause {
         DeadLetterCause::Rejected => pb::DeadLetterCause::Rejected,
         DeadLetterCause::LeaseExpired => pb::DeadLetterCause::LeaseExpired,
         DeadLetterCause::Admin => pb::DeadLetterCause::Admin,
+        DeadLetterCause::Cancelled => pb::DeadLetterCause::Cancelled,
     }
 }
 

@@ -28,8 +28,11 @@ use crate::telemetry::spans;
 /// crate's own.
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The longest reason kept with a cancel, in bytes (as a nack's reason is cut at 1 KiB).
+const MAX_CANCEL_REASON_BYTES: usize = 1_024;
+
 /// What `GetServerInfo` lists as offered beyond the 0.1 protocol.
-pub const FEATURES: &[&str] = &["ack_batch"];
+pub const FEATURES: &[&str] = &["ack_batch", "cancel"];
 
 /// A job after stages A to C: an id and the job, ready for the committer, or its rejection.
 type Screened = Result<(JobId, sepp_core::NewJob), Rejection>;
@@ -323,6 +326,34 @@ impl pb::queue_service_server::QueueService for QueueApi {
         };
         let result = self.in_span(&span, result).await;
         self.finish("AckBatch", started, &span, result)
+    }
+
+    async fn cancel_job(
+        &self,
+        request: Request<pb::CancelJobRequest>,
+    ) -> Result<Response<pb::CancelJobResponse>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.cancel_job", request.metadata());
+        let request = request.into_inner();
+        if !span.is_disabled() {
+            span.set_attribute("job_id", request.job_id.chars().take(64).collect::<String>());
+        }
+        let result = async {
+            let LeaseTarget::Job(job_id) = validate::validate_job_id(&request.job_id)? else {
+                return Err(sepp_core::CancelError::NotFound.into());
+            };
+            if request.reason.as_ref().is_some_and(|reason| reason.len() > MAX_CANCEL_REASON_BYTES) {
+                return Err(
+                    Status::invalid_argument(format!("reason is longer than {MAX_CANCEL_REASON_BYTES} bytes")).into()
+                );
+            }
+            let reason = request.reason.clone();
+            let outcome = self.ask(|reply| Command::Cancel { job_id, reason, reply }).await??;
+            let was_leased = outcome != sepp_core::CancelOutcome::Removed;
+            Ok::<_, ApiError>(Response::new(pb::CancelJobResponse { job_id: request.job_id.clone(), was_leased }))
+        };
+        let result = self.in_span(&span, result).await;
+        self.finish("CancelJob", started, &span, result)
     }
 
     async fn nack(&self, request: Request<pb::NackRequest>) -> Result<Response<pb::NackResponse>, Status> {

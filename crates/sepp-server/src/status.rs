@@ -35,6 +35,27 @@ impl From<LeaseError> for ApiError {
         ApiError(match error {
             LeaseError::NotFound => Status::not_found("job not found"),
             LeaseError::AttemptMismatch => Status::failed_precondition("attempt mismatch"),
+            LeaseError::Cancelled => cancelled_status(),
+        })
+    }
+}
+
+/// The trailer that tells a cancelled lease from a lost one.
+pub const CANCELLED_TRAILER: &str = "sepp-cancelled";
+
+/// What a worker hears when the job it holds was cancelled: NOT_FOUND, as for a lost lease,
+/// so 0.1 clients stop the job as they would then, plus a trailer that says why.
+pub fn cancelled_status() -> Status {
+    let mut metadata = tonic::metadata::MetadataMap::new();
+    metadata.insert(CANCELLED_TRAILER, tonic::metadata::MetadataValue::from_static("true"));
+    Status::with_metadata(tonic::Code::NotFound, "job was cancelled", metadata)
+}
+
+impl From<sepp_core::CancelError> for ApiError {
+    fn from(error: sepp_core::CancelError) -> ApiError {
+        ApiError(match error {
+            sepp_core::CancelError::NotFound => Status::not_found("job not found"),
+            sepp_core::CancelError::DeadLettered => Status::failed_precondition("job is already dead-lettered"),
         })
     }
 }

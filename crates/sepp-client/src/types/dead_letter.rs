@@ -19,6 +19,9 @@ pub enum DeadLetterCause {
     LeaseExpired,
     /// An administrator moved it.
     Admin,
+    /// It was cancelled by id ([`SeppClient::cancel`](crate::client::SeppClient::cancel) or the
+    /// admin API). Servers older than 0.2 never report it.
+    Cancelled,
 }
 
 /// A dead-lettered job, as drained (and so removed) from the server.

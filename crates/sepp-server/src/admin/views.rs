@@ -99,6 +99,7 @@ pub fn cause_name(cause: DeadLetterCause) -> &'static str {
         DeadLetterCause::Rejected => "rejected",
         DeadLetterCause::LeaseExpired => "lease_expired",
         DeadLetterCause::Admin => "admin",
+        DeadLetterCause::Cancelled => "cancelled",
     }
 }
 

@@ -58,11 +58,12 @@ const QUEUE_COUNTERS: [(Count, &str, &str); 9] = [
     (Count::DedupExpirations, "sepp.sweep.dedup_expirations", "Idempotency windows that ended"),
 ];
 
-const CAUSES: [DeadLetterCause; 4] = [
+const CAUSES: [DeadLetterCause; 5] = [
     DeadLetterCause::AttemptsExhausted,
     DeadLetterCause::Rejected,
     DeadLetterCause::LeaseExpired,
     DeadLetterCause::Admin,
+    DeadLetterCause::Cancelled,
 ];
 
 /// One queue's label and counters.
@@ -158,12 +159,13 @@ pub fn cause_label(cause: DeadLetterCause) -> &'static str {
         DeadLetterCause::Rejected => "rejected",
         DeadLetterCause::LeaseExpired => "lease_expired",
         DeadLetterCause::Admin => "admin",
+        DeadLetterCause::Cancelled => "cancelled",
     }
 }
 
 /// The QueueService methods that are counted, in the order of their counters.
-pub const METHODS: [&str; 8] =
-    ["EnqueueBatch", "EnqueueAtomic", "Reserve", "Ack", "Nack", "Extend", "DrainDeadLetters", "AckBatch"];
+pub const METHODS: [&str; 9] =
+    ["EnqueueBatch", "EnqueueAtomic", "Reserve", "Ack", "Nack", "Extend", "DrainDeadLetters", "AckBatch", "CancelJob"];
 
 fn method_index(method: &str) -> Option<usize> {
     METHODS.iter().position(|known| *known == method)

@@ -19,11 +19,13 @@ class DeadLetterCause(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DEAD_LETTER_CAUSE_REJECTED: _ClassVar[DeadLetterCause]
     DEAD_LETTER_CAUSE_LEASE_EXPIRED: _ClassVar[DeadLetterCause]
     DEAD_LETTER_CAUSE_ADMIN: _ClassVar[DeadLetterCause]
+    DEAD_LETTER_CAUSE_CANCELLED: _ClassVar[DeadLetterCause]
 DEAD_LETTER_CAUSE_UNSPECIFIED: DeadLetterCause
 DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED: DeadLetterCause
 DEAD_LETTER_CAUSE_REJECTED: DeadLetterCause
 DEAD_LETTER_CAUSE_LEASE_EXPIRED: DeadLetterCause
 DEAD_LETTER_CAUSE_ADMIN: DeadLetterCause
+DEAD_LETTER_CAUSE_CANCELLED: DeadLetterCause
 
 class PrimitiveValue(_message.Message):
     __slots__ = ("string_value", "double_value", "int_value", "bool_value")
@@ -348,6 +350,22 @@ class AckResponse(_message.Message):
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class CancelJobRequest(_message.Message):
+    __slots__ = ("job_id", "reason")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    reason: str
+    def __init__(self, job_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelJobResponse(_message.Message):
+    __slots__ = ("job_id", "was_leased")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    WAS_LEASED_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    was_leased: bool
+    def __init__(self, job_id: _Optional[str] = ..., was_leased: _Optional[bool] = ...) -> None: ...
 
 class AckBatchRequest(_message.Message):
     __slots__ = ("acks",)

@@ -80,6 +80,11 @@ class QueueServiceStub:
                 request_serializer=sepp_dot_v1_dot_queue__pb2.AckBatchRequest.SerializeToString,
                 response_deserializer=sepp_dot_v1_dot_queue__pb2.AckBatchResponse.FromString,
                 _registered_method=True)
+        self.CancelJob = channel.unary_unary(
+                '/sepp.v1.QueueService/CancelJob',
+                request_serializer=sepp_dot_v1_dot_queue__pb2.CancelJobRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__pb2.CancelJobResponse.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -151,6 +156,16 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelJob(self, request, context):
+        """Cancels a job by id (added after 0.1; GetServerInfo lists the feature "cancel"). A ready
+        or scheduled job is dead-lettered at once with cause CANCELLED. A leased job is marked:
+        its worker's next Extend, Ack or Nack fails NOT_FOUND with the trailer
+        `sepp-cancelled: true` (a 0.1 client sees a lost lease), and it is never delivered again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -198,6 +213,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.AckBatch,
                     request_deserializer=sepp_dot_v1_dot_queue__pb2.AckBatchRequest.FromString,
                     response_serializer=sepp_dot_v1_dot_queue__pb2.AckBatchResponse.SerializeToString,
+            ),
+            'CancelJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelJob,
+                    request_deserializer=sepp_dot_v1_dot_queue__pb2.CancelJobRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__pb2.CancelJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -444,6 +464,33 @@ class QueueService:
             '/sepp.v1.QueueService/AckBatch',
             sepp_dot_v1_dot_queue__pb2.AckBatchRequest.SerializeToString,
             sepp_dot_v1_dot_queue__pb2.AckBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sepp.v1.QueueService/CancelJob',
+            sepp_dot_v1_dot_queue__pb2.CancelJobRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__pb2.CancelJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -34,6 +34,8 @@ export enum DeadLetterCause {
   DEAD_LETTER_CAUSE_REJECTED = 2,
   DEAD_LETTER_CAUSE_LEASE_EXPIRED = 3,
   DEAD_LETTER_CAUSE_ADMIN = 4,
+  /** DEAD_LETTER_CAUSE_CANCELLED - Cancelled by CancelJob or the admin API (added after 0.1). */
+  DEAD_LETTER_CAUSE_CANCELLED = 5,
   UNRECOGNIZED = -1,
 }
 
@@ -262,6 +264,21 @@ export interface AckResponse {
   jobId: string;
 }
 
+export interface CancelJobRequest {
+  jobId: string;
+  /** Kept as the dead letter's last_reason. */
+  reason?: string | undefined;
+}
+
+export interface CancelJobResponse {
+  jobId: string;
+  /**
+   * True when the job was leased: it is dead-lettered when its worker next settles or extends
+   * it, or when its lease runs out. Also true for a repeated cancel of such a job.
+   */
+  wasLeased: boolean;
+}
+
 export interface AckBatchRequest {
   /** At least one, at most the server's max_enqueue_batch. */
   acks: AckRequest[];
@@ -367,7 +384,8 @@ export interface GetServerInfoResponse {
   strictQueues: boolean;
   deadLetterRetentionEnabled: boolean;
   /**
-   * What this server offers beyond the 0.1 protocol, by name: "ack_batch" (the AckBatch call).
+   * What this server offers beyond the 0.1 protocol, by name: "ack_batch" (the AckBatch call),
+   * "cancel" (CancelJob).
    * A 0.1 server leaves it empty.
    */
   features: string[];
@@ -2681,6 +2699,120 @@ export const AckResponse: MessageFns<AckResponse> = {
   },
 };
 
+function createBaseCancelJobRequest(): CancelJobRequest {
+  return { jobId: "", reason: undefined };
+}
+
+export const CancelJobRequest: MessageFns<CancelJobRequest> = {
+  encode(message: CancelJobRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    if (message.reason !== undefined) {
+      writer.uint32(18).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelJobRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelJobRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseCancelJobResponse(): CancelJobResponse {
+  return { jobId: "", wasLeased: false };
+}
+
+export const CancelJobResponse: MessageFns<CancelJobResponse> = {
+  encode(message: CancelJobResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    if (message.wasLeased !== false) {
+      writer.uint32(16).bool(message.wasLeased);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelJobResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelJobResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.wasLeased = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
 function createBaseAckBatchRequest(): AckBatchRequest {
   return { acks: [] };
 }
@@ -3866,6 +3998,21 @@ export const QueueServiceService = {
     responseSerialize: (value: AckBatchResponse): Buffer => Buffer.from(AckBatchResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AckBatchResponse => AckBatchResponse.decode(value),
   },
+  /**
+   * Cancels a job by id (added after 0.1; GetServerInfo lists the feature "cancel"). A ready
+   * or scheduled job is dead-lettered at once with cause CANCELLED. A leased job is marked:
+   * its worker's next Extend, Ack or Nack fails NOT_FOUND with the trailer
+   * `sepp-cancelled: true` (a 0.1 client sees a lost lease), and it is never delivered again.
+   */
+  cancelJob: {
+    path: "/sepp.v1.QueueService/CancelJob" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelJobRequest): Buffer => Buffer.from(CancelJobRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelJobRequest => CancelJobRequest.decode(value),
+    responseSerialize: (value: CancelJobResponse): Buffer => Buffer.from(CancelJobResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelJobResponse => CancelJobResponse.decode(value),
+  },
 } as const;
 
 export interface QueueServiceServer extends UntypedServiceImplementation {
@@ -3891,6 +4038,13 @@ export interface QueueServiceServer extends UntypedServiceImplementation {
    * alone would be, and every success is durable before the call returns.
    */
   ackBatch: handleUnaryCall<AckBatchRequest, AckBatchResponse>;
+  /**
+   * Cancels a job by id (added after 0.1; GetServerInfo lists the feature "cancel"). A ready
+   * or scheduled job is dead-lettered at once with cause CANCELLED. A leased job is marked:
+   * its worker's next Extend, Ack or Nack fails NOT_FOUND with the trailer
+   * `sepp-cancelled: true` (a 0.1 client sees a lost lease), and it is never delivered again.
+   */
+  cancelJob: handleUnaryCall<CancelJobRequest, CancelJobResponse>;
 }
 
 export interface QueueServiceClient extends Client {
@@ -4035,6 +4189,27 @@ export interface QueueServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AckBatchResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Cancels a job by id (added after 0.1; GetServerInfo lists the feature "cancel"). A ready
+   * or scheduled job is dead-lettered at once with cause CANCELLED. A leased job is marked:
+   * its worker's next Extend, Ack or Nack fails NOT_FOUND with the trailer
+   * `sepp-cancelled: true` (a 0.1 client sees a lost lease), and it is never delivered again.
+   */
+  cancelJob(
+    request: CancelJobRequest,
+    callback: (error: ServiceError | null, response: CancelJobResponse) => void,
+  ): ClientUnaryCall;
+  cancelJob(
+    request: CancelJobRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CancelJobResponse) => void,
+  ): ClientUnaryCall;
+  cancelJob(
+    request: CancelJobRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CancelJobResponse) => void,
   ): ClientUnaryCall;
 }
 
