@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{Server, unique};
 use sepp_client::client::{
-    ClientError, EnqueueError, LeaseError, ReserveError, RetryDirective, RetryPolicy, SeppClient,
+    CancelError, ClientError, EnqueueError, LeaseError, ReserveError, RetryDirective, RetryPolicy, SeppClient,
 };
 use sepp_client::{
     AtomicEnqueueError, DeadLetterCause, EnqueueRequest, Job, JobRejection, Payload, Primitive, Priority,
@@ -449,4 +449,31 @@ async fn a_reserve_waits_past_the_rpc_timeout_because_its_deadline_is_the_wait_p
     let started = std::time::Instant::now();
     assert!(client.reserve(&options).await.unwrap().is_none(), "an idle long poll ends empty, not in a deadline error");
     assert!(started.elapsed() >= Duration::from_millis(200), "the wait outlived the rpc timeout");
+}
+
+#[tokio::test]
+async fn cancel_removes_a_queued_job_and_refuses_a_leased_one_to_its_worker() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("cancel");
+    let queued = client.enqueue(job(&queue, "t")).await.unwrap();
+    assert!(!client.cancel(&queued.job_id.to_string(), None).await.unwrap(), "it was not leased");
+    assert!(client.reserve(&now(&[&queue])).await.unwrap().is_none(), "a cancelled job is never delivered");
+
+    client.enqueue(job(&queue, "t")).await.unwrap();
+    let leased = reserve_one(&client, &queue).await;
+    assert!(client.cancel(&leased.ctx.id, Some("changed my mind")).await.unwrap());
+    assert!(matches!(client.ack(&leased.ctx).await, Err(LeaseError::JobNotFound)), "as a lost lease");
+    let records = client.drain_dead_letters(Some(&queue), 10).await.unwrap();
+    let causes: Vec<_> = records.iter().map(|record| (record.cause, record.last_reason.clone())).collect();
+    assert_eq!(
+        causes,
+        [(DeadLetterCause::Cancelled, None), (DeadLetterCause::Cancelled, Some("changed my mind".to_string()))]
+    );
+
+    assert!(matches!(client.cancel(&leased.ctx.id, None).await, Err(CancelError::JobNotFound)), "drained");
+    assert!(matches!(
+        client.cancel("not-a-uuid", None).await,
+        Err(CancelError::Client(ClientError::InvalidRequest(_)))
+    ));
 }

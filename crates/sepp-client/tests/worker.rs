@@ -392,6 +392,39 @@ async fn losing_the_lease_aborts_the_handler_and_settles_nothing() {
 }
 
 #[tokio::test]
+async fn cancelling_a_running_job_aborts_its_handler_at_the_next_heartbeat() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("cancelled");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let worker = Worker::new(client.clone(), [queue.as_str()], Duration::from_secs(30))
+        .unwrap()
+        .with_max_in_flight(1)
+        .with_auto_extend_interval(Duration::from_millis(200))
+        .handle("long", move |_, _| {
+            let tx = tx.clone();
+            async move {
+                let guard = DropSignal(Some(tx.clone()));
+                tx.send("started").unwrap();
+                std::future::pending::<()>().await;
+                drop(guard);
+                Ok(())
+            }
+        })
+        .unwrap();
+    let running = start(worker);
+    let ack = client.enqueue(job(&queue, "long")).await.unwrap();
+    assert_eq!(signalled("the handler to start", &mut rx).await, "started");
+    assert!(client.cancel(&ack.job_id.to_string(), Some("not needed any more")).await.unwrap(), "it was leased");
+    assert_eq!(signalled("the handler to be aborted", &mut rx).await, "dropped");
+    running.stop().await;
+    let record = dead_letter(&client, &queue).await;
+    assert_eq!(record.job_id, ack.job_id);
+    assert_eq!(record.cause, DeadLetterCause::Cancelled);
+    assert_eq!(record.last_reason.as_deref(), Some("not needed any more"));
+}
+
+#[tokio::test]
 async fn the_worker_id_is_sent_with_the_lease() {
     let server = Server::start();
     let client = server.client().await;

@@ -132,6 +132,32 @@ impl LeaseError {
     }
 }
 
+/// Why a cancel failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CancelError {
+    /// No job has this id: it completed, or never existed (NOT_FOUND).
+    #[error("job not found (it completed, or never existed)")]
+    JobNotFound,
+    /// The job is already a dead letter (FAILED_PRECONDITION).
+    #[error("the job is already dead-lettered")]
+    AlreadyDeadLettered,
+    /// The call failed otherwise (a server without `CancelJob` answers UNIMPLEMENTED, which
+    /// arrives here as [`ClientError::UnexpectedStatus`]).
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+impl CancelError {
+    pub(crate) fn from_status(status: &Status) -> Self {
+        match status.code() {
+            Code::NotFound => Self::JobNotFound,
+            Code::FailedPrecondition => Self::AlreadyDeadLettered,
+            _ => Self::Client(ClientError::from_status(status)),
+        }
+    }
+}
+
 /// Why a reserve failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ReserveError {

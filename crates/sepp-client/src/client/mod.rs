@@ -21,7 +21,7 @@ use tracing::Instrument;
 use tracing::field::Empty;
 
 pub use builder::{ApiKeyInterceptor, SeppClientBuilder};
-pub use error::{ClientError, EnqueueError, LeaseError, ReserveError};
+pub use error::{CancelError, ClientError, EnqueueError, LeaseError, ReserveError};
 pub use retry::{RetryDirective, RetryPolicy};
 
 use crate::proto::queue_service_client::QueueServiceClient;
@@ -366,6 +366,32 @@ impl SeppClient {
                 )
                 .await;
             Ok(convert::server_info(result?.into_inner())?)
+        };
+        traced(span, call).await
+    }
+
+    /// Cancels the job `job_id`, whatever it is doing, with `reason` kept as its dead letter's
+    /// last reason. A ready or scheduled job is dead-lettered at once (cause
+    /// [`DeadLetterCause::Cancelled`](crate::DeadLetterCause::Cancelled)); a leased one is
+    /// marked, its worker's next extend, ack or nack fails with [`LeaseError::JobNotFound`]
+    /// (as a lost lease, so a [`Worker`](crate::worker::Worker) with auto-extend stops its
+    /// handler) and it is never delivered again. Returns whether the job was leased. Needs a
+    /// server of 0.2 or later (a 0.1 server answers UNIMPLEMENTED). Retried on transient failures under the retry policy:
+    /// a repeated cancel is harmless.
+    pub async fn cancel(&self, job_id: &str, reason: Option<&str>) -> Result<bool, CancelError> {
+        let span = tracing::info_span!("sepp.cancel_job", otel.kind = "client", job_id, otel.status_code = Empty);
+        let call = async {
+            let request = pb::CancelJobRequest { job_id: job_id.to_owned(), reason: reason.map(str::to_owned) };
+            let (result, _) = self
+                .unary(
+                    "cancel_job",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.cancel_job(request).await },
+                )
+                .await;
+            result.map(|response| response.into_inner().was_leased).map_err(|status| CancelError::from_status(&status))
         };
         traced(span, call).await
     }
