@@ -41,6 +41,9 @@ pub struct LoadedJob {
     pub payload: Option<Vec<u8>>,
 }
 
+/// What a cancel did, and its audit entry (none for a repeated cancel of a leased job).
+pub type CancelAnswer = Result<(sepp_core::CancelOutcome, Option<Arc<AuditEntry>>), sepp_core::CancelError>;
+
 /// A request of the admin API to the committer.
 pub enum AdminCommand {
     /// Count per-queue totals from now on and publish stats snapshots through this publisher.
@@ -75,6 +78,13 @@ pub enum AdminCommand {
         job: NewJob,
         actor: Actor,
         reply: Reply<Result<(Enqueued, Arc<AuditEntry>), Rejection>>,
+    },
+    /// Cancels one job by id (see `sepp_core::cancel`), audited when it changed something.
+    Cancel {
+        job_id: JobId,
+        reason: Option<String>,
+        actor: Actor,
+        reply: Reply<CancelAnswer>,
     },
     DeadLetterJobs {
         queue: String,
@@ -285,6 +295,25 @@ impl AdminCommand {
                         "job_type": job_type,
                     });
                     (enqueued, cycle.audit(&actor, "job.enqueue", details))
+                });
+                Deferred::reply(reply, answer)
+            }
+            AdminCommand::Cancel { job_id, reason, actor, reply } => {
+                let queue = cycle.state.live_job(&job_id).map(|(job, _)| job.queue.clone());
+                let outcome = cycle.state.cancel(now_ms, job_id, reason.clone(), cycle.records);
+                let answer = outcome.map(|outcome| {
+                    let entry = (outcome != sepp_core::CancelOutcome::AlreadyCancelled).then(|| {
+                        let mut details = json!({
+                            "queue": queue.as_deref().unwrap_or_default(),
+                            "job_id": job_id.hyphenated().to_string(),
+                            "was_leased": outcome != sepp_core::CancelOutcome::Removed,
+                        });
+                        if let Some(reason) = &reason {
+                            details["reason"] = json!(reason);
+                        }
+                        cycle.audit(&actor, "job.cancel", details)
+                    });
+                    (outcome, entry)
                 });
                 Deferred::reply(reply, answer)
             }

@@ -195,6 +195,53 @@ pub async fn job(
     Ok(Json(shown))
 }
 
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CancelBody {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// The longest reason kept with a cancel, in bytes.
+const MAX_CANCEL_REASON_BYTES: usize = 1_024;
+
+/// `POST /jobs/{id}/cancel`: cancels one job, whatever it is doing. A ready or scheduled job is
+/// dead-lettered at once (cause `cancelled`); a leased one is marked, and its worker learns it
+/// at its next extend, ack or nack. Answers what happened: `removed`, `lease_cancelled` or
+/// `already_cancelled`.
+pub async fn cancel(
+    State(state): State<AdminState>,
+    Operator(actor): Operator,
+    Path(id): Path<String>,
+    body: Option<Json<CancelBody>>,
+) -> AdminResult<Json<Value>> {
+    let job_id = match sepp_core::validate::validate_job_id(&id) {
+        Ok(sepp_core::validate::LeaseTarget::Job(job_id)) => job_id,
+        Ok(sepp_core::validate::LeaseTarget::NoSuchJob) => return Err(AdminError::not_found("job not found")),
+        Err(_) => return Err(AdminError::invalid_argument("job id must be a UUID")),
+    };
+    let reason = body.and_then(|Json(body)| body.reason);
+    if reason.as_ref().is_some_and(|reason| reason.len() > MAX_CANCEL_REASON_BYTES) {
+        return Err(AdminError::invalid_argument(format!("reason is longer than {MAX_CANCEL_REASON_BYTES} bytes")));
+    }
+    let answer = ask(&state.committer, |reply| AdminCommand::Cancel { job_id, reason, actor, reply }).await?;
+    let (outcome, entry) = answer.map_err(|error| match error {
+        sepp_core::CancelError::NotFound => AdminError::not_found("job not found"),
+        sepp_core::CancelError::DeadLettered => {
+            AdminError::conflict("already_dead_lettered", "the job is already a dead letter")
+        }
+    })?;
+    if let Some(entry) = &entry {
+        state.announce(entry);
+    }
+    let outcome = match outcome {
+        sepp_core::CancelOutcome::Removed => "removed",
+        sepp_core::CancelOutcome::LeaseCancelled => "lease_cancelled",
+        sepp_core::CancelOutcome::AlreadyCancelled => "already_cancelled",
+    };
+    Ok(Json(json!({ "job_id": id, "outcome": outcome })))
+}
+
 /// `GET /queues/{name}/dead-letters/{key_b64}`: one dead letter with its whole payload.
 pub async fn dead_letter(
     State(state): State<AdminState>,

@@ -46,6 +46,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/queues/{name}/dead-letters:requeue", post(jobs::requeue))
         .route("/queues/{name}/dead-letters:delete", post(jobs::delete))
         .route("/jobs/{id}", get(jobs::job))
+        .route("/jobs/{id}/cancel", post(jobs::cancel))
         .route("/audit", get(audit::list))
         .route("/config", get(config_api::get).put(config_api::put))
         .route("/auth/keys", post(config_api::add_key).delete(config_api::disable_auth))
