@@ -187,3 +187,26 @@ async fn pause_resume_and_pauses_manage_queue_pauses() {
     let usage = sepp_admin(&admin, OPERATOR_KEY, &["pause"]).await;
     assert_eq!(usage.status.code(), Some(2), "{}", usage.stderr);
 }
+
+#[tokio::test]
+async fn cancel_removes_a_queued_job_and_marks_a_running_one() {
+    if is_reference() {
+        return; // 0.1 has no cancel.
+    }
+    let admin = AdminServer::start("");
+    let mut client = grpc(&admin).await;
+    let queued = enqueue_one(&mut client, job("mail", "t")).await;
+    let run = sepp_admin(&admin, OPERATOR_KEY, &["cancel", &queued, "--reason", "sent twice"]).await;
+    assert_eq!(succeeded(&run).trim(), format!("cancelled job {queued}: it was queued and is now a dead letter"));
+
+    let running = enqueue_one(&mut client, job("mail", "t")).await;
+    assert_eq!(reserve_now(&mut client, &["mail"], 60_000).await.len(), 1);
+    let run = sepp_admin(&admin, OPERATOR_KEY, &["cancel", &running]).await;
+    assert!(succeeded(&run).contains("its worker learns it at its next extend, ack or nack"), "{}", run.stdout);
+    let again = json_of(&sepp_admin(&admin, OPERATOR_KEY, &["--json", "cancel", &running]).await);
+    assert_eq!(again["outcome"], "already_cancelled");
+
+    let missing = sepp_admin(&admin, OPERATOR_KEY, &["cancel", "0190a6e2-3c4d-7e5f-8a9b-0c1d2e3f4a5b"]).await;
+    assert_eq!(missing.status.code(), Some(1), "{}", missing.stdout);
+    assert!(missing.stderr.contains("job not found"), "{}", missing.stderr);
+}

@@ -46,6 +46,14 @@ enum Verb {
     Peek(PeekArgs),
     /// Show one live job by id, with its payload.
     Job { id: String },
+    /// Cancel one job by id: a queued job is dead-lettered now, a leased one when its worker
+    /// next extends, acks or nacks it (or its lease runs out); it is never delivered again.
+    Cancel {
+        id: String,
+        /// Why, kept with the dead letter and in the audit log.
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Enqueue one job.
     Enqueue(EnqueueArgs),
     /// Dead letters: list, requeue or delete them.
@@ -315,6 +323,7 @@ impl Session {
             Verb::Purge { queue, yes } => self.purge(&queue, yes).await,
             Verb::Audit(args) => self.audit(args).await,
             Verb::Workers => self.workers().await,
+            Verb::Cancel { id, reason } => self.cancel(&id, reason).await,
             Verb::Pause(args) => self.pause(args).await,
             Verb::Resume { queue, all } => self.resume(queue.filter(|_| !all)).await,
             Verb::Pauses => self.pauses().await,
@@ -502,6 +511,26 @@ impl Session {
             self.print_json(&json!({ counted: done, "missing": missing }));
         } else {
             println!("{counted} {done}, missing {missing}");
+        }
+        Ok(())
+    }
+
+    async fn cancel(&self, id: &str, reason: Option<String>) -> Result<(), String> {
+        let body = match reason {
+            Some(reason) => json!({ "reason": reason }),
+            None => json!({}),
+        };
+        let answer = self.call(Method::POST, &format!("/jobs/{}/cancel", segment(id)), Some(&body), None).await?;
+        if self.json {
+            self.print_json(&answer);
+            return Ok(());
+        }
+        match answer["outcome"].as_str() {
+            Some("removed") => println!("cancelled job {id}: it was queued and is now a dead letter"),
+            Some("lease_cancelled") => {
+                println!("cancelled job {id}: it is running; its worker learns it at its next extend, ack or nack")
+            }
+            _ => println!("job {id} was already cancelled while running"),
         }
         Ok(())
     }
