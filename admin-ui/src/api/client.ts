@@ -152,6 +152,11 @@ export const api = {
       query: purge ? { purge: true } : undefined,
     }),
 
+  cancelJob: (id: string, reason: string | undefined) =>
+    call<{ job_id: string; outcome: 'removed' | 'lease_cancelled' | 'already_cancelled' }>('POST', `/jobs/${seg(id)}/cancel`, {
+      body: reason ? { reason } : {},
+    }),
+
   pauseQueue: (name: string, untilMs: number | null) =>
     call<{ queue: string; paused: boolean; until_ms: number | null }>('POST', `/queues/${seg(name)}/pause`, {
       body: untilMs === null ? {} : { until_ms: untilMs },

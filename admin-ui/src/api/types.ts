@@ -140,7 +140,7 @@ export interface Payload {
   data_b64?: string
 }
 
-export type DeadLetterCause = 'attempts_exhausted' | 'rejected' | 'lease_expired' | 'admin' | 'unspecified'
+export type DeadLetterCause = 'attempts_exhausted' | 'rejected' | 'lease_expired' | 'admin' | 'cancelled' | 'unspecified'
 
 export interface Job {
   id: string
@@ -155,6 +155,8 @@ export interface Job {
   scheduled_at_ms?: number
   /** When a scheduled job (or a delayed retry) becomes ready. */
   due_at_ms?: number
+  /** In flight under a lease that was cancelled: its worker learns it at its next extend, ack or nack. */
+  cancelled?: boolean
   lease_expires_at_ms?: number
   /** Set by the job-by-id lookup. */
   queue?: string

@@ -39,6 +39,8 @@ pub struct LoadedJob {
     pub job: Arc<Job>,
     pub state: JobState,
     pub payload: Option<Vec<u8>>,
+    /// Leased under a lease that was cancelled.
+    pub cancelled: bool,
 }
 
 /// What a cancel did, and its audit entry (none for a repeated cancel of a leased job).
@@ -263,11 +265,14 @@ impl AdminCommand {
                 }
             }
             AdminCommand::FindJob { job_id, reply } => match cycle.state.find_job(&job_id) {
-                Some((job, state)) => Deferred::new(move |log| {
-                    if let Ok(payload) = load_payload(log, &job, usize::MAX) {
-                        let _ = reply.send(Some(LoadedJob { job, state, payload }));
-                    }
-                }),
+                Some((job, state)) => {
+                    let cancelled = cycle.state.is_cancelled(&job_id);
+                    Deferred::new(move |log| {
+                        if let Ok(payload) = load_payload(log, &job, usize::MAX) {
+                            let _ = reply.send(Some(LoadedJob { job, state, payload, cancelled }));
+                        }
+                    })
+                }
                 None => Deferred::reply(reply, None),
             },
             AdminCommand::FindDeadLetter { queue, key, reply } => match cycle.state.find_dead_letter(&queue, &key) {

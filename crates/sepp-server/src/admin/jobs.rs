@@ -192,6 +192,9 @@ pub async fn job(
         views::live_job(&loaded.job, loaded.state, Some(loaded.payload.as_deref().unwrap_or_default()), true);
     shown["queue"] = json!(&*loaded.job.queue);
     shown["state"] = json!(views::state_name(loaded.state));
+    if loaded.cancelled {
+        shown["cancelled"] = json!(true);
+    }
     Ok(Json(shown))
 }
 
