@@ -9,10 +9,6 @@ use tonic::Code;
 
 const LEASE_MS: u64 = 60_000;
 
-fn ack_of(job: &pb::Job) -> pb::AckRequest {
-    pb::AckRequest { job_id: job.id.clone(), attempt: job.attempt, worker_id: None }
-}
-
 fn outcome(result: &pb::AckResult) -> Result<&str, (Code, &str)> {
     match result.outcome.as_ref().expect("every result has an outcome") {
         pb::ack_result::Outcome::Success(success) => Ok(&success.job_id),

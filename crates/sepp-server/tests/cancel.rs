@@ -16,10 +16,6 @@ fn cancel(job_id: &str) -> pb::CancelJobRequest {
     pb::CancelJobRequest { job_id: job_id.into(), reason: Some("customer asked".into()) }
 }
 
-fn ack_of(job: &pb::Job) -> pb::AckRequest {
-    pb::AckRequest { job_id: job.id.clone(), attempt: job.attempt, worker_id: None }
-}
-
 async fn drained(client: &mut QueueServiceClient<tonic::transport::Channel>, queue: &str) -> Vec<pb::DeadLetterRecord> {
     let request = pb::DrainDeadLettersRequest { queue: Some(queue.into()), max: Some(100) };
     client.drain_dead_letters(request).await.expect("drain").into_inner().records

@@ -591,6 +591,11 @@ pub async fn enqueue_one(client: &mut QueueServiceClient<Channel>, request: pb::
 }
 
 /// Reserves with the raw client (no wait) and returns the jobs.
+/// The ack of a delivered job, under the attempt it was delivered with.
+pub fn ack_of(job: &pb::Job) -> pb::AckRequest {
+    pb::AckRequest { job_id: job.id.clone(), attempt: job.attempt, worker_id: None }
+}
+
 pub async fn reserve_now(client: &mut QueueServiceClient<Channel>, queues: &[&str], lease_ms: u64) -> Vec<pb::Job> {
     client.reserve(reserve(queues, lease_ms)).await.expect("reserve").into_inner().jobs
 }
