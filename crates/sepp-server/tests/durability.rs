@@ -401,6 +401,12 @@ struct Ledger {
     delivered_payloads: HashMap<String, Vec<u8>>,
     /// Event number at which each ack was acknowledged.
     acked: HashMap<String, u64>,
+    /// The event number taken just before the reserve of each delivery, per id.
+    reserve_starts: HashMap<String, Vec<u64>>,
+    /// Ids a cancel was sent for.
+    cancel_sent: HashSet<String>,
+    /// Event number at which each cancel was acknowledged.
+    cancelled: HashMap<String, u64>,
 }
 
 const CRASH_LEASE_MS: u64 = 1_500;
@@ -438,6 +444,7 @@ async fn work(addr: String, queue: String, ledger: Arc<Mutex<Ledger>>, stop: Arc
             worker_id: None,
             max_jobs: Some(4),
         };
+        let started = clock.fetch_add(1, Ordering::SeqCst);
         let Ok(response) = client.reserve(request).await else {
             return;
         };
@@ -446,6 +453,7 @@ async fn work(addr: String, queue: String, ledger: Arc<Mutex<Ledger>>, stop: Arc
             let payload = job.payload.as_ref().map(|payload| payload.data.clone()).unwrap_or_default();
             {
                 let mut ledger = ledger.lock().unwrap();
+                ledger.reserve_starts.entry(job.id.clone()).or_default().push(started);
                 ledger.deliveries.entry(job.id.clone()).or_default().push((event, job.attempt));
                 ledger.delivered_payloads.insert(job.id.clone(), payload);
             }
@@ -466,9 +474,45 @@ async fn work(addr: String, queue: String, ledger: Arc<Mutex<Ledger>>, stop: Arc
     }
 }
 
-/// Producers and workers run while the server is killed with SIGKILL and restarted 20 times.
-/// Afterwards every acknowledged enqueue was delivered, no job is delivered after its ack was
-/// acknowledged, and each job's attempts only ever grow.
+/// Cancels every acknowledged job whose payload ends in 3, queued or leased, whichever it is by
+/// then; remembers when each cancel was acknowledged.
+async fn cancel_some(addr: String, ledger: Arc<Mutex<Ledger>>, stop: Arc<AtomicBool>, clock: Arc<AtomicU64>) {
+    let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
+        return;
+    };
+    let mut client = QueueServiceClient::new(channel);
+    while !stop.load(Ordering::Relaxed) {
+        let next = {
+            let mut ledger = ledger.lock().unwrap();
+            let pick = ledger
+                .enqueued
+                .iter()
+                .find(|(id, payload)| payload.ends_with(b"3") && !ledger.cancel_sent.contains(*id))
+                .map(|(id, _)| id.clone());
+            if let Some(id) = &pick {
+                ledger.cancel_sent.insert(id.clone());
+            }
+            pick
+        };
+        let Some(job_id) = next else {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            continue;
+        };
+        match client.cancel_job(pb::CancelJobRequest { job_id: job_id.clone(), reason: None }).await {
+            Ok(_) => {
+                let event = clock.fetch_add(1, Ordering::SeqCst);
+                ledger.lock().unwrap().cancelled.insert(job_id, event);
+            }
+            Err(status) if status.code() == Code::NotFound => {} // acked before the cancel came
+            Err(_) => return,
+        }
+    }
+}
+
+/// Producers, workers and a canceller run while the server is killed with SIGKILL and
+/// restarted 20 times. Afterwards every acknowledged enqueue that was not cancelled was
+/// delivered, no job is delivered after its ack or its cancel was acknowledged, and each job's
+/// attempts only ever grow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
     const CYCLES: u64 = 20;
@@ -491,6 +535,7 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
             )));
             tasks.push(tokio::spawn(work(server.addr(), queue.clone(), ledger.clone(), stop.clone(), clock.clone())));
         }
+        tasks.push(tokio::spawn(cancel_some(server.addr(), ledger.clone(), stop.clone(), clock.clone())));
         // Let work happen, then crash wherever the server is: after a varying number of
         // acknowledged enqueues rather than after a fixed time.
         let target = ledger.lock().unwrap().enqueued.len() + 10 + (cycle as usize * 7) % 30;
@@ -515,7 +560,7 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
     while Instant::now() < drained_by {
         let delivered_all = {
             let ledger = ledger.lock().unwrap();
-            ledger.enqueued.keys().all(|id| ledger.deliveries.contains_key(id))
+            ledger.enqueued.keys().all(|id| ledger.deliveries.contains_key(id) || ledger.cancel_sent.contains(id))
         };
         if delivered_all {
             break;
@@ -529,6 +574,7 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
     // Whatever is still leased comes back when its lease ends; then the queue runs dry.
     let mut client = server.raw_client().await;
     loop {
+        let started = clock.fetch_add(1, Ordering::SeqCst);
         let jobs = reserve(&mut client, &queue, 30_000, CRASH_LEASE_MS + 1_000).await;
         if jobs.is_empty() {
             break;
@@ -538,6 +584,7 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
             let payload = job.payload.map(|payload| payload.data).unwrap_or_default();
             {
                 let mut ledger = ledger.lock().unwrap();
+                ledger.reserve_starts.entry(job.id.clone()).or_default().push(started);
                 ledger.deliveries.entry(job.id.clone()).or_default().push((event, job.attempt));
                 ledger.delivered_payloads.insert(job.id.clone(), payload);
             }
@@ -550,8 +597,22 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
     assert!(ledger.enqueued.len() as u64 >= CYCLES * 10, "too little work happened: {}", ledger.enqueued.len());
     // An ack whose answer the crash swallowed may have completed a job without the worker
     // knowing, so "delivered" (not "acked") is what an acknowledged enqueue promises.
+    // A cancel that failed in a crash may still have been applied: only a job nobody tried to
+    // cancel must have been delivered.
     for (id, payload) in &ledger.enqueued {
-        assert!(ledger.deliveries.contains_key(id), "acknowledged enqueue {id} ({payload:?}) was never delivered");
+        assert!(
+            ledger.deliveries.contains_key(id) || ledger.cancel_sent.contains(id),
+            "acknowledged enqueue {id} ({payload:?}) was never delivered"
+        );
+    }
+    if !is_reference() {
+        // (0.1 has no CancelJob: its canceller stops at the first UNIMPLEMENTED.)
+        assert!(ledger.cancelled.len() as u64 >= CYCLES, "too few cancels happened: {}", ledger.cancelled.len());
+    }
+    for (id, cancelled_at) in &ledger.cancelled {
+        let starts = ledger.reserve_starts.get(id).map(Vec::as_slice).unwrap_or_default();
+        let after: Vec<_> = starts.iter().filter(|started| *started > cancelled_at).collect();
+        assert!(after.is_empty(), "{id} was delivered by a reserve sent after its cancel was acknowledged");
     }
     for (id, deliveries) in &ledger.deliveries {
         let payload = &ledger.delivered_payloads[id];
@@ -569,8 +630,9 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
         }
     }
     eprintln!(
-        "crash loop: {CYCLES} SIGKILLs, {} acknowledged enqueues, {} deliveries, {:?}",
+        "crash loop: {CYCLES} SIGKILLs, {} acknowledged enqueues, {} acknowledged cancels, {} deliveries, {:?}",
         ledger.enqueued.len(),
+        ledger.cancelled.len(),
         ledger.deliveries.values().map(Vec::len).sum::<usize>(),
         started.elapsed()
     );
