@@ -1,11 +1,11 @@
 /**
- * {@link SeppClient}: one connection to a sepp server and its eight calls — the producer half
- * (`enqueue`, `enqueueBatch`, `enqueueAtomic`), the consumer half (`reserve`, `ack`, `nack`,
- * `extend`), `getServerInfo` and `drainDeadLetters`.
+ * {@link SeppClient}: one connection to a sepp server and its nine calls — the producer half
+ * (`enqueue`, `enqueueBatch`, `enqueueAtomic`, `cancel`), the consumer half (`reserve`, `ack`,
+ * `nack`, `extend`), `getServerInfo` and `drainDeadLetters`.
  *
  * Every call has a deadline (`rpcTimeout`, or for reserve its wait plus 10 s), sends the API key and
  * the active trace context as metadata, and runs in an OpenTelemetry client span `sepp.<call>` when
- * the API is installed. Enqueue, ack, nack, extend and getServerInfo follow the retry policy; reserve
+ * the API is installed. Enqueue, cancel, ack, nack, extend and getServerInfo follow the retry policy; reserve
  * and drainDeadLetters are never retried.
  */
 import * as grpc from "@grpc/grpc-js";
@@ -37,6 +37,7 @@ import {
   BatchValidationError,
   type ClientError,
   ConnectError,
+  cancelErrorFromStatus,
   EmptyBatchError,
   errorFromStatus,
   JobNotFoundError,
@@ -55,6 +56,8 @@ import { activeTraceContext, inClientSpan, injectTraceMetadata } from "./otel.js
 import type { JobRejection } from "./rejection.js";
 import { RetryDirective, RetryPolicy, type RetryScope, withRetries } from "./retry.js";
 import type {
+  CancelOptions,
+  CancelResult,
   DeadLetterRecord,
   DrainDeadLettersOptions,
   EnqueueAck,
@@ -82,7 +85,7 @@ const Q = wire.QueueServiceService;
 
 /** A connection to a sepp server. Every method returns a Promise; `close()` ends the connection. */
 export class SeppClient {
-  /** The retry policy of enqueue, ack, nack, extend and getServerInfo. */
+  /** The retry policy of enqueue, cancel, ack, nack, extend and getServerInfo. */
   readonly retryPolicy: RetryPolicy;
   /** The deadline of every call except reserve, in ms. */
   readonly rpcTimeout: number;
@@ -212,6 +215,34 @@ export class SeppClient {
         throw new BatchResultCountMismatchError(jobs.length, outcome.value.responses.length);
       }
       return outcome.value.responses.map(ackFromWire);
+    });
+  }
+
+  /**
+   * Cancels a job by id (a server with the feature `"cancel"`). A ready or scheduled job is
+   * dead-lettered at once (cause `cancelled`, with `reason` as its `lastReason`; kept only when the
+   * server retains dead letters) and `wasLeased` is false. A leased job is marked (`wasLeased` true,
+   * also when cancelled again): its worker's next extend, ack or nack throws `JobCancelledError` and
+   * dead-letters it, or its lease runs out. Either way it is never delivered again. Throws
+   * `JobNotFoundError` for an unknown or finished job, `JobDeadLetteredError` for a dead letter and
+   * `InvalidRequestError` for a malformed id or a reason over 1024 bytes.
+   */
+  async cancel(jobId: string, options: CancelOptions = {}): Promise<CancelResult> {
+    if (typeof jobId !== "string") throw new ValidationError("cancel: jobId must be a string");
+    const reason = options.reason;
+    if (reason !== undefined && typeof reason !== "string")
+      throw new ValidationError("cancel: reason must be a string");
+    const request: wire.CancelJobRequest = { jobId, reason };
+    return inClientSpan("sepp.cancel", { "sepp.job_id": jobId }, async () => {
+      const response = await this.#unary(
+        "cancel",
+        Q.cancelJob,
+        request,
+        "transient",
+        this.rpcTimeout,
+        cancelErrorFromStatus,
+      );
+      return { jobId: response.jobId || jobId, wasLeased: response.wasLeased };
     });
   }
 
@@ -391,12 +422,13 @@ export class SeppClient {
     request: Req,
     scope: RetryScope,
     deadlineMs: number,
+    map: (status: StatusLike) => Error = errorFromStatus,
   ): Promise<Resp> {
     const outcome = await withRetries(this.retryPolicy, operation, scope, this.logger, () =>
       this.#call(method, request, deadlineMs, undefined),
     );
     if (outcome.ok) return outcome.value;
-    throw mapped(outcome.error, errorFromStatus);
+    throw mapped(outcome.error, map);
   }
 
   /** One attempt of a call: rejects with the grpc-js status error. */

@@ -349,6 +349,7 @@ const CAUSES: Record<number, DeadLetterCause> = {
   [wire.DeadLetterCause.DEAD_LETTER_CAUSE_REJECTED]: DeadLetterCause.Rejected,
   [wire.DeadLetterCause.DEAD_LETTER_CAUSE_LEASE_EXPIRED]: DeadLetterCause.LeaseExpired,
   [wire.DeadLetterCause.DEAD_LETTER_CAUSE_ADMIN]: DeadLetterCause.Admin,
+  [wire.DeadLetterCause.DEAD_LETTER_CAUSE_CANCELLED]: DeadLetterCause.Cancelled,
 };
 
 /** A dead-letter record; unknown causes are `unspecified`. */

@@ -6,8 +6,10 @@
  * UNAUTHENTICATED and PERMISSION_DENIED are {@link UnauthenticatedError}; RESOURCE_EXHAUSTED is
  * {@link OverloadedError}; INVALID_ARGUMENT is {@link InvalidRequestError}; INTERNAL, DATA_LOSS and
  * UNKNOWN are {@link ServerInternalError}; any other code is {@link UnexpectedStatusError}. Ack, nack
- * and extend turn NOT_FOUND into {@link JobNotFoundError} and FAILED_PRECONDITION into
- * {@link AttemptMismatchError}; reserve turns FAILED_PRECONDITION into {@link UnknownQueuesError}.
+ * and extend turn NOT_FOUND into {@link JobNotFoundError} ({@link JobCancelledError} when it carries
+ * the trailer `sepp-cancelled: true`) and FAILED_PRECONDITION into {@link AttemptMismatchError};
+ * reserve turns FAILED_PRECONDITION into {@link UnknownQueuesError}; cancel turns NOT_FOUND into
+ * {@link JobNotFoundError} and FAILED_PRECONDITION into {@link JobDeadLetteredError}.
  */
 import { status as Status } from "@grpc/grpc-js";
 import { describeJobRejection, type JobRejection } from "./rejection.js";
@@ -149,6 +151,20 @@ export class JobNotFoundError extends LeaseError {
   }
 }
 
+/**
+ * The job was cancelled (`SeppClient.cancel`) while this lease held it: NOT_FOUND with the trailer
+ * `sepp-cancelled: true`. The call that got it dead-lettered the job (cause `cancelled`); it is never
+ * delivered again, and later calls for this lease throw a plain {@link JobNotFoundError}. It extends
+ * `JobNotFoundError`, so code that handles a lost lease keeps working unchanged.
+ */
+export class JobCancelledError extends JobNotFoundError {
+  override name = "JobCancelledError";
+  constructor(details = "") {
+    super(details);
+    this.message = `job cancelled (it is dead-lettered and never delivered again)${details ? `: ${details}` : ""}`;
+  }
+}
+
 /** The job was redelivered: this attempt's lease is no longer the current one (FAILED_PRECONDITION). */
 export class AttemptMismatchError extends LeaseError {
   override name = "AttemptMismatchError";
@@ -170,10 +186,33 @@ export class UnknownQueuesError extends SeppError {
   override name = "UnknownQueuesError";
 }
 
+/** `cancel` found the job already in the dead-letter queue (FAILED_PRECONDITION). */
+export class JobDeadLetteredError extends SeppError {
+  override name = "JobDeadLetteredError";
+}
+
 /** The parts of a grpc-js `ServiceError` the mapping reads. */
 export interface StatusLike {
   code: number;
   details: string;
+  /** The trailing metadata (grpc-js puts it on the error as `metadata`). */
+  metadata?: { get(key: string): unknown[] } | undefined;
+}
+
+/** The trailer that tells a cancelled lease's NOT_FOUND from a lost lease's. */
+export const CANCELLED_TRAILER = "sepp-cancelled";
+
+/** Whether a status carries the trailer `sepp-cancelled: true`. */
+function isCancelled(status: StatusLike): boolean {
+  const metadata = status.metadata;
+  if (metadata === undefined || metadata === null || typeof metadata.get !== "function") return false;
+  let values: unknown[];
+  try {
+    values = metadata.get(CANCELLED_TRAILER);
+  } catch {
+    return false;
+  }
+  return values.some((value) => String(value).trim().toLowerCase() === "true");
 }
 
 /** The error for a failed call (see the module documentation for the mapping). */
@@ -205,8 +244,23 @@ export function errorFromStatus(status: StatusLike): ClientError {
 
 /** The error of a failed ack, nack or extend. */
 export function leaseErrorFromStatus(status: StatusLike): LeaseError | ClientError {
-  if (status.code === Status.NOT_FOUND) return new JobNotFoundError(status.details);
+  if (status.code === Status.NOT_FOUND)
+    return isCancelled(status) ? new JobCancelledError(status.details) : new JobNotFoundError(status.details);
   if (status.code === Status.FAILED_PRECONDITION) return new AttemptMismatchError(status.details);
+  return errorFromStatus(status);
+}
+
+/**
+ * The error of a failed cancel: NOT_FOUND (no such job, or it finished) is {@link JobNotFoundError},
+ * FAILED_PRECONDITION {@link JobDeadLetteredError}; a malformed id or too long a reason
+ * (INVALID_ARGUMENT) is {@link InvalidRequestError} as for every call.
+ */
+export function cancelErrorFromStatus(
+  status: StatusLike,
+): JobNotFoundError | JobDeadLetteredError | ClientError {
+  if (status.code === Status.NOT_FOUND) return new JobNotFoundError(status.details);
+  if (status.code === Status.FAILED_PRECONDITION)
+    return new JobDeadLetteredError(`job already dead-lettered: ${status.details}`);
   return errorFromStatus(status);
 }
 

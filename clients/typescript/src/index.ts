@@ -2,7 +2,7 @@
  * sepp-js: the TypeScript client of the sepp job queue.
  *
  * - {@link SeppClient}: connect, then enqueue (one job, best-effort batches, atomic batches),
- *   reserve / ack / nack / extend, server info and dead-letter drains.
+ *   cancel, reserve / ack / nack / extend, server info and dead-letter drains.
  * - {@link Worker}: the reserve → handle → ack/nack loop with bounded concurrency, automatic lease
  *   extension and graceful shutdown; handlers throw {@link HandlerError} to nack.
  * - Data types: {@link Payload}, {@link Priority}, {@link RetryPolicy}, {@link RetryDirective}, the
@@ -19,6 +19,8 @@ export {
   EmptyBatchError,
   InvalidApiKeyError,
   InvalidRequestError,
+  JobCancelledError,
+  JobDeadLetteredError,
   JobNotFoundError,
   JobRejectedError,
   type JobValidationError,
@@ -46,6 +48,8 @@ export {
 export { RetryDirective, RetryPolicy, type RetryPolicyOptions } from "./retry.js";
 export type { TraceContext } from "./trace.js";
 export {
+  type CancelOptions,
+  type CancelResult,
   DeadLetterCause,
   type DeadLetterFields,
   DeadLetterRecord,

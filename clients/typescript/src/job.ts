@@ -54,7 +54,9 @@ export class JobCtx {
   readonly workerId: string | undefined;
   /**
    * Aborted by a Worker when it loses the job's lease (the reason is a `LeaseLostError`): the job
-   * belongs to another attempt, so the handler should stop; its result is ignored.
+   * belongs to another attempt, so the handler should stop; its result is ignored. Also aborted when
+   * the job was cancelled while the handler ran (the reason is a `LeaseLostError` whose `cause` is a
+   * `JobCancelledError`).
    */
   readonly signal: AbortSignal;
 

@@ -52,6 +52,23 @@ export interface ReserveOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** How to cancel a job. */
+export interface CancelOptions {
+  /** Kept as the dead letter's `lastReason` (at most 1024 bytes). */
+  reason?: string | undefined;
+}
+
+/** The server's answer to a cancel. */
+export interface CancelResult {
+  jobId: string;
+  /**
+   * True when a worker held the job: it is dead-lettered at that worker's next extend, ack or nack
+   * (which throws `JobCancelledError`), or when its lease runs out. False when it was ready or
+   * scheduled and is dead-lettered already. Also true for a repeated cancel of a leased job.
+   */
+  wasLeased: boolean;
+}
+
 /** How to fail a job. */
 export interface NackOptions {
   /** What happens next (default: the queue's retry policy). */
@@ -90,7 +107,7 @@ export interface ServerInfo {
   maxLeaseDuration: number;
   strictQueues: boolean;
   deadLetterRetentionEnabled: boolean;
-  /** What the server offers beyond the 0.1 protocol, by name (`"ack_batch"`); empty on 0.1. */
+  /** What the server offers beyond the 0.1 protocol, by name (`"ack_batch"`, `"cancel"`); empty on 0.1. */
   features: string[];
 }
 
@@ -101,6 +118,8 @@ export const DeadLetterCause = {
   Rejected: "rejected",
   LeaseExpired: "lease_expired",
   Admin: "admin",
+  /** Cancelled by `SeppClient.cancel` (or the admin API); a server after 0.1. */
+  Cancelled: "cancelled",
 } as const;
 
 /** Why a job was dead-lettered. */

@@ -21,7 +21,13 @@ from typing import Any
 
 import grpc
 
-from .errors import BatchResultCountMismatchError, ClientError, MalformedResponseError
+from .errors import (
+    CANCELLED_MESSAGE,
+    CANCELLED_TRAILER,
+    BatchResultCountMismatchError,
+    ClientError,
+    MalformedResponseError,
+)
 from .v1 import queue_pb2 as pb
 
 # The server's default batch limit (`limits.max_enqueue_batch`) is 256.
@@ -34,11 +40,21 @@ _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
 def item_error(code: int, message: str) -> grpc.aio.AioRpcError:
-    """The error a failed item of an `AckBatch` stands for, as its own `Ack` would have raised."""
+    """The error a failed item of an `AckBatch` stands for, as its own `Ack` would have raised.
+
+    An item carries a code and a message only. The item of a cancelled job (NOT_FOUND, "job was
+    cancelled") gets the trailer its own `Ack` would have had, `sepp-cancelled: true`, so it
+    raises `JobCancelledError` just the same.
+    """
     status = _CODES.get(code, grpc.StatusCode.UNKNOWN)
     if status == grpc.StatusCode.OK:
         status = grpc.StatusCode.UNKNOWN
-    return grpc.aio.AioRpcError(status, grpc.aio.Metadata(), grpc.aio.Metadata(), message)
+    trailing = (
+        grpc.aio.Metadata((CANCELLED_TRAILER, "true"))
+        if status == grpc.StatusCode.NOT_FOUND and message == CANCELLED_MESSAGE
+        else grpc.aio.Metadata()
+    )
+    return grpc.aio.AioRpcError(status, grpc.aio.Metadata(), trailing, message)
 
 
 class AckPipeline:

@@ -1,7 +1,7 @@
 """`SeppClient`: one gRPC channel to a sepp server and every call of the queue service.
 
-Producer calls: `enqueue`, `enqueue_batch`, `enqueue_atomic`. Consumer calls: `reserve`, then
-`ack` / `nack` / `extend` on each job's context. Operations: `get_server_info`,
+Producer calls: `enqueue`, `enqueue_batch`, `enqueue_atomic`, `cancel`. Consumer calls:
+`reserve`, then `ack` / `nack` / `extend` on each job's context. Operations: `get_server_info`,
 `drain_dead_letters`. All are coroutines; the client is safe to share between tasks.
 
 Every call but reserve carries a deadline (`rpc_timeout`, 30 s by default); reserve's is its wait
@@ -48,6 +48,7 @@ from .errors import (
     MalformedServerInfoError,
     ServerInfoError,
     UnknownRejection,
+    cancel_error_from_rpc,
     client_error_from_rpc,
     lease_error_from_rpc,
     reserve_error_from_rpc,
@@ -115,6 +116,7 @@ class SeppClient:
         self._drain = self._method(
             "DrainDeadLetters", pb.DrainDeadLettersRequest, pb.DrainDeadLettersResponse
         )
+        self._cancel = self._method("CancelJob", pb.CancelJobRequest, pb.CancelJobResponse)
         self._server_info = self._method(
             "GetServerInfo", pb.GetServerInfoRequest, pb.GetServerInfoResponse
         )
@@ -412,6 +414,35 @@ class SeppClient:
             ]
             raise BatchValidationError(errors)
         raise MalformedResponseError("the server's atomic enqueue answer has no outcome")
+
+    async def cancel(self, job_id: str, reason: str | None = None) -> bool:
+        """Cancel a job by id; returns True if it was leased (a worker holds it).
+
+        A ready or scheduled job is dead-lettered at once (cause `CANCELLED`; kept only when the
+        server retains dead letters). A leased job is marked: its worker's next extend, ack or
+        nack raises `JobCancelledError` and dead-letters it, or its lease runs out; either way it
+        is never delivered again. `reason` (at most 1024 bytes) becomes the dead letter's
+        `last_reason`. Cancelling a leased job again returns True again.
+
+        Raises `JobNotFoundError` for a job the server does not know (or that has finished),
+        `JobDeadLetteredError` for a job already dead-lettered and `InvalidRequestError` for a
+        malformed id or a too-long reason. Needs a server with the feature "cancel"
+        (`ServerInfo.features`); an older one answers `UnexpectedStatusError` (UNIMPLEMENTED).
+        """
+        request = pb.CancelJobRequest(job_id=job_id)
+        if reason is not None:
+            request.reason = reason
+        span = (
+            _otel.client_span("cancel", "CancelJob", {"messaging.message.id": job_id})
+            if _OTEL
+            else _NO_SPAN
+        )
+        with span:
+            try:
+                response = await self._call("cancel", self._cancel, request, RETRYABLE_CODES)
+            except grpc.aio.AioRpcError as err:
+                raise cancel_error_from_rpc(err) from err
+        return bool(response.was_leased)
 
     # ----------------------------------------------------------------------------------------
     # Consuming

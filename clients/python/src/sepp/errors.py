@@ -11,8 +11,8 @@ Two kinds of failure are kept apart on purpose:
   `BatchValidationError`.
 
 A gRPC status is turned into an exception in exactly one place per family of calls:
-`client_error_from_rpc` (every call), `lease_error_from_rpc` (ack, nack, extend) and
-`reserve_error_from_rpc` (reserve).
+`client_error_from_rpc` (every call), `lease_error_from_rpc` (ack, nack, extend),
+`reserve_error_from_rpc` (reserve) and `cancel_error_from_rpc` (cancel).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from datetime import datetime, timedelta
 import grpc
 
 __all__ = [
+    "CANCELLED_MESSAGE",
+    "CANCELLED_TRAILER",
     "KEYLESS_ENQUEUE_RETRYABLE_CODES",
     "RETRYABLE_CODES",
     "AttemptMismatchError",
@@ -39,7 +41,9 @@ __all__ = [
     "InvalidApiKeyError",
     "InvalidRequest",
     "InvalidRequestError",
+    "JobCancelledError",
     "JobConversionError",
+    "JobDeadLetteredError",
     "JobNotFoundError",
     "JobRejectedError",
     "JobRejection",
@@ -66,6 +70,7 @@ __all__ = [
     "UnknownQueue",
     "UnknownQueuesError",
     "UnknownRejection",
+    "cancel_error_from_rpc",
     "client_error_from_rpc",
     "lease_error_from_rpc",
     "reserve_error_from_rpc",
@@ -426,11 +431,28 @@ class LeaseError(SeppError):
 
 
 class JobNotFoundError(LeaseError):
-    """The job is no longer in flight: acked already, or its lease expired (NOT_FOUND)."""
+    """The job is no longer in flight: acked already, or its lease expired (NOT_FOUND).
+
+    `cancel` raises it too, for a job the server does not know (never enqueued, or finished).
+    """
+
+
+class JobCancelledError(JobNotFoundError):
+    """The job was cancelled (`SeppClient.cancel`) while this lease held it (NOT_FOUND with the
+    trailer `sepp-cancelled: true`).
+
+    The call that raised it dead-lettered the job (cause `CANCELLED`); it is never delivered
+    again, and later calls for this lease raise a plain `JobNotFoundError`. It is a
+    `JobNotFoundError`, so code that treats a lost lease keeps working unchanged.
+    """
 
 
 class AttemptMismatchError(LeaseError):
     """The job was redelivered; this lease's attempt is stale (FAILED_PRECONDITION)."""
+
+
+class JobDeadLetteredError(SeppError):
+    """`cancel` found the job already in the dead-letter queue (FAILED_PRECONDITION)."""
 
 
 class ReserveError(SeppError):
@@ -457,6 +479,31 @@ _UNAUTHENTICATED = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.P
 _INTERNAL = frozenset(
     {grpc.StatusCode.INTERNAL, grpc.StatusCode.DATA_LOSS, grpc.StatusCode.UNKNOWN}
 )
+
+
+# The trailer (and its value) a cancelled lease's NOT_FOUND carries, and the server's message.
+CANCELLED_TRAILER = "sepp-cancelled"
+CANCELLED_MESSAGE = "job was cancelled"
+
+
+def _is_cancelled(err: grpc.RpcError) -> bool:
+    """Whether a NOT_FOUND carries the trailer `sepp-cancelled: true`."""
+    trailing = getattr(err, "trailing_metadata", None)
+    if not callable(trailing):
+        return False
+    try:
+        metadata = trailing()
+    except Exception:
+        return False
+    for item in metadata or ():
+        key, value = item
+        if key.lower() != CANCELLED_TRAILER:
+            continue
+        if isinstance(value, bytes):
+            value = value.decode("ascii", "replace")
+        if value.strip().lower() == "true":
+            return True
+    return False
 
 
 def _status_of(err: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
@@ -488,6 +535,8 @@ def lease_error_from_rpc(err: grpc.RpcError) -> LeaseError | ClientError:
     """The error for a failed ack, nack or extend: lease errors first, then `ClientError`."""
     code, message = _status_of(err)
     if code == grpc.StatusCode.NOT_FOUND:
+        if _is_cancelled(err):
+            return JobCancelledError(message or CANCELLED_MESSAGE)
         return JobNotFoundError(message or "the job is not in flight")
     if code == grpc.StatusCode.FAILED_PRECONDITION:
         return AttemptMismatchError(message or "the lease's attempt is not the current one")
@@ -499,4 +548,17 @@ def reserve_error_from_rpc(err: grpc.RpcError) -> ReserveError | ClientError:
     code, message = _status_of(err)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
         return UnknownQueuesError(message or "some queues are not declared on the server")
+    return client_error_from_rpc(err)
+
+
+def cancel_error_from_rpc(
+    err: grpc.RpcError,
+) -> JobNotFoundError | JobDeadLetteredError | ClientError:
+    """The error for a failed cancel: an unknown or finished job, a dead letter, then
+    `ClientError` (a malformed id or a too-long reason is `InvalidRequestError`)."""
+    code, message = _status_of(err)
+    if code == grpc.StatusCode.NOT_FOUND:
+        return JobNotFoundError(message or "the job is not known to the server")
+    if code == grpc.StatusCode.FAILED_PRECONDITION:
+        return JobDeadLetteredError(message or "the job is already dead-lettered")
     return client_error_from_rpc(err)

@@ -7,10 +7,11 @@
 
 It is a thin shell around the async `sepp.SeppClient`: the client runs on an event loop in a
 daemon thread of its own, and every method hands its call to that loop and waits for the answer.
-It offers the producer calls and `get_server_info`, takes the same `connect` options, raises the
-same exceptions, and is safe to share between threads (calls from several threads run
-concurrently on the loop). The caller's OpenTelemetry context travels with each call, so an
-enqueue made inside a span is traced and stamped exactly as the async client would do it.
+It offers the producer calls (`cancel` among them) and `get_server_info`, takes the same
+`connect` options, raises the same exceptions, and is safe to share between threads (calls from
+several threads run concurrently on the loop). The caller's OpenTelemetry context travels with
+each call, so an enqueue made inside a span is traced and stamped exactly as the async client
+would do it.
 Consumers should use the async `Worker`.
 """
 
@@ -162,6 +163,10 @@ class SeppClient:
     def enqueue_atomic(self, requests: Iterable[EnqueueRequest]) -> list[EnqueueAck]:
         """Enqueue all the jobs or none. Raises `BatchValidationError` listing every failed job."""
         return self._call(self._client.enqueue_atomic(list(requests)))
+
+    def cancel(self, job_id: str, reason: str | None = None) -> bool:
+        """Cancel a job by id; returns True if it was leased. See `sepp.SeppClient.cancel`."""
+        return self._call(self._client.cancel(job_id, reason))
 
     def get_server_info(self) -> ServerInfo:
         """The server's version, clock and limits."""

@@ -313,7 +313,8 @@ class ServerInfo:
     max_lease_duration: timedelta
     strict_queues: bool
     dead_letter_retention_enabled: bool
-    #: What the server offers beyond the 0.1 protocol, by name (``"ack_batch"``); empty on 0.1.
+    #: What the server offers beyond the 0.1 protocol, by name (``"ack_batch"``,
+    #: ``"cancel"``); empty on 0.1.
     features: list[str] = field(default_factory=list)
 
 
@@ -325,6 +326,7 @@ class DeadLetterCause(str, enum.Enum):
     REJECTED = "rejected"
     LEASE_EXPIRED = "lease_expired"
     ADMIN = "admin"
+    CANCELLED = "cancelled"  # by `SeppClient.cancel` (or the admin API); a server after 0.1
 
 
 @dataclass(frozen=True)

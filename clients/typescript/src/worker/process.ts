@@ -2,10 +2,13 @@
  * The life of one job in a Worker: find its handler, run it (in a `sepp.process` span), keep its
  * lease alive while it runs if asked, and settle the job: ack on success, nack on a HandlerError
  * (with its directive) or any other failure (after a backoff), nothing when the lease was lost.
- * A failed ack or nack is logged, never thrown: the job is redelivered when its lease expires.
+ * A job cancelled while its handler runs is stopped like a lost lease (its extend throws
+ * `JobCancelledError`), logged as "job cancelled", and never settled.
+ * A failed ack or nack is logged, never thrown: the job is redelivered when its lease expires
+ * (unless it was cancelled: then it is dead-lettered).
  */
 import type { SeppClient } from "../client.js";
-import { AttemptMismatchError, JobNotFoundError, LeaseLostError } from "../errors.js";
+import { AttemptMismatchError, JobCancelledError, JobNotFoundError, LeaseLostError } from "../errors.js";
 import { type Job, type JobCtx, leaseOf } from "../job.js";
 import type { Logger } from "../logger.js";
 import { inProcessSpan, type SpanHandle } from "../otel.js";
@@ -32,7 +35,7 @@ export interface ProcessContext {
 type Ending =
   | { kind: "returned" }
   | { kind: "threw"; error: unknown }
-  | { kind: "leaseLost"; error: unknown };
+  | { kind: "leaseLost"; error: unknown; cancelled: boolean };
 
 /** Processes one job to its end; never rejects. */
 export async function processJob(shared: ProcessContext, job: Job): Promise<void> {
@@ -77,10 +80,17 @@ async function handle(shared: ProcessContext, { payload, ctx }: Job, span: SpanH
   switch (ending.kind) {
     case "leaseLost":
       span.fail(ending.error);
-      shared.logger.error("lease lost; handler aborted (the job is neither acked nor nacked)", {
-        job: String(ctx),
-        error: String(ending.error),
-      });
+      if (ending.cancelled) {
+        shared.logger.warn("job cancelled; handler aborted (the job is dead-lettered, not acked or nacked)", {
+          job: String(ctx),
+          error: String(ending.error),
+        });
+      } else {
+        shared.logger.error("lease lost; handler aborted (the job is neither acked nor nacked)", {
+          job: String(ctx),
+          error: String(ending.error),
+        });
+      }
       await run; // the slot stays taken until the handler has actually stopped
       return;
     case "returned":
@@ -134,11 +144,11 @@ async function supervise(shared: ProcessContext, ctx: JobCtx, run: Promise<Endin
             jobId: ctx.id,
             error: String(error),
           });
-        const reason = new LeaseLostError(`the lease of ${ctx} was lost: ${(error as Error).message}`, {
-          cause: error,
-        });
+        const cancelled = error instanceof JobCancelledError;
+        const what = cancelled ? `${ctx} was cancelled` : `the lease of ${ctx} was lost`;
+        const reason = new LeaseLostError(`${what}: ${(error as Error).message}`, { cause: error });
         leaseOf(ctx).controller.abort(reason);
-        return { kind: "leaseLost", error: reason };
+        return { kind: "leaseLost", error: reason, cancelled };
       }
       shared.logger.warn("could not extend the lease; lease still valid, will retry", {
         jobId: ctx.id,
@@ -162,6 +172,13 @@ async function settleNack(
 }
 
 function logSettleFailure(logger: Logger, operation: string, ctx: JobCtx, error: unknown): void {
+  if (error instanceof JobCancelledError) {
+    logger.warn(`job cancelled: ${operation} refused; the job is dead-lettered, not redelivered`, {
+      job: String(ctx),
+      error: String(error),
+    });
+    return;
+  }
   logger.error(
     `${operation} failed: the job will be redelivered when its lease expires (or an earlier retry already settled it)`,
     { job: String(ctx), error: String(error) },

@@ -148,6 +148,7 @@ function write(name: string, addr: string): string {
     connection: 'console.log("server version", (await client.getServerInfo()).version);\nclient.close();\n',
     logging: 'console.log("worker id", worker.workerId);\nclient.close();\n',
     "dead-letters": "client.close();\n",
+    cancelling: "client.close();\n",
   };
   const file = `${name}.ts`;
   writeFileSync(join(workDir, file), `${preamble(code)}${code}\n${postscript[name] ?? ""}`);
@@ -180,6 +181,7 @@ after(async () => {
 describe("README examples", () => {
   test("the README has the examples this test knows how to run", () => {
     assert.deepEqual(examples.map((e) => e.name).sort(), [
+      "cancelling",
       "connection",
       "dead-letters",
       "logging",
@@ -243,6 +245,20 @@ describe("README examples", () => {
       waitTimeout: 0,
     });
     assert.ok((left ?? []).every((job) => job.ctx.jobType === "send_receipt"));
+    client.close();
+  });
+
+  test("cancelling: the job is dead-lettered with its reason", async () => {
+    const target = await server();
+    const run = runExample(write("cancelling", target.addr), { SEPP_ADDR: target.addr });
+    await exitsCleanly(run);
+    assert.match(run.stdout, /^cancelled before it ran$/m);
+    const client = await sepp.SeppClient.connect(target.addr);
+    const records = await client.drainDeadLetters({ queue: "reports", max: 10 });
+    assert.deepEqual(
+      records.map((r) => [r.jobType, r.cause, r.lastReason]),
+      [["build_report", sepp.DeadLetterCause.Cancelled, "the user closed the report"]],
+    );
     client.close();
   });
 

@@ -355,6 +355,15 @@ describe("rejections, server info and dead letters", () => {
       finalAttempt: 1,
     });
     assert.equal(unknownCause.cause, DeadLetterCause.Unspecified);
+    const cancelled = deadLetterFromWire({
+      job: wireJob(),
+      cause: wire.DeadLetterCause.DEAD_LETTER_CAUSE_CANCELLED,
+      failedAt: { seconds: 1n, nanos: 0 },
+      finalAttempt: 1,
+      lastReason: "not needed",
+    });
+    assert.equal(cancelled.cause, DeadLetterCause.Cancelled);
+    assert.equal(DeadLetterCause.Cancelled, "cancelled");
     assert.equal(unknownCause.toEnqueueRequest().maxAttempts, undefined);
     assert.throws(
       () => deadLetterFromWire({ job: undefined, cause: 1, failedAt: undefined, finalAttempt: 1 }),

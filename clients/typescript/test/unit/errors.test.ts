@@ -1,13 +1,16 @@
 /** The error hierarchy, the status mapping, and rejections as values. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { status } from "@grpc/grpc-js";
+import { Metadata, status } from "@grpc/grpc-js";
 import {
   AttemptMismatchError,
   BatchValidationError,
   ClientError,
+  cancelErrorFromStatus,
   errorFromStatus,
   InvalidRequestError,
+  JobCancelledError,
+  JobDeadLetteredError,
   JobNotFoundError,
   JobRejectedError,
   LeaseError,
@@ -110,5 +113,62 @@ describe("rejections", () => {
     const batch = new BatchValidationError([{ index: 1, rejection: full }]);
     assert.equal(batch.errors[0]?.index, 1);
     assert.match(batch.message, /job 1: queue "q" is full/);
+  });
+});
+
+describe("cancellation", () => {
+  const trailers = (entries: Array<[string, string]>) => {
+    const metadata = new Metadata();
+    for (const [key, value] of entries) metadata.add(key, value);
+    return metadata;
+  };
+  const notFound = (entries: Array<[string, string]>, details = "job was cancelled") =>
+    leaseErrorFromStatus({ code: status.NOT_FOUND, details, metadata: trailers(entries) });
+
+  test("NOT_FOUND with sepp-cancelled: true is a JobCancelledError, which is a JobNotFoundError", () => {
+    const error = notFound([["sepp-cancelled", "true"]]);
+    assert.ok(error instanceof JobCancelledError);
+    assert.ok(error instanceof JobNotFoundError);
+    assert.ok(error instanceof LeaseError);
+    assert.equal(error.name, "JobCancelledError");
+    assert.match(error.message, /job was cancelled/);
+    assert.ok(notFound([["Sepp-Cancelled", "TRUE"]]) instanceof JobCancelledError);
+  });
+
+  test("NOT_FOUND without the trailer stays a plain JobNotFoundError", () => {
+    for (const entries of [[], [["sepp-cancelled", "false"]], [["other", "true"]]] as Array<
+      Array<[string, string]>
+    >) {
+      const error = notFound(entries, "job not found");
+      assert.ok(error instanceof JobNotFoundError, JSON.stringify(entries));
+      assert.ok(!(error instanceof JobCancelledError), JSON.stringify(entries));
+    }
+    // The message alone does not make a cancellation, and neither does a missing metadata object.
+    const bare = leaseErrorFromStatus({ code: status.NOT_FOUND, details: "job was cancelled" });
+    assert.ok(bare instanceof JobNotFoundError && !(bare instanceof JobCancelledError));
+  });
+
+  test("the trailer on another code changes nothing", () => {
+    const error = leaseErrorFromStatus({
+      code: status.UNAVAILABLE,
+      details: "x",
+      metadata: trailers([["sepp-cancelled", "true"]]),
+    });
+    assert.ok(error instanceof TransportError);
+  });
+
+  test("cancel maps NOT_FOUND, FAILED_PRECONDITION and INVALID_ARGUMENT", () => {
+    const unknown = cancelErrorFromStatus({ code: status.NOT_FOUND, details: "job not found" });
+    assert.ok(unknown instanceof JobNotFoundError && !(unknown instanceof JobCancelledError));
+    const dead = cancelErrorFromStatus({ code: status.FAILED_PRECONDITION, details: "dead" });
+    assert.ok(dead instanceof JobDeadLetteredError);
+    assert.ok(dead instanceof SeppError && !(dead instanceof LeaseError));
+    assert.ok(
+      cancelErrorFromStatus({ code: status.INVALID_ARGUMENT, details: "x" }) instanceof InvalidRequestError,
+    );
+    assert.ok(cancelErrorFromStatus({ code: status.UNAVAILABLE, details: "x" }) instanceof TransportError);
+    assert.ok(
+      cancelErrorFromStatus({ code: status.UNIMPLEMENTED, details: "x" }) instanceof UnexpectedStatusError,
+    );
   });
 });

@@ -11,7 +11,11 @@ task per job. Each task runs the job's handler inside a `sepp.process` span and 
 With `auto_extend` a heartbeat extends the lease while the handler runs, at a third of the time
 left on the lease the server granted. If the server says the lease is gone (the job was
 redelivered elsewhere), the handler is cancelled and the job is neither acked nor nacked: it
-belongs to another worker now.
+belongs to another worker now. A job cancelled by a producer (`SeppClient.cancel`) while its
+handler runs is stopped the same way: the extend raises `JobCancelledError`, which has already
+dead-lettered the job, so the worker logs "job cancelled" and settles nothing. Without
+auto-extend the handler runs to its end, and the ack or nack that follows raises
+`JobCancelledError` (logged as "job cancelled").
 
 `ShutdownHandle.shutdown()` stops the loop: no new reserve starts (a pending one is cancelled),
 and `run()` returns once every job in flight is settled. A handler that never returns keeps
@@ -35,7 +39,7 @@ from typing import Any, TypeVar
 from .. import _log, _otel
 from .._retry import RetryDirective
 from ..client import SeppClient, reserve_request_to_pb
-from ..errors import AttemptMismatchError, JobNotFoundError, SeppError
+from ..errors import AttemptMismatchError, JobCancelledError, JobNotFoundError, SeppError
 from ..types import Job, JobCtx, Payload, ReserveOptions
 from ..v1 import queue_pb2 as pb
 from . import _decisions
@@ -52,10 +56,15 @@ _DEFAULT_WAIT = timedelta(seconds=30)
 
 
 class _LeaseLost:
-    """The outcome of a job whose lease another worker took over while its handler ran."""
+    """The outcome of a job whose lease another worker took over while its handler ran, or
+    that was cancelled (`cancelled`) while its handler ran."""
+
+    def __init__(self, cancelled: bool = False) -> None:
+        self.cancelled = cancelled
 
 
 _LEASE_LOST = _LeaseLost()
+_JOB_CANCELLED = _LeaseLost(cancelled=True)
 
 
 def default_worker_id() -> str:
@@ -387,6 +396,11 @@ class Worker:
                         await result
                 except Exception as err:
                     outcome = err
+            if outcome is _JOB_CANCELLED:
+                _log.warning(
+                    "job cancelled; handler aborted (job %s, attempt %d)", ctx.id, ctx.attempt
+                )
+                return
             if outcome is _LEASE_LOST:
                 _log.error("lease lost; handler aborted (job %s, attempt %d)", ctx.id, ctx.attempt)
                 return
@@ -430,7 +444,7 @@ class Worker:
         lease = ctx._lease
         assert lease is not None
         work = asyncio.ensure_future(_invoke(handler, job))
-        lost = False
+        lost: _LeaseLost | None = None
 
         async def heartbeat() -> None:
             nonlocal lost
@@ -442,9 +456,12 @@ class Worker:
                 await asyncio.sleep(interval.total_seconds())
                 try:
                     expires_at = await self._client.extend(ctx, extension)
+                except JobCancelledError as err:
+                    _log.info("job %s: job cancelled (%s)", ctx.id, err)
+                    lost = _JOB_CANCELLED
                 except (JobNotFoundError, AttemptMismatchError) as err:
                     _log.warning("job %s: lease is gone (%s)", ctx.id, err)
-                    lost = True
+                    lost = _LEASE_LOST
                 except SeppError as err:
                     if not _decisions.lease_lost_after_failed_extend(lease.expires_at, _now()):
                         _log.warning(
@@ -454,7 +471,7 @@ class Worker:
                     _log.warning(
                         "job %s: extend failed (%s) and the lease has expired", ctx.id, err
                     )
-                    lost = True
+                    lost = _LEASE_LOST
                 else:
                     _log.debug("job %s: lease extended to %s", ctx.id, expires_at.isoformat())
                     continue
@@ -465,12 +482,12 @@ class Worker:
         try:
             outcome = await work
         except asyncio.CancelledError:
-            if lost:
-                return _LEASE_LOST
+            if lost is not None:
+                return lost
             raise
         finally:
             beat.cancel()
-        return _LEASE_LOST if lost else outcome
+        return lost if lost is not None else outcome
 
 
 async def _invoke(handler: Handler, job: Job) -> Exception | None:
@@ -508,7 +525,14 @@ def _span_attributes(ctx: JobCtx) -> dict[str, str | int]:
 
 
 def _log_settle_failure(operation: str, ctx: JobCtx, err: SeppError) -> None:
-    if isinstance(err, (JobNotFoundError, AttemptMismatchError)):
+    if isinstance(err, JobCancelledError):
+        _log.warning(
+            "job cancelled: %s of job %s refused (%s); the job is dead-lettered, not redelivered",
+            operation,
+            ctx.id,
+            err,
+        )
+    elif isinstance(err, (JobNotFoundError, AttemptMismatchError)):
         _log.error(
             "%s of job %s failed (%s): its lease is gone, so the job is redelivered, or an earlier "
             "retry of this %s already succeeded",
