@@ -17,6 +17,7 @@
 //! - [`admin`]: operator actions (dead-letter, requeue, delete, close, purge, bulk actions).
 //! - [`audit`]: the bounded audit log of operator actions.
 //! - [`cancel`]: cancelling a job by id, whatever it is doing.
+//! - [`schedule`]: recurring schedules that fire a job template on a cron expression or interval.
 //! - [`totals`]: per-queue totals since start, for the dashboard.
 
 pub mod admin;
@@ -27,6 +28,7 @@ pub mod limits;
 pub mod peek;
 pub mod record;
 pub mod retry;
+pub mod schedule;
 pub mod snapshot;
 pub mod totals;
 pub mod types;

@@ -60,6 +60,13 @@ pub enum Record {
     /// as cancelled, it is never delivered again, and it is dead-lettered (cause `Cancelled`,
     /// failed at `at_ms`, with `reason`) at that settle or when its lease runs out.
     LeaseCancelled { job_id: JobId, at_ms: TimeMs, reason: Option<String> },
+    /// A recurring schedule was created or replaced (also how a checkpoint carries one).
+    ScheduleSet { schedule: Box<crate::schedule::Schedule> },
+    /// A schedule was deleted.
+    ScheduleDeleted { id: String },
+    /// A schedule's slot `slot_ms` was due: it fired `job_id` (none when the slot was skipped)
+    /// and waits for `next_ms` now. The job, when there is one, is accepted in the same cycle.
+    ScheduleFired { id: String, slot_ms: TimeMs, next_ms: TimeMs, job_id: Option<JobId> },
     /// An operator action, appended to the audit log.
     Audited { entry: Arc<AuditEntry> },
     /// A live job as a checkpoint saw it (see [`crate::State::snapshot`]).

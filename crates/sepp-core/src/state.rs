@@ -147,6 +147,9 @@ pub struct State {
     /// Paused queues ([`ALL_QUEUES`] for all of them), each until when, if it ends by itself.
     /// Kept apart from the queue indexes, so a pause outlives its queue's last job.
     pub(crate) paused: HashMap<Arc<str>, Option<TimeMs>>,
+    /// Recurring schedules by id, and their next slots in time order.
+    pub(crate) schedules: HashMap<String, crate::schedule::Schedule>,
+    pub(crate) schedule_index: BTreeSet<(TimeMs, String)>,
     /// Leased jobs that were cancelled: when, and why (see [`Record::LeaseCancelled`]).
     pub(crate) cancelled: HashMap<JobId, (TimeMs, Option<String>)>,
     pub(crate) audit: AuditLog,
@@ -173,6 +176,8 @@ impl State {
             closed: HashMap::new(),
             paused: HashMap::new(),
             cancelled: HashMap::new(),
+            schedules: HashMap::new(),
+            schedule_index: BTreeSet::new(),
             audit: AuditLog::default(),
             totals: TotalsTable::default(),
         }
@@ -265,6 +270,7 @@ impl State {
             retention,
             self.closed.values().min().copied(),
             self.paused.values().flatten().min().copied(),
+            self.schedule_index.first().map(|(next_ms, _)| *next_ms),
         ]
         .into_iter()
         .flatten()
@@ -379,6 +385,30 @@ impl State {
                 assert!(matches!(live.state, JobState::Inflight { .. }), "only a leased job is cancelled in place");
                 self.cancelled.insert(*job_id, (*at_ms, reason.clone()));
             }
+            Record::ScheduleSet { schedule } => {
+                let id = schedule.spec.id.clone();
+                self.schedule_index.insert((schedule.next_ms, id.clone()));
+                if let Some(previous) = self.schedules.insert(id.clone(), (**schedule).clone())
+                    && previous.next_ms != schedule.next_ms
+                {
+                    self.schedule_index.remove(&(previous.next_ms, id));
+                }
+            }
+            Record::ScheduleDeleted { id } => {
+                let schedule = self.schedules.remove(id).expect("record names a schedule");
+                self.schedule_index.remove(&(schedule.next_ms, id.clone()));
+            }
+            Record::ScheduleFired { id, slot_ms, next_ms, job_id } => {
+                let schedule = self.schedules.get_mut(id).expect("record names a schedule");
+                self.schedule_index.remove(&(schedule.next_ms, id.clone()));
+                schedule.next_ms = *next_ms;
+                schedule.last_slot_ms = Some(*slot_ms);
+                if let Some(job_id) = job_id {
+                    schedule.last_job = Some(*job_id);
+                    schedule.fired += 1;
+                }
+                self.schedule_index.insert((*next_ms, id.clone()));
+            }
             Record::Audited { entry } => self.audit.push(entry.clone()),
             Record::DedupExpired { queue, key } => {
                 if let Some(keys) = self.dedup.get_mut(queue)
@@ -474,6 +504,9 @@ impl State {
         }
         for (queue, until_ms) in &self.paused {
             snapshot.push(Record::QueuePaused { queue: queue.clone(), until_ms: *until_ms }.into());
+        }
+        for schedule in self.schedules.values() {
+            snapshot.push(Record::ScheduleSet { schedule: Box::new(schedule.clone()) }.into());
         }
         for (job_id, (at_ms, reason)) in &self.cancelled {
             // After every job: a restore applies it to the leased job it names.
@@ -632,6 +665,14 @@ impl State {
     /// index of that state, per-queue counts match the indexes, dead letters are indexed twice,
     /// and dedup deadlines mirror the dedup map. Returns the first violation found.
     pub fn check_invariants(&self) -> Result<(), String> {
+        if self.schedule_index.len() != self.schedules.len()
+            || self
+                .schedules
+                .iter()
+                .any(|(id, schedule)| !self.schedule_index.contains(&(schedule.next_ms, id.clone())))
+        {
+            return Err("the schedule index does not match the schedules".into());
+        }
         for job_id in self.cancelled.keys() {
             if !matches!(self.jobs.get(job_id).map(|live| live.state), Some(JobState::Inflight { .. })) {
                 return Err(format!("cancelled job {job_id} is not leased"));
@@ -751,6 +792,7 @@ impl State {
             self.closed.iter().map(|(queue, until_ms)| format!("{queue} {until_ms}")).collect();
         closed.extend(self.paused.iter().map(|(queue, until_ms)| format!("paused {queue:?} {until_ms:?}")));
         closed.extend(self.cancelled.iter().map(|(job_id, cancel)| format!("cancelled {job_id} {cancel:?}")));
+        closed.extend(self.schedules.values().map(|schedule| format!("schedule {schedule:?}")));
         closed.sort();
         let audit: Vec<String> = self.audit.entries().map(|entry| format!("{entry:?}")).collect();
         format!("{jobs:?}\n{dead:?}\n{dedup:?}\n{closed:?}\n{audit:?}\nnext_seq={}", self.next_seq)

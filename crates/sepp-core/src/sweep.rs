@@ -26,6 +26,8 @@ pub struct SweepReport {
     pub tombstones_expired: usize,
     /// Pauses that reached their `until`.
     pub pauses_ended: usize,
+    /// The schedules that were due, and what each did.
+    pub schedule_firings: Vec<crate::schedule::Firing>,
 }
 
 impl SweepReport {
@@ -60,6 +62,11 @@ impl State {
         for job_id in self.due_scheduled(now_ms, limit) {
             self.record(Record::Promoted { job_id }, out);
             report.promoted.push(job_id);
+        }
+
+        for id in self.due_schedules(now_ms, limit) {
+            let firing = self.fire_schedule(now_ms, &id, out);
+            report.schedule_firings.push(firing);
         }
 
         for job_id in self.expired_leases(now_ms, limit) {

@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use sepp_core::schedule::{Cadence, CatchUp, JobTemplate, Overlap, Schedule, ScheduleSpec};
 use sepp_core::{
-    AuditEntry, DeadLetter, DeadLetterCause, Job, JobId, JobPayload, JobState, PayloadData, Primitive, Record,
+    AuditEntry, DeadLetter, DeadLetterCause, Job, JobId, JobPayload, JobState, Payload, PayloadData, Primitive, Record,
     StoredPayload, TimeMs, TraceContext,
 };
 
@@ -60,6 +61,9 @@ mod tag {
     pub const QUEUE_PAUSED: u8 = 18;
     pub const QUEUE_RESUMED: u8 = 19;
     pub const LEASE_CANCELLED: u8 = 20;
+    pub const SCHEDULE_SET: u8 = 21;
+    pub const SCHEDULE_DELETED: u8 = 22;
+    pub const SCHEDULE_FIRED: u8 = 23;
 }
 
 /// Appends the encoding of `record` to `out`. Every payload must be inline (the checkpoint
@@ -167,6 +171,27 @@ pub fn encode(record: &Record, out: &mut Vec<u8>, placements: &mut Vec<Placement
             w.i64(*at_ms);
             w.opt_str(reason.as_deref());
         }
+        Record::ScheduleSet { schedule } => {
+            w.u8(tag::SCHEDULE_SET);
+            w.schedule(schedule);
+        }
+        Record::ScheduleDeleted { id } => {
+            w.u8(tag::SCHEDULE_DELETED);
+            w.str(id);
+        }
+        Record::ScheduleFired { id, slot_ms, next_ms, job_id } => {
+            w.u8(tag::SCHEDULE_FIRED);
+            w.str(id);
+            w.i64(*slot_ms);
+            w.i64(*next_ms);
+            match job_id {
+                Some(job_id) => {
+                    w.u8(1);
+                    w.id(job_id);
+                }
+                None => w.u8(0),
+            }
+        }
         Record::Audited { entry } => {
             w.u8(tag::AUDITED);
             w.u64(entry.seq);
@@ -221,6 +246,14 @@ pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), D
         tag::QUEUE_PAUSED => Record::QueuePaused { queue: Arc::from(r.str()?), until_ms: r.opt_i64()? },
         tag::QUEUE_RESUMED => Record::QueueResumed { queue: Arc::from(r.str()?) },
         tag::LEASE_CANCELLED => Record::LeaseCancelled { job_id: r.id()?, at_ms: r.i64()?, reason: r.opt_str()? },
+        tag::SCHEDULE_SET => Record::ScheduleSet { schedule: Box::new(r.schedule()?) },
+        tag::SCHEDULE_DELETED => Record::ScheduleDeleted { id: r.str()? },
+        tag::SCHEDULE_FIRED => Record::ScheduleFired {
+            id: r.str()?,
+            slot_ms: r.i64()?,
+            next_ms: r.i64()?,
+            job_id: if r.flag()? { Some(r.id()?) } else { None },
+        },
         tag::AUDITED => Record::Audited {
             entry: Arc::new(AuditEntry {
                 seq: r.u64()?,
@@ -334,8 +367,12 @@ impl Writer<'_> {
         }
         self.i64(job.enqueued_at_ms);
         self.u32(job.max_attempts);
-        self.u32(job.custom.len() as u32);
-        for (key, value) in &job.custom {
+        self.custom(job.custom.iter());
+        self.opt_i64(job.scheduled_at_ms);
+    }
+    fn custom<'a>(&mut self, entries: impl ExactSizeIterator<Item = (&'a String, &'a Primitive)>) {
+        self.u32(entries.len() as u32);
+        for (key, value) in entries {
             self.str(key);
             match value {
                 Primitive::String(text) => {
@@ -356,7 +393,63 @@ impl Writer<'_> {
                 }
             }
         }
-        self.opt_i64(job.scheduled_at_ms);
+    }
+    fn opt_u32(&mut self, value: Option<u32>) {
+        match value {
+            Some(value) => {
+                self.u8(1);
+                self.u32(value);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn schedule(&mut self, schedule: &Schedule) {
+        let spec = &schedule.spec;
+        self.str(&spec.id);
+        match &spec.cadence {
+            Cadence::Cron { expression, time_zone } => {
+                self.u8(0);
+                self.str(expression);
+                self.str(time_zone);
+            }
+            Cadence::Every { interval_ms } => {
+                self.u8(1);
+                self.u64(*interval_ms);
+            }
+        }
+        self.u8(match spec.overlap {
+            Overlap::Skip => 0,
+            Overlap::Allow => 1,
+        });
+        self.u8(match spec.catch_up {
+            CatchUp::Latest => 0,
+            CatchUp::Skip => 1,
+        });
+        let template = &spec.template;
+        self.str(&template.queue);
+        self.str(&template.job_type);
+        match &template.payload {
+            Some(payload) => {
+                self.u8(1);
+                self.str(&payload.encoding);
+                self.bytes(&payload.data);
+            }
+            None => self.u8(0),
+        }
+        self.opt_u32(template.priority);
+        self.opt_u32(template.max_attempts);
+        self.custom(template.custom.iter());
+        self.i64(schedule.anchor_ms);
+        self.i64(schedule.next_ms);
+        self.opt_i64(schedule.last_slot_ms);
+        match &schedule.last_job {
+            Some(job_id) => {
+                self.u8(1);
+                self.id(job_id);
+            }
+            None => self.u8(0),
+        }
+        self.u64(schedule.fired);
     }
 }
 
@@ -470,19 +563,7 @@ impl<'a> Reader<'a> {
         };
         let enqueued_at_ms = self.i64()?;
         let max_attempts = self.u32()?;
-        let entries = self.u32()?;
-        let mut custom = BTreeMap::new();
-        for _ in 0..entries {
-            let key = self.str()?;
-            let value = match self.u8()? {
-                0 => Primitive::String(self.str()?),
-                1 => Primitive::Double(self.f64()?),
-                2 => Primitive::Int(self.i64()?),
-                3 => Primitive::Bool(self.bool()?),
-                _ => return Err(DecodeError("unknown custom value type")),
-            };
-            custom.insert(key, value);
-        }
+        let custom = self.custom()?;
         let scheduled_at_ms = self.opt_i64()?;
         Ok(Job {
             id,
@@ -496,6 +577,62 @@ impl<'a> Reader<'a> {
             max_attempts,
             custom: custom.into(),
             scheduled_at_ms,
+        })
+    }
+    fn custom(&mut self) -> Result<BTreeMap<String, Primitive>, DecodeError> {
+        let entries = self.u32()?;
+        let mut custom = BTreeMap::new();
+        for _ in 0..entries {
+            let key = self.str()?;
+            let value = match self.u8()? {
+                0 => Primitive::String(self.str()?),
+                1 => Primitive::Double(self.f64()?),
+                2 => Primitive::Int(self.i64()?),
+                3 => Primitive::Bool(self.bool()?),
+                _ => return Err(DecodeError("unknown custom value type")),
+            };
+            custom.insert(key, value);
+        }
+        Ok(custom)
+    }
+    fn opt_u32(&mut self) -> Result<Option<u32>, DecodeError> {
+        Ok(if self.flag()? { Some(self.u32()?) } else { None })
+    }
+    fn schedule(&mut self) -> Result<Schedule, DecodeError> {
+        let id = self.str()?;
+        let cadence = match self.u8()? {
+            0 => Cadence::Cron { expression: self.str()?, time_zone: self.str()? },
+            1 => Cadence::Every { interval_ms: self.u64()? },
+            _ => return Err(DecodeError("unknown schedule cadence")),
+        };
+        let overlap = match self.u8()? {
+            0 => Overlap::Skip,
+            1 => Overlap::Allow,
+            _ => return Err(DecodeError("unknown overlap policy")),
+        };
+        let catch_up = match self.u8()? {
+            0 => CatchUp::Latest,
+            1 => CatchUp::Skip,
+            _ => return Err(DecodeError("unknown catch-up policy")),
+        };
+        let queue = self.str()?;
+        let job_type = self.str()?;
+        let payload = if self.flag()? { Some(Payload { encoding: self.str()?, data: self.bytes()? }) } else { None };
+        let template = JobTemplate {
+            queue,
+            job_type,
+            payload,
+            priority: self.opt_u32()?,
+            max_attempts: self.opt_u32()?,
+            custom: self.custom()?,
+        };
+        Ok(Schedule {
+            spec: ScheduleSpec { id, cadence, template, overlap, catch_up },
+            anchor_ms: self.i64()?,
+            next_ms: self.i64()?,
+            last_slot_ms: self.opt_i64()?,
+            last_job: if self.flag()? { Some(self.id()?) } else { None },
+            fired: self.u64()?,
         })
     }
 }

@@ -6,11 +6,14 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
-use sepp_core::{AuditEntry, DeadLetter, DeadLetterCause, Job, JobId, JobState, Primitive, Record, TraceContext};
+use sepp_core::{
+    AuditEntry, DeadLetter, DeadLetterCause, Job, JobId, JobState, Payload, Primitive, Record, TraceContext,
+};
 use sepp_log::codec::{self, DecodeError};
 use sepp_log::frame::{self, Read};
 
 use common::{Rng, variant};
+use sepp_core::schedule::{Cadence, CatchUp, JobTemplate, Overlap, Schedule, ScheduleSpec};
 
 fn id(n: u128) -> JobId {
     JobId::from_u128(n)
@@ -130,6 +133,39 @@ fn every_record() -> Vec<Record> {
     records.push(Record::QueueResumed { queue: Arc::from("emails") });
     records.push(Record::LeaseCancelled { job_id: id(10), at_ms: 1_700_000_000_500, reason: None });
     records.push(Record::LeaseCancelled { job_id: id(11), at_ms: -7, reason: Some("customer asked".into()) });
+    for (cadence, overlap, catch_up, payload, last_job) in [
+        (
+            Cadence::Cron { expression: "0 9 * * MON-FRI".into(), time_zone: "Europe/Zurich".into() },
+            Overlap::Skip,
+            CatchUp::Latest,
+            Some(Payload { data: vec![0, 1, 255], encoding: "application/octet-stream".into() }),
+            Some(id(12)),
+        ),
+        (Cadence::Every { interval_ms: u64::MAX }, Overlap::Allow, CatchUp::Skip, None, None),
+    ] {
+        let template = JobTemplate {
+            queue: "reports".into(),
+            job_type: "daily".into(),
+            payload,
+            priority: Some(7),
+            max_attempts: None,
+            custom: [("tenant".to_string(), Primitive::String("acme".into())), ("n".to_string(), Primitive::Int(-1))]
+                .into(),
+        };
+        records.push(Record::ScheduleSet {
+            schedule: Box::new(Schedule {
+                spec: ScheduleSpec { id: "daily-report".into(), cadence, template, overlap, catch_up },
+                anchor_ms: 1_700_000_000_000,
+                next_ms: i64::MAX,
+                last_slot_ms: Some(-5),
+                last_job,
+                fired: 42,
+            }),
+        });
+    }
+    records.push(Record::ScheduleDeleted { id: "daily-report".into() });
+    records.push(Record::ScheduleFired { id: "s".into(), slot_ms: 1, next_ms: 2, job_id: Some(id(13)) });
+    records.push(Record::ScheduleFired { id: String::new(), slot_ms: i64::MIN, next_ms: i64::MAX, job_id: None });
     for (actor, details) in [("ana", r#"{"queue":"emails","job_ids":["a"]}"#), ("", "")] {
         records.push(Record::Audited {
             entry: Arc::new(AuditEntry {
@@ -169,7 +205,7 @@ fn job_of(record: &Record) -> Option<&Job> {
 fn the_fixture_covers_every_variant_state_cause_and_optional_field() {
     let records = every_record();
     let variants: BTreeSet<_> = records.iter().map(variant).collect();
-    assert_eq!(variants.len(), 20, "variants covered: {variants:?}");
+    assert_eq!(variants.len(), 23, "variants covered: {variants:?}");
     let states: HashSet<_> = records
         .iter()
         .filter_map(|record| match record {

@@ -200,5 +200,8 @@ pub fn variant(record: &Record) -> &'static str {
         Record::QueuePaused { .. } => "QueuePaused",
         Record::QueueResumed { .. } => "QueueResumed",
         Record::LeaseCancelled { .. } => "LeaseCancelled",
+        Record::ScheduleSet { .. } => "ScheduleSet",
+        Record::ScheduleDeleted { .. } => "ScheduleDeleted",
+        Record::ScheduleFired { .. } => "ScheduleFired",
     }
 }
