@@ -102,6 +102,27 @@ impl QueueService for Ceiling {
         Ok(Response::new(pb::AckBatchResponse { results }))
     }
 
+    async fn upsert_schedule(
+        &self,
+        _: Request<pb::UpsertScheduleRequest>,
+    ) -> Result<Response<pb::ScheduleInfo>, Status> {
+        Err(Status::unimplemented("the ceiling keeps no schedules"))
+    }
+
+    async fn delete_schedule(
+        &self,
+        _: Request<pb::DeleteScheduleRequest>,
+    ) -> Result<Response<pb::DeleteScheduleResponse>, Status> {
+        Ok(Response::new(pb::DeleteScheduleResponse { deleted: false }))
+    }
+
+    async fn list_schedules(
+        &self,
+        _: Request<pb::ListSchedulesRequest>,
+    ) -> Result<Response<pb::ListSchedulesResponse>, Status> {
+        Ok(Response::new(pb::ListSchedulesResponse { schedules: Vec::new() }))
+    }
+
     async fn cancel_job(
         &self,
         request: Request<pb::CancelJobRequest>,

@@ -73,6 +73,17 @@ pub enum Command {
         reason: Option<String>,
         reply: Reply<Result<sepp_core::CancelOutcome, sepp_core::CancelError>>,
     },
+    UpsertSchedule {
+        spec: sepp_core::schedule::ScheduleSpec,
+        reply: Reply<Result<sepp_core::schedule::Schedule, sepp_core::CallError>>,
+    },
+    DeleteSchedule {
+        id: String,
+        reply: Reply<bool>,
+    },
+    ListSchedules {
+        reply: Reply<Vec<sepp_core::schedule::Schedule>>,
+    },
     /// A hot reload produced a new policy.
     SetPolicy(Arc<Policy>),
     /// A request of the admin API (see `admin::commands`).
@@ -129,6 +140,12 @@ enum Answer {
         Reply<Result<sepp_core::CancelOutcome, sepp_core::CancelError>>,
         Result<sepp_core::CancelOutcome, sepp_core::CancelError>,
     ),
+    Schedule(
+        Reply<Result<sepp_core::schedule::Schedule, sepp_core::CallError>>,
+        Result<Box<sepp_core::schedule::Schedule>, sepp_core::CallError>,
+    ),
+    Deleted(Reply<bool>, bool),
+    Schedules(Reply<Vec<sepp_core::schedule::Schedule>>, Vec<sepp_core::schedule::Schedule>),
     Admin(crate::admin::commands::Deferred),
 }
 
@@ -157,6 +174,9 @@ impl Answer {
             Answer::Nack(reply, value) => drop(reply.send(value)),
             Answer::Extend(reply, value) => drop(reply.send(value)),
             Answer::Cancel(reply, value) => drop(reply.send(value)),
+            Answer::Schedule(reply, value) => drop(reply.send(value.map(|schedule| *schedule))),
+            Answer::Deleted(reply, value) => drop(reply.send(value)),
+            Answer::Schedules(reply, value) => drop(reply.send(value)),
             Answer::Drain(reply, dead_letters) => {
                 let loaded = load_all(log, dead_letters, |dead| &dead.job)?;
                 return reply.send(loaded).err().map(Unclaimed::DeadLetters);
@@ -565,6 +585,15 @@ impl Committer {
                 let outcome = self.state.extend(now_ms, job_id, attempt, lease_ms, records);
                 Answer::Extend(reply, outcome.map(|value| Settled { value, job }))
             }
+            Command::UpsertSchedule { spec, reply } => {
+                Answer::Schedule(reply, self.state.upsert_schedule(now_ms, spec, records).map(Box::new))
+            }
+            Command::DeleteSchedule { id, reply } => Answer::Deleted(reply, self.state.delete_schedule(&id, records)),
+            Command::ListSchedules { reply } => {
+                let mut schedules: Vec<_> = self.state.schedules().cloned().collect();
+                schedules.sort_by(|a, b| a.spec.id.cmp(&b.spec.id));
+                Answer::Schedules(reply, schedules)
+            }
             Command::Cancel { job_id, reason, reply } => {
                 Answer::Cancel(reply, self.state.cancel(now_ms, job_id, reason, records))
             }
@@ -712,6 +741,29 @@ impl Committer {
 fn log_sweep(report: &SweepReport) {
     for job_id in &report.lease_dead_lettered {
         tracing::warn!(%job_id, "job dead-lettered after its lease expired on the final attempt");
+    }
+    for firing in &report.schedule_firings {
+        use sepp_core::schedule::FiringOutcome;
+        let schedule = crate::logtext::Bounded(&firing.schedule_id);
+        match &firing.outcome {
+            FiringOutcome::Fired(job_id) => {
+                tracing::debug!(%schedule, slot_ms = firing.slot_ms, %job_id, "schedule fired")
+            }
+            FiringOutcome::SkippedOverlap => tracing::info!(
+                %schedule,
+                slot_ms = firing.slot_ms,
+                "schedule slot skipped: its previous job is still queued or running"
+            ),
+            FiringOutcome::SkippedMissed => {
+                tracing::info!(%schedule, slot_ms = firing.slot_ms, "schedule slot missed; its catch-up policy is none")
+            }
+            FiringOutcome::Refused(reason) => tracing::warn!(
+                %schedule,
+                slot_ms = firing.slot_ms,
+                reason = reason.as_str(),
+                "schedule slot skipped: the queue refused its job"
+            ),
+        }
     }
     if report.pauses_ended > 0 {
         tracing::info!(count = report.pauses_ended, "queue pause ended; reserves serve the queue again");

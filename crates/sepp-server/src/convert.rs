@@ -186,6 +186,100 @@ pub fn rejection(rejection: Rejection) -> pb::JobRejection {
     pb::JobRejection { reason: Some(reason) }
 }
 
+/// A schedule definition from the wire, checked for what the core does not check: a cadence is
+/// given, the job template is given and carries no per-job fields, custom values are set.
+pub fn schedule_spec(definition: pb::ScheduleDefinition) -> Result<sepp_core::schedule::ScheduleSpec, String> {
+    use sepp_core::schedule::{Cadence, CatchUp, JobTemplate, Overlap, ScheduleSpec};
+    let cadence = match definition.cadence {
+        Some(pb::schedule_definition::Cadence::Cron(cron)) => Cadence::Cron {
+            expression: cron.expression,
+            time_zone: if cron.time_zone.is_empty() { "UTC".into() } else { cron.time_zone },
+        },
+        Some(pb::schedule_definition::Cadence::Every(every)) => {
+            let ms = duration_ms(&every);
+            if ms <= 0 {
+                return Err("every must be a positive duration".into());
+            }
+            Cadence::Every { interval_ms: ms as u64 }
+        }
+        None => return Err("a schedule needs a cadence: cron or every".into()),
+    };
+    let job = definition.job.ok_or("a schedule needs a job")?;
+    if job.idempotency_key.is_some() || job.trace_context.is_some() || job.scheduled_at.is_some() {
+        return Err("a schedule's job must not set idempotency_key, trace_context or scheduled_at".into());
+    }
+    let mut custom = std::collections::BTreeMap::new();
+    for (key, value) in job.custom {
+        let value = primitive(value).ok_or_else(|| format!("custom value {key:?} is unset"))?;
+        custom.insert(key, value);
+    }
+    let template = JobTemplate {
+        queue: job.queue,
+        job_type: job.job_type,
+        payload: job.payload.map(|payload| Payload { data: payload.data, encoding: payload.encoding }),
+        priority: job.priority,
+        max_attempts: job.max_attempts,
+        custom,
+    };
+    let overlap = match pb::ScheduleOverlap::try_from(definition.overlap) {
+        Ok(pb::ScheduleOverlap::Allow) => Overlap::Allow,
+        Ok(pb::ScheduleOverlap::Skip | pb::ScheduleOverlap::Unspecified) => Overlap::Skip,
+        Err(_) => return Err(format!("unknown overlap policy {}", definition.overlap)),
+    };
+    let catch_up = match pb::ScheduleCatchUp::try_from(definition.catch_up) {
+        Ok(pb::ScheduleCatchUp::None) => CatchUp::Skip,
+        Ok(pb::ScheduleCatchUp::Latest | pb::ScheduleCatchUp::Unspecified) => CatchUp::Latest,
+        Err(_) => return Err(format!("unknown catch-up policy {}", definition.catch_up)),
+    };
+    Ok(ScheduleSpec { id: definition.id, cadence, template, overlap, catch_up })
+}
+
+/// A schedule as the wire shows it.
+pub fn schedule_info(schedule: &sepp_core::schedule::Schedule) -> pb::ScheduleInfo {
+    use sepp_core::schedule::{Cadence, CatchUp, Overlap};
+    let spec = &schedule.spec;
+    let template = &spec.template;
+    let cadence = match &spec.cadence {
+        Cadence::Cron { expression, time_zone } => pb::schedule_definition::Cadence::Cron(pb::CronCadence {
+            expression: expression.clone(),
+            time_zone: time_zone.clone(),
+        }),
+        Cadence::Every { interval_ms } => pb::schedule_definition::Cadence::Every(duration(*interval_ms)),
+    };
+    let job = pb::EnqueueRequest {
+        queue: template.queue.clone(),
+        job_type: template.job_type.clone(),
+        payload: template
+            .payload
+            .as_ref()
+            .map(|payload| pb::Payload { data: payload.data.clone(), encoding: payload.encoding.clone() }),
+        priority: template.priority,
+        max_attempts: template.max_attempts,
+        custom: template.custom.iter().map(|(key, value)| (key.clone(), primitive_value(value))).collect(),
+        ..Default::default()
+    };
+    pb::ScheduleInfo {
+        definition: Some(pb::ScheduleDefinition {
+            id: spec.id.clone(),
+            cadence: Some(cadence),
+            job: Some(job),
+            overlap: match spec.overlap {
+                Overlap::Skip => pb::ScheduleOverlap::Skip,
+                Overlap::Allow => pb::ScheduleOverlap::Allow,
+            } as i32,
+            catch_up: match spec.catch_up {
+                CatchUp::Latest => pb::ScheduleCatchUp::Latest,
+                CatchUp::Skip => pb::ScheduleCatchUp::None,
+            } as i32,
+        }),
+        next_fire_at: (schedule.next_ms != TimeMs::MAX).then(|| timestamp(schedule.next_ms)),
+        last_slot_at: schedule.last_slot_ms.map(timestamp),
+        last_job_id: schedule.last_job.map(|job_id| job_id.hyphenated().to_string()),
+        fired: schedule.fired,
+        created_at: Some(timestamp(schedule.anchor_ms)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

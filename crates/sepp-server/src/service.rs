@@ -32,7 +32,7 @@ pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 const MAX_CANCEL_REASON_BYTES: usize = 1_024;
 
 /// What `GetServerInfo` lists as offered beyond the 0.1 protocol.
-pub const FEATURES: &[&str] = &["ack_batch", "cancel"];
+pub const FEATURES: &[&str] = &["ack_batch", "cancel", "schedules"];
 
 /// A job after stages A to C: an id and the job, ready for the committer, or its rejection.
 type Screened = Result<(JobId, sepp_core::NewJob), Rejection>;
@@ -326,6 +326,53 @@ impl pb::queue_service_server::QueueService for QueueApi {
         };
         let result = self.in_span(&span, result).await;
         self.finish("AckBatch", started, &span, result)
+    }
+
+    async fn upsert_schedule(
+        &self,
+        request: Request<pb::UpsertScheduleRequest>,
+    ) -> Result<Response<pb::ScheduleInfo>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.upsert_schedule", request.metadata());
+        let result = async {
+            let definition =
+                request.into_inner().schedule.ok_or_else(|| Status::invalid_argument("schedule is required"))?;
+            let spec = convert::schedule_spec(definition).map_err(Status::invalid_argument)?;
+            let schedule = self.ask(|reply| Command::UpsertSchedule { spec, reply }).await??;
+            Ok::<_, ApiError>(Response::new(convert::schedule_info(&schedule)))
+        };
+        let result = self.in_span(&span, result).await;
+        self.finish("UpsertSchedule", started, &span, result)
+    }
+
+    async fn delete_schedule(
+        &self,
+        request: Request<pb::DeleteScheduleRequest>,
+    ) -> Result<Response<pb::DeleteScheduleResponse>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.delete_schedule", request.metadata());
+        let id = request.into_inner().id;
+        let result = async {
+            let deleted = self.ask(|reply| Command::DeleteSchedule { id, reply }).await?;
+            Ok::<_, ApiError>(Response::new(pb::DeleteScheduleResponse { deleted }))
+        };
+        let result = self.in_span(&span, result).await;
+        self.finish("DeleteSchedule", started, &span, result)
+    }
+
+    async fn list_schedules(
+        &self,
+        request: Request<pb::ListSchedulesRequest>,
+    ) -> Result<Response<pb::ListSchedulesResponse>, Status> {
+        let started = self.started();
+        let span = self.span("sepp.list_schedules", request.metadata());
+        let result = async {
+            let schedules = self.ask(|reply| Command::ListSchedules { reply }).await?;
+            let schedules = schedules.iter().map(convert::schedule_info).collect();
+            Ok::<_, ApiError>(Response::new(pb::ListSchedulesResponse { schedules }))
+        };
+        let result = self.in_span(&span, result).await;
+        self.finish("ListSchedules", started, &span, result)
     }
 
     async fn cancel_job(

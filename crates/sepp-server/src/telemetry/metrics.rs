@@ -164,8 +164,20 @@ pub fn cause_label(cause: DeadLetterCause) -> &'static str {
 }
 
 /// The QueueService methods that are counted, in the order of their counters.
-pub const METHODS: [&str; 9] =
-    ["EnqueueBatch", "EnqueueAtomic", "Reserve", "Ack", "Nack", "Extend", "DrainDeadLetters", "AckBatch", "CancelJob"];
+pub const METHODS: [&str; 12] = [
+    "EnqueueBatch",
+    "EnqueueAtomic",
+    "Reserve",
+    "Ack",
+    "Nack",
+    "Extend",
+    "DrainDeadLetters",
+    "AckBatch",
+    "CancelJob",
+    "UpsertSchedule",
+    "DeleteSchedule",
+    "ListSchedules",
+];
 
 fn method_index(method: &str) -> Option<usize> {
     METHODS.iter().position(|known| *known == method)

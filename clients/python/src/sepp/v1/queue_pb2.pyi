@@ -12,6 +12,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ScheduleOverlap(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCHEDULE_OVERLAP_UNSPECIFIED: _ClassVar[ScheduleOverlap]
+    SCHEDULE_OVERLAP_SKIP: _ClassVar[ScheduleOverlap]
+    SCHEDULE_OVERLAP_ALLOW: _ClassVar[ScheduleOverlap]
+
+class ScheduleCatchUp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SCHEDULE_CATCH_UP_UNSPECIFIED: _ClassVar[ScheduleCatchUp]
+    SCHEDULE_CATCH_UP_LATEST: _ClassVar[ScheduleCatchUp]
+    SCHEDULE_CATCH_UP_NONE: _ClassVar[ScheduleCatchUp]
+
 class DeadLetterCause(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     DEAD_LETTER_CAUSE_UNSPECIFIED: _ClassVar[DeadLetterCause]
@@ -20,6 +32,12 @@ class DeadLetterCause(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DEAD_LETTER_CAUSE_LEASE_EXPIRED: _ClassVar[DeadLetterCause]
     DEAD_LETTER_CAUSE_ADMIN: _ClassVar[DeadLetterCause]
     DEAD_LETTER_CAUSE_CANCELLED: _ClassVar[DeadLetterCause]
+SCHEDULE_OVERLAP_UNSPECIFIED: ScheduleOverlap
+SCHEDULE_OVERLAP_SKIP: ScheduleOverlap
+SCHEDULE_OVERLAP_ALLOW: ScheduleOverlap
+SCHEDULE_CATCH_UP_UNSPECIFIED: ScheduleCatchUp
+SCHEDULE_CATCH_UP_LATEST: ScheduleCatchUp
+SCHEDULE_CATCH_UP_NONE: ScheduleCatchUp
 DEAD_LETTER_CAUSE_UNSPECIFIED: DeadLetterCause
 DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED: DeadLetterCause
 DEAD_LETTER_CAUSE_REJECTED: DeadLetterCause
@@ -350,6 +368,74 @@ class AckResponse(_message.Message):
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class ScheduleDefinition(_message.Message):
+    __slots__ = ("id", "cron", "every", "job", "overlap", "catch_up")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CRON_FIELD_NUMBER: _ClassVar[int]
+    EVERY_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    CATCH_UP_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    cron: CronCadence
+    every: _duration_pb2.Duration
+    job: EnqueueRequest
+    overlap: ScheduleOverlap
+    catch_up: ScheduleCatchUp
+    def __init__(self, id: _Optional[str] = ..., cron: _Optional[_Union[CronCadence, _Mapping]] = ..., every: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., job: _Optional[_Union[EnqueueRequest, _Mapping]] = ..., overlap: _Optional[_Union[ScheduleOverlap, str]] = ..., catch_up: _Optional[_Union[ScheduleCatchUp, str]] = ...) -> None: ...
+
+class CronCadence(_message.Message):
+    __slots__ = ("expression", "time_zone")
+    EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
+    expression: str
+    time_zone: str
+    def __init__(self, expression: _Optional[str] = ..., time_zone: _Optional[str] = ...) -> None: ...
+
+class ScheduleInfo(_message.Message):
+    __slots__ = ("definition", "next_fire_at", "last_slot_at", "last_job_id", "fired", "created_at")
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIRE_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_SLOT_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRED_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    definition: ScheduleDefinition
+    next_fire_at: _timestamp_pb2.Timestamp
+    last_slot_at: _timestamp_pb2.Timestamp
+    last_job_id: str
+    fired: int
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, definition: _Optional[_Union[ScheduleDefinition, _Mapping]] = ..., next_fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_slot_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_job_id: _Optional[str] = ..., fired: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class UpsertScheduleRequest(_message.Message):
+    __slots__ = ("schedule",)
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    schedule: ScheduleDefinition
+    def __init__(self, schedule: _Optional[_Union[ScheduleDefinition, _Mapping]] = ...) -> None: ...
+
+class DeleteScheduleRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class DeleteScheduleResponse(_message.Message):
+    __slots__ = ("deleted",)
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
+
+class ListSchedulesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSchedulesResponse(_message.Message):
+    __slots__ = ("schedules",)
+    SCHEDULES_FIELD_NUMBER: _ClassVar[int]
+    schedules: _containers.RepeatedCompositeFieldContainer[ScheduleInfo]
+    def __init__(self, schedules: _Optional[_Iterable[_Union[ScheduleInfo, _Mapping]]] = ...) -> None: ...
 
 class CancelJobRequest(_message.Message):
     __slots__ = ("job_id", "reason")

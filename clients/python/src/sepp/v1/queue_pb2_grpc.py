@@ -85,6 +85,21 @@ class QueueServiceStub:
                 request_serializer=sepp_dot_v1_dot_queue__pb2.CancelJobRequest.SerializeToString,
                 response_deserializer=sepp_dot_v1_dot_queue__pb2.CancelJobResponse.FromString,
                 _registered_method=True)
+        self.UpsertSchedule = channel.unary_unary(
+                '/sepp.v1.QueueService/UpsertSchedule',
+                request_serializer=sepp_dot_v1_dot_queue__pb2.UpsertScheduleRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__pb2.ScheduleInfo.FromString,
+                _registered_method=True)
+        self.DeleteSchedule = channel.unary_unary(
+                '/sepp.v1.QueueService/DeleteSchedule',
+                request_serializer=sepp_dot_v1_dot_queue__pb2.DeleteScheduleRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__pb2.DeleteScheduleResponse.FromString,
+                _registered_method=True)
+        self.ListSchedules = channel.unary_unary(
+                '/sepp.v1.QueueService/ListSchedules',
+                request_serializer=sepp_dot_v1_dot_queue__pb2.ListSchedulesRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__pb2.ListSchedulesResponse.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -166,6 +181,27 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpsertSchedule(self, request, context):
+        """Recurring schedules (added after 0.1; GetServerInfo lists the feature "schedules"): each
+        slot of a schedule fires exactly one job, keyed by the schedule id and the slot.
+        Creates or replaces a schedule by id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSchedule(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSchedules(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -218,6 +254,21 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.CancelJob,
                     request_deserializer=sepp_dot_v1_dot_queue__pb2.CancelJobRequest.FromString,
                     response_serializer=sepp_dot_v1_dot_queue__pb2.CancelJobResponse.SerializeToString,
+            ),
+            'UpsertSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpsertSchedule,
+                    request_deserializer=sepp_dot_v1_dot_queue__pb2.UpsertScheduleRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__pb2.ScheduleInfo.SerializeToString,
+            ),
+            'DeleteSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSchedule,
+                    request_deserializer=sepp_dot_v1_dot_queue__pb2.DeleteScheduleRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__pb2.DeleteScheduleResponse.SerializeToString,
+            ),
+            'ListSchedules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSchedules,
+                    request_deserializer=sepp_dot_v1_dot_queue__pb2.ListSchedulesRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__pb2.ListSchedulesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -491,6 +542,87 @@ class QueueService:
             '/sepp.v1.QueueService/CancelJob',
             sepp_dot_v1_dot_queue__pb2.CancelJobRequest.SerializeToString,
             sepp_dot_v1_dot_queue__pb2.CancelJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpsertSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sepp.v1.QueueService/UpsertSchedule',
+            sepp_dot_v1_dot_queue__pb2.UpsertScheduleRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__pb2.ScheduleInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sepp.v1.QueueService/DeleteSchedule',
+            sepp_dot_v1_dot_queue__pb2.DeleteScheduleRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__pb2.DeleteScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSchedules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sepp.v1.QueueService/ListSchedules',
+            sepp_dot_v1_dot_queue__pb2.ListSchedulesRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__pb2.ListSchedulesResponse.FromString,
             options,
             channel_credentials,
             insecure,

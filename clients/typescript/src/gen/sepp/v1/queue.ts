@@ -28,6 +28,26 @@ import { Timestamp } from "../../google/protobuf/timestamp";
  * Fields and methods may only be added, never renumbered or removed.
  */
 
+/** What a slot does while the schedule's previous job is still queued or running. */
+export enum ScheduleOverlap {
+  /** SCHEDULE_OVERLAP_UNSPECIFIED - Means SKIP. */
+  SCHEDULE_OVERLAP_UNSPECIFIED = 0,
+  SCHEDULE_OVERLAP_SKIP = 1,
+  SCHEDULE_OVERLAP_ALLOW = 2,
+  UNRECOGNIZED = -1,
+}
+
+/** What happens to slots missed by more than a minute (downtime, a clock jump). */
+export enum ScheduleCatchUp {
+  /** SCHEDULE_CATCH_UP_UNSPECIFIED - Means LATEST. */
+  SCHEDULE_CATCH_UP_UNSPECIFIED = 0,
+  /** SCHEDULE_CATCH_UP_LATEST - Fire the latest missed slot once. */
+  SCHEDULE_CATCH_UP_LATEST = 1,
+  /** SCHEDULE_CATCH_UP_NONE - Fire none of them. */
+  SCHEDULE_CATCH_UP_NONE = 2,
+  UNRECOGNIZED = -1,
+}
+
 export enum DeadLetterCause {
   DEAD_LETTER_CAUSE_UNSPECIFIED = 0,
   DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED = 1,
@@ -264,6 +284,64 @@ export interface AckResponse {
   jobId: string;
 }
 
+export interface ScheduleDefinition {
+  /** 1 to 128 bytes, no control characters. */
+  id: string;
+  cadence:
+    | { $case: "cron"; value: CronCadence }
+    | //
+    /** Every so long, counted from when the schedule was created or last replaced; at least 1 s. */
+    { $case: "every"; value: Duration }
+    | undefined;
+  /** The job each slot fires. idempotency_key, trace_context and scheduled_at must be unset. */
+  job: EnqueueRequest | undefined;
+  overlap: ScheduleOverlap;
+  catchUp: ScheduleCatchUp;
+}
+
+export interface CronCadence {
+  /** Five fields (minute hour day-of-month month day-of-week), or six with seconds first. */
+  expression: string;
+  /** An IANA time zone name such as "Europe/Zurich"; empty means UTC. */
+  timeZone: string;
+}
+
+export interface ScheduleInfo {
+  definition: ScheduleDefinition | undefined;
+  nextFireAt:
+    | Timestamp
+    | undefined;
+  /** The last slot that was due, fired or skipped. */
+  lastSlotAt: Timestamp | undefined;
+  lastJobId?:
+    | string
+    | undefined;
+  /** Jobs fired so far. */
+  fired: bigint;
+  createdAt: Timestamp | undefined;
+}
+
+export interface UpsertScheduleRequest {
+  schedule: ScheduleDefinition | undefined;
+}
+
+export interface DeleteScheduleRequest {
+  id: string;
+}
+
+export interface DeleteScheduleResponse {
+  /** False when there was no such schedule. */
+  deleted: boolean;
+}
+
+export interface ListSchedulesRequest {
+}
+
+export interface ListSchedulesResponse {
+  /** By id. */
+  schedules: ScheduleInfo[];
+}
+
 export interface CancelJobRequest {
   jobId: string;
   /** Kept as the dead letter's last_reason. */
@@ -385,7 +463,7 @@ export interface GetServerInfoResponse {
   deadLetterRetentionEnabled: boolean;
   /**
    * What this server offers beyond the 0.1 protocol, by name: "ack_batch" (the AckBatch call),
-   * "cancel" (CancelJob).
+   * "cancel" (CancelJob), "schedules" (UpsertSchedule, DeleteSchedule, ListSchedules).
    * A 0.1 server leaves it empty.
    */
   features: string[];
@@ -2699,6 +2777,496 @@ export const AckResponse: MessageFns<AckResponse> = {
   },
 };
 
+function createBaseScheduleDefinition(): ScheduleDefinition {
+  return { id: "", cadence: undefined, job: undefined, overlap: 0, catchUp: 0 };
+}
+
+export const ScheduleDefinition: MessageFns<ScheduleDefinition> = {
+  encode(message: ScheduleDefinition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    switch (message.cadence?.$case) {
+      case "cron":
+        CronCadence.encode(message.cadence.value, writer.uint32(18).fork()).join();
+        break;
+      case "every":
+        Duration.encode(message.cadence.value, writer.uint32(26).fork()).join();
+        break;
+    }
+    if (message.job !== undefined) {
+      EnqueueRequest.encode(message.job, writer.uint32(34).fork()).join();
+    }
+    if (message.overlap !== 0) {
+      writer.uint32(40).int32(message.overlap);
+    }
+    if (message.catchUp !== 0) {
+      writer.uint32(48).int32(message.catchUp);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ScheduleDefinition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseScheduleDefinition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.cadence = { $case: "cron", value: CronCadence.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cadence = { $case: "every", value: Duration.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.job = EnqueueRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.overlap = reader.int32() as any;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.catchUp = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseCronCadence(): CronCadence {
+  return { expression: "", timeZone: "" };
+}
+
+export const CronCadence: MessageFns<CronCadence> = {
+  encode(message: CronCadence, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.expression !== "") {
+      writer.uint32(10).string(message.expression);
+    }
+    if (message.timeZone !== "") {
+      writer.uint32(18).string(message.timeZone);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CronCadence {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCronCadence();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.expression = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.timeZone = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseScheduleInfo(): ScheduleInfo {
+  return {
+    definition: undefined,
+    nextFireAt: undefined,
+    lastSlotAt: undefined,
+    lastJobId: undefined,
+    fired: 0n,
+    createdAt: undefined,
+  };
+}
+
+export const ScheduleInfo: MessageFns<ScheduleInfo> = {
+  encode(message: ScheduleInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.definition !== undefined) {
+      ScheduleDefinition.encode(message.definition, writer.uint32(10).fork()).join();
+    }
+    if (message.nextFireAt !== undefined) {
+      Timestamp.encode(message.nextFireAt, writer.uint32(18).fork()).join();
+    }
+    if (message.lastSlotAt !== undefined) {
+      Timestamp.encode(message.lastSlotAt, writer.uint32(26).fork()).join();
+    }
+    if (message.lastJobId !== undefined) {
+      writer.uint32(34).string(message.lastJobId);
+    }
+    if (message.fired !== 0n) {
+      if (BigInt.asUintN(64, message.fired) !== message.fired) {
+        throw new globalThis.Error("value provided for field message.fired of type uint64 too large");
+      }
+      writer.uint32(40).uint64(message.fired);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(message.createdAt, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ScheduleInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseScheduleInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.definition = ScheduleDefinition.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextFireAt = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lastSlotAt = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.lastJobId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.fired = reader.uint64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.createdAt = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseUpsertScheduleRequest(): UpsertScheduleRequest {
+  return { schedule: undefined };
+}
+
+export const UpsertScheduleRequest: MessageFns<UpsertScheduleRequest> = {
+  encode(message: UpsertScheduleRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.schedule !== undefined) {
+      ScheduleDefinition.encode(message.schedule, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpsertScheduleRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpsertScheduleRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.schedule = ScheduleDefinition.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseDeleteScheduleRequest(): DeleteScheduleRequest {
+  return { id: "" };
+}
+
+export const DeleteScheduleRequest: MessageFns<DeleteScheduleRequest> = {
+  encode(message: DeleteScheduleRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteScheduleRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteScheduleRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseDeleteScheduleResponse(): DeleteScheduleResponse {
+  return { deleted: false };
+}
+
+export const DeleteScheduleResponse: MessageFns<DeleteScheduleResponse> = {
+  encode(message: DeleteScheduleResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.deleted !== false) {
+      writer.uint32(8).bool(message.deleted);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteScheduleResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteScheduleResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.deleted = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseListSchedulesRequest(): ListSchedulesRequest {
+  return {};
+}
+
+export const ListSchedulesRequest: MessageFns<ListSchedulesRequest> = {
+  encode(_: ListSchedulesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSchedulesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSchedulesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseListSchedulesResponse(): ListSchedulesResponse {
+  return { schedules: [] };
+}
+
+export const ListSchedulesResponse: MessageFns<ListSchedulesResponse> = {
+  encode(message: ListSchedulesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.schedules) {
+      ScheduleInfo.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSchedulesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSchedulesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.schedules.push(ScheduleInfo.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
 function createBaseCancelJobRequest(): CancelJobRequest {
   return { jobId: "", reason: undefined };
 }
@@ -4013,6 +4581,42 @@ export const QueueServiceService = {
     responseSerialize: (value: CancelJobResponse): Buffer => Buffer.from(CancelJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CancelJobResponse => CancelJobResponse.decode(value),
   },
+  /**
+   * Recurring schedules (added after 0.1; GetServerInfo lists the feature "schedules"): each
+   * slot of a schedule fires exactly one job, keyed by the schedule id and the slot.
+   * Creates or replaces a schedule by id.
+   */
+  upsertSchedule: {
+    path: "/sepp.v1.QueueService/UpsertSchedule" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpsertScheduleRequest): Buffer =>
+      Buffer.from(UpsertScheduleRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpsertScheduleRequest => UpsertScheduleRequest.decode(value),
+    responseSerialize: (value: ScheduleInfo): Buffer => Buffer.from(ScheduleInfo.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ScheduleInfo => ScheduleInfo.decode(value),
+  },
+  deleteSchedule: {
+    path: "/sepp.v1.QueueService/DeleteSchedule" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteScheduleRequest): Buffer =>
+      Buffer.from(DeleteScheduleRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteScheduleRequest => DeleteScheduleRequest.decode(value),
+    responseSerialize: (value: DeleteScheduleResponse): Buffer =>
+      Buffer.from(DeleteScheduleResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteScheduleResponse => DeleteScheduleResponse.decode(value),
+  },
+  listSchedules: {
+    path: "/sepp.v1.QueueService/ListSchedules" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListSchedulesRequest): Buffer => Buffer.from(ListSchedulesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListSchedulesRequest => ListSchedulesRequest.decode(value),
+    responseSerialize: (value: ListSchedulesResponse): Buffer =>
+      Buffer.from(ListSchedulesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListSchedulesResponse => ListSchedulesResponse.decode(value),
+  },
 } as const;
 
 export interface QueueServiceServer extends UntypedServiceImplementation {
@@ -4045,6 +4649,14 @@ export interface QueueServiceServer extends UntypedServiceImplementation {
    * `sepp-cancelled: true` (a 0.1 client sees a lost lease), and it is never delivered again.
    */
   cancelJob: handleUnaryCall<CancelJobRequest, CancelJobResponse>;
+  /**
+   * Recurring schedules (added after 0.1; GetServerInfo lists the feature "schedules"): each
+   * slot of a schedule fires exactly one job, keyed by the schedule id and the slot.
+   * Creates or replaces a schedule by id.
+   */
+  upsertSchedule: handleUnaryCall<UpsertScheduleRequest, ScheduleInfo>;
+  deleteSchedule: handleUnaryCall<DeleteScheduleRequest, DeleteScheduleResponse>;
+  listSchedules: handleUnaryCall<ListSchedulesRequest, ListSchedulesResponse>;
 }
 
 export interface QueueServiceClient extends Client {
@@ -4210,6 +4822,56 @@ export interface QueueServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CancelJobResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Recurring schedules (added after 0.1; GetServerInfo lists the feature "schedules"): each
+   * slot of a schedule fires exactly one job, keyed by the schedule id and the slot.
+   * Creates or replaces a schedule by id.
+   */
+  upsertSchedule(
+    request: UpsertScheduleRequest,
+    callback: (error: ServiceError | null, response: ScheduleInfo) => void,
+  ): ClientUnaryCall;
+  upsertSchedule(
+    request: UpsertScheduleRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ScheduleInfo) => void,
+  ): ClientUnaryCall;
+  upsertSchedule(
+    request: UpsertScheduleRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ScheduleInfo) => void,
+  ): ClientUnaryCall;
+  deleteSchedule(
+    request: DeleteScheduleRequest,
+    callback: (error: ServiceError | null, response: DeleteScheduleResponse) => void,
+  ): ClientUnaryCall;
+  deleteSchedule(
+    request: DeleteScheduleRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteScheduleResponse) => void,
+  ): ClientUnaryCall;
+  deleteSchedule(
+    request: DeleteScheduleRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteScheduleResponse) => void,
+  ): ClientUnaryCall;
+  listSchedules(
+    request: ListSchedulesRequest,
+    callback: (error: ServiceError | null, response: ListSchedulesResponse) => void,
+  ): ClientUnaryCall;
+  listSchedules(
+    request: ListSchedulesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListSchedulesResponse) => void,
+  ): ClientUnaryCall;
+  listSchedules(
+    request: ListSchedulesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListSchedulesResponse) => void,
   ): ClientUnaryCall;
 }
 
