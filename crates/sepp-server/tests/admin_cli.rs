@@ -210,3 +210,37 @@ async fn cancel_removes_a_queued_job_and_marks_a_running_one() {
     assert_eq!(missing.status.code(), Some(1), "{}", missing.stdout);
     assert!(missing.stderr.contains("job not found"), "{}", missing.stderr);
 }
+
+#[tokio::test]
+async fn sepp_admin_schedules_sets_lists_and_deletes() {
+    if is_reference() {
+        return;
+    }
+    let admin = AdminServer::start("");
+    let run = sepp_admin(
+        &admin,
+        OPERATOR_KEY,
+        &[
+            "schedules",
+            "set",
+            "nightly",
+            "--cron",
+            "30 2 * * *",
+            "--tz",
+            "Europe/Berlin",
+            "--queue",
+            "maint",
+            "--type",
+            "vacuum",
+        ],
+    )
+    .await;
+    assert!(succeeded(&run).starts_with("schedule nightly set; it fires next at "), "{}", run.stdout);
+    let listing = succeeded(&sepp_admin(&admin, VIEWER_KEY, &["schedules", "list"]).await).to_owned();
+    assert!(listing.contains("nightly") && listing.contains("30 2 * * * (Europe/Berlin)"), "{listing}");
+    let listed = json_of(&sepp_admin(&admin, VIEWER_KEY, &["--json", "schedules", "list"]).await);
+    assert_eq!(listed["schedules"][0]["queue"], "maint");
+    let run = sepp_admin(&admin, OPERATOR_KEY, &["schedules", "delete", "nightly"]).await;
+    assert_eq!(succeeded(&run).trim(), "schedule nightly deleted");
+    assert_eq!(succeeded(&sepp_admin(&admin, VIEWER_KEY, &["schedules", "list"]).await).trim(), "no schedules");
+}

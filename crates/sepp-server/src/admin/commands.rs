@@ -43,6 +43,9 @@ pub struct LoadedJob {
     pub cancelled: bool,
 }
 
+/// The schedule as kept, and its audit entry, or why it was refused.
+pub type ScheduleAnswer = Result<(Box<sepp_core::schedule::Schedule>, Arc<AuditEntry>), sepp_core::CallError>;
+
 /// What a cancel did, and its audit entry (none for a repeated cancel of a leased job).
 pub type CancelAnswer = Result<(sepp_core::CancelOutcome, Option<Arc<AuditEntry>>), sepp_core::CancelError>;
 
@@ -150,6 +153,22 @@ pub enum AdminCommand {
         queue: String,
         actor: Actor,
         reply: Reply<Option<Arc<AuditEntry>>>,
+    },
+    /// Creates or replaces a schedule, audited.
+    UpsertSchedule {
+        spec: sepp_core::schedule::ScheduleSpec,
+        actor: Actor,
+        reply: Reply<ScheduleAnswer>,
+    },
+    /// Deletes a schedule; the audit entry when there was one.
+    DeleteSchedule {
+        id: String,
+        actor: Actor,
+        reply: Reply<Option<Arc<AuditEntry>>>,
+    },
+    /// Every schedule, by id.
+    Schedules {
+        reply: Reply<Vec<sepp_core::schedule::Schedule>>,
     },
     /// Every pause, by queue name (`ALL_QUEUES` first when every queue is paused).
     Pauses {
@@ -404,6 +423,24 @@ impl AdminCommand {
                 Deferred::reply(reply, entry)
             }
             AdminCommand::Pauses { reply } => Deferred::reply(reply, cycle.state.pauses()),
+            AdminCommand::UpsertSchedule { spec, actor, reply } => {
+                let id = spec.id.clone();
+                let answer = cycle.state.upsert_schedule(now_ms, spec, cycle.records).map(|schedule| {
+                    let entry = cycle.audit(&actor, "schedule.put", json!({ "id": id }));
+                    (Box::new(schedule), entry)
+                });
+                Deferred::reply(reply, answer)
+            }
+            AdminCommand::DeleteSchedule { id, actor, reply } => {
+                let deleted = cycle.state.delete_schedule(&id, cycle.records);
+                let entry = deleted.then(|| cycle.audit(&actor, "schedule.delete", json!({ "id": id })));
+                Deferred::reply(reply, entry)
+            }
+            AdminCommand::Schedules { reply } => {
+                let mut schedules: Vec<_> = cycle.state.schedules().cloned().collect();
+                schedules.sort_by(|a, b| a.spec.id.cmp(&b.spec.id));
+                Deferred::reply(reply, schedules)
+            }
             AdminCommand::Audit { actor, action, details, reply } => {
                 let entry = cycle.audit(&actor, action, details);
                 Deferred::reply(reply, entry)

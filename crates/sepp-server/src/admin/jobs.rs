@@ -261,13 +261,13 @@ pub async fn dead_letter(
 
 #[derive(Deserialize)]
 pub struct EnqueueBody {
-    job_type: String,
-    payload: Option<PayloadBody>,
-    priority: Option<u32>,
-    max_attempts: Option<u32>,
-    scheduled_at_ms: Option<i64>,
-    idempotency_key: Option<String>,
-    custom: Option<serde_json::Map<String, Value>>,
+    pub(crate) job_type: String,
+    pub(crate) payload: Option<PayloadBody>,
+    pub(crate) priority: Option<u32>,
+    pub(crate) max_attempts: Option<u32>,
+    pub(crate) scheduled_at_ms: Option<i64>,
+    pub(crate) idempotency_key: Option<String>,
+    pub(crate) custom: Option<serde_json::Map<String, Value>>,
 }
 
 #[derive(Deserialize)]
@@ -277,7 +277,7 @@ pub struct PayloadBody {
     data_text: Option<String>,
 }
 
-fn new_job(queue: String, body: EnqueueBody) -> AdminResult<NewJob> {
+pub(crate) fn new_job(queue: String, body: EnqueueBody) -> AdminResult<NewJob> {
     let payload = match body.payload {
         None => None,
         Some(payload) => {

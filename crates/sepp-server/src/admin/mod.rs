@@ -32,6 +32,7 @@ pub mod overview;
 pub mod pauses;
 pub mod queues;
 pub mod routes;
+pub mod schedules;
 pub mod stats;
 pub mod ui;
 pub mod views;

@@ -16,10 +16,12 @@ use axum::http::header::{
 use axum::http::{HeaderValue, Method};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 
 use crate::admin::errors::AdminError;
-use crate::admin::{AdminState, access, audit, config_api, events, jobs, overview, pauses, queues, ui, workers};
+use crate::admin::{
+    AdminState, access, audit, config_api, events, jobs, overview, pauses, queues, schedules, ui, workers,
+};
 
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
                    connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; \
@@ -38,6 +40,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/queues/{name}/pause", post(pauses::pause))
         .route("/queues/{name}/resume", post(pauses::resume))
         .route("/pauses", get(pauses::list))
+        .route("/schedules", get(schedules::list))
+        .route("/schedules/{id}", put(schedules::put).delete(schedules::delete))
         .route("/queues/{name}/jobs", get(jobs::peek).post(jobs::enqueue))
         .route("/queues/{name}/jobs:count", get(jobs::count))
         .route("/queues/{name}/jobs:dead-letter", post(jobs::dead_letter_jobs))

@@ -26,9 +26,12 @@ pub fn decode_key(text: &str, what: &str) -> Result<Option<JobKey>, AdminError> 
 }
 
 fn custom_json(job: &Job) -> Value {
-    let entries: Map<String, Value> = job
-        .custom
-        .iter()
+    custom_map_json(job.custom.iter())
+}
+
+/// Custom metadata as a JSON object.
+pub fn custom_map_json<'a>(custom: impl Iterator<Item = (&'a String, &'a Primitive)>) -> Value {
+    let entries: Map<String, Value> = custom
         .map(|(key, value)| {
             let value = match value {
                 Primitive::String(text) => json!(text),

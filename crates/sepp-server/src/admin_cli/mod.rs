@@ -83,6 +83,52 @@ enum Verb {
     },
     /// List the paused queues.
     Pauses,
+    /// Recurring schedules: list, set (create or replace) or delete them.
+    #[command(subcommand)]
+    Schedules(ScheduleVerb),
+}
+
+#[derive(Subcommand)]
+enum ScheduleVerb {
+    /// List the schedules with their next firing.
+    List,
+    /// Create or replace a schedule.
+    Set(Box<ScheduleArgs>),
+    /// Delete a schedule (the jobs it fired stay).
+    Delete { id: String },
+}
+
+#[derive(Args)]
+struct ScheduleArgs {
+    id: String,
+    /// A cron expression: five fields (minute hour day month weekday), or six with seconds.
+    #[arg(long, required_unless_present = "every", conflicts_with = "every")]
+    cron: Option<String>,
+    /// The time zone the cron expression is read in (an IANA name; default UTC).
+    #[arg(long = "tz", requires = "cron")]
+    time_zone: Option<String>,
+    /// Fire every this many seconds instead.
+    #[arg(long, value_name = "SECONDS")]
+    every: Option<u64>,
+    #[arg(long)]
+    queue: String,
+    #[arg(long = "type")]
+    job_type: String,
+    /// The payload, as text.
+    #[arg(long)]
+    data: Option<String>,
+    #[arg(long, default_value = "application/json", requires = "data")]
+    encoding: String,
+    #[arg(long)]
+    priority: Option<u32>,
+    #[arg(long)]
+    max_attempts: Option<u32>,
+    /// While its previous job is still queued or running: skip the slot, or fire anyway.
+    #[arg(long, value_parser = ["skip", "allow"], default_value = "skip")]
+    overlap: String,
+    /// After downtime: fire the latest missed slot once, or none.
+    #[arg(long, value_parser = ["latest", "none"], default_value = "latest")]
+    catch_up: String,
 }
 
 #[derive(Args)]
@@ -327,6 +373,9 @@ impl Session {
             Verb::Pause(args) => self.pause(args).await,
             Verb::Resume { queue, all } => self.resume(queue.filter(|_| !all)).await,
             Verb::Pauses => self.pauses().await,
+            Verb::Schedules(ScheduleVerb::List) => self.schedules().await,
+            Verb::Schedules(ScheduleVerb::Set(args)) => self.set_schedule(*args).await,
+            Verb::Schedules(ScheduleVerb::Delete { id }) => self.delete_schedule(&id).await,
         }
     }
 
@@ -580,6 +629,88 @@ impl Session {
             println!("resumed {}", pause_scope(&answer));
         } else {
             println!("{} was not paused", pause_scope(&answer));
+        }
+        Ok(())
+    }
+
+    async fn schedules(&self) -> Result<(), String> {
+        let answer = self.call(Method::GET, "/schedules", None, None).await?;
+        if self.json {
+            self.print_json(&answer);
+            return Ok(());
+        }
+        let rows: Vec<Vec<String>> = answer["schedules"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|schedule| {
+                let cadence = match schedule["every_ms"].as_u64() {
+                    Some(ms) => format!("every {} s", ms as f64 / 1000.0),
+                    None => {
+                        format!("{} ({})", cell(&schedule["cron"]["expression"]), cell(&schedule["cron"]["time_zone"]))
+                    }
+                };
+                vec![
+                    cell(&schedule["id"]),
+                    cadence,
+                    cell(&schedule["queue"]),
+                    cell(&schedule["job_type"]),
+                    cell(&schedule["next_fire_at_ms"]),
+                    cell(&schedule["fired"]),
+                ]
+            })
+            .collect();
+        if rows.is_empty() {
+            println!("no schedules");
+        } else {
+            table(&["ID", "WHEN", "QUEUE", "TYPE", "NEXT_MS", "FIRED"], &rows);
+        }
+        Ok(())
+    }
+
+    async fn set_schedule(&self, args: ScheduleArgs) -> Result<(), String> {
+        let mut body = json!({
+            "queue": args.queue,
+            "job_type": args.job_type,
+            "overlap": args.overlap,
+            "catch_up": args.catch_up,
+        });
+        match (args.cron, args.every) {
+            (Some(expression), _) => body["cron"] = json!({ "expression": expression, "time_zone": args.time_zone }),
+            (None, Some(seconds)) => body["every_ms"] = json!(seconds.saturating_mul(1000)),
+            (None, None) => return Err("give --cron or --every".into()),
+        }
+        if let Some(data) = args.data {
+            body["payload"] = json!({ "encoding": args.encoding, "data_text": data });
+        }
+        if let Some(priority) = args.priority {
+            body["priority"] = json!(priority);
+        }
+        if let Some(max_attempts) = args.max_attempts {
+            body["max_attempts"] = json!(max_attempts);
+        }
+        let answer = self.call(Method::PUT, &format!("/schedules/{}", segment(&args.id)), Some(&body), None).await?;
+        if self.json {
+            self.print_json(&answer);
+        } else {
+            println!(
+                "schedule {} set; it fires next at {} (ms since the epoch)",
+                args.id,
+                cell(&answer["next_fire_at_ms"])
+            );
+        }
+        Ok(())
+    }
+
+    async fn delete_schedule(&self, id: &str) -> Result<(), String> {
+        let answer = self.call(Method::DELETE, &format!("/schedules/{}", segment(id)), None, None).await?;
+        if self.json {
+            self.print_json(&answer);
+        } else if answer["deleted"] == true {
+            println!("schedule {id} deleted");
+        } else {
+            println!("no schedule {id}");
         }
         Ok(())
     }

@@ -1,0 +1,153 @@
+//! Recurring schedules through the admin API: `GET /schedules`, `PUT /schedules/{id}` to create
+//! or replace one, `DELETE /schedules/{id}`. The same schedules as the gRPC calls
+//! `UpsertSchedule`, `DeleteSchedule` and `ListSchedules`; changes are audited
+//! (`schedule.put`, `schedule.delete`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use sepp_core::TimeMs;
+use sepp_core::schedule::{Cadence, CatchUp, JobTemplate, Overlap, Schedule, ScheduleSpec};
+
+use crate::admin::AdminState;
+use crate::admin::access::{Operator, Viewer};
+use crate::admin::commands::{AdminCommand, ask};
+use crate::admin::errors::{AdminError, AdminResult};
+use crate::admin::jobs::{EnqueueBody, new_job};
+use crate::admin::views;
+
+#[derive(Deserialize)]
+pub struct CronBody {
+    expression: String,
+    /// An IANA time zone name; absent means UTC.
+    #[serde(default)]
+    time_zone: Option<String>,
+}
+
+/// A schedule as the API takes it: a cadence (`cron` or `every_ms`), the job's queue and
+/// fields (as `POST /queues/{name}/jobs` takes them), and the two policies.
+#[derive(Deserialize)]
+pub struct ScheduleBody {
+    cron: Option<CronBody>,
+    every_ms: Option<u64>,
+    queue: String,
+    overlap: Option<String>,
+    catch_up: Option<String>,
+    #[serde(flatten)]
+    job: EnqueueBody,
+}
+
+/// `GET /schedules`: every schedule, by id, with its next firing.
+pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<Value>> {
+    let schedules = ask(&state.committer, |reply| AdminCommand::Schedules { reply }).await?;
+    Ok(Json(json!({ "schedules": schedules.iter().map(schedule_view).collect::<Vec<_>>() })))
+}
+
+/// `PUT /schedules/{id}`: creates or replaces the schedule.
+pub async fn put(
+    State(state): State<AdminState>,
+    Operator(actor): Operator,
+    Path(id): Path<String>,
+    Json(body): Json<ScheduleBody>,
+) -> AdminResult<Json<Value>> {
+    let spec = spec(id, body)?;
+    let answer = ask(&state.committer, |reply| AdminCommand::UpsertSchedule { spec, actor, reply }).await?;
+    let (schedule, entry) = answer.map_err(|error| match error {
+        sepp_core::CallError::InvalidArgument(message) => AdminError::invalid_argument(message),
+        sepp_core::CallError::FailedPrecondition(message) => AdminError::conflict("too_many_schedules", message),
+    })?;
+    state.announce(&entry);
+    Ok(Json(schedule_view(&schedule)))
+}
+
+/// `DELETE /schedules/{id}`: `{id, deleted}`; the jobs it fired stay.
+pub async fn delete(
+    State(state): State<AdminState>,
+    Operator(actor): Operator,
+    Path(id): Path<String>,
+) -> AdminResult<Json<Value>> {
+    let deleted = ask(&state.committer, |reply| AdminCommand::DeleteSchedule { id: id.clone(), actor, reply }).await?;
+    if let Some(entry) = &deleted {
+        state.announce(entry);
+    }
+    Ok(Json(json!({ "id": id, "deleted": deleted.is_some() })))
+}
+
+fn spec(id: String, body: ScheduleBody) -> AdminResult<ScheduleSpec> {
+    let cadence = match (body.cron, body.every_ms) {
+        (Some(cron), None) => Cadence::Cron {
+            expression: cron.expression,
+            time_zone: cron.time_zone.filter(|zone| !zone.is_empty()).unwrap_or_else(|| "UTC".into()),
+        },
+        (None, Some(interval_ms)) => Cadence::Every { interval_ms },
+        _ => return Err(AdminError::invalid_argument("a schedule needs exactly one of cron and every_ms")),
+    };
+    let overlap = match body.overlap.as_deref() {
+        None | Some("skip") => Overlap::Skip,
+        Some("allow") => Overlap::Allow,
+        Some(other) => {
+            return Err(AdminError::invalid_argument(format!("overlap must be skip or allow, got {other:?}")));
+        }
+    };
+    let catch_up = match body.catch_up.as_deref() {
+        None | Some("latest") => CatchUp::Latest,
+        Some("none") => CatchUp::Skip,
+        Some(other) => {
+            return Err(AdminError::invalid_argument(format!("catch_up must be latest or none, got {other:?}")));
+        }
+    };
+    let job = new_job(body.queue, body.job)?;
+    if job.idempotency_key.is_some() || job.scheduled_at_ms.is_some() {
+        return Err(AdminError::invalid_argument("a schedule's job takes no idempotency_key and no scheduled_at_ms"));
+    }
+    let template = JobTemplate {
+        queue: job.queue,
+        job_type: job.job_type,
+        payload: job.payload,
+        priority: job.priority,
+        max_attempts: job.max_attempts,
+        custom: job.custom.into_iter().filter_map(|(key, value)| Some((key, value?))).collect(),
+    };
+    Ok(ScheduleSpec { id, cadence, template, overlap, catch_up })
+}
+
+fn millis(ms: TimeMs) -> Value {
+    if ms == TimeMs::MAX { Value::Null } else { json!(ms) }
+}
+
+/// `{id, cron: {expression, time_zone} | null, every_ms | null, queue, job_type, payload:
+/// {encoding, size_bytes} | null, priority, max_attempts, custom, overlap, catch_up,
+/// next_fire_at_ms, last_slot_at_ms, last_job_id, fired, created_at_ms}`.
+pub fn schedule_view(schedule: &Schedule) -> Value {
+    let spec = &schedule.spec;
+    let template = &spec.template;
+    let (cron, every_ms) = match &spec.cadence {
+        Cadence::Cron { expression, time_zone } => {
+            (json!({ "expression": expression, "time_zone": time_zone }), Value::Null)
+        }
+        Cadence::Every { interval_ms } => (Value::Null, json!(interval_ms)),
+    };
+    json!({
+        "id": spec.id,
+        "cron": cron,
+        "every_ms": every_ms,
+        "queue": template.queue,
+        "job_type": template.job_type,
+        "payload": template.payload.as_ref().map(|payload| json!({
+            "encoding": payload.encoding,
+            "size_bytes": payload.data.len(),
+        })),
+        "priority": template.priority,
+        "max_attempts": template.max_attempts,
+        "custom": views::custom_map_json(template.custom.iter()),
+        "overlap": match spec.overlap { Overlap::Skip => "skip", Overlap::Allow => "allow" },
+        "catch_up": match spec.catch_up { CatchUp::Latest => "latest", CatchUp::Skip => "none" },
+        "next_fire_at_ms": millis(schedule.next_ms),
+        "last_slot_at_ms": schedule.last_slot_ms,
+        "last_job_id": schedule.last_job.map(|job_id| job_id.hyphenated().to_string()),
+        "fired": schedule.fired,
+        "created_at_ms": schedule.anchor_ms,
+    })
+}
