@@ -276,6 +276,60 @@ pub(crate) fn server_info(info: pb::GetServerInfoResponse) -> Result<ServerInfo,
     })
 }
 
+pub(crate) fn schedule_definition(definition: crate::ScheduleDefinition) -> pb::ScheduleDefinition {
+    use crate::{ScheduleCadence, ScheduleCatchUp, ScheduleOverlap};
+    pb::ScheduleDefinition {
+        id: definition.id,
+        cadence: Some(match definition.cadence {
+            ScheduleCadence::Cron { expression, time_zone } => {
+                pb::schedule_definition::Cadence::Cron(pb::CronCadence { expression, time_zone })
+            }
+            ScheduleCadence::Every(every) => pb::schedule_definition::Cadence::Every(duration(every)),
+        }),
+        job: Some(enqueue_request(definition.job)),
+        overlap: match definition.overlap {
+            ScheduleOverlap::Skip => pb::ScheduleOverlap::Skip,
+            ScheduleOverlap::Allow => pb::ScheduleOverlap::Allow,
+        } as i32,
+        catch_up: match definition.catch_up {
+            ScheduleCatchUp::Latest => pb::ScheduleCatchUp::Latest,
+            ScheduleCatchUp::None => pb::ScheduleCatchUp::None,
+        } as i32,
+    }
+}
+
+pub(crate) fn schedule_info(info: pb::ScheduleInfo) -> crate::ScheduleInfo {
+    use crate::{ScheduleCadence, ScheduleCatchUp, ScheduleOverlap};
+    let definition = info.definition.unwrap_or_default();
+    let job = definition.job.unwrap_or_default();
+    let time = |timestamp: Option<prost_types::Timestamp>| timestamp.as_ref().and_then(|t| system_time(t).ok());
+    crate::ScheduleInfo {
+        id: definition.id,
+        cadence: match definition.cadence {
+            Some(pb::schedule_definition::Cadence::Cron(cron)) => {
+                ScheduleCadence::Cron { expression: cron.expression, time_zone: cron.time_zone }
+            }
+            Some(pb::schedule_definition::Cadence::Every(every)) => ScheduleCadence::Every(from_duration(Some(&every))),
+            None => ScheduleCadence::Every(std::time::Duration::ZERO),
+        },
+        queue: job.queue,
+        job_type: job.job_type,
+        overlap: match pb::ScheduleOverlap::try_from(definition.overlap) {
+            Ok(pb::ScheduleOverlap::Allow) => ScheduleOverlap::Allow,
+            _ => ScheduleOverlap::Skip,
+        },
+        catch_up: match pb::ScheduleCatchUp::try_from(definition.catch_up) {
+            Ok(pb::ScheduleCatchUp::None) => ScheduleCatchUp::None,
+            _ => ScheduleCatchUp::Latest,
+        },
+        next_fire_at: time(info.next_fire_at),
+        last_slot_at: time(info.last_slot_at),
+        last_job_id: info.last_job_id,
+        fired: info.fired,
+        created_at: time(info.created_at),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,8 @@
 //! # sepp-client
 //!
-//! The Rust client for sepp, a durable job queue: the producer half
-//! (enqueue, and `cancel` beyond 0.1), the consumer half (reserve, ack, nack, extend), server
-//! info and dead letters, and
-//! a [`Worker`](worker::Worker) that runs handlers for you.
+//! The Rust client for sepp, a durable job queue: the producer half (enqueue; beyond 0.1 also
+//! `cancel` and recurring schedules), the consumer half (reserve, ack, nack, extend), server
+//! info and dead letters, and a [`Worker`](worker::Worker) that runs handlers for you.
 //!
 //! It is API-compatible with the 0.1 Rust client, `sepp-rs`: the same modules, type names,
 //! method signatures, builder options, error enums and defaults. Code written for `sepp-rs` 0.1

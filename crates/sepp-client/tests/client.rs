@@ -477,3 +477,38 @@ async fn cancel_removes_a_queued_job_and_refuses_a_leased_one_to_its_worker() {
         Err(CancelError::Client(ClientError::InvalidRequest(_)))
     ));
 }
+
+#[tokio::test]
+async fn a_schedule_is_set_fires_its_job_is_listed_and_deleted() {
+    use sepp_client::{ScheduleCadence, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap};
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("scheduled");
+    let definition =
+        ScheduleDefinition::new("tick", ScheduleCadence::Every(Duration::from_secs(1)), job(&queue, "tick"))
+            .with_overlap(ScheduleOverlap::Allow)
+            .with_catch_up(ScheduleCatchUp::None);
+    let info = client.upsert_schedule(definition).await.unwrap();
+    assert_eq!((info.id.as_str(), info.queue.as_str(), info.job_type.as_str()), ("tick", queue.as_str(), "tick"));
+    assert_eq!((info.overlap, info.catch_up), (ScheduleOverlap::Allow, ScheduleCatchUp::None));
+    assert!(info.next_fire_at.unwrap() > SystemTime::now() - Duration::from_secs(1));
+
+    let fired = reserve_one(&client, &queue).await;
+    assert_eq!(fired.ctx.job_type, "tick");
+    let listed = client.list_schedules().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].fired >= 1);
+    assert_eq!(listed[0].cadence, ScheduleCadence::Every(Duration::from_secs(1)));
+
+    let zurich = ScheduleCadence::Cron { expression: "0 9 * * *".into(), time_zone: "Europe/Zurich".into() };
+    let bad = ScheduleCadence::Cron { expression: "0 9 * * *".into(), time_zone: "Mars/Olympus".into() };
+    assert!(matches!(
+        client.upsert_schedule(ScheduleDefinition::new("bad", bad, job(&queue, "t"))).await,
+        Err(ClientError::InvalidRequest(message)) if message.contains("time zone")
+    ));
+    client.upsert_schedule(ScheduleDefinition::new("morning", zurich, job(&queue, "t"))).await.unwrap();
+    assert!(client.delete_schedule("tick").await.unwrap());
+    assert!(!client.delete_schedule("tick").await.unwrap());
+    let left: Vec<_> = client.list_schedules().await.unwrap().into_iter().map(|info| info.id).collect();
+    assert_eq!(left, ["morning"]);
+}

@@ -396,6 +396,72 @@ impl SeppClient {
         traced(span, call).await
     }
 
+    /// Creates or replaces the recurring schedule `definition.id`: each slot of its cadence
+    /// fires one job made from its template (see [`ScheduleDefinition`](crate::ScheduleDefinition)).
+    /// Needs a server of 0.2 or later. Retried on transient failures: setting twice is harmless.
+    pub async fn upsert_schedule(
+        &self,
+        definition: crate::ScheduleDefinition,
+    ) -> Result<crate::ScheduleInfo, ClientError> {
+        let span = tracing::info_span!(
+            "sepp.upsert_schedule",
+            otel.kind = "client",
+            id = definition.id.as_str(),
+            otel.status_code = Empty
+        );
+        let call = async {
+            let request = pb::UpsertScheduleRequest { schedule: Some(convert::schedule_definition(definition)) };
+            let (result, _) = self
+                .unary(
+                    "upsert_schedule",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.upsert_schedule(request).await },
+                )
+                .await;
+            Ok(convert::schedule_info(result?.into_inner()))
+        };
+        traced(span, call).await
+    }
+
+    /// Deletes a schedule; answers whether there was one. The jobs it fired stay.
+    pub async fn delete_schedule(&self, id: &str) -> Result<bool, ClientError> {
+        let span = tracing::info_span!("sepp.delete_schedule", otel.kind = "client", id, otel.status_code = Empty);
+        let call = async {
+            let request = pb::DeleteScheduleRequest { id: id.to_owned() };
+            let (result, _) = self
+                .unary(
+                    "delete_schedule",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.delete_schedule(request).await },
+                )
+                .await;
+            Ok(result?.into_inner().deleted)
+        };
+        traced(span, call).await
+    }
+
+    /// Every schedule, by id, with its next firing.
+    pub async fn list_schedules(&self) -> Result<Vec<crate::ScheduleInfo>, ClientError> {
+        let span = tracing::info_span!("sepp.list_schedules", otel.kind = "client", otel.status_code = Empty);
+        let call = async {
+            let (result, _) = self
+                .unary(
+                    "list_schedules",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    pb::ListSchedulesRequest {},
+                    |mut inner, request| async move { inner.list_schedules(request).await },
+                )
+                .await;
+            Ok(result?.into_inner().schedules.into_iter().map(convert::schedule_info).collect())
+        };
+        traced(span, call).await
+    }
+
     /// Removes and returns up to `max` of the oldest dead-letter records, of one queue or of all.
     /// Destructive, so never retried (a lost answer would lose the records). `max == 0` returns
     /// nothing without a call. An empty answer may also mean the server keeps no dead letters

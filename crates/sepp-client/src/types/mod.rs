@@ -10,6 +10,7 @@ mod job;
 mod payload;
 mod rejection;
 mod request;
+mod schedule;
 mod trace;
 
 pub use dead_letter::{DeadLetterCause, DeadLetterRecord};
@@ -19,4 +20,5 @@ pub use job::{Job, JobConversionError, JobCtx, ReserveOptions, ReserveOptionsErr
 pub use payload::{Payload, Primitive, Priority, PriorityOutOfRange};
 pub use rejection::{AtomicEnqueueError, JobRejection, JobValidationError};
 pub use request::{EnqueueAck, EnqueueRequest, EnqueueRequestBuilderError};
+pub use schedule::{ScheduleCadence, ScheduleCatchUp, ScheduleDefinition, ScheduleInfo, ScheduleOverlap};
 pub use trace::{TraceContext, TraceContextError};
