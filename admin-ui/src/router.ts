@@ -12,6 +12,7 @@ import LoginView from './views/LoginView.vue'
 import NotFoundView from './views/NotFoundView.vue'
 import QueueView from './views/QueueView.vue'
 import WorkersView from './views/WorkersView.vue'
+import SchedulesView from './views/SchedulesView.vue'
 
 export const QUEUE_TABS = ['jobs', 'enqueue', 'settings', 'danger'] as const
 export type QueueTab = (typeof QUEUE_TABS)[number]
@@ -35,6 +36,7 @@ export const router = createRouter({
     },
     { path: '/jobs/:id', name: 'job', component: JobView, meta: { title: 'Job' } },
     { path: '/workers', name: 'workers', component: WorkersView, meta: { title: 'Workers' } },
+    { path: '/schedules', name: 'schedules', component: SchedulesView, meta: { title: 'Schedules' } },
     { path: '/audit', name: 'audit', component: AuditView, meta: { title: 'Audit log' } },
     { path: '/config', name: 'config', component: ConfigView, meta: { title: 'Config' } },
     { path: '/:rest(.*)*', name: 'not-found', component: NotFoundView, meta: { title: 'Not found' } },

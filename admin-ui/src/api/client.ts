@@ -5,7 +5,7 @@
  */
 import type {
   AuditPage, AuditQuery, ConfigChange, ConfigView, EnqueueRequest, Job, JobPage, JobState,
-  LoginResult, Overview, Queue, QueueLimits, Rejection, ServerInfo, Session, WorkerInfo, WriteResult, BulkActionName, CustomValue,
+  LoginResult, Overview, Queue, QueueLimits, Rejection, ScheduleBody, ScheduleInfo, ServerInfo, Session, WorkerInfo, WriteResult, BulkActionName, CustomValue,
 } from './types'
 import { filterToQuery, type JobFilter } from '../lib/filters'
 
@@ -209,6 +209,9 @@ export const api = {
   disableApiKeys: (etag: string) => call<WriteResult>('DELETE', '/auth/keys', { ifMatch: etag }),
 
   workers: () => call<{ workers: WorkerInfo[] }>('GET', '/workers'),
+  schedules: () => call<{ schedules: ScheduleInfo[] }>('GET', '/schedules'),
+  putSchedule: (id: string, body: ScheduleBody) => call<ScheduleInfo>('PUT', `/schedules/${seg(id)}`, { body }),
+  deleteSchedule: (id: string) => call<{ id: string; deleted: boolean }>('DELETE', `/schedules/${seg(id)}`),
 
   /** The URL of the live event stream (Server-Sent Events). */
   eventsUrl: () => buildUrl('/events'),

@@ -245,3 +245,35 @@ export interface WorkerInfo {
 }
 
 export type BulkActionName = 'requeue' | 'delete' | 'dead_letter'
+
+/** A recurring schedule as the admin API shows it. */
+export interface ScheduleInfo {
+  id: string
+  cron: { expression: string; time_zone: string } | null
+  every_ms: number | null
+  queue: string
+  job_type: string
+  payload: { encoding: string; size_bytes: number } | null
+  priority: number | null
+  max_attempts: number | null
+  custom: Record<string, CustomValue>
+  overlap: 'skip' | 'allow'
+  catch_up: 'latest' | 'none'
+  /** Null when a cron expression has no later slot. */
+  next_fire_at_ms: number | null
+  last_slot_at_ms: number | null
+  last_job_id: string | null
+  fired: number
+  created_at_ms: number
+}
+
+/** What `PUT /schedules/{id}` takes. */
+export interface ScheduleBody {
+  cron?: { expression: string; time_zone?: string }
+  every_ms?: number
+  queue: string
+  job_type: string
+  payload?: { encoding: string; data_text: string }
+  overlap?: 'skip' | 'allow'
+  catch_up?: 'latest' | 'none'
+}
