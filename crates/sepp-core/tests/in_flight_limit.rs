@@ -78,17 +78,18 @@ impl Rng {
 }
 
 #[test]
-fn no_interleaving_of_enqueue_reserve_ack_nack_expiry_and_limit_changes_exceeds_the_limit() {
+fn no_interleaving_of_enqueue_reserve_ack_nack_expiry_cancel_and_limit_changes_exceeds_the_limit() {
     for seed in 1..=40u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut limit = 1 + rng.below(4) as u32;
         let mut harness = Harness::with_policy(limited(limit));
         let mut now_ms = NOW_MS;
         let mut held: Vec<(sepp_core::JobId, u32)> = Vec::new();
+        let mut added = Vec::new();
         for step in 0..400 {
-            match rng.below(10) {
+            match rng.below(11) {
                 0..=2 => {
-                    harness.add(now_ms, job("q"));
+                    added.push(harness.add(now_ms, job("q")));
                 }
                 3..=4 => {
                     let max = 1 + rng.below(6) as u32;
@@ -130,6 +131,16 @@ fn no_interleaving_of_enqueue_reserve_ack_nack_expiry_and_limit_changes_exceeds_
                 8 => {
                     limit = 1 + rng.below(4) as u32;
                     harness.state.set_policy(Arc::new(limited(limit)));
+                }
+                // A cancel: of a held job (it keeps its slot until its worker settles it or the
+                // lease ends), or of any job enqueued so far, whatever it is doing by now.
+                9 if !held.is_empty() && rng.below(2) == 0 => {
+                    let (job_id, _) = held[rng.below(held.len() as u64) as usize];
+                    let _ = harness.state.cancel(now_ms, job_id, None, &mut harness.records);
+                }
+                9 if !added.is_empty() => {
+                    let job_id = added[rng.below(added.len() as u64) as usize];
+                    let _ = harness.state.cancel(now_ms, job_id, None, &mut harness.records);
                 }
                 _ => {}
             }
