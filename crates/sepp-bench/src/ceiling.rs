@@ -123,6 +123,21 @@ impl QueueService for Ceiling {
         Ok(Response::new(pb::ListSchedulesResponse { schedules: Vec::new() }))
     }
 
+    async fn pause_queue(&self, _: Request<pb::PauseQueueRequest>) -> Result<Response<pb::PauseQueueResponse>, Status> {
+        Err(Status::unimplemented("the ceiling pauses nothing"))
+    }
+
+    async fn resume_queue(
+        &self,
+        _: Request<pb::ResumeQueueRequest>,
+    ) -> Result<Response<pb::ResumeQueueResponse>, Status> {
+        Ok(Response::new(pb::ResumeQueueResponse { resumed: false }))
+    }
+
+    async fn list_pauses(&self, _: Request<pb::ListPausesRequest>) -> Result<Response<pb::ListPausesResponse>, Status> {
+        Ok(Response::new(pb::ListPausesResponse { pauses: Vec::new() }))
+    }
+
     async fn cancel_job(
         &self,
         request: Request<pb::CancelJobRequest>,

@@ -512,3 +512,17 @@ async fn a_schedule_is_set_fires_its_job_is_listed_and_deleted() {
     let left: Vec<_> = client.list_schedules().await.unwrap().into_iter().map(|info| info.id).collect();
     assert_eq!(left, ["morning"]);
 }
+
+#[tokio::test]
+async fn a_paused_queue_serves_no_reserve_until_resumed() {
+    let server = Server::start();
+    let client = server.client().await;
+    let queue = unique("paused");
+    client.pause_queue(&queue, None, Some("deploy")).await.unwrap();
+    client.enqueue(job(&queue, "t")).await.unwrap();
+    assert!(client.reserve(&now(&[&queue])).await.unwrap().is_none(), "a paused queue serves nothing");
+    assert_eq!(client.list_pauses().await.unwrap(), [(queue.clone(), None)]);
+    assert!(client.resume_queue(&queue).await.unwrap());
+    assert!(!client.resume_queue(&queue).await.unwrap());
+    assert!(client.reserve(&now(&[&queue])).await.unwrap().is_some());
+}

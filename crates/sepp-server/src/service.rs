@@ -32,7 +32,12 @@ pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 const MAX_CANCEL_REASON_BYTES: usize = 1_024;
 
 /// What `GetServerInfo` lists as offered beyond the 0.1 protocol.
-pub const FEATURES: &[&str] = &["ack_batch", "cancel", "schedules"];
+pub const FEATURES: &[&str] = &["ack_batch", "cancel", "schedules", "pause"];
+
+/// Who the audit log says paused or resumed a queue over gRPC (the admin API names its key).
+fn grpc_actor() -> crate::admin::access::Actor {
+    crate::admin::access::Actor { name: Some("grpc".into()), role: sepp_config::AdminRole::Operator }
+}
 
 /// A job after stages A to C: an id and the job, ready for the committer, or its rejection.
 type Screened = Result<(JobId, sepp_core::NewJob), Rejection>;
@@ -373,6 +378,85 @@ impl pb::queue_service_server::QueueService for QueueApi {
         };
         let result = self.in_span(&span, result).await;
         self.finish("ListSchedules", started, &span, result)
+    }
+
+    async fn pause_queue(
+        &self,
+        request: Request<pb::PauseQueueRequest>,
+    ) -> Result<Response<pb::PauseQueueResponse>, Status> {
+        use crate::admin::commands::{AdminCommand, ask};
+        let started = self.started();
+        let span = self.span("sepp.pause_queue", request.metadata());
+        let request = request.into_inner();
+        let result = async {
+            if !request.queue.is_empty()
+                && let Some(problem) = sepp_core::validate::queue_name_problem(&request.queue, "queue")
+            {
+                return Err(Status::invalid_argument(problem).into());
+            }
+            let until_ms = request.until.as_ref().map(convert::timestamp_ms);
+            let now_ms = self.clock.now_ms();
+            if let Some(until_ms) = until_ms
+                && until_ms <= now_ms
+            {
+                return Err(Status::invalid_argument("until must be in the future").into());
+            }
+            if request.reason.as_ref().is_some_and(|reason| reason.len() > 1_024) {
+                return Err(Status::invalid_argument("reason is longer than 1024 bytes").into());
+            }
+            let (queue, reason) = (request.queue.clone(), request.reason.clone());
+            let actor = grpc_actor();
+            ask(&self.committer, |reply| AdminCommand::Pause { queue, until_ms, reason, actor, reply })
+                .await
+                .map_err(|_| Status::internal("storage commit failed"))?;
+            let pause = pb::QueuePause { queue: request.queue, until: request.until };
+            Ok::<_, ApiError>(Response::new(pb::PauseQueueResponse { pause: Some(pause) }))
+        };
+        let result = self.in_span(&span, result).await;
+        self.finish("PauseQueue", started, &span, result)
+    }
+
+    async fn resume_queue(
+        &self,
+        request: Request<pb::ResumeQueueRequest>,
+    ) -> Result<Response<pb::ResumeQueueResponse>, Status> {
+        use crate::admin::commands::{AdminCommand, ask};
+        let started = self.started();
+        let span = self.span("sepp.resume_queue", request.metadata());
+        let queue = request.into_inner().queue;
+        let result = async {
+            let actor = grpc_actor();
+            let entry = ask(&self.committer, |reply| AdminCommand::Resume { queue, actor, reply })
+                .await
+                .map_err(|_| Status::internal("storage commit failed"))?;
+            Ok::<_, ApiError>(Response::new(pb::ResumeQueueResponse { resumed: entry.is_some() }))
+        };
+        let result = self.in_span(&span, result).await;
+        self.finish("ResumeQueue", started, &span, result)
+    }
+
+    async fn list_pauses(
+        &self,
+        request: Request<pb::ListPausesRequest>,
+    ) -> Result<Response<pb::ListPausesResponse>, Status> {
+        use crate::admin::commands::{AdminCommand, ask};
+        let started = self.started();
+        let span = self.span("sepp.list_pauses", request.metadata());
+        let result = async {
+            let pauses = ask(&self.committer, |reply| AdminCommand::Pauses { reply })
+                .await
+                .map_err(|_| Status::internal("storage commit failed"))?;
+            let pauses = pauses
+                .into_iter()
+                .map(|(queue, until_ms)| pb::QueuePause {
+                    queue: queue.to_string(),
+                    until: until_ms.map(convert::timestamp),
+                })
+                .collect();
+            Ok::<_, ApiError>(Response::new(pb::ListPausesResponse { pauses }))
+        };
+        let result = self.in_span(&span, result).await;
+        self.finish("ListPauses", started, &span, result)
     }
 
     async fn cancel_job(

@@ -260,7 +260,16 @@ async fn reflection_lists_and_describes_the_queue_service() {
         vec!["EnqueueBatch", "EnqueueAtomic", "Reserve", "Ack", "Nack", "Extend", "DrainDeadLetters", "GetServerInfo"];
     if !is_reference() {
         // The calls this server adds to 0.1's.
-        expected.extend(["AckBatch", "CancelJob", "UpsertSchedule", "DeleteSchedule", "ListSchedules"]);
+        expected.extend([
+            "AckBatch",
+            "CancelJob",
+            "UpsertSchedule",
+            "DeleteSchedule",
+            "ListSchedules",
+            "PauseQueue",
+            "ResumeQueue",
+            "ListPauses",
+        ]);
     }
     assert_eq!(methods, expected);
     // Generic tools can build a call from it: the request type is described too.

@@ -444,6 +444,81 @@ impl SeppClient {
         traced(span, call).await
     }
 
+    /// Pauses `queue` (every queue, also those that do not exist yet, when it is empty) until
+    /// `until` or until resumed: reserves skip it, enqueues are still accepted, leases already
+    /// held go on. Needs a server of 0.2 or later.
+    pub async fn pause_queue(
+        &self,
+        queue: &str,
+        until: Option<SystemTime>,
+        reason: Option<&str>,
+    ) -> Result<(), ClientError> {
+        let span = tracing::info_span!("sepp.pause_queue", otel.kind = "client", queue, otel.status_code = Empty);
+        let call = async {
+            let request = pb::PauseQueueRequest {
+                queue: queue.to_owned(),
+                until: until.and_then(convert::timestamp),
+                reason: reason.map(str::to_owned),
+            };
+            let (result, _) = self
+                .unary(
+                    "pause_queue",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.pause_queue(request).await },
+                )
+                .await;
+            result?;
+            Ok(())
+        };
+        traced(span, call).await
+    }
+
+    /// Lifts the pause of `queue` (of every queue when empty; queues paused by name stay
+    /// paused); answers whether it was paused.
+    pub async fn resume_queue(&self, queue: &str) -> Result<bool, ClientError> {
+        let span = tracing::info_span!("sepp.resume_queue", otel.kind = "client", queue, otel.status_code = Empty);
+        let call = async {
+            let request = pb::ResumeQueueRequest { queue: queue.to_owned() };
+            let (result, _) = self
+                .unary(
+                    "resume_queue",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    request,
+                    |mut inner, request| async move { inner.resume_queue(request).await },
+                )
+                .await;
+            Ok(result?.into_inner().resumed)
+        };
+        traced(span, call).await
+    }
+
+    /// The paused queues with the end of each pause (`None`: until resumed); an empty queue
+    /// name stands for the pause of every queue.
+    pub async fn list_pauses(&self) -> Result<Vec<(String, Option<SystemTime>)>, ClientError> {
+        let span = tracing::info_span!("sepp.list_pauses", otel.kind = "client", otel.status_code = Empty);
+        let call = async {
+            let (result, _) = self
+                .unary(
+                    "list_pauses",
+                    Some(RetryScope::Transient),
+                    self.rpc_timeout,
+                    pb::ListPausesRequest {},
+                    |mut inner, request| async move { inner.list_pauses(request).await },
+                )
+                .await;
+            Ok(result?
+                .into_inner()
+                .pauses
+                .into_iter()
+                .map(|pause| (pause.queue, pause.until.as_ref().and_then(|until| convert::system_time(until).ok())))
+                .collect())
+        };
+        traced(span, call).await
+    }
+
     /// Every schedule, by id, with its next firing.
     pub async fn list_schedules(&self) -> Result<Vec<crate::ScheduleInfo>, ClientError> {
         let span = tracing::info_span!("sepp.list_schedules", otel.kind = "client", otel.status_code = Empty);

@@ -164,7 +164,7 @@ pub fn cause_label(cause: DeadLetterCause) -> &'static str {
 }
 
 /// The QueueService methods that are counted, in the order of their counters.
-pub const METHODS: [&str; 12] = [
+pub const METHODS: [&str; 15] = [
     "EnqueueBatch",
     "EnqueueAtomic",
     "Reserve",
@@ -177,6 +177,9 @@ pub const METHODS: [&str; 12] = [
     "UpsertSchedule",
     "DeleteSchedule",
     "ListSchedules",
+    "PauseQueue",
+    "ResumeQueue",
+    "ListPauses",
 ];
 
 fn method_index(method: &str) -> Option<usize> {

@@ -437,6 +437,52 @@ class ListSchedulesResponse(_message.Message):
     schedules: _containers.RepeatedCompositeFieldContainer[ScheduleInfo]
     def __init__(self, schedules: _Optional[_Iterable[_Union[ScheduleInfo, _Mapping]]] = ...) -> None: ...
 
+class PauseQueueRequest(_message.Message):
+    __slots__ = ("queue", "until", "reason")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    until: _timestamp_pb2.Timestamp
+    reason: str
+    def __init__(self, queue: _Optional[str] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class PauseQueueResponse(_message.Message):
+    __slots__ = ("pause",)
+    PAUSE_FIELD_NUMBER: _ClassVar[int]
+    pause: QueuePause
+    def __init__(self, pause: _Optional[_Union[QueuePause, _Mapping]] = ...) -> None: ...
+
+class ResumeQueueRequest(_message.Message):
+    __slots__ = ("queue",)
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    def __init__(self, queue: _Optional[str] = ...) -> None: ...
+
+class ResumeQueueResponse(_message.Message):
+    __slots__ = ("resumed",)
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
+    resumed: bool
+    def __init__(self, resumed: _Optional[bool] = ...) -> None: ...
+
+class ListPausesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListPausesResponse(_message.Message):
+    __slots__ = ("pauses",)
+    PAUSES_FIELD_NUMBER: _ClassVar[int]
+    pauses: _containers.RepeatedCompositeFieldContainer[QueuePause]
+    def __init__(self, pauses: _Optional[_Iterable[_Union[QueuePause, _Mapping]]] = ...) -> None: ...
+
+class QueuePause(_message.Message):
+    __slots__ = ("queue", "until")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    until: _timestamp_pb2.Timestamp
+    def __init__(self, queue: _Optional[str] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class CancelJobRequest(_message.Message):
     __slots__ = ("job_id", "reason")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]

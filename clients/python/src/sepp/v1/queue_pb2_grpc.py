@@ -100,6 +100,21 @@ class QueueServiceStub:
                 request_serializer=sepp_dot_v1_dot_queue__pb2.ListSchedulesRequest.SerializeToString,
                 response_deserializer=sepp_dot_v1_dot_queue__pb2.ListSchedulesResponse.FromString,
                 _registered_method=True)
+        self.PauseQueue = channel.unary_unary(
+                '/sepp.v1.QueueService/PauseQueue',
+                request_serializer=sepp_dot_v1_dot_queue__pb2.PauseQueueRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__pb2.PauseQueueResponse.FromString,
+                _registered_method=True)
+        self.ResumeQueue = channel.unary_unary(
+                '/sepp.v1.QueueService/ResumeQueue',
+                request_serializer=sepp_dot_v1_dot_queue__pb2.ResumeQueueRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__pb2.ResumeQueueResponse.FromString,
+                _registered_method=True)
+        self.ListPauses = channel.unary_unary(
+                '/sepp.v1.QueueService/ListPauses',
+                request_serializer=sepp_dot_v1_dot_queue__pb2.ListPausesRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__pb2.ListPausesResponse.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -202,6 +217,26 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PauseQueue(self, request, context):
+        """Pausing queues (added after 0.1; GetServerInfo lists the feature "pause"): reserves skip a
+        paused queue, enqueues are still accepted and leases already held go on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeQueue(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPauses(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -269,6 +304,21 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.ListSchedules,
                     request_deserializer=sepp_dot_v1_dot_queue__pb2.ListSchedulesRequest.FromString,
                     response_serializer=sepp_dot_v1_dot_queue__pb2.ListSchedulesResponse.SerializeToString,
+            ),
+            'PauseQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseQueue,
+                    request_deserializer=sepp_dot_v1_dot_queue__pb2.PauseQueueRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__pb2.PauseQueueResponse.SerializeToString,
+            ),
+            'ResumeQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeQueue,
+                    request_deserializer=sepp_dot_v1_dot_queue__pb2.ResumeQueueRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__pb2.ResumeQueueResponse.SerializeToString,
+            ),
+            'ListPauses': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPauses,
+                    request_deserializer=sepp_dot_v1_dot_queue__pb2.ListPausesRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__pb2.ListPausesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -623,6 +673,87 @@ class QueueService:
             '/sepp.v1.QueueService/ListSchedules',
             sepp_dot_v1_dot_queue__pb2.ListSchedulesRequest.SerializeToString,
             sepp_dot_v1_dot_queue__pb2.ListSchedulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sepp.v1.QueueService/PauseQueue',
+            sepp_dot_v1_dot_queue__pb2.PauseQueueRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__pb2.PauseQueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sepp.v1.QueueService/ResumeQueue',
+            sepp_dot_v1_dot_queue__pb2.ResumeQueueRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__pb2.ResumeQueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPauses(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sepp.v1.QueueService/ListPauses',
+            sepp_dot_v1_dot_queue__pb2.ListPausesRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__pb2.ListPausesResponse.FromString,
             options,
             channel_credentials,
             insecure,

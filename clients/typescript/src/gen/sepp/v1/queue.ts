@@ -342,6 +342,46 @@ export interface ListSchedulesResponse {
   schedules: ScheduleInfo[];
 }
 
+export interface PauseQueueRequest {
+  /** Empty pauses every queue, also those that do not exist yet. */
+  queue: string;
+  /** When the pause ends by itself (in the future); unset: until resumed. */
+  until:
+    | Timestamp
+    | undefined;
+  /** Up to 1,024 bytes, kept in the audit log. */
+  reason?: string | undefined;
+}
+
+export interface PauseQueueResponse {
+  pause: QueuePause | undefined;
+}
+
+export interface ResumeQueueRequest {
+  /** Empty lifts the pause of every queue (queues paused by name stay paused). */
+  queue: string;
+}
+
+export interface ResumeQueueResponse {
+  /** False when it was not paused. */
+  resumed: boolean;
+}
+
+export interface ListPausesRequest {
+}
+
+export interface ListPausesResponse {
+  /** The pause of every queue first, when there is one; then by queue name. */
+  pauses: QueuePause[];
+}
+
+export interface QueuePause {
+  /** Empty for the pause of every queue. */
+  queue: string;
+  /** Unset: until resumed. */
+  until: Timestamp | undefined;
+}
+
 export interface CancelJobRequest {
   jobId: string;
   /** Kept as the dead letter's last_reason. */
@@ -463,7 +503,8 @@ export interface GetServerInfoResponse {
   deadLetterRetentionEnabled: boolean;
   /**
    * What this server offers beyond the 0.1 protocol, by name: "ack_batch" (the AckBatch call),
-   * "cancel" (CancelJob), "schedules" (UpsertSchedule, DeleteSchedule, ListSchedules).
+   * "cancel" (CancelJob), "schedules" (UpsertSchedule, DeleteSchedule, ListSchedules), "pause"
+   * (PauseQueue, ResumeQueue, ListPauses).
    * A 0.1 server leaves it empty.
    */
   features: string[];
@@ -3267,6 +3308,350 @@ export const ListSchedulesResponse: MessageFns<ListSchedulesResponse> = {
   },
 };
 
+function createBasePauseQueueRequest(): PauseQueueRequest {
+  return { queue: "", until: undefined, reason: undefined };
+}
+
+export const PauseQueueRequest: MessageFns<PauseQueueRequest> = {
+  encode(message: PauseQueueRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.queue !== "") {
+      writer.uint32(10).string(message.queue);
+    }
+    if (message.until !== undefined) {
+      Timestamp.encode(message.until, writer.uint32(18).fork()).join();
+    }
+    if (message.reason !== undefined) {
+      writer.uint32(26).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PauseQueueRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePauseQueueRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.queue = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.until = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBasePauseQueueResponse(): PauseQueueResponse {
+  return { pause: undefined };
+}
+
+export const PauseQueueResponse: MessageFns<PauseQueueResponse> = {
+  encode(message: PauseQueueResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pause !== undefined) {
+      QueuePause.encode(message.pause, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PauseQueueResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePauseQueueResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pause = QueuePause.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseResumeQueueRequest(): ResumeQueueRequest {
+  return { queue: "" };
+}
+
+export const ResumeQueueRequest: MessageFns<ResumeQueueRequest> = {
+  encode(message: ResumeQueueRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.queue !== "") {
+      writer.uint32(10).string(message.queue);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResumeQueueRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResumeQueueRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.queue = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseResumeQueueResponse(): ResumeQueueResponse {
+  return { resumed: false };
+}
+
+export const ResumeQueueResponse: MessageFns<ResumeQueueResponse> = {
+  encode(message: ResumeQueueResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.resumed !== false) {
+      writer.uint32(8).bool(message.resumed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResumeQueueResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResumeQueueResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.resumed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseListPausesRequest(): ListPausesRequest {
+  return {};
+}
+
+export const ListPausesRequest: MessageFns<ListPausesRequest> = {
+  encode(_: ListPausesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPausesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPausesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseListPausesResponse(): ListPausesResponse {
+  return { pauses: [] };
+}
+
+export const ListPausesResponse: MessageFns<ListPausesResponse> = {
+  encode(message: ListPausesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.pauses) {
+      QueuePause.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPausesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPausesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pauses.push(QueuePause.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseQueuePause(): QueuePause {
+  return { queue: "", until: undefined };
+}
+
+export const QueuePause: MessageFns<QueuePause> = {
+  encode(message: QueuePause, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.queue !== "") {
+      writer.uint32(10).string(message.queue);
+    }
+    if (message.until !== undefined) {
+      Timestamp.encode(message.until, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueuePause {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueuePause();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.queue = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.until = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
 function createBaseCancelJobRequest(): CancelJobRequest {
   return { jobId: "", reason: undefined };
 }
@@ -4617,6 +5002,37 @@ export const QueueServiceService = {
       Buffer.from(ListSchedulesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListSchedulesResponse => ListSchedulesResponse.decode(value),
   },
+  /**
+   * Pausing queues (added after 0.1; GetServerInfo lists the feature "pause"): reserves skip a
+   * paused queue, enqueues are still accepted and leases already held go on.
+   */
+  pauseQueue: {
+    path: "/sepp.v1.QueueService/PauseQueue" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PauseQueueRequest): Buffer => Buffer.from(PauseQueueRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PauseQueueRequest => PauseQueueRequest.decode(value),
+    responseSerialize: (value: PauseQueueResponse): Buffer => Buffer.from(PauseQueueResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PauseQueueResponse => PauseQueueResponse.decode(value),
+  },
+  resumeQueue: {
+    path: "/sepp.v1.QueueService/ResumeQueue" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResumeQueueRequest): Buffer => Buffer.from(ResumeQueueRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResumeQueueRequest => ResumeQueueRequest.decode(value),
+    responseSerialize: (value: ResumeQueueResponse): Buffer => Buffer.from(ResumeQueueResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResumeQueueResponse => ResumeQueueResponse.decode(value),
+  },
+  listPauses: {
+    path: "/sepp.v1.QueueService/ListPauses" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListPausesRequest): Buffer => Buffer.from(ListPausesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListPausesRequest => ListPausesRequest.decode(value),
+    responseSerialize: (value: ListPausesResponse): Buffer => Buffer.from(ListPausesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListPausesResponse => ListPausesResponse.decode(value),
+  },
 } as const;
 
 export interface QueueServiceServer extends UntypedServiceImplementation {
@@ -4657,6 +5073,13 @@ export interface QueueServiceServer extends UntypedServiceImplementation {
   upsertSchedule: handleUnaryCall<UpsertScheduleRequest, ScheduleInfo>;
   deleteSchedule: handleUnaryCall<DeleteScheduleRequest, DeleteScheduleResponse>;
   listSchedules: handleUnaryCall<ListSchedulesRequest, ListSchedulesResponse>;
+  /**
+   * Pausing queues (added after 0.1; GetServerInfo lists the feature "pause"): reserves skip a
+   * paused queue, enqueues are still accepted and leases already held go on.
+   */
+  pauseQueue: handleUnaryCall<PauseQueueRequest, PauseQueueResponse>;
+  resumeQueue: handleUnaryCall<ResumeQueueRequest, ResumeQueueResponse>;
+  listPauses: handleUnaryCall<ListPausesRequest, ListPausesResponse>;
 }
 
 export interface QueueServiceClient extends Client {
@@ -4872,6 +5295,55 @@ export interface QueueServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListSchedulesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Pausing queues (added after 0.1; GetServerInfo lists the feature "pause"): reserves skip a
+   * paused queue, enqueues are still accepted and leases already held go on.
+   */
+  pauseQueue(
+    request: PauseQueueRequest,
+    callback: (error: ServiceError | null, response: PauseQueueResponse) => void,
+  ): ClientUnaryCall;
+  pauseQueue(
+    request: PauseQueueRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PauseQueueResponse) => void,
+  ): ClientUnaryCall;
+  pauseQueue(
+    request: PauseQueueRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PauseQueueResponse) => void,
+  ): ClientUnaryCall;
+  resumeQueue(
+    request: ResumeQueueRequest,
+    callback: (error: ServiceError | null, response: ResumeQueueResponse) => void,
+  ): ClientUnaryCall;
+  resumeQueue(
+    request: ResumeQueueRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResumeQueueResponse) => void,
+  ): ClientUnaryCall;
+  resumeQueue(
+    request: ResumeQueueRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResumeQueueResponse) => void,
+  ): ClientUnaryCall;
+  listPauses(
+    request: ListPausesRequest,
+    callback: (error: ServiceError | null, response: ListPausesResponse) => void,
+  ): ClientUnaryCall;
+  listPauses(
+    request: ListPausesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListPausesResponse) => void,
+  ): ClientUnaryCall;
+  listPauses(
+    request: ListPausesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListPausesResponse) => void,
   ): ClientUnaryCall;
 }
 
