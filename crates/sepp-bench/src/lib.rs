@@ -25,6 +25,7 @@ pub mod chart;
 pub mod client;
 pub mod clients;
 pub mod compare;
+pub mod nats_driver;
 pub mod obs_cost;
 pub mod peers;
 pub mod peers_report;

@@ -127,6 +127,24 @@ enum Commands {
         #[arg(long = "payload-bytes", default_value_t = 256)]
         _payload_bytes: usize,
     },
+    /// One phase of the NATS JetStream driver for `peers`, on the async-nats client.
+    #[command(hide = true)]
+    NatsDriver {
+        #[arg(long)]
+        url: String,
+        #[arg(long)]
+        phase: String,
+        #[arg(long)]
+        jobs: u64,
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        #[arg(long = "batch", default_value_t = 64)]
+        _batch: u32,
+        #[arg(long)]
+        queue: String,
+        #[arg(long = "payload-bytes", default_value_t = 256)]
+        payload_bytes: usize,
+    },
     /// Re-render results.md and throughput.svg from a results.json.
     Report {
         #[arg(long)]
@@ -303,6 +321,16 @@ fn main() -> ExitCode {
         Commands::Peers(args) => peers_command(args),
         Commands::SeppDriver { url, phase, jobs, concurrency, batch, queue, _payload_bytes } => {
             sepp_driver(url, &phase, jobs, concurrency, batch, &queue)
+        }
+        Commands::NatsDriver { url, phase, jobs, concurrency, _batch, queue, payload_bytes } => {
+            sepp_bench::nats_driver::run(sepp_bench::nats_driver::NatsPhase {
+                url: &url,
+                phase: &phase,
+                jobs,
+                concurrency,
+                queue: &queue,
+                payload_bytes,
+            })
         }
         Commands::Clients { clients, jobs, rounds, ours_bin, persist_mode, out } => {
             clients_command(&clients, jobs, rounds, ours_bin, &persist_mode, &out)

@@ -3,8 +3,8 @@
 //! driven by its own client library from a small driver program, with the same phases, payload
 //! size, concurrency and (per row, stated) durability as sepp.
 //!
-//! A driver (`peers/node/driver.js` for the peers, `sepp-bench sepp-driver` for sepp) runs one
-//! phase: it connects, prints `ready`, waits for a line on stdin, runs the phase closed-loop and
+//! A driver (`peers/node/driver.js` for BullMQ, pg-boss and RabbitMQ, `sepp-bench nats-driver`
+//! on the async-nats crate for NATS, `sepp-bench sepp-driver` for sepp) runs one phase: it connects, prints `ready`, waits for a line on stdin, runs the phase closed-loop and
 //! prints one JSON line ([`DriverReport`]). The harness samples the broker's CPU (every process
 //! of it) and the driver's CPU from `/proc` between `ready` and the report, so start-up and
 //! connection set-up are not counted.
@@ -138,7 +138,7 @@ impl Peer {
 pub struct Tools {
     /// Our `sepp` binary.
     pub sepp: PathBuf,
-    /// This binary (its `sepp-driver` subcommand drives sepp).
+    /// This binary (its `sepp-driver` subcommand drives sepp, `nats-driver` NATS JetStream).
     pub bench: PathBuf,
     /// `peers/node/driver.js` (with its node_modules installed).
     pub node_driver: PathBuf,
@@ -180,7 +180,9 @@ pub fn unavailable(peer: &Peer, tools: &Tools) -> Option<String> {
         Peer::PgBoss | Peer::RabbitMq => None,
     }
     .or_else(|| {
-        (!matches!(peer, Peer::Sepp(_)) && !tools.node_driver.with_file_name("node_modules").is_dir()).then(|| {
+        // sepp and NATS are driven from this binary; the others need the Node drivers.
+        let native = matches!(peer, Peer::Sepp(_) | Peer::Nats { .. });
+        (!native && !tools.node_driver.with_file_name("node_modules").is_dir()).then(|| {
             format!("the Node drivers are not installed (npm ci in {})", tools.node_driver.parent().unwrap().display())
         })
     })
@@ -444,6 +446,11 @@ impl Driver {
             Peer::Sepp(_) => {
                 let mut command = Command::new(&tools.bench);
                 command.arg("sepp-driver");
+                command
+            }
+            Peer::Nats { .. } => {
+                let mut command = Command::new(&tools.bench);
+                command.arg("nats-driver");
                 command
             }
             other => {

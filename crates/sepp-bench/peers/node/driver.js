@@ -1,7 +1,7 @@
 // One phase of the peer comparison against one peer job queue, driven through that peer's own
 // client library. `sepp-bench peers` starts this program once per phase:
 //
-//   node driver.js --peer bullmq|pg-boss|rabbitmq|nats --url URL --phase PHASE --jobs M
+//   node driver.js --peer bullmq|pg-boss|rabbitmq --url URL --phase PHASE --jobs M
 //                  --concurrency N --batch B --queue NAME [--payload-bytes 256] [--timeout-s 600]
 //   (--timeout-s defaults to $SEPP_PEERS_DRIVER_TIMEOUT_S, else 600)
 //
@@ -397,97 +397,6 @@ async function rabbitmq(args, payload) {
   throw new Error(`unknown phase ${args.phase}`);
 }
 
-// ---------------------------------------------------------------- NATS JetStream
-
-async function nats(args, payload) {
-  const { connect, AckPolicy, RetentionPolicy, StorageType } = require('nats');
-  const body = new TextEncoder().encode(payload);
-  const servers = args.url.replace(/^nats:\/\//, '');
-  const connections = [];
-  const open = async () => {
-    const nc = await connect({ servers });
-    connections.push(nc);
-    return nc;
-  };
-  const close = () => Promise.all(connections.map((nc) => nc.drain()));
-  const first = await open();
-  const server = `nats-server ${first.info.version}`;
-  const stream = args.queue.replace(/[^A-Za-z0-9_-]/g, '_');
-  const subject = `jobs.${stream}`;
-  const manager = await first.jetstreamManager();
-  // A work-queue stream on disk: a message is removed once a consumer acknowledges it.
-  await manager.streams
-    .add({ name: stream, subjects: [subject], retention: RetentionPolicy.Workqueue, storage: StorageType.File })
-    .catch(async (error) => {
-      if (!/already in use/.test(String(error))) throw error;
-    });
-  await manager.consumers
-    .add(stream, { durable_name: 'workers', ack_policy: AckPolicy.Explicit })
-    .catch((error) => {
-      if (!/already/.test(String(error))) throw error;
-    });
-  const take = tickets(args.jobs);
-
-  if (args.phase === 'enqueue-single' || args.phase === 'enqueue-batch') {
-    if (args.phase === 'enqueue-batch') throw new Error('JetStream has no batch publish in this client');
-    const producers = [];
-    for (let i = 0; i < args.concurrency; i++) producers.push((i === 0 ? first : await open()).jetstream());
-    return {
-      server,
-      run: () =>
-        Promise.all(
-          producers.map(async (js) => {
-            while (take(1) > 0) await js.publish(subject, body);
-          }),
-        ),
-      close,
-    };
-  }
-  if (args.phase === 'drain') {
-    const consumers = [];
-    for (let i = 0; i < args.concurrency; i++) {
-      consumers.push(await (i === 0 ? first : await open()).jetstream().consumers.get(stream, 'workers'));
-    }
-    return {
-      server,
-      run: () =>
-        Promise.all(
-          consumers.map(async (consumer) => {
-            while (take(1) > 0) {
-              let message = null;
-              while (!message) message = await consumer.next({ expires: 5000 });
-              // An acknowledgement the server confirms.
-              await message.ackAck();
-            }
-          }),
-        ),
-      close: async () => {
-        const info = await manager.streams.info(stream);
-        await close();
-        if (info.state.messages !== 0) throw new Error(`${info.state.messages} messages left after the drain`);
-      },
-    };
-  }
-  if (args.phase === 'latency') {
-    const js = first.jetstream();
-    const consumer = await js.consumers.get(stream, 'workers');
-    let times;
-    return {
-      server,
-      run: async () => {
-        times = await roundTrips(args.jobs, async () => {
-          await js.publish(subject, body);
-          const message = await consumer.next({ expires: 5000 });
-          if (!message) throw new Error('no message after publish');
-          await message.ackAck();
-        });
-      },
-      times: () => times,
-      close,
-    };
-  }
-  throw new Error(`unknown phase ${args.phase}`);
-}
 
 // ----------------------------------------------------------------
 
@@ -495,7 +404,6 @@ const PEERS = {
   bullmq: [bullmq, 'bullmq'],
   'pg-boss': [pgBoss, 'pg-boss'],
   rabbitmq: [rabbitmq, 'amqplib'],
-  nats: [nats, 'nats'],
 };
 
 async function main() {
