@@ -519,7 +519,11 @@ class SeppClient:
         return bool(response.deleted)
 
     async def list_schedules(self) -> list[ScheduleInfo]:
-        """Every schedule the server keeps, sorted by id."""
+        """Every schedule the server keeps, sorted by id.
+
+        One this client cannot read (say, a cadence of a newer server) is skipped and logged, as
+        `drain_dead_letters` does with a malformed record.
+        """
         span = _otel.client_span("list_schedules", "ListSchedules") if _OTEL else _NO_SPAN
         with span:
             try:
@@ -531,7 +535,13 @@ class SeppClient:
                 )
             except grpc.aio.AioRpcError as err:
                 raise schedule_error_from_rpc(err) from err
-        return [_schedule_info(message) for message in response.schedules]
+        schedules: list[ScheduleInfo] = []
+        for message in response.schedules:
+            try:
+                schedules.append(_convert.schedule_info_from_pb(message))
+            except (ValueError, TypeError) as err:
+                _log.warning("skipping a schedule this client cannot read: %s", err)
+        return schedules
 
     # ----------------------------------------------------------------------------------------
     # Consuming
