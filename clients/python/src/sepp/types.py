@@ -431,6 +431,8 @@ class Schedule:
                 raise TypeError(f"every must be a timedelta, not {type(self.every).__name__}")
             if self.every < _MIN_EVERY:
                 raise ValueError(f"every must be at least 1 s, not {self.every}")
+            if self.time_zone != "UTC":
+                raise ValueError("time_zone goes with cron, not with every")
         job = self.job
         for name in ("idempotency_key", "trace_context", "scheduled_at"):
             if getattr(job, name) is not None:
