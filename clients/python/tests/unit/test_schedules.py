@@ -47,6 +47,8 @@ def test_an_interval_is_at_least_one_second() -> None:
         Schedule("s", TEMPLATE, every=timedelta(seconds=-5))
     with pytest.raises(TypeError):
         Schedule("s", TEMPLATE, every=60)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="time_zone goes with cron"):
+        Schedule("s", TEMPLATE, every=timedelta(minutes=1), time_zone="Europe/Zurich")
 
 
 @pytest.mark.parametrize(
