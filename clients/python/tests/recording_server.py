@@ -28,6 +28,9 @@ METHODS = {
     "Extend": (pb.ExtendRequest, pb.ExtendResponse),
     "DrainDeadLetters": (pb.DrainDeadLettersRequest, pb.DrainDeadLettersResponse),
     "GetServerInfo": (pb.GetServerInfoRequest, pb.GetServerInfoResponse),
+    "UpsertSchedule": (pb.UpsertScheduleRequest, pb.ScheduleInfo),
+    "DeleteSchedule": (pb.DeleteScheduleRequest, pb.DeleteScheduleResponse),
+    "ListSchedules": (pb.ListSchedulesRequest, pb.ListSchedulesResponse),
 }
 
 # An answer: a response message, a status code to fail with, or a function of the request.

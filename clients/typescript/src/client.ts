@@ -1,12 +1,13 @@
 /**
- * {@link SeppClient}: one connection to a sepp server and its nine calls — the producer half
- * (`enqueue`, `enqueueBatch`, `enqueueAtomic`, `cancel`), the consumer half (`reserve`, `ack`,
- * `nack`, `extend`), `getServerInfo` and `drainDeadLetters`.
+ * {@link SeppClient}: one connection to a sepp server and its twelve calls — the producer half
+ * (`enqueue`, `enqueueBatch`, `enqueueAtomic`, `cancel`, and the recurring schedules'
+ * `upsertSchedule`, `deleteSchedule`, `listSchedules`), the consumer half (`reserve`, `ack`, `nack`,
+ * `extend`), `getServerInfo` and `drainDeadLetters`.
  *
  * Every call has a deadline (`rpcTimeout`, or for reserve its wait plus 10 s), sends the API key and
  * the active trace context as metadata, and runs in an OpenTelemetry client span `sepp.<call>` when
- * the API is installed. Enqueue, cancel, ack, nack, extend and getServerInfo follow the retry policy; reserve
- * and drainDeadLetters are never retried.
+ * the API is installed. Enqueue, cancel, the schedule calls, ack, nack, extend and getServerInfo follow
+ * the retry policy; reserve and drainDeadLetters are never retried.
  */
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -22,6 +23,7 @@ import {
 import {
   checkCount,
   checkMs,
+  checkScheduleId,
   DecodeError,
   dateFromTimestamp,
   deadLetterFromWire,
@@ -30,6 +32,8 @@ import {
   hasIdempotencyKey,
   rejectionFromWire,
   reservedJobFromWire,
+  scheduleInfoFromWire,
+  scheduleToWire,
   serverInfoFromWire,
 } from "./convert.js";
 import {
@@ -47,6 +51,7 @@ import {
   MalformedResponseError,
   reserveErrorFromStatus,
   type StatusLike,
+  scheduleErrorFromStatus,
   ValidationError,
 } from "./errors.js";
 import * as wire from "./gen/sepp/v1/queue.js";
@@ -64,6 +69,8 @@ import type {
   EnqueueRequest,
   NackOptions,
   ReserveOptions,
+  Schedule,
+  ScheduleInfo,
   ServerInfo,
 } from "./types.js";
 
@@ -85,7 +92,7 @@ const Q = wire.QueueServiceService;
 
 /** A connection to a sepp server. Every method returns a Promise; `close()` ends the connection. */
 export class SeppClient {
-  /** The retry policy of enqueue, cancel, ack, nack, extend and getServerInfo. */
+  /** The retry policy of enqueue, cancel, the schedule calls, ack, nack, extend and getServerInfo. */
   readonly retryPolicy: RetryPolicy;
   /** The deadline of every call except reserve, in ms. */
   readonly rpcTimeout: number;
@@ -243,6 +250,87 @@ export class SeppClient {
         cancelErrorFromStatus,
       );
       return { jobId: response.jobId || jobId, wasLeased: response.wasLeased };
+    });
+  }
+
+  // ---- recurring schedules ----
+
+  /**
+   * Creates a schedule, or replaces the one with the same id, and returns it as stored (a server
+   * with the feature `"schedules"`). From then on the server enqueues `schedule.job` once per slot.
+   * Replacing keeps the `fired` count and the last job, and restarts an interval's slots from now.
+   * Throws `ValidationError` before any call for what the client can check (the id, one cadence, an
+   * interval of at least 1000 ms, a template without idempotencyKey, scheduledAt or traceContext),
+   * `InvalidRequestError` for a definition the server refuses (a bad cron expression or time zone, a
+   * template the queue's rules refuse) and `ScheduleLimitError` when the server keeps 100,000
+   * schedules already.
+   */
+  async upsertSchedule(schedule: Schedule): Promise<ScheduleInfo> {
+    const definition = scheduleToWire(schedule, "upsertSchedule");
+    return inClientSpan("sepp.upsert_schedule", { "sepp.schedule.id": definition.id }, async () => {
+      const response = await this.#unary(
+        "upsert_schedule",
+        Q.upsertSchedule,
+        { schedule: definition },
+        "transient",
+        this.rpcTimeout,
+        scheduleErrorFromStatus,
+      );
+      try {
+        return scheduleInfoFromWire(response);
+      } catch (error) {
+        if (!(error instanceof DecodeError)) throw error;
+        throw new MalformedResponseError(`malformed schedule: ${error.message}`);
+      }
+    });
+  }
+
+  /**
+   * Deletes a schedule by id; resolves to false if there was no such schedule. The jobs it fired
+   * stay. A retry whose first attempt reached the server resolves to false.
+   */
+  async deleteSchedule(id: string): Promise<boolean> {
+    checkScheduleId("deleteSchedule", id);
+    return inClientSpan("sepp.delete_schedule", { "sepp.schedule.id": id }, async () => {
+      const response = await this.#unary(
+        "delete_schedule",
+        Q.deleteSchedule,
+        { id },
+        "transient",
+        this.rpcTimeout,
+        scheduleErrorFromStatus,
+      );
+      return response.deleted;
+    });
+  }
+
+  /**
+   * Every schedule the server keeps, sorted by id. One this client cannot read (say, with a cadence
+   * of a newer server) is skipped with a warning, as drainDeadLetters does with a malformed record.
+   */
+  async listSchedules(): Promise<ScheduleInfo[]> {
+    return inClientSpan("sepp.list_schedules", {}, async () => {
+      const response = await this.#unary(
+        "list_schedules",
+        Q.listSchedules,
+        {},
+        "transient",
+        this.rpcTimeout,
+        scheduleErrorFromStatus,
+      );
+      const schedules: ScheduleInfo[] = [];
+      for (const info of response.schedules) {
+        try {
+          schedules.push(scheduleInfoFromWire(info));
+        } catch (error) {
+          if (!(error instanceof DecodeError)) throw error;
+          this.logger.warn("skipping a schedule this client cannot read", {
+            scheduleId: info.definition?.id,
+            error: error.message,
+          });
+        }
+      }
+      return schedules;
     });
   }
 

@@ -1,6 +1,7 @@
 /**
  * Conversions between the wire types (`src/gen`) and the package's types: requests out (validated,
- * with unset options left unset), and jobs, rejections, server info and dead-letter records in.
+ * with unset options left unset), and jobs, rejections, server info, dead-letter records and
+ * schedules in.
  * Decoding checks what the protocol promises and reports what it cannot use; it never throws
  * anything but {@link DecodeError} on server data.
  */
@@ -12,7 +13,17 @@ import type { JobFields } from "./job.js";
 import { type CustomValue, Payload } from "./payload.js";
 import type { JobRejection } from "./rejection.js";
 import { type TraceContext, traceparentProblem } from "./trace.js";
-import { DeadLetterCause, DeadLetterRecord, type EnqueueRequest, type ServerInfo } from "./types.js";
+import {
+  DeadLetterCause,
+  DeadLetterRecord,
+  type EnqueueRequest,
+  type Schedule,
+  ScheduleCatchUp,
+  type ScheduleInfo,
+  type ScheduleJob,
+  ScheduleOverlap,
+  type ServerInfo,
+} from "./types.js";
 
 /** Server data that breaks the protocol; the message says which field. */
 export class DecodeError extends Error {
@@ -372,4 +383,142 @@ export function deadLetterFromWire(record: wire.DeadLetterRecord): DeadLetterRec
     finalAttempt: record.finalAttempt,
     lastReason: record.lastReason,
   });
+}
+
+// ---- recurring schedules ----
+
+const MAX_SCHEDULE_ID_BYTES = 128;
+const MIN_EVERY_MS = 1000;
+// C0 controls and DEL to C1 controls, as the server counts control characters.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Checks a schedule id: 1 to 128 bytes in UTF-8, no control characters. */
+export function checkScheduleId(where: string, id: unknown): string {
+  if (typeof id !== "string") throw new ValidationError(`${where}: a schedule id must be a string`);
+  if (id === "") throw new ValidationError(`${where}: a schedule id must not be empty`);
+  const bytes = Buffer.byteLength(id, "utf8");
+  if (bytes > MAX_SCHEDULE_ID_BYTES)
+    throw new ValidationError(
+      `${where}: a schedule id is at most ${MAX_SCHEDULE_ID_BYTES} bytes (got ${bytes})`,
+    );
+  if (CONTROL.test(id))
+    throw new ValidationError(`${where}: a schedule id must not contain control characters`);
+  return id;
+}
+
+const OVERLAP_TO_WIRE: Record<ScheduleOverlap, wire.ScheduleOverlap> = {
+  [ScheduleOverlap.Skip]: wire.ScheduleOverlap.SCHEDULE_OVERLAP_SKIP,
+  [ScheduleOverlap.Allow]: wire.ScheduleOverlap.SCHEDULE_OVERLAP_ALLOW,
+};
+const CATCH_UP_TO_WIRE: Record<ScheduleCatchUp, wire.ScheduleCatchUp> = {
+  [ScheduleCatchUp.Latest]: wire.ScheduleCatchUp.SCHEDULE_CATCH_UP_LATEST,
+  [ScheduleCatchUp.None]: wire.ScheduleCatchUp.SCHEDULE_CATCH_UP_NONE,
+};
+
+/**
+ * The wire definition of a schedule, validated: the id, exactly one cadence, an interval of at least
+ * 1 s, known policies, and a template that is a valid enqueue request without idempotencyKey,
+ * scheduledAt or traceContext (the active span's context is never stamped on it). The cron syntax
+ * and the time zone are the server's to check.
+ */
+export function scheduleToWire(schedule: Schedule, where: string): wire.ScheduleDefinition {
+  if (typeof schedule !== "object" || schedule === null)
+    throw new ValidationError(`${where}: a schedule must be an object`);
+  const { id, job, cron, timeZone, every, overlap, catchUp } = schedule;
+  checkScheduleId(where, id);
+  if ((cron === undefined) === (every === undefined))
+    throw new ValidationError(`${where}: a schedule needs exactly one cadence: cron or every`);
+  let cadence: wire.ScheduleDefinition["cadence"];
+  if (cron !== undefined) {
+    if (typeof cron !== "string" || cron.trim() === "")
+      throw new ValidationError(`${where}: cron must be a non-empty cron expression`);
+    if (timeZone !== undefined && typeof timeZone !== "string")
+      throw new ValidationError(`${where}: timeZone must be a string (an IANA time zone name)`);
+    cadence = { $case: "cron", value: { expression: cron, timeZone: timeZone ?? "UTC" } };
+  } else {
+    if (timeZone !== undefined) throw new ValidationError(`${where}: timeZone goes with cron, not every`);
+    checkMs(`${where}: every`, every as number, MIN_EVERY_MS);
+    cadence = { $case: "every", value: durationFromMs(every as number) };
+  }
+  if (typeof job !== "object" || job === null) throw new ValidationError(`${where}: job must be an object`);
+  for (const field of ["idempotencyKey", "scheduledAt", "traceContext"] as const) {
+    if ((job as EnqueueRequest)[field] !== undefined)
+      throw new ValidationError(`${where}: a schedule's job must not set ${field}`);
+  }
+  const overlapWire = OVERLAP_TO_WIRE[overlap ?? ScheduleOverlap.Skip];
+  if (overlapWire === undefined)
+    throw new ValidationError(`${where}: overlap must be "skip" or "allow" (got ${String(overlap)})`);
+  const catchUpWire = CATCH_UP_TO_WIRE[catchUp ?? ScheduleCatchUp.Latest];
+  if (catchUpWire === undefined)
+    throw new ValidationError(`${where}: catchUp must be "latest" or "none" (got ${String(catchUp)})`);
+  return {
+    id,
+    cadence,
+    job: enqueueRequestToWire(job, `${where}: job`, undefined),
+    overlap: overlapWire,
+    catchUp: catchUpWire,
+  };
+}
+
+const OVERLAP_FROM_WIRE: Record<number, ScheduleOverlap> = {
+  [wire.ScheduleOverlap.SCHEDULE_OVERLAP_UNSPECIFIED]: ScheduleOverlap.Skip,
+  [wire.ScheduleOverlap.SCHEDULE_OVERLAP_SKIP]: ScheduleOverlap.Skip,
+  [wire.ScheduleOverlap.SCHEDULE_OVERLAP_ALLOW]: ScheduleOverlap.Allow,
+};
+const CATCH_UP_FROM_WIRE: Record<number, ScheduleCatchUp> = {
+  [wire.ScheduleCatchUp.SCHEDULE_CATCH_UP_UNSPECIFIED]: ScheduleCatchUp.Latest,
+  [wire.ScheduleCatchUp.SCHEDULE_CATCH_UP_LATEST]: ScheduleCatchUp.Latest,
+  [wire.ScheduleCatchUp.SCHEDULE_CATCH_UP_NONE]: ScheduleCatchUp.None,
+};
+
+function scheduleJobFromWire(job: wire.EnqueueRequest): ScheduleJob {
+  const template: ScheduleJob = { queue: job.queue, jobType: job.jobType };
+  const payload = payloadFromWire(job.payload);
+  if (payload !== undefined) template.payload = payload;
+  if (job.priority !== undefined) template.priority = job.priority;
+  if (job.maxAttempts !== undefined) template.maxAttempts = job.maxAttempts;
+  const custom = customFromWire(job.custom);
+  if (Object.keys(custom).length > 0) template.custom = custom;
+  return template;
+}
+
+/** A schedule as the server shows it; one this client cannot read throws {@link DecodeError}. */
+export function scheduleInfoFromWire(info: wire.ScheduleInfo): ScheduleInfo {
+  const definition = info.definition;
+  if (definition === undefined) throw new DecodeError("missing field definition");
+  const id = definition.id;
+  if (id === "") throw new DecodeError("missing field id");
+  if (definition.job === undefined) throw new DecodeError(`schedule ${JSON.stringify(id)} has no job`);
+  const overlap = OVERLAP_FROM_WIRE[definition.overlap];
+  const catchUp = CATCH_UP_FROM_WIRE[definition.catchUp];
+  if (overlap === undefined || catchUp === undefined)
+    throw new DecodeError(`schedule ${JSON.stringify(id)} has an unknown overlap or catch-up policy`);
+  const job = scheduleJobFromWire(definition.job);
+  const cadence = definition.cadence;
+  let shown: ScheduleInfo["definition"];
+  if (cadence?.$case === "cron") {
+    shown = {
+      id,
+      job,
+      cron: cadence.value.expression,
+      timeZone: cadence.value.timeZone || "UTC",
+      overlap,
+      catchUp,
+    };
+  } else if (cadence?.$case === "every") {
+    shown = { id, job, every: msFromDuration(cadence.value), overlap, catchUp };
+  } else {
+    throw new DecodeError(`schedule ${JSON.stringify(id)} has no cadence`);
+  }
+  const optionalDate = (field: string, timestamp: Timestamp | undefined): Date | undefined =>
+    timestamp === undefined ? undefined : requiredDate(field, timestamp);
+  return {
+    definition: shown,
+    nextFireAt: optionalDate("next_fire_at", info.nextFireAt),
+    lastSlotAt: optionalDate("last_slot_at", info.lastSlotAt),
+    lastJobId: info.lastJobId,
+    fired: Number(info.fired),
+    createdAt: requiredDate("created_at", info.createdAt),
+  };
 }

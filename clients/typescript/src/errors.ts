@@ -9,7 +9,8 @@
  * and extend turn NOT_FOUND into {@link JobNotFoundError} ({@link JobCancelledError} when it carries
  * the trailer `sepp-cancelled: true`) and FAILED_PRECONDITION into {@link AttemptMismatchError};
  * reserve turns FAILED_PRECONDITION into {@link UnknownQueuesError}; cancel turns NOT_FOUND into
- * {@link JobNotFoundError} and FAILED_PRECONDITION into {@link JobDeadLetteredError}.
+ * {@link JobNotFoundError} and FAILED_PRECONDITION into {@link JobDeadLetteredError}; the schedule
+ * calls turn FAILED_PRECONDITION into {@link ScheduleLimitError}.
  */
 import { status as Status } from "@grpc/grpc-js";
 import { describeJobRejection, type JobRejection } from "./rejection.js";
@@ -191,6 +192,14 @@ export class JobDeadLetteredError extends SeppError {
   override name = "JobDeadLetteredError";
 }
 
+/**
+ * `upsertSchedule` of a new schedule found the server keeping as many schedules as it may (100,000):
+ * FAILED_PRECONDITION. Delete some, or replace an existing one, instead.
+ */
+export class ScheduleLimitError extends SeppError {
+  override name = "ScheduleLimitError";
+}
+
 /** The parts of a grpc-js `ServiceError` the mapping reads. */
 export interface StatusLike {
   code: number;
@@ -261,6 +270,18 @@ export function cancelErrorFromStatus(
   if (status.code === Status.NOT_FOUND) return new JobNotFoundError(status.details);
   if (status.code === Status.FAILED_PRECONDITION)
     return new JobDeadLetteredError(`job already dead-lettered: ${status.details}`);
+  return errorFromStatus(status);
+}
+
+/**
+ * The error of a failed upsertSchedule, deleteSchedule or listSchedules: FAILED_PRECONDITION is
+ * {@link ScheduleLimitError}; a definition the server refuses (INVALID_ARGUMENT) is
+ * {@link InvalidRequestError} and a 0.1 server's UNIMPLEMENTED {@link UnexpectedStatusError}, as for
+ * every call.
+ */
+export function scheduleErrorFromStatus(status: StatusLike): ScheduleLimitError | ClientError {
+  if (status.code === Status.FAILED_PRECONDITION)
+    return new ScheduleLimitError(`too many schedules: ${status.details}`);
   return errorFromStatus(status);
 }
 

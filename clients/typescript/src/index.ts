@@ -2,7 +2,7 @@
  * sepp-js: the TypeScript client of the sepp job queue.
  *
  * - {@link SeppClient}: connect, then enqueue (one job, best-effort batches, atomic batches),
- *   cancel, reserve / ack / nack / extend, server info and dead-letter drains.
+ *   cancel, recurring schedules, reserve / ack / nack / extend, server info and dead-letter drains.
  * - {@link Worker}: the reserve → handle → ack/nack loop with bounded concurrency, automatic lease
  *   extension and graceful shutdown; handlers throw {@link HandlerError} to nack.
  * - Data types: {@link Payload}, {@link Priority}, {@link RetryPolicy}, {@link RetryDirective}, the
@@ -28,6 +28,7 @@ export {
   LeaseLostError,
   MalformedResponseError,
   OverloadedError,
+  ScheduleLimitError,
   SeppError,
   ServerInternalError,
   TransportError,
@@ -58,6 +59,11 @@ export {
   type EnqueueRequest,
   type NackOptions,
   type ReserveOptions,
+  type Schedule,
+  ScheduleCatchUp,
+  type ScheduleInfo,
+  type ScheduleJob,
+  ScheduleOverlap,
   type ServerInfo,
 } from "./types.js";
 export { VERSION } from "./version.js";

@@ -1,7 +1,8 @@
 /**
  * The request and result types of the producer, consumer and admin calls: {@link EnqueueRequest},
- * {@link EnqueueAck}, {@link ReserveOptions}, {@link NackOptions}, {@link ServerInfo} and
- * {@link DeadLetterRecord}. Durations are milliseconds; timestamps are `Date`s.
+ * {@link EnqueueAck}, {@link ReserveOptions}, {@link NackOptions}, {@link ServerInfo},
+ * {@link DeadLetterRecord}, and the recurring {@link Schedule} and {@link ScheduleInfo}. Durations
+ * are milliseconds; timestamps are `Date`s.
  */
 import type { CustomValue, Payload } from "./payload.js";
 import type { RetryDirective } from "./retry.js";
@@ -107,7 +108,10 @@ export interface ServerInfo {
   maxLeaseDuration: number;
   strictQueues: boolean;
   deadLetterRetentionEnabled: boolean;
-  /** What the server offers beyond the 0.1 protocol, by name (`"ack_batch"`, `"cancel"`); empty on 0.1. */
+  /**
+   * What the server offers beyond the 0.1 protocol, by name (`"ack_batch"`, `"cancel"`,
+   * `"schedules"`); empty on 0.1.
+   */
   features: string[];
 }
 
@@ -193,4 +197,75 @@ export class DeadLetterRecord implements DeadLetterFields {
       traceContext: this.traceContext,
     };
   }
+}
+
+// ---- recurring schedules ----
+
+/** What a slot does while the schedule's previous job is still queued or running. */
+export const ScheduleOverlap = {
+  /** Fire nothing for this slot (the default). */
+  Skip: "skip",
+  /** Fire it anyway. */
+  Allow: "allow",
+} as const;
+
+/** What a slot does while the schedule's previous job is still queued or running. */
+export type ScheduleOverlap = (typeof ScheduleOverlap)[keyof typeof ScheduleOverlap];
+
+/** What happens to slots the server found more than 60 s late (missed, e.g. while it was down). */
+export const ScheduleCatchUp = {
+  /** Fire the latest missed slot once (the default). */
+  Latest: "latest",
+  /** Fire none of them. */
+  None: "none",
+} as const;
+
+/** What happens to slots the server found more than 60 s late. */
+export type ScheduleCatchUp = (typeof ScheduleCatchUp)[keyof typeof ScheduleCatchUp];
+
+/**
+ * The job a schedule fires at each slot: an {@link EnqueueRequest} without the per-job fields
+ * (each slot's job gets an id derived from the schedule id and the slot instead of a key).
+ */
+export type ScheduleJob = Omit<EnqueueRequest, "idempotencyKey" | "scheduledAt" | "traceContext">;
+
+/**
+ * A recurring schedule: the server enqueues `job` once per slot of its cadence. Give exactly one
+ * cadence: `cron` (five fields, or six with seconds first) read in `timeZone` (an IANA name such as
+ * `"Europe/Zurich"`, default `"UTC"`), or `every` (ms, at least 1000, counted from when the schedule
+ * was created or last replaced). Upserting a schedule with an existing `id` replaces it.
+ */
+export interface Schedule {
+  /** 1 to 128 bytes (UTF-8), no control characters. */
+  id: string;
+  /** The template of every job fired; must not set idempotencyKey, scheduledAt or traceContext. */
+  job: ScheduleJob;
+  /** A cron expression; set this or `every`. */
+  cron?: string | undefined;
+  /** The IANA time zone `cron` is read in (default "UTC"); only with `cron`. */
+  timeZone?: string | undefined;
+  /** An interval in ms (at least 1000); set this or `cron`. */
+  every?: number | undefined;
+  /** Default {@link ScheduleOverlap.Skip}. */
+  overlap?: ScheduleOverlap | undefined;
+  /** Default {@link ScheduleCatchUp.Latest}. */
+  catchUp?: ScheduleCatchUp | undefined;
+}
+
+/**
+ * A schedule as the server keeps it: its definition (with the defaults filled in: `timeZone` for a
+ * cron schedule, `overlap` and `catchUp`) and what it has done so far.
+ */
+export interface ScheduleInfo {
+  definition: Schedule & { overlap: ScheduleOverlap; catchUp: ScheduleCatchUp };
+  /** The next slot; undefined if the cadence has no further slot. */
+  nextFireAt: Date | undefined;
+  /** The latest slot the server handled (fired or skipped); undefined before the first. */
+  lastSlotAt: Date | undefined;
+  /** The last job the schedule fired; undefined before the first. */
+  lastJobId: string | undefined;
+  /** How many jobs it has fired; replacing the schedule keeps the count. */
+  fired: number;
+  /** When it was created or last replaced (an interval's slots count from it). */
+  createdAt: Date;
 }

@@ -50,6 +50,10 @@ from .types import (
     Payload,
     Primitive,
     Priority,
+    Schedule,
+    ScheduleCatchUp,
+    ScheduleInfo,
+    ScheduleOverlap,
     ServerInfo,
     TraceContext,
     TraceContextError,
@@ -200,6 +204,35 @@ def enqueue_batch_to_pb(requests: list[EnqueueRequest]) -> tuple[pb.EnqueueBatch
         payload = request.payload
         size += JOB_OVERHEAD_BYTES + (len(payload.data) if payload is not None else 0)
     return batch, keyed, size
+
+
+_OVERLAP_TO_PB = {
+    ScheduleOverlap.SKIP: pb.SCHEDULE_OVERLAP_SKIP,
+    ScheduleOverlap.ALLOW: pb.SCHEDULE_OVERLAP_ALLOW,
+}
+_CATCH_UP_TO_PB = {
+    ScheduleCatchUp.LATEST: pb.SCHEDULE_CATCH_UP_LATEST,
+    ScheduleCatchUp.NONE: pb.SCHEDULE_CATCH_UP_NONE,
+}
+
+
+def schedule_to_pb(schedule: Schedule) -> pb.ScheduleDefinition:
+    """The wire definition of `schedule`; the template is built as an enqueue's job would be."""
+    holder = pb.EnqueueBatchRequest()
+    job = add_enqueue_request(holder.jobs, schedule.job)
+    message = pb.ScheduleDefinition(
+        id=schedule.id,
+        overlap=_OVERLAP_TO_PB[schedule.overlap],
+        catch_up=_CATCH_UP_TO_PB[schedule.catch_up],
+    )
+    message.job.CopyFrom(job)
+    if schedule.cron is not None:
+        message.cron.expression = schedule.cron
+        message.cron.time_zone = schedule.time_zone
+    else:
+        assert schedule.every is not None  # checked when the schedule was made
+        message.every.CopyFrom(duration_to_pb(schedule.every))
+    return message
 
 
 def nack_retry_to_pb(directive: RetryDirective) -> pb.NackRetry:
@@ -410,4 +443,91 @@ def server_info_from_pb(message: pb.GetServerInfoResponse) -> ServerInfo:
         strict_queues=message.strict_queues,
         dead_letter_retention_enabled=message.dead_letter_retention_enabled,
         features=list(message.features),
+    )
+
+
+_OVERLAP_FROM_PB = {
+    pb.SCHEDULE_OVERLAP_UNSPECIFIED: ScheduleOverlap.SKIP,
+    pb.SCHEDULE_OVERLAP_SKIP: ScheduleOverlap.SKIP,
+    pb.SCHEDULE_OVERLAP_ALLOW: ScheduleOverlap.ALLOW,
+}
+_CATCH_UP_FROM_PB = {
+    pb.SCHEDULE_CATCH_UP_UNSPECIFIED: ScheduleCatchUp.LATEST,
+    pb.SCHEDULE_CATCH_UP_LATEST: ScheduleCatchUp.LATEST,
+    pb.SCHEDULE_CATCH_UP_NONE: ScheduleCatchUp.NONE,
+}
+
+
+def _template_from_pb(message: pb.EnqueueRequest) -> EnqueueRequest:
+    return EnqueueRequest(
+        message.queue,
+        message.job_type,
+        payload=(
+            Payload(message.payload.data, message.payload.encoding)
+            if message.HasField("payload")
+            else None
+        ),
+        priority=message.priority if message.HasField("priority") else None,
+        max_attempts=message.max_attempts if message.HasField("max_attempts") else None,
+        custom=custom_from_pb(message.custom),
+    )
+
+
+def schedule_from_pb(message: pb.ScheduleDefinition) -> Schedule:
+    """A definition from the server; one this client cannot represent raises ValueError."""
+    if not message.HasField("job"):
+        raise ValueError(f"schedule {message.id!r} has no job")
+    try:
+        job = _template_from_pb(message.job)
+    except (JobConversionError, ValueError) as err:
+        raise ValueError(f"schedule {message.id!r} has an invalid job: {err}") from err
+    overlap = _OVERLAP_FROM_PB.get(message.overlap)
+    catch_up = _CATCH_UP_FROM_PB.get(message.catch_up)
+    if overlap is None or catch_up is None:
+        raise ValueError(f"schedule {message.id!r} has an unknown overlap or catch-up policy")
+    cadence = message.WhichOneof("cadence")
+    if cadence == "cron":
+        return Schedule(
+            message.id,
+            job,
+            cron=message.cron.expression,
+            time_zone=message.cron.time_zone or "UTC",
+            overlap=overlap,
+            catch_up=catch_up,
+        )
+    if cadence == "every":
+        return Schedule(
+            message.id,
+            job,
+            every=timedelta_from_pb(message.every),
+            overlap=overlap,
+            catch_up=catch_up,
+        )
+    raise ValueError(f"schedule {message.id!r} has no cadence")
+
+
+def _optional_time(message: pb.ScheduleInfo, name: str) -> datetime | None:
+    if not message.HasField(name):
+        return None
+    moment = datetime_from_pb(getattr(message, name))
+    if moment is None:
+        raise ValueError(f"schedule {message.definition.id!r} has an invalid {name}")
+    return moment
+
+
+def schedule_info_from_pb(message: pb.ScheduleInfo) -> ScheduleInfo:
+    """A schedule as the server shows it; a malformed one raises ValueError."""
+    if not message.HasField("definition"):
+        raise ValueError("a schedule has no definition")
+    definition = schedule_from_pb(message.definition)
+    created_at = _optional_time(message, "created_at")
+    if created_at is None:
+        raise ValueError(f"schedule {definition.id!r} has no created_at")
+    return ScheduleInfo(
+        definition=definition,
+        next_fire_at=_optional_time(message, "next_fire_at"),
+        last_slot_at=_optional_time(message, "last_slot_at"),
+        last_job_id=message.last_job_id if message.HasField("last_job_id") else None,
+        fired=message.fired,
+        created_at=created_at,
     )

@@ -1,7 +1,8 @@
 """`SeppClient`: one gRPC channel to a sepp server and every call of the queue service.
 
-Producer calls: `enqueue`, `enqueue_batch`, `enqueue_atomic`, `cancel`. Consumer calls:
-`reserve`, then `ack` / `nack` / `extend` on each job's context. Operations: `get_server_info`,
+Producer calls: `enqueue`, `enqueue_batch`, `enqueue_atomic`, `cancel`, and the recurring
+schedules `upsert_schedule`, `delete_schedule`, `list_schedules`. Consumer calls: `reserve`, then
+`ack` / `nack` / `extend` on each job's context. Operations: `get_server_info`,
 `drain_dead_letters`. All are coroutines; the client is safe to share between tasks.
 
 Every call but reserve carries a deadline (`rpc_timeout`, 30 s by default); reserve's is its wait
@@ -52,6 +53,7 @@ from .errors import (
     client_error_from_rpc,
     lease_error_from_rpc,
     reserve_error_from_rpc,
+    schedule_error_from_rpc,
 )
 from .types import (
     DeadLetterRecord,
@@ -60,7 +62,10 @@ from .types import (
     Job,
     JobCtx,
     ReserveOptions,
+    Schedule,
+    ScheduleInfo,
     ServerInfo,
+    check_schedule_id,
 )
 from .v1 import queue_pb2 as pb
 
@@ -117,6 +122,15 @@ class SeppClient:
             "DrainDeadLetters", pb.DrainDeadLettersRequest, pb.DrainDeadLettersResponse
         )
         self._cancel = self._method("CancelJob", pb.CancelJobRequest, pb.CancelJobResponse)
+        self._upsert_schedule = self._method(
+            "UpsertSchedule", pb.UpsertScheduleRequest, pb.ScheduleInfo
+        )
+        self._delete_schedule = self._method(
+            "DeleteSchedule", pb.DeleteScheduleRequest, pb.DeleteScheduleResponse
+        )
+        self._list_schedules = self._method(
+            "ListSchedules", pb.ListSchedulesRequest, pb.ListSchedulesResponse
+        )
         self._server_info = self._method(
             "GetServerInfo", pb.GetServerInfoRequest, pb.GetServerInfoResponse
         )
@@ -445,6 +459,91 @@ class SeppClient:
         return bool(response.was_leased)
 
     # ----------------------------------------------------------------------------------------
+    # Recurring schedules
+    # ----------------------------------------------------------------------------------------
+
+    async def upsert_schedule(self, schedule: Schedule) -> ScheduleInfo:
+        """Create the schedule, or replace the one with the same id; returns it as stored.
+
+        From then on the server enqueues `schedule.job` once per slot (see `Schedule`). Replacing
+        keeps the schedule's `fired` count and last job, and restarts an interval's slots from
+        now. Idempotent, so retried on transient failures like every call but enqueue.
+
+        Raises `InvalidRequestError` for a definition the server refuses (a bad id, cron
+        expression or time zone, an interval under 1 s, a template the queue's rules refuse) and
+        `ScheduleLimitError` when the server already keeps 100,000 schedules. Needs a server
+        with the feature "schedules"; an older one answers `UnexpectedStatusError`
+        (UNIMPLEMENTED).
+        """
+        if not isinstance(schedule, Schedule):
+            raise TypeError(f"upsert_schedule takes a Schedule, not {type(schedule).__name__}")
+        request = pb.UpsertScheduleRequest(schedule=_convert.schedule_to_pb(schedule))
+        span = (
+            _otel.client_span(
+                "upsert_schedule", "UpsertSchedule", {"sepp.schedule.id": schedule.id}
+            )
+            if _OTEL
+            else _NO_SPAN
+        )
+        with span:
+            try:
+                response = await self._call(
+                    "upsert_schedule", self._upsert_schedule, request, RETRYABLE_CODES
+                )
+            except grpc.aio.AioRpcError as err:
+                raise schedule_error_from_rpc(err) from err
+        return _schedule_info(response)
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Delete a schedule by id; returns False if there was no such schedule.
+
+        The jobs it already fired stay. Idempotent (a retry whose first attempt reached the
+        server returns False), so retried on transient failures.
+        """
+        check_schedule_id(schedule_id)
+        request = pb.DeleteScheduleRequest(id=schedule_id)
+        span = (
+            _otel.client_span(
+                "delete_schedule", "DeleteSchedule", {"sepp.schedule.id": schedule_id}
+            )
+            if _OTEL
+            else _NO_SPAN
+        )
+        with span:
+            try:
+                response = await self._call(
+                    "delete_schedule", self._delete_schedule, request, RETRYABLE_CODES
+                )
+            except grpc.aio.AioRpcError as err:
+                raise schedule_error_from_rpc(err) from err
+        return bool(response.deleted)
+
+    async def list_schedules(self) -> list[ScheduleInfo]:
+        """Every schedule the server keeps, sorted by id.
+
+        One this client cannot read (say, a cadence of a newer server) is skipped and logged, as
+        `drain_dead_letters` does with a malformed record.
+        """
+        span = _otel.client_span("list_schedules", "ListSchedules") if _OTEL else _NO_SPAN
+        with span:
+            try:
+                response = await self._call(
+                    "list_schedules",
+                    self._list_schedules,
+                    pb.ListSchedulesRequest(),
+                    RETRYABLE_CODES,
+                )
+            except grpc.aio.AioRpcError as err:
+                raise schedule_error_from_rpc(err) from err
+        schedules: list[ScheduleInfo] = []
+        for message in response.schedules:
+            try:
+                schedules.append(_convert.schedule_info_from_pb(message))
+            except (ValueError, TypeError) as err:
+                _log.warning("skipping a schedule this client cannot read: %s", err)
+        return schedules
+
+    # ----------------------------------------------------------------------------------------
     # Consuming
     # ----------------------------------------------------------------------------------------
 
@@ -659,6 +758,13 @@ def _stamp_trace(batch: pb.EnqueueBatchRequest) -> bool:
             if tracestate:
                 message.trace_context.tracestate = tracestate
     return True
+
+
+def _schedule_info(message: pb.ScheduleInfo) -> ScheduleInfo:
+    try:
+        return _convert.schedule_info_from_pb(message)
+    except (ValueError, TypeError) as err:
+        raise MalformedResponseError(f"the server sent a malformed schedule: {err}") from err
 
 
 def _ctx_of(job: JobCtx | Job) -> JobCtx:

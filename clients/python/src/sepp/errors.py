@@ -12,7 +12,8 @@ Two kinds of failure are kept apart on purpose:
 
 A gRPC status is turned into an exception in exactly one place per family of calls:
 `client_error_from_rpc` (every call), `lease_error_from_rpc` (ack, nack, extend),
-`reserve_error_from_rpc` (reserve) and `cancel_error_from_rpc` (cancel).
+`reserve_error_from_rpc` (reserve), `cancel_error_from_rpc` (cancel) and
+`schedule_error_from_rpc` (upsert_schedule, delete_schedule, list_schedules).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ __all__ = [
     "QueueNameTooLong",
     "ReserveError",
     "ScheduledTooFar",
+    "ScheduleLimitError",
     "SeppError",
     "ServerInfoError",
     "ServerInternalError",
@@ -74,6 +76,7 @@ __all__ = [
     "client_error_from_rpc",
     "lease_error_from_rpc",
     "reserve_error_from_rpc",
+    "schedule_error_from_rpc",
 ]
 
 # Status codes a retry can cure: the server was unreachable, slow, busy or the call lost a race.
@@ -455,6 +458,11 @@ class JobDeadLetteredError(SeppError):
     """`cancel` found the job already in the dead-letter queue (FAILED_PRECONDITION)."""
 
 
+class ScheduleLimitError(SeppError):
+    """The server keeps as many schedules as it may (100,000): FAILED_PRECONDITION on an
+    upsert of a new schedule. Delete some, or replace an existing one, instead."""
+
+
 class ReserveError(SeppError):
     """A reserve failed for a reason specific to reserving."""
 
@@ -561,4 +569,14 @@ def cancel_error_from_rpc(
         return JobNotFoundError(message or "the job is not known to the server")
     if code == grpc.StatusCode.FAILED_PRECONDITION:
         return JobDeadLetteredError(message or "the job is already dead-lettered")
+    return client_error_from_rpc(err)
+
+
+def schedule_error_from_rpc(err: grpc.RpcError) -> ScheduleLimitError | ClientError:
+    """The error for a failed schedule call: the server's schedule limit, then `ClientError`
+    (a bad definition is `InvalidRequestError`; a 0.1 server's UNIMPLEMENTED is
+    `UnexpectedStatusError`)."""
+    code, message = _status_of(err)
+    if code == grpc.StatusCode.FAILED_PRECONDITION:
+        return ScheduleLimitError(message or "the server keeps too many schedules")
     return client_error_from_rpc(err)

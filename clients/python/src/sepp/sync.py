@@ -7,11 +7,11 @@
 
 It is a thin shell around the async `sepp.SeppClient`: the client runs on an event loop in a
 daemon thread of its own, and every method hands its call to that loop and waits for the answer.
-It offers the producer calls (`cancel` among them) and `get_server_info`, takes the same
-`connect` options, raises the same exceptions, and is safe to share between threads (calls from
-several threads run concurrently on the loop). The caller's OpenTelemetry context travels with
-each call, so an enqueue made inside a span is traced and stamped exactly as the async client
-would do it.
+It offers the producer calls (`cancel` and the schedule calls among them) and
+`get_server_info`, takes the same `connect` options, raises the same exceptions, and is safe to
+share between threads (calls from several threads run concurrently on the loop). The caller's
+OpenTelemetry context travels with each call, so an enqueue made inside a span is traced and
+stamped exactly as the async client would do it.
 Consumers should use the async `Worker`.
 """
 
@@ -31,7 +31,7 @@ import grpc
 from ._retry import RetryPolicy
 from .client import SeppClient as AsyncSeppClient
 from .errors import JobRejection
-from .types import EnqueueAck, EnqueueRequest, ServerInfo
+from .types import EnqueueAck, EnqueueRequest, Schedule, ScheduleInfo, ServerInfo
 
 __all__ = ["SeppClient"]
 
@@ -167,6 +167,18 @@ class SeppClient:
     def cancel(self, job_id: str, reason: str | None = None) -> bool:
         """Cancel a job by id; returns True if it was leased. See `sepp.SeppClient.cancel`."""
         return self._call(self._client.cancel(job_id, reason))
+
+    def upsert_schedule(self, schedule: Schedule) -> ScheduleInfo:
+        """Create or replace a recurring schedule. See `sepp.SeppClient.upsert_schedule`."""
+        return self._call(self._client.upsert_schedule(schedule))
+
+    def delete_schedule(self, schedule_id: str) -> bool:
+        """Delete a schedule by id; False if there was none. See `sepp.SeppClient`."""
+        return self._call(self._client.delete_schedule(schedule_id))
+
+    def list_schedules(self) -> list[ScheduleInfo]:
+        """Every schedule the server keeps, sorted by id."""
+        return self._call(self._client.list_schedules())
 
     def get_server_info(self) -> ServerInfo:
         """The server's version, clock and limits."""

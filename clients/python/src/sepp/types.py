@@ -1,9 +1,10 @@
 """The values producers and workers pass to and get from the client.
 
-Requests (`EnqueueRequest`, `ReserveOptions`) check what can be checked without the server:
-non-empty names, priority 0-9, positive leases. Everything else (sizes, allowed encodings, ...)
-is the server's to enforce, per queue. Results (`EnqueueAck`, `Job`, `JobCtx`, `ServerInfo`,
-`DeadLetterRecord`) are built by the client from the server's answers.
+Requests (`EnqueueRequest`, `ReserveOptions`, `Schedule`) check what can be checked without the
+server: non-empty names, priority 0-9, positive leases, one cadence per schedule. Everything else
+(sizes, allowed encodings, cron syntax, time zones, ...) is the server's to enforce. Results
+(`EnqueueAck`, `Job`, `JobCtx`, `ServerInfo`, `DeadLetterRecord`, `ScheduleInfo`) are built by
+the client from the server's answers.
 
 All datetimes are timezone-aware UTC; a naive datetime given to the client is taken as UTC.
 Durations are `datetime.timedelta`.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, ClassVar
@@ -36,6 +38,10 @@ __all__ = [
     "Priority",
     "PriorityOutOfRangeError",
     "ReserveOptions",
+    "Schedule",
+    "ScheduleCatchUp",
+    "ScheduleInfo",
+    "ScheduleOverlap",
     "ServerInfo",
     "TraceContext",
     "TraceContextError",
@@ -314,7 +320,7 @@ class ServerInfo:
     strict_queues: bool
     dead_letter_retention_enabled: bool
     #: What the server offers beyond the 0.1 protocol, by name (``"ack_batch"``,
-    #: ``"cancel"``); empty on 0.1.
+    #: ``"cancel"``, ``"schedules"``); empty on 0.1.
     features: list[str] = field(default_factory=list)
 
 
@@ -364,3 +370,109 @@ class DeadLetterRecord:
             custom=dict(self.custom),
             trace_context=self.trace_context,
         )
+
+
+# --------------------------------------------------------------------------------------------
+# Recurring schedules
+# --------------------------------------------------------------------------------------------
+
+_MAX_SCHEDULE_ID_BYTES = 128
+_MIN_EVERY = timedelta(seconds=1)
+
+
+class ScheduleOverlap(str, enum.Enum):
+    """What a slot does while the schedule's previous job is still queued or running."""
+
+    SKIP = "skip"  # fire nothing for this slot (the server's default)
+    ALLOW = "allow"  # fire it anyway
+
+
+class ScheduleCatchUp(str, enum.Enum):
+    """What the server does with slots it found more than 60 s late (missed, e.g. while down)."""
+
+    LATEST = "latest"  # fire the latest missed slot once (the server's default)
+    NONE = "none"  # fire none of them
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A recurring schedule: the server enqueues `job` once per slot of its cadence.
+
+    Give exactly one cadence: `cron` (5 fields, or 6 with seconds first) read in `time_zone` (an
+    IANA name such as ``"Europe/Zurich"``), or `every` (at least 1 s, counted from when the
+    schedule was created or last replaced). `id` (1 to 128 bytes, no control characters) names
+    the schedule; upserting the same id replaces it. `job` is the template of every job fired;
+    it must not set `idempotency_key`, `trace_context` or `scheduled_at` (each slot's job gets an
+    id derived from the schedule and the slot instead). The cron syntax, the time zone and what
+    the queue accepts are checked by the server.
+    """
+
+    id: str
+    job: EnqueueRequest
+    cron: str | None = None
+    time_zone: str = "UTC"
+    every: timedelta | None = None
+    overlap: ScheduleOverlap = ScheduleOverlap.SKIP
+    catch_up: ScheduleCatchUp = ScheduleCatchUp.LATEST
+
+    def __post_init__(self) -> None:
+        check_schedule_id(self.id)
+        if not isinstance(self.job, EnqueueRequest):
+            raise TypeError(f"job must be an EnqueueRequest, not {type(self.job).__name__}")
+        if (self.cron is None) == (self.every is None):
+            raise ValueError("a schedule needs exactly one cadence: cron or every")
+        if self.cron is not None:
+            if not isinstance(self.cron, str) or not self.cron.strip():
+                raise ValueError("cron must be a non-empty cron expression")
+            if not isinstance(self.time_zone, str):
+                raise TypeError("time_zone must be a string (an IANA time zone name)")
+        if self.every is not None:
+            if not isinstance(self.every, timedelta):
+                raise TypeError(f"every must be a timedelta, not {type(self.every).__name__}")
+            if self.every < _MIN_EVERY:
+                raise ValueError(f"every must be at least 1 s, not {self.every}")
+            if self.time_zone != "UTC":
+                raise ValueError("time_zone goes with cron, not with every")
+        job = self.job
+        for name in ("idempotency_key", "trace_context", "scheduled_at"):
+            if getattr(job, name) is not None:
+                raise ValueError(f"a schedule's job must not set {name}")
+        object.__setattr__(self, "overlap", ScheduleOverlap(self.overlap))
+        object.__setattr__(self, "catch_up", ScheduleCatchUp(self.catch_up))
+
+
+def check_schedule_id(schedule_id: str) -> None:
+    """Raise ValueError unless `schedule_id` is 1 to 128 bytes (UTF-8), no control characters."""
+    if not isinstance(schedule_id, str):
+        raise TypeError(f"a schedule id is a string, not {type(schedule_id).__name__}")
+    if not schedule_id:
+        raise ValueError("a schedule id must not be empty")
+    size = len(schedule_id.encode("utf-8"))
+    if size > _MAX_SCHEDULE_ID_BYTES:
+        raise ValueError(f"a schedule id is at most {_MAX_SCHEDULE_ID_BYTES} bytes, not {size}")
+    if any(unicodedata.category(char) == "Cc" for char in schedule_id):
+        raise ValueError(f"a schedule id must not contain control characters: {schedule_id!r}")
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A schedule as the server keeps it: its definition and what it has done.
+
+    `next_fire_at` is the next slot (None if the cadence has no further slot). `last_slot_at` is
+    the latest slot the server has handled and `last_job_id` the last job the schedule fired
+    (each None before there is one). `fired` counts the jobs fired so far. `created_at` is when
+    the schedule was created or last replaced (an interval schedule's slots count from it);
+    replacing keeps `fired` and the last job.
+    """
+
+    definition: Schedule
+    next_fire_at: datetime | None
+    last_slot_at: datetime | None
+    last_job_id: str | None
+    fired: int
+    created_at: datetime
+
+    @property
+    def id(self) -> str:
+        """The schedule's id (`definition.id`)."""
+        return self.definition.id

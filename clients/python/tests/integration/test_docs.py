@@ -111,6 +111,10 @@ async def test_the_session_snippets_run_in_order(server: SeppServer, tmp_path: P
     # What the snippets left behind is real: the producer's job and the blocking client's.
     assert namespace["ack"].job_id and len(namespace["acks"]) == 2
     assert isinstance(namespace["worker"], Worker)
+    # The schedules snippet left the nightly schedule and deleted the heartbeat.
+    assert namespace["deleted"] is True
+    assert [s.id for s in await client.list_schedules()] == ["nightly-report"]
+    assert await client.delete_schedule("nightly-report") is True
     await client.close()
 
 

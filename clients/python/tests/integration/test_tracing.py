@@ -26,6 +26,7 @@ from sepp import (  # noqa: E402
     JobCtx,
     Payload,
     ReserveOptions,
+    Schedule,
     SeppClient,
     TraceContext,
     Worker,
@@ -237,6 +238,37 @@ async def test_every_call_sends_its_span_as_traceparent_metadata(
     assert (
         sent.trace_context.traceparent == fake.calls_to("EnqueueBatch")[0].metadata["traceparent"]
     )
+
+
+async def test_schedule_calls_have_spans_and_their_template_gets_no_trace_context(
+    spans: InMemorySpanExporter,
+) -> None:
+    info = pb.ScheduleInfo(
+        definition=pb.ScheduleDefinition(id="tick", job=pb.EnqueueRequest(queue="q", job_type="t"))
+    )
+    info.definition.every.seconds = 60
+    info.created_at.seconds = 1_700_000_000
+    async with recording_server() as fake:
+        fake.answer("UpsertSchedule", info)
+        fake.answer("DeleteSchedule", pb.DeleteScheduleResponse(deleted=True))
+        fake.answer("ListSchedules", pb.ListSchedulesResponse(schedules=[info]))
+        async with await SeppClient.connect(fake.addr) as client:
+            with tracer().start_as_current_span("outer"):
+                await client.upsert_schedule(
+                    Schedule("tick", EnqueueRequest("q", "t"), every=timedelta(minutes=1))
+                )
+                await client.list_schedules()
+                assert await client.delete_schedule("tick") is True
+    for name in ("sepp.upsert_schedule", "sepp.delete_schedule", "sepp.list_schedules"):
+        (span,) = named(spans, name)
+        assert span.kind == SpanKind.CLIENT
+        attributes = dict(span.attributes or {})
+        assert attributes["rpc.method"] == name.removeprefix("sepp.").title().replace("_", "")
+        if name != "sepp.list_schedules":
+            assert attributes["sepp.schedule.id"] == "tick"
+    upsert = fake.calls_to("UpsertSchedule")[0]
+    assert "traceparent" in upsert.metadata  # the call is traced...
+    assert not upsert.request.schedule.job.HasField("trace_context")  # ...its template is not
 
 
 def test_the_blocking_client_carries_the_callers_span(

@@ -25,6 +25,8 @@ from sepp import (
     OverloadedError,
     ReserveOptions,
     RetryPolicy,
+    Schedule,
+    ScheduleLimitError,
     SeppClient,
     ServerInternalError,
     TransportError,
@@ -350,3 +352,83 @@ async def test_a_slow_answer_hits_the_rpc_timeout(fake: RecordingServer) -> None
     ) as client:
         with pytest.raises(TransportError, match="DEADLINE_EXCEEDED"):
             await client.get_server_info()
+
+
+def wire_schedule(schedule_id: str = "tick") -> pb.ScheduleInfo:
+    info = pb.ScheduleInfo(
+        definition=pb.ScheduleDefinition(
+            id=schedule_id, job=pb.EnqueueRequest(queue="q", job_type="t")
+        )
+    )
+    info.definition.every.seconds = 60
+    info.created_at.seconds = 1_700_000_000
+    return info
+
+
+TICK = Schedule("tick", EnqueueRequest("q", "t"), every=timedelta(minutes=1))
+
+
+async def test_schedule_calls_are_retried_by_an_opted_in_policy(fake: RecordingServer) -> None:
+    unavailable, deadline = grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED
+    fake.answer("UpsertSchedule", unavailable, deadline, wire_schedule())
+    fake.answer("DeleteSchedule", deadline, pb.DeleteScheduleResponse(deleted=True))
+    fake.answer(
+        "ListSchedules",
+        grpc.StatusCode.ABORTED,
+        pb.ListSchedulesResponse(schedules=[wire_schedule("a"), wire_schedule("b")]),
+    )
+    async with await SeppClient.connect(fake.addr, retry_policy=RETRY) as client:
+        assert (await client.upsert_schedule(TICK)).definition == TICK
+        assert await client.delete_schedule("tick") is True
+        assert [info.id for info in await client.list_schedules()] == ["a", "b"]
+    assert [
+        len(fake.calls_to(m)) for m in ("UpsertSchedule", "DeleteSchedule", "ListSchedules")
+    ] == [
+        3,
+        2,
+        2,
+    ]
+    sent = fake.calls_to("UpsertSchedule")[0].request
+    assert sent.schedule.id == "tick" and sent.schedule.every.seconds == 60
+
+
+async def test_schedule_calls_under_the_default_policy_and_their_errors(
+    fake: RecordingServer,
+) -> None:
+    fake.answer("UpsertSchedule", grpc.StatusCode.UNAVAILABLE)
+    fake.answer("DeleteSchedule", grpc.StatusCode.INVALID_ARGUMENT)
+    async with await SeppClient.connect(fake.addr) as client:
+        with pytest.raises(TransportError):
+            await client.upsert_schedule(TICK)
+        assert len(fake.calls_to("UpsertSchedule")) == 1
+        with pytest.raises(InvalidRequestError):
+            await client.delete_schedule("tick")
+        fake.answer("UpsertSchedule", grpc.StatusCode.FAILED_PRECONDITION)
+        with pytest.raises(ScheduleLimitError):
+            await client.upsert_schedule(TICK)
+        # Nothing scripted for ListSchedules: the fake answers UNIMPLEMENTED, as a 0.1 server does.
+        with pytest.raises(UnexpectedStatusError) as old:
+            await client.list_schedules()
+        assert old.value.code == grpc.StatusCode.UNIMPLEMENTED
+        # A schedule id the server could not take is refused before any call.
+        with pytest.raises(ValueError):
+            await client.delete_schedule("")
+        assert len(fake.calls_to("DeleteSchedule")) == 1
+
+
+async def test_a_malformed_schedule_answer_is_a_malformed_response_or_skipped_in_a_list(
+    fake: RecordingServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    no_created_at = wire_schedule()
+    no_created_at.ClearField("created_at")
+    no_cadence = wire_schedule()
+    no_cadence.definition.ClearField("every")
+    fake.answer("UpsertSchedule", no_created_at)
+    fake.answer("ListSchedules", pb.ListSchedulesResponse(schedules=[no_cadence, wire_schedule()]))
+    async with await SeppClient.connect(fake.addr) as client:
+        with pytest.raises(MalformedResponseError, match="created_at"):
+            await client.upsert_schedule(TICK)
+        with caplog.at_level(logging.WARNING, logger="sepp"):
+            assert [info.id for info in await client.list_schedules()] == ["tick"]
+    assert "skipping a schedule this client cannot read" in caplog.text
+    assert "has no cadence" in caplog.text

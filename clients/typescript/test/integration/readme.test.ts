@@ -149,6 +149,7 @@ function write(name: string, addr: string): string {
     logging: 'console.log("worker id", worker.workerId);\nclient.close();\n',
     "dead-letters": "client.close();\n",
     cancelling: "client.close();\n",
+    schedules: "client.close();\n",
   };
   const file = `${name}.ts`;
   writeFileSync(join(workDir, file), `${preamble(code)}${code}\n${postscript[name] ?? ""}`);
@@ -188,6 +189,7 @@ describe("README examples", () => {
       "manual-loop",
       "producing",
       "quickstart",
+      "schedules",
       "worker",
     ]);
   });
@@ -258,6 +260,22 @@ describe("README examples", () => {
     assert.deepEqual(
       records.map((r) => [r.jobType, r.cause, r.lastReason]),
       [["build_report", sepp.DeadLetterCause.Cancelled, "the user closed the report"]],
+    );
+    client.close();
+  });
+
+  test("schedules: the nightly schedule stays, in its time zone; the heartbeat is deleted", async () => {
+    const target = await server();
+    const run = runExample(write("schedules", target.addr), { SEPP_ADDR: target.addr });
+    await exitsCleanly(run);
+    assert.match(run.stdout, /^the next report is due at \d{4}-\d\d-\d\dT0[01]:00:00\.000Z$/m);
+    assert.match(run.stdout, /^heartbeat 0 undefined /m);
+    assert.match(run.stdout, /^heartbeat deleted: true$/m);
+    const client = await sepp.SeppClient.connect(target.addr);
+    const left = await client.listSchedules();
+    assert.deepEqual(
+      left.map((s) => [s.definition.id, s.definition.cron, s.definition.timeZone]),
+      [["nightly-report", "0 2 * * *", "Europe/Zurich"]],
     );
     client.close();
   });

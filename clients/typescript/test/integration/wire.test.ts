@@ -8,13 +8,17 @@ import { after, describe, test } from "node:test";
 import { status } from "@grpc/grpc-js";
 import * as wire from "../../src/gen/sepp/v1/queue.js";
 import {
+  InvalidRequestError,
   JobNotFoundError,
   MalformedResponseError,
   RetryPolicy,
+  ScheduleLimitError,
   SeppClient,
   ServerInternalError,
   TransportError,
+  UnexpectedStatusError,
   UnknownQueuesError,
+  ValidationError,
   VERSION,
   Worker,
 } from "../../src/index.js";
@@ -298,6 +302,104 @@ describe("the Worker on the wire", () => {
     worker.shutdownHandle().shutdown();
     await running;
     assert.ok(server.callsOf("reserve").length >= 3);
+    client.close();
+  });
+});
+
+describe("schedule calls on the wire", () => {
+  const scheduleInfo = (id = "tick"): wire.ScheduleInfo => ({
+    definition: {
+      id,
+      cadence: { $case: "every", value: { seconds: 60n, nanos: 0 } },
+      job: { queue: "q", jobType: "t", custom: {}, payload: undefined, scheduledAt: undefined },
+      overlap: wire.ScheduleOverlap.SCHEDULE_OVERLAP_SKIP,
+      catchUp: wire.ScheduleCatchUp.SCHEDULE_CATCH_UP_LATEST,
+    },
+    nextFireAt: undefined,
+    lastSlotAt: undefined,
+    fired: 0n,
+    createdAt: { seconds: 1_700_000_000n, nanos: 0 },
+  });
+  /** Fails with each of `codes` in turn, then answers `response`. */
+  const failThen = (codes: status[], response: unknown) => {
+    let calls = 0;
+    return (): StubAnswer => {
+      const code = codes[calls++];
+      return code === undefined ? { response } : { code };
+    };
+  };
+  const tick = { id: "tick", job: { queue: "q", jobType: "t" }, every: 60_000 };
+
+  test("upsert, delete and list are retried on transient failures by an opted-in policy", async () => {
+    const server = await stub({
+      upsertSchedule: failThen([status.UNAVAILABLE, status.DEADLINE_EXCEEDED], scheduleInfo()),
+      deleteSchedule: failThen([status.DEADLINE_EXCEEDED], { deleted: true }),
+      listSchedules: failThen([status.ABORTED], { schedules: [scheduleInfo("a"), scheduleInfo("b")] }),
+    });
+    const client = await SeppClient.connect(server.addr, { retryPolicy: retrying });
+    assert.equal((await client.upsertSchedule(tick)).definition.every, 60_000);
+    assert.equal(await client.deleteSchedule("tick"), true);
+    assert.deepEqual(
+      (await client.listSchedules()).map((s) => s.definition.id),
+      ["a", "b"],
+    );
+    assert.deepEqual(
+      [
+        server.callsOf("upsertSchedule").length,
+        server.callsOf("deleteSchedule").length,
+        server.callsOf("listSchedules").length,
+      ],
+      [3, 2, 2],
+    );
+    const sent = server.callsOf("upsertSchedule")[0]?.request as wire.UpsertScheduleRequest;
+    assert.equal(sent.schedule?.id, "tick");
+    assert.deepEqual(sent.schedule?.cadence, { $case: "every", value: { seconds: 60n, nanos: 0 } });
+    client.close();
+  });
+
+  test("under the default policy one attempt; the errors; a 0.1 server's UNIMPLEMENTED", async () => {
+    let upsert: StubAnswer = { code: status.UNAVAILABLE };
+    const server = await stub({
+      upsertSchedule: () => upsert,
+      deleteSchedule: fail(status.INVALID_ARGUMENT),
+    });
+    const client = await SeppClient.connect(server.addr);
+    await assert.rejects(client.upsertSchedule(tick), TransportError);
+    assert.equal(server.callsOf("upsertSchedule").length, 1);
+    upsert = { code: status.FAILED_PRECONDITION, details: "100000 schedules" };
+    await assert.rejects(client.upsertSchedule(tick), ScheduleLimitError);
+    await assert.rejects(client.deleteSchedule("tick"), InvalidRequestError);
+    await assert.rejects(client.listSchedules(), UnexpectedStatusError);
+    // Refused before any call: an empty id, a schedule without a cadence.
+    await assert.rejects(client.deleteSchedule(""), ValidationError);
+    await assert.rejects(
+      client.upsertSchedule({ id: "x", job: { queue: "q", jobType: "t" } }),
+      ValidationError,
+    );
+    assert.equal(server.callsOf("deleteSchedule").length, 1);
+    assert.equal(server.callsOf("upsertSchedule").length, 2);
+    client.close();
+  });
+
+  test("a malformed upsert answer is MalformedResponseError; a list skips what it cannot read", async () => {
+    const unreadable = scheduleInfo("unreadable");
+    if (unreadable.definition) unreadable.definition.cadence = undefined;
+    const server = await stub({
+      upsertSchedule: () => ({ response: { ...scheduleInfo(), createdAt: undefined } }),
+      listSchedules: () => ({ response: { schedules: [unreadable, scheduleInfo("good")] } }),
+    });
+    const logger = new RecordingLogger();
+    const client = await SeppClient.connect(server.addr, { logger });
+    await assert.rejects(client.upsertSchedule(tick), (error: unknown) => {
+      assert.ok(error instanceof MalformedResponseError);
+      assert.match(error.message, /created_at/);
+      return true;
+    });
+    assert.deepEqual(
+      (await client.listSchedules()).map((s) => s.definition.id),
+      ["good"],
+    );
+    assert.ok(logger.messages("warn").includes("skipping a schedule this client cannot read"));
     client.close();
   });
 });
