@@ -89,8 +89,13 @@ async def test_the_session_snippets_run_in_order(server: SeppServer, tmp_path: P
     for block in (b for b in readme_blocks() if kind(b) == "session"):
         code = block.replace(DOC_ADDR, server.addr)
         if "await worker.run()" in code:
-            await client.enqueue(EnqueueRequest("emails", "send_welcome"))
-            await client.enqueue(EnqueueRequest("emails", "send_receipt"))
+            # The Worker gets a queue of its own: the long poll it has pending when it shuts
+            # down is cancelled, and a job enqueued while the server has not yet seen that
+            # cancellation is leased to it and only comes back when its lease runs out. On
+            # another queue that cannot hold up the snippets that follow.
+            code = code.replace('"emails"', '"emails-worker"')
+            await client.enqueue(EnqueueRequest("emails-worker", "send_welcome"))
+            await client.enqueue(EnqueueRequest("emails-worker", "send_receipt"))
 
             async def both_settled() -> None:
                 while not {("ack", "send_welcome"), ("nack", "send_receipt")} <= set(
