@@ -531,7 +531,9 @@ impl State {
 
     /// Removes a live job from the table and every index.
     fn take_live(&mut self, job_id: &JobId) -> LiveJob {
-        self.cancelled.remove(job_id);
+        if !self.cancelled.is_empty() {
+            self.cancelled.remove(job_id);
+        }
         let slot = self.jobs.slot(job_id).expect("record names a live job");
         self.unindex(slot);
         let (_, live) = self.jobs.remove(job_id).expect("record names a live job");
@@ -548,7 +550,9 @@ impl State {
 
     /// Moves a live job to a new state; `next` gets its current attempt.
     fn move_job(&mut self, job_id: &JobId, next: impl FnOnce(u32) -> JobState) {
-        self.cancelled.remove(job_id);
+        if !self.cancelled.is_empty() {
+            self.cancelled.remove(job_id);
+        }
         let slot = self.jobs.slot(job_id).expect("record names a live job");
         self.unindex(slot);
         let live = self.jobs.at_mut(slot);

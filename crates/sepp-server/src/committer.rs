@@ -74,7 +74,7 @@ pub enum Command {
         reply: Reply<Result<sepp_core::CancelOutcome, sepp_core::CancelError>>,
     },
     UpsertSchedule {
-        spec: sepp_core::schedule::ScheduleSpec,
+        spec: Box<sepp_core::schedule::ScheduleSpec>,
         reply: Reply<Result<sepp_core::schedule::Schedule, sepp_core::CallError>>,
     },
     DeleteSchedule {
@@ -586,7 +586,7 @@ impl Committer {
                 Answer::Extend(reply, outcome.map(|value| Settled { value, job }))
             }
             Command::UpsertSchedule { spec, reply } => {
-                Answer::Schedule(reply, self.state.upsert_schedule(now_ms, spec, records).map(Box::new))
+                Answer::Schedule(reply, self.state.upsert_schedule(now_ms, *spec, records).map(Box::new))
             }
             Command::DeleteSchedule { id, reply } => Answer::Deleted(reply, self.state.delete_schedule(&id, records)),
             Command::ListSchedules { reply } => {

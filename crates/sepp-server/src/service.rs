@@ -342,7 +342,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let result = async {
             let definition =
                 request.into_inner().schedule.ok_or_else(|| Status::invalid_argument("schedule is required"))?;
-            let spec = convert::schedule_spec(definition).map_err(Status::invalid_argument)?;
+            let spec = Box::new(convert::schedule_spec(definition).map_err(Status::invalid_argument)?);
             let schedule = self.ask(|reply| Command::UpsertSchedule { spec, reply }).await??;
             Ok::<_, ApiError>(Response::new(convert::schedule_info(&schedule)))
         };
