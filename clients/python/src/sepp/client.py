@@ -616,8 +616,8 @@ class SeppClient:
     async def list_pauses(self) -> list[QueuePause]:
         """Every pause the server keeps: the pause of every queue first, then by queue name.
 
-        A pause whose end has passed is no longer listed. One this client cannot read is
-        skipped and logged, as `list_schedules` does.
+        The server lifts a pause by itself once its `until` has passed; it is listed no more.
+        One this client cannot read is skipped and logged, as `list_schedules` does.
         """
         span = _otel.client_span("list_pauses", "ListPauses") if _OTEL else _NO_SPAN
         with span:

@@ -97,6 +97,19 @@ async def test_a_resume_serves_a_parked_long_poll(
         await client.ack(jobs[0])
 
 
+async def test_a_pause_with_an_end_lifts_itself_and_serves_the_waiting_reserve(
+    client: SeppClient, queue: str
+) -> None:
+    until = datetime.now(timezone.utc) + timedelta(seconds=1)
+    await client.pause_queue(queue, until=until)
+    ack = await client.enqueue(EnqueueRequest(queue, "t"))
+    # No resume: the long poll is answered once the server has lifted the pause at its end.
+    jobs = await client.reserve(ReserveOptions([queue], LEASE, wait_timeout=timedelta(seconds=30)))
+    assert jobs is not None, "the pause did not end within the long poll"
+    assert [job.ctx.id for job in jobs] == [ack.job_id]
+    await client.ack(jobs[0])
+
+
 async def test_the_pause_of_every_queue_is_listed_first_and_lifted_apart_from_named_ones(
     start_server: Callable[..., SeppServer], new_queue: Callable[[], str]
 ) -> None:
