@@ -395,9 +395,9 @@ export class SeppClient {
   }
 
   /**
-   * Every pause the server keeps: the pause of every queue first, then by queue name. A pause whose
-   * end has passed is no longer listed. One this client cannot read is skipped with a warning, as
-   * listSchedules does.
+   * Every pause the server keeps: the pause of every queue first, then by queue name. The server lifts
+   * a pause by itself once its `until` has passed; it is listed no more. One this client cannot read
+   * is skipped with a warning, as listSchedules does.
    */
   async listPauses(): Promise<QueuePause[]> {
     return inClientSpan("sepp.list_pauses", {}, async () => {

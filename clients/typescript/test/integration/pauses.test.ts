@@ -101,6 +101,20 @@ describe("pausing queues", () => {
     for (const job of jobs) await client.ack(job.ctx);
   });
 
+  test("a pause with an end lifts itself and serves the waiting reserve", async () => {
+    const queue = freshQueue("ends");
+    await client.pauseQueue(queue, { until: new Date(Date.now() + 1_000) });
+    const { jobId } = await client.enqueue({ queue, jobType: "t" });
+    // No resume: the long poll is answered once the server has lifted the pause at its end.
+    const jobs = await client.reserve({ queues: [queue], leaseDuration: LEASE, waitTimeout: 30_000 });
+    assert.ok(jobs !== null, "the pause did not end within the long poll");
+    assert.deepEqual(
+      jobs.map((job) => job.ctx.id),
+      [jobId],
+    );
+    for (const job of jobs) await client.ack(job.ctx);
+  });
+
   test("input the server refuses is InvalidRequestError", async () => {
     const queue = freshQueue("refused");
     await assert.rejects(
