@@ -2,7 +2,7 @@
 
 * `server` - one server per test module with the default test config (fast sweeps, dead
   letters kept for an hour). A module needing other settings defines its own `server`.
-* `start_server(config)` - a server of its own for one test, stopped afterwards.
+* `start_server(config, rust_log=...)` - a server of its own for one test, stopped afterwards.
 * `client` - a `SeppClient` connected to `server`.
 * `queue` - a queue name no other test uses.
 """
@@ -24,14 +24,14 @@ DEFAULT_CONFIG: dict[str, Any] = {"storage": {"dead_letter_retention_ms": 3_600_
 _counter = itertools.count()
 
 
-def _start(tmp: Path, config: dict[str, Any] | None) -> SeppServer:
+def _start(tmp: Path, config: dict[str, Any] | None, rust_log: str = "sepp=info") -> SeppServer:
     merged: dict[str, Any] = {k: dict(v) for k, v in DEFAULT_CONFIG.items()}
     for section, body in (config or {}).items():
         if section == "queues":
             merged["queues"] = body
         else:
             merged.setdefault(section, {}).update(body)
-    return SeppServer(tmp / f"sepp-{next(_counter)}", merged).start()
+    return SeppServer(tmp / f"sepp-{next(_counter)}", merged, rust_log).start()
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +45,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeppServer]:
 def start_server(tmp_path: Path) -> Iterator[Callable[..., SeppServer]]:
     started: list[SeppServer] = []
 
-    def start(config: dict[str, Any] | None = None) -> SeppServer:
-        srv = _start(tmp_path, config)
+    def start(config: dict[str, Any] | None = None, rust_log: str = "sepp=info") -> SeppServer:
+        srv = _start(tmp_path, config, rust_log)
         started.append(srv)
         return srv
 

@@ -31,6 +31,9 @@ METHODS = {
     "UpsertSchedule": (pb.UpsertScheduleRequest, pb.ScheduleInfo),
     "DeleteSchedule": (pb.DeleteScheduleRequest, pb.DeleteScheduleResponse),
     "ListSchedules": (pb.ListSchedulesRequest, pb.ListSchedulesResponse),
+    "PauseQueue": (pb.PauseQueueRequest, pb.PauseQueueResponse),
+    "ResumeQueue": (pb.ResumeQueueRequest, pb.ResumeQueueResponse),
+    "ListPauses": (pb.ListPausesRequest, pb.ListPausesResponse),
 }
 
 # An answer: a response message, a status code to fail with, or a function of the request.

@@ -61,11 +61,19 @@ def render_config(config: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# `rust_log` for a server whose tests wait for a reserve to park: the committer's debug line
+# "reserve parked" is the signal.
+PARKING_LOG = "sepp=info,sepp_server::committer=debug"
+
+
 class SeppServer:
     """One running server process."""
 
-    def __init__(self, workdir: Path, config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, config: dict[str, Any] | None = None, rust_log: str = "sepp=info"
+    ) -> None:
         self.workdir = workdir
+        self.rust_log = rust_log
         base: dict[str, Any] = {
             "server": {"listen_addr": "127.0.0.1:0", "db_path": str(workdir / "data")},
             "admin": {"enabled": False},
@@ -78,6 +86,7 @@ class SeppServer:
                 base.setdefault(section, {}).update(body)
         self.config = base
         self.lines: list[str] = []
+        self._new_line = threading.Condition()
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -90,7 +99,7 @@ class SeppServer:
         config_path = self.workdir / "sepp.toml"
         config_path.write_text(render_config(self.config))
         env = {k: v for k, v in os.environ.items() if not k.startswith("SEPP_")}
-        env["RUST_LOG"] = "sepp=info"
+        env["RUST_LOG"] = self.rust_log
         self._proc = subprocess.Popen(
             [sepp_binary(), "--config", str(config_path)],
             stdin=subprocess.DEVNULL,
@@ -116,9 +125,20 @@ class SeppServer:
         assert self._proc is not None and self._proc.stdout is not None
         for raw in iter(self._proc.stdout.readline, b""):
             line = _ANSI.sub("", raw.decode("utf-8", "replace").rstrip())
-            self.lines.append(line)
+            with self._new_line:
+                self.lines.append(line)
+                self._new_line.notify_all()
             lines.put(line)
         lines.put(None)
+
+    def wait_for_lines(self, needle: str, count: int, timeout_s: float = 10.0) -> None:
+        """Block until `count` lines of the output contain `needle`; AssertionError after
+        `timeout_s`. (With `rust_log=PARKING_LOG`, "reserve parked" marks a parked reserve.)"""
+        with self._new_line:
+            found = self._new_line.wait_for(
+                lambda: sum(needle in line for line in self.lines) >= count, timeout_s
+            )
+        assert found, f"no {count} lines with {needle!r} within {timeout_s} s:\n{self.output()}"
 
     def output(self) -> str:
         return "\n".join(self.lines)

@@ -1,13 +1,14 @@
 /**
- * {@link SeppClient}: one connection to a sepp server and its twelve calls — the producer half
+ * {@link SeppClient}: one connection to a sepp server and its fifteen calls — the producer half
  * (`enqueue`, `enqueueBatch`, `enqueueAtomic`, `cancel`, and the recurring schedules'
  * `upsertSchedule`, `deleteSchedule`, `listSchedules`), the consumer half (`reserve`, `ack`, `nack`,
- * `extend`), `getServerInfo` and `drainDeadLetters`.
+ * `extend`), `getServerInfo`, `drainDeadLetters`, and pausing queues (`pauseQueue`, `resumeQueue`,
+ * `listPauses`).
  *
  * Every call has a deadline (`rpcTimeout`, or for reserve its wait plus 10 s), sends the API key and
  * the active trace context as metadata, and runs in an OpenTelemetry client span `sepp.<call>` when
- * the API is installed. Enqueue, cancel, the schedule calls, ack, nack, extend and getServerInfo follow
- * the retry policy; reserve and drainDeadLetters are never retried.
+ * the API is installed. Enqueue, cancel, the schedule and pause calls, ack, nack, extend and
+ * getServerInfo follow the retry policy; reserve and drainDeadLetters are never retried.
  */
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -23,6 +24,7 @@ import {
 import {
   checkCount,
   checkMs,
+  checkPauseQueue,
   checkScheduleId,
   DecodeError,
   dateFromTimestamp,
@@ -30,6 +32,8 @@ import {
   durationFromMs,
   enqueueRequestToWire,
   hasIdempotencyKey,
+  pauseFromWire,
+  pauseRequestToWire,
   rejectionFromWire,
   reservedJobFromWire,
   scheduleInfoFromWire,
@@ -68,6 +72,8 @@ import type {
   EnqueueAck,
   EnqueueRequest,
   NackOptions,
+  PauseOptions,
+  QueuePause,
   ReserveOptions,
   Schedule,
   ScheduleInfo,
@@ -92,7 +98,7 @@ const Q = wire.QueueServiceService;
 
 /** A connection to a sepp server. Every method returns a Promise; `close()` ends the connection. */
 export class SeppClient {
-  /** The retry policy of enqueue, cancel, the schedule calls, ack, nack, extend and getServerInfo. */
+  /** The retry policy of enqueue, cancel, the schedule and pause calls, ack, nack, extend and getServerInfo. */
   readonly retryPolicy: RetryPolicy;
   /** The deadline of every call except reserve, in ms. */
   readonly rpcTimeout: number;
@@ -331,6 +337,91 @@ export class SeppClient {
         }
       }
       return schedules;
+    });
+  }
+
+  // ---- pausing queues ----
+
+  /**
+   * Pauses a queue until `options.until` (a Date in the future), or until resumed when it is unset,
+   * and returns the pause as stored (a server with the feature `"pause"`). Reserves skip a paused
+   * queue (one naming only paused queues waits, or resolves empty); enqueues are still accepted and
+   * leases already held go on. `ALL_QUEUES` (`""`) pauses every queue, also queues that do not
+   * exist yet. Pausing a paused queue replaces the end of its pause. `reason` (at most 1024 bytes)
+   * goes to the server's audit log. Throws `ValidationError` before any call for a queue that is not a
+   * string or an `until` that is not a valid Date after the epoch, and `InvalidRequestError` for a
+   * malformed queue name, an `until` not in the future or a too-long reason.
+   */
+  async pauseQueue(queue: string, options: PauseOptions = {}): Promise<QueuePause> {
+    const request = pauseRequestToWire(queue, options, "pauseQueue");
+    return inClientSpan("sepp.pause_queue", { "sepp.queue": queue }, async () => {
+      const response = await this.#unary(
+        "pause_queue",
+        Q.pauseQueue,
+        request,
+        "transient",
+        this.rpcTimeout,
+        errorFromStatus,
+      );
+      if (response.pause === undefined)
+        throw new MalformedResponseError("malformed pause: missing field pause");
+      try {
+        return pauseFromWire(response.pause);
+      } catch (error) {
+        if (!(error instanceof DecodeError)) throw error;
+        throw new MalformedResponseError(`malformed pause: ${error.message}`);
+      }
+    });
+  }
+
+  /**
+   * Lifts the pause of a queue; resolves to false if it was not paused. A reserve waiting on the
+   * queue is served at once. `ALL_QUEUES` lifts the pause of every queue only: queues paused by
+   * name stay paused. A retry whose first attempt reached the server resolves to false.
+   */
+  async resumeQueue(queue: string): Promise<boolean> {
+    checkPauseQueue("resumeQueue", queue);
+    return inClientSpan("sepp.resume_queue", { "sepp.queue": queue }, async () => {
+      const response = await this.#unary(
+        "resume_queue",
+        Q.resumeQueue,
+        { queue },
+        "transient",
+        this.rpcTimeout,
+        errorFromStatus,
+      );
+      return response.resumed;
+    });
+  }
+
+  /**
+   * Every pause the server keeps: the pause of every queue first, then by queue name. The server lifts
+   * a pause by itself once its `until` has passed; it is listed no more. One this client cannot read
+   * is skipped with a warning, as listSchedules does.
+   */
+  async listPauses(): Promise<QueuePause[]> {
+    return inClientSpan("sepp.list_pauses", {}, async () => {
+      const response = await this.#unary(
+        "list_pauses",
+        Q.listPauses,
+        {},
+        "transient",
+        this.rpcTimeout,
+        errorFromStatus,
+      );
+      const pauses: QueuePause[] = [];
+      for (const pause of response.pauses) {
+        try {
+          pauses.push(pauseFromWire(pause));
+        } catch (error) {
+          if (!(error instanceof DecodeError)) throw error;
+          this.logger.warn("skipping a pause this client cannot read", {
+            queue: pause.queue,
+            error: error.message,
+          });
+        }
+      }
+      return pauses;
     });
   }
 

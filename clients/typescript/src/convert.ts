@@ -1,7 +1,7 @@
 /**
  * Conversions between the wire types (`src/gen`) and the package's types: requests out (validated,
- * with unset options left unset), and jobs, rejections, server info, dead-letter records and
- * schedules in.
+ * with unset options left unset), and jobs, rejections, server info, dead-letter records,
+ * schedules and pauses in.
  * Decoding checks what the protocol promises and reports what it cannot use; it never throws
  * anything but {@link DecodeError} on server data.
  */
@@ -17,6 +17,8 @@ import {
   DeadLetterCause,
   DeadLetterRecord,
   type EnqueueRequest,
+  type PauseOptions,
+  type QueuePause,
   type Schedule,
   ScheduleCatchUp,
   type ScheduleInfo,
@@ -521,4 +523,46 @@ export function scheduleInfoFromWire(info: wire.ScheduleInfo): ScheduleInfo {
     fired: Number(info.fired),
     createdAt: requiredDate("created_at", info.createdAt),
   };
+}
+
+// ---- pausing queues ----
+
+/** Checks the queue of a pause or resume: a string (`ALL_QUEUES`, the empty one, is every queue). */
+export function checkPauseQueue(where: string, queue: unknown): string {
+  if (typeof queue !== "string")
+    throw new ValidationError(`${where}: queue must be a queue name or ALL_QUEUES (a string)`);
+  return queue;
+}
+
+/**
+ * The wire request of a pause, validated as far as the client can: the queue is a string, `until` a
+ * valid Date after the Unix epoch, `reason` a string. The queue name's rules, an `until` that is not
+ * in the future and the reason's size are the server's to check.
+ */
+export function pauseRequestToWire(
+  queue: string,
+  options: PauseOptions,
+  where: string,
+): wire.PauseQueueRequest {
+  checkPauseQueue(where, queue);
+  if (typeof options !== "object" || options === null)
+    throw new ValidationError(`${where}: options must be an object`);
+  const { until, reason } = options;
+  let stamp: Timestamp | undefined;
+  if (until !== undefined) {
+    if (!(until instanceof Date) || Number.isNaN(until.getTime()))
+      throw new ValidationError(`${where}: until must be a valid Date`);
+    stamp = timestampFromDate(until);
+    if (stamp === undefined)
+      throw new ValidationError(`${where}: until must be in the future (got ${until.toISOString()})`);
+  }
+  if (reason !== undefined && typeof reason !== "string")
+    throw new ValidationError(`${where}: reason must be a string`);
+  return { queue, until: stamp, reason };
+}
+
+/** A pause as the server shows it; an unreadable `until` throws {@link DecodeError}. */
+export function pauseFromWire(pause: wire.QueuePause): QueuePause {
+  const until = pause.until === undefined ? undefined : requiredDate("until", pause.until);
+  return { queue: pause.queue, until };
 }

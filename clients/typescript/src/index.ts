@@ -2,7 +2,8 @@
  * sepp-js: the TypeScript client of the sepp job queue.
  *
  * - {@link SeppClient}: connect, then enqueue (one job, best-effort batches, atomic batches),
- *   cancel, recurring schedules, reserve / ack / nack / extend, server info and dead-letter drains.
+ *   cancel, recurring schedules, reserve / ack / nack / extend, server info, dead-letter drains and
+ *   pausing queues.
  * - {@link Worker}: the reserve → handle → ack/nack loop with bounded concurrency, automatic lease
  *   extension and graceful shutdown; handlers throw {@link HandlerError} to nack.
  * - Data types: {@link Payload}, {@link Priority}, {@link RetryPolicy}, {@link RetryDirective}, the
@@ -49,6 +50,7 @@ export {
 export { RetryDirective, RetryPolicy, type RetryPolicyOptions } from "./retry.js";
 export type { TraceContext } from "./trace.js";
 export {
+  ALL_QUEUES,
   type CancelOptions,
   type CancelResult,
   DeadLetterCause,
@@ -58,6 +60,8 @@ export {
   type EnqueueAck,
   type EnqueueRequest,
   type NackOptions,
+  type PauseOptions,
+  type QueuePause,
   type ReserveOptions,
   type Schedule,
   ScheduleCatchUp,

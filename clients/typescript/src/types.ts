@@ -1,8 +1,8 @@
 /**
  * The request and result types of the producer, consumer and admin calls: {@link EnqueueRequest},
  * {@link EnqueueAck}, {@link ReserveOptions}, {@link NackOptions}, {@link ServerInfo},
- * {@link DeadLetterRecord}, and the recurring {@link Schedule} and {@link ScheduleInfo}. Durations
- * are milliseconds; timestamps are `Date`s.
+ * {@link DeadLetterRecord}, the recurring {@link Schedule} and {@link ScheduleInfo}, and
+ * {@link QueuePause}. Durations are milliseconds; timestamps are `Date`s.
  */
 import type { CustomValue, Payload } from "./payload.js";
 import type { RetryDirective } from "./retry.js";
@@ -110,7 +110,7 @@ export interface ServerInfo {
   deadLetterRetentionEnabled: boolean;
   /**
    * What the server offers beyond the 0.1 protocol, by name (`"ack_batch"`, `"cancel"`,
-   * `"schedules"`); empty on 0.1.
+   * `"schedules"`, `"pause"`); empty on 0.1.
    */
   features: string[];
 }
@@ -268,4 +268,28 @@ export interface ScheduleInfo {
   fired: number;
   /** When it was created or last replaced (an interval's slots count from it). */
   createdAt: Date;
+}
+
+// ---- pausing queues ----
+
+/**
+ * The queue name that stands for every queue in `pauseQueue` and `resumeQueue` (also queues that do
+ * not exist yet), and that {@link QueuePause.queue} holds for the pause of every queue.
+ */
+export const ALL_QUEUES = "";
+
+/** How to pause a queue. */
+export interface PauseOptions {
+  /** When the pause ends by itself; must be in the future. Unset: until resumed. */
+  until?: Date | undefined;
+  /** Kept in the server's audit log (at most 1024 bytes). */
+  reason?: string | undefined;
+}
+
+/** A paused queue: reserves skip it until `until`. */
+export interface QueuePause {
+  /** The queue; {@link ALL_QUEUES} (`""`) for the pause of every queue. */
+  queue: string;
+  /** When the pause ends by itself; undefined: until resumed. */
+  until: Date | undefined;
 }

@@ -65,6 +65,7 @@ from .errors import (
     UnknownRejection,
 )
 from .types import (
+    ALL_QUEUES,
     DeadLetterCause,
     DeadLetterRecord,
     EnqueueAck,
@@ -75,6 +76,7 @@ from .types import (
     Primitive,
     Priority,
     PriorityOutOfRangeError,
+    QueuePause,
     ReserveOptions,
     Schedule,
     ScheduleCatchUp,
@@ -110,6 +112,8 @@ __all__ = [
     "ScheduleOverlap",
     "ScheduleCatchUp",
     "ScheduleInfo",
+    "ALL_QUEUES",
+    "QueuePause",
     "ServerInfo",
     "DeadLetterCause",
     "DeadLetterRecord",

@@ -50,6 +50,7 @@ from .types import (
     Payload,
     Primitive,
     Priority,
+    QueuePause,
     Schedule,
     ScheduleCatchUp,
     ScheduleInfo,
@@ -233,6 +234,34 @@ def schedule_to_pb(schedule: Schedule) -> pb.ScheduleDefinition:
         assert schedule.every is not None  # checked when the schedule was made
         message.every.CopyFrom(duration_to_pb(schedule.every))
     return message
+
+
+def pause_request_to_pb(
+    queue: str, until: datetime | None, reason: str | None
+) -> pb.PauseQueueRequest:
+    """The wire request of a pause; what the client can tell is wrong raises TypeError or
+    ValueError (the queue name's rules, an `until` not in the future and the reason's size are
+    the server's to check)."""
+    check_pause_queue(queue)
+    message = pb.PauseQueueRequest(queue=queue)
+    if until is not None:
+        if not isinstance(until, datetime):
+            raise TypeError(f"until must be a datetime, not {type(until).__name__}")
+        stamp = timestamp_to_pb(until)
+        if stamp is None:
+            raise ValueError(f"until must be in the future, not {until.isoformat()}")
+        message.until.CopyFrom(stamp)
+    if reason is not None:
+        if not isinstance(reason, str):
+            raise TypeError(f"reason must be a string, not {type(reason).__name__}")
+        message.reason = reason
+    return message
+
+
+def check_pause_queue(queue: str) -> None:
+    """Raise TypeError unless `queue` is a string (`ALL_QUEUES`, the empty one, is every queue)."""
+    if not isinstance(queue, str):
+        raise TypeError(f"queue must be a queue name or ALL_QUEUES, not {type(queue).__name__}")
 
 
 def nack_retry_to_pb(directive: RetryDirective) -> pb.NackRetry:
@@ -531,3 +560,13 @@ def schedule_info_from_pb(message: pb.ScheduleInfo) -> ScheduleInfo:
         fired=message.fired,
         created_at=created_at,
     )
+
+
+def pause_from_pb(message: pb.QueuePause) -> QueuePause:
+    """A pause as the server shows it; an unreadable `until` raises ValueError."""
+    until: datetime | None = None
+    if message.HasField("until"):
+        until = datetime_from_pb(message.until)
+        if until is None:
+            raise ValueError(f"the pause of queue {message.queue!r} has an invalid until")
+    return QueuePause(message.queue, until)

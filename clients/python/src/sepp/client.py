@@ -3,7 +3,8 @@
 Producer calls: `enqueue`, `enqueue_batch`, `enqueue_atomic`, `cancel`, and the recurring
 schedules `upsert_schedule`, `delete_schedule`, `list_schedules`. Consumer calls: `reserve`, then
 `ack` / `nack` / `extend` on each job's context. Operations: `get_server_info`,
-`drain_dead_letters`. All are coroutines; the client is safe to share between tasks.
+`drain_dead_letters`, and pausing queues with `pause_queue`, `resume_queue`, `list_pauses`. All
+are coroutines; the client is safe to share between tasks.
 
 Every call but reserve carries a deadline (`rpc_timeout`, 30 s by default); reserve's is its wait
 timeout plus 10 s, so the server's own "nothing arrived" answer always comes back before the
@@ -61,6 +62,7 @@ from .types import (
     EnqueueRequest,
     Job,
     JobCtx,
+    QueuePause,
     ReserveOptions,
     Schedule,
     ScheduleInfo,
@@ -131,6 +133,11 @@ class SeppClient:
         self._list_schedules = self._method(
             "ListSchedules", pb.ListSchedulesRequest, pb.ListSchedulesResponse
         )
+        self._pause_queue = self._method("PauseQueue", pb.PauseQueueRequest, pb.PauseQueueResponse)
+        self._resume_queue = self._method(
+            "ResumeQueue", pb.ResumeQueueRequest, pb.ResumeQueueResponse
+        )
+        self._list_pauses = self._method("ListPauses", pb.ListPausesRequest, pb.ListPausesResponse)
         self._server_info = self._method(
             "GetServerInfo", pb.GetServerInfoRequest, pb.GetServerInfoResponse
         )
@@ -542,6 +549,91 @@ class SeppClient:
             except (ValueError, TypeError) as err:
                 _log.warning("skipping a schedule this client cannot read: %s", err)
         return schedules
+
+    # ----------------------------------------------------------------------------------------
+    # Pausing queues
+    # ----------------------------------------------------------------------------------------
+
+    async def pause_queue(
+        self, queue: str, *, until: datetime | None = None, reason: str | None = None
+    ) -> QueuePause:
+        """Pause `queue` until `until` (None: until resumed); returns the pause as stored.
+
+        Reserves skip a paused queue (one naming only paused queues waits, or answers None);
+        enqueues are still accepted and leases already held go on. `ALL_QUEUES` (the empty name)
+        pauses every queue, also queues that do not exist yet. Pausing a paused queue replaces
+        the end of its pause. `until` (naive = UTC) must be in the future; `reason` (at most
+        1024 bytes) goes to the server's audit log. Idempotent, so retried on transient failures
+        like every call but enqueue.
+
+        Raises `InvalidRequestError` for a malformed queue name, an `until` that is not in the
+        future or a too-long reason. Needs a server with the feature "pause"; an older one
+        answers `UnexpectedStatusError` (UNIMPLEMENTED).
+        """
+        request = _convert.pause_request_to_pb(queue, until, reason)
+        span = (
+            _otel.client_span("pause_queue", "PauseQueue", {"messaging.destination.name": queue})
+            if _OTEL
+            else _NO_SPAN
+        )
+        with span:
+            try:
+                response = await self._call(
+                    "pause_queue", self._pause_queue, request, RETRYABLE_CODES
+                )
+            except grpc.aio.AioRpcError as err:
+                raise client_error_from_rpc(err) from err
+        if not response.HasField("pause"):
+            raise MalformedResponseError("the server's pause answer has no pause")
+        try:
+            return _convert.pause_from_pb(response.pause)
+        except ValueError as err:
+            raise MalformedResponseError(f"the server sent a malformed pause: {err}") from err
+
+    async def resume_queue(self, queue: str) -> bool:
+        """Lift the pause of `queue`; returns False if it was not paused.
+
+        A reserve waiting on the queue is served at once. `ALL_QUEUES` lifts the pause of every
+        queue only: queues paused by name stay paused. Idempotent (a retry whose first attempt
+        reached the server returns False), so retried on transient failures.
+        """
+        _convert.check_pause_queue(queue)
+        request = pb.ResumeQueueRequest(queue=queue)
+        span = (
+            _otel.client_span("resume_queue", "ResumeQueue", {"messaging.destination.name": queue})
+            if _OTEL
+            else _NO_SPAN
+        )
+        with span:
+            try:
+                response = await self._call(
+                    "resume_queue", self._resume_queue, request, RETRYABLE_CODES
+                )
+            except grpc.aio.AioRpcError as err:
+                raise client_error_from_rpc(err) from err
+        return bool(response.resumed)
+
+    async def list_pauses(self) -> list[QueuePause]:
+        """Every pause the server keeps: the pause of every queue first, then by queue name.
+
+        The server lifts a pause by itself once its `until` has passed; it is listed no more.
+        One this client cannot read is skipped and logged, as `list_schedules` does.
+        """
+        span = _otel.client_span("list_pauses", "ListPauses") if _OTEL else _NO_SPAN
+        with span:
+            try:
+                response = await self._call(
+                    "list_pauses", self._list_pauses, pb.ListPausesRequest(), RETRYABLE_CODES
+                )
+            except grpc.aio.AioRpcError as err:
+                raise client_error_from_rpc(err) from err
+        pauses: list[QueuePause] = []
+        for message in response.pauses:
+            try:
+                pauses.append(_convert.pause_from_pb(message))
+            except ValueError as err:
+                _log.warning("skipping a pause this client cannot read: %s", err)
+        return pauses
 
     # ----------------------------------------------------------------------------------------
     # Consuming

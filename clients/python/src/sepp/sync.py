@@ -7,7 +7,7 @@
 
 It is a thin shell around the async `sepp.SeppClient`: the client runs on an event loop in a
 daemon thread of its own, and every method hands its call to that loop and waits for the answer.
-It offers the producer calls (`cancel` and the schedule calls among them) and
+It offers the producer calls (`cancel` and the schedule calls among them), pausing queues and
 `get_server_info`, takes the same `connect` options, raises the same exceptions, and is safe to
 share between threads (calls from several threads run concurrently on the loop). The caller's
 OpenTelemetry context travels with each call, so an enqueue made inside a span is traced and
@@ -22,7 +22,7 @@ import concurrent.futures
 import contextvars
 import threading
 from collections.abc import Coroutine, Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -31,7 +31,7 @@ import grpc
 from ._retry import RetryPolicy
 from .client import SeppClient as AsyncSeppClient
 from .errors import JobRejection
-from .types import EnqueueAck, EnqueueRequest, Schedule, ScheduleInfo, ServerInfo
+from .types import EnqueueAck, EnqueueRequest, QueuePause, Schedule, ScheduleInfo, ServerInfo
 
 __all__ = ["SeppClient"]
 
@@ -179,6 +179,20 @@ class SeppClient:
     def list_schedules(self) -> list[ScheduleInfo]:
         """Every schedule the server keeps, sorted by id."""
         return self._call(self._client.list_schedules())
+
+    def pause_queue(
+        self, queue: str, *, until: datetime | None = None, reason: str | None = None
+    ) -> QueuePause:
+        """Pause a queue (`ALL_QUEUES`: every queue). See `sepp.SeppClient.pause_queue`."""
+        return self._call(self._client.pause_queue(queue, until=until, reason=reason))
+
+    def resume_queue(self, queue: str) -> bool:
+        """Lift a queue's pause; False if it was not paused. See `sepp.SeppClient`."""
+        return self._call(self._client.resume_queue(queue))
+
+    def list_pauses(self) -> list[QueuePause]:
+        """Every pause, the pause of every queue first, then by queue name."""
+        return self._call(self._client.list_pauses())
 
     def get_server_info(self) -> ServerInfo:
         """The server's version, clock and limits."""

@@ -3,8 +3,8 @@
 Requests (`EnqueueRequest`, `ReserveOptions`, `Schedule`) check what can be checked without the
 server: non-empty names, priority 0-9, positive leases, one cadence per schedule. Everything else
 (sizes, allowed encodings, cron syntax, time zones, ...) is the server's to enforce. Results
-(`EnqueueAck`, `Job`, `JobCtx`, `ServerInfo`, `DeadLetterRecord`, `ScheduleInfo`) are built by
-the client from the server's answers.
+(`EnqueueAck`, `Job`, `JobCtx`, `ServerInfo`, `DeadLetterRecord`, `ScheduleInfo`, `QueuePause`)
+are built by the client from the server's answers.
 
 All datetimes are timezone-aware UTC; a naive datetime given to the client is taken as UTC.
 Durations are `datetime.timedelta`.
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .client import Lease
 
 __all__ = [
+    "ALL_QUEUES",
     "DeadLetterCause",
     "DeadLetterRecord",
     "EnqueueAck",
@@ -37,6 +38,7 @@ __all__ = [
     "Primitive",
     "Priority",
     "PriorityOutOfRangeError",
+    "QueuePause",
     "ReserveOptions",
     "Schedule",
     "ScheduleCatchUp",
@@ -320,7 +322,7 @@ class ServerInfo:
     strict_queues: bool
     dead_letter_retention_enabled: bool
     #: What the server offers beyond the 0.1 protocol, by name (``"ack_batch"``,
-    #: ``"cancel"``, ``"schedules"``); empty on 0.1.
+    #: ``"cancel"``, ``"schedules"``, ``"pause"``); empty on 0.1.
     features: list[str] = field(default_factory=list)
 
 
@@ -476,3 +478,28 @@ class ScheduleInfo:
     def id(self) -> str:
         """The schedule's id (`definition.id`)."""
         return self.definition.id
+
+
+# --------------------------------------------------------------------------------------------
+# Pausing queues
+# --------------------------------------------------------------------------------------------
+
+#: The queue name that stands for every queue in `pause_queue` and `resume_queue` (also queues
+#: that do not exist yet), and that `QueuePause.queue` holds for the pause of every queue.
+ALL_QUEUES = ""
+
+
+@dataclass(frozen=True)
+class QueuePause:
+    """A paused queue: reserves skip it until `until` (None: until it is resumed).
+
+    `queue` is `ALL_QUEUES` (the empty string) for the pause of every queue.
+    """
+
+    queue: str
+    until: datetime | None = None
+
+    @property
+    def all_queues(self) -> bool:
+        """Whether this is the pause of every queue."""
+        return self.queue == ALL_QUEUES

@@ -120,6 +120,9 @@ async def test_the_session_snippets_run_in_order(server: SeppServer, tmp_path: P
     assert namespace["deleted"] is True
     assert [s.id for s in await client.list_schedules()] == ["nightly-report"]
     assert await client.delete_schedule("nightly-report") is True
+    # The pause snippet lifted both pauses it made, and nothing is paused any more.
+    assert namespace["resumed"] is True
+    assert await client.list_pauses() == []
     await client.close()
 
 

@@ -271,6 +271,27 @@ async def test_schedule_calls_have_spans_and_their_template_gets_no_trace_contex
     assert not upsert.request.schedule.job.HasField("trace_context")  # ...its template is not
 
 
+async def test_pause_calls_have_spans_naming_the_queue(spans: InMemorySpanExporter) -> None:
+    async with recording_server() as fake:
+        fake.answer("PauseQueue", pb.PauseQueueResponse(pause=pb.QueuePause(queue="mail")))
+        fake.answer("ResumeQueue", pb.ResumeQueueResponse(resumed=True))
+        fake.answer("ListPauses", pb.ListPausesResponse())
+        async with await SeppClient.connect(fake.addr) as client:
+            with tracer().start_as_current_span("outer"):
+                await client.pause_queue("mail")
+                assert await client.resume_queue("mail") is True
+                assert await client.list_pauses() == []
+    for name in ("sepp.pause_queue", "sepp.resume_queue", "sepp.list_pauses"):
+        (span,) = named(spans, name)
+        assert span.kind == SpanKind.CLIENT
+        attributes = dict(span.attributes or {})
+        assert attributes["rpc.method"] == name.removeprefix("sepp.").title().replace("_", "")
+        if name != "sepp.list_pauses":
+            assert attributes["messaging.destination.name"] == "mail"
+    for method in ("PauseQueue", "ResumeQueue", "ListPauses"):
+        assert "traceparent" in fake.calls_to(method)[0].metadata
+
+
 def test_the_blocking_client_carries_the_callers_span(
     server: Any, queue: str, spans: InMemorySpanExporter
 ) -> None:

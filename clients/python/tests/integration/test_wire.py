@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import grpc
 import pytest
 
 from sepp import (
+    ALL_QUEUES,
     AttemptMismatchError,
     BatchResultCountMismatchError,
     EnqueueAck,
@@ -23,6 +24,7 @@ from sepp import (
     MalformedResponseError,
     MalformedServerInfoError,
     OverloadedError,
+    QueuePause,
     ReserveOptions,
     RetryPolicy,
     Schedule,
@@ -432,3 +434,94 @@ async def test_a_malformed_schedule_answer_is_a_malformed_response_or_skipped_in
             assert [info.id for info in await client.list_schedules()] == ["tick"]
     assert "skipping a schedule this client cannot read" in caplog.text
     assert "has no cadence" in caplog.text
+
+
+def wire_pause(queue: str = "mail", until_s: int | None = None) -> pb.QueuePause:
+    pause = pb.QueuePause(queue=queue)
+    if until_s is not None:
+        pause.until.seconds = until_s
+    return pause
+
+
+async def test_pause_calls_are_retried_by_an_opted_in_policy(fake: RecordingServer) -> None:
+    unavailable, deadline = grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED
+    fake.answer(
+        "PauseQueue",
+        unavailable,
+        deadline,
+        pb.PauseQueueResponse(pause=wire_pause("mail", 1_900_000_000)),
+    )
+    fake.answer("ResumeQueue", deadline, pb.ResumeQueueResponse(resumed=True))
+    fake.answer(
+        "ListPauses",
+        grpc.StatusCode.ABORTED,
+        pb.ListPausesResponse(pauses=[wire_pause(""), wire_pause("mail", 1_900_000_000)]),
+    )
+    until = datetime(2030, 3, 17, 17, 46, 40, tzinfo=timezone.utc)
+    async with await SeppClient.connect(fake.addr, retry_policy=RETRY) as client:
+        assert await client.pause_queue("mail", until=until, reason="deploy") == QueuePause(
+            "mail", until
+        )
+        assert await client.resume_queue("mail") is True
+        assert await client.list_pauses() == [QueuePause(ALL_QUEUES), QueuePause("mail", until)]
+    assert [len(fake.calls_to(m)) for m in ("PauseQueue", "ResumeQueue", "ListPauses")] == [3, 2, 2]
+    sent = fake.calls_to("PauseQueue")[0].request
+    assert (sent.queue, sent.until.seconds, sent.reason) == ("mail", 1_900_000_000, "deploy")
+    assert fake.calls_to("ResumeQueue")[0].request.queue == "mail"
+
+
+async def test_pause_calls_under_the_default_policy_and_their_errors(
+    fake: RecordingServer,
+) -> None:
+    fake.answer("PauseQueue", grpc.StatusCode.UNAVAILABLE)
+    fake.answer("ResumeQueue", grpc.StatusCode.INVALID_ARGUMENT)
+    async with await SeppClient.connect(fake.addr) as client:
+        with pytest.raises(TransportError):
+            await client.pause_queue("mail")
+        assert len(fake.calls_to("PauseQueue")) == 1
+        with pytest.raises(InvalidRequestError):
+            await client.resume_queue("mail")
+        fake.answer("PauseQueue", grpc.StatusCode.INVALID_ARGUMENT)
+        with pytest.raises(InvalidRequestError):
+            await client.pause_queue("mail", reason="x" * 2000)
+        # Nothing scripted for ListPauses: the fake answers UNIMPLEMENTED, as a 0.1 server does.
+        with pytest.raises(UnexpectedStatusError) as old:
+            await client.list_pauses()
+        assert old.value.code == grpc.StatusCode.UNIMPLEMENTED
+        # What the client can tell is wrong is refused before any call.
+        with pytest.raises(TypeError):
+            await client.pause_queue(None)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            await client.pause_queue("mail", until=60)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="in the future"):
+            await client.pause_queue("mail", until=datetime(1960, 1, 1, tzinfo=timezone.utc))
+        with pytest.raises(TypeError):
+            await client.resume_queue(["mail"])  # type: ignore[arg-type]
+        assert [len(fake.calls_to(m)) for m in ("PauseQueue", "ResumeQueue")] == [2, 1]
+    # The empty name is every queue, sent as it is.
+    fake.answer("PauseQueue", pb.PauseQueueResponse(pause=wire_pause("")))
+    fake.answer("ResumeQueue", pb.ResumeQueueResponse(resumed=False))
+    async with await SeppClient.connect(fake.addr) as client:
+        assert (await client.pause_queue(ALL_QUEUES)).all_queues
+        assert await client.resume_queue(ALL_QUEUES) is False
+    assert fake.calls_to("PauseQueue")[-1].request.queue == ""
+    assert not fake.calls_to("PauseQueue")[-1].request.HasField("until")
+    assert not fake.calls_to("PauseQueue")[-1].request.HasField("reason")
+    assert fake.calls_to("ResumeQueue")[-1].request.queue == ""
+
+
+async def test_a_malformed_pause_answer_is_a_malformed_response_or_skipped_in_a_list(
+    fake: RecordingServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad_until = wire_pause("late")
+    bad_until.until.nanos = -1
+    fake.answer("PauseQueue", pb.PauseQueueResponse(), pb.PauseQueueResponse(pause=bad_until))
+    fake.answer("ListPauses", pb.ListPausesResponse(pauses=[bad_until, wire_pause("mail")]))
+    async with await SeppClient.connect(fake.addr) as client:
+        with pytest.raises(MalformedResponseError, match="no pause"):
+            await client.pause_queue("mail")
+        with pytest.raises(MalformedResponseError, match="invalid until"):
+            await client.pause_queue("late")
+        with caplog.at_level(logging.WARNING, logger="sepp"):
+            assert await client.list_pauses() == [QueuePause("mail")]
+    assert "skipping a pause this client cannot read" in caplog.text

@@ -81,6 +81,32 @@ describe("trace propagation", () => {
     stub.stop();
   });
 
+  test("the pause calls run in client spans naming the queue", async () => {
+    const stub = await StubServer.start({
+      pauseQueue: () => ({ response: { pause: { queue: "mail", until: undefined } } }),
+      resumeQueue: () => ({ response: { resumed: true } }),
+      listPauses: () => ({ response: { pauses: [] } }),
+    });
+    const stubbed = await SeppClient.connect(stub.addr);
+    await stubbed.pauseQueue("mail");
+    assert.equal(await stubbed.resumeQueue("mail"), true);
+    assert.deepEqual(await stubbed.listPauses(), []);
+    for (const [name, method] of [
+      ["sepp.pause_queue", "pauseQueue"],
+      ["sepp.resume_queue", "resumeQueue"],
+      ["sepp.list_pauses", "listPauses"],
+    ] as const) {
+      const span = finished(name).at(-1);
+      assert.ok(span, `a ${name} span`);
+      assert.equal(span.kind, SpanKind.CLIENT);
+      if (name !== "sepp.list_pauses") assert.equal(span.attributes["sepp.queue"], "mail");
+      const sent = stub.callsOf(method)[0]?.metadata.get("traceparent");
+      assert.deepEqual(sent, [`00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`]);
+    }
+    stubbed.close();
+    stub.stop();
+  });
+
   test("the Worker handles each job in a sepp.process root span linked to the producer", async () => {
     const queue = freshQueue();
     const producer = await tracer.startActiveSpan("produce", async (span) => {

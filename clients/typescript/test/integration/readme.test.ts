@@ -150,6 +150,7 @@ function write(name: string, addr: string): string {
     "dead-letters": "client.close();\n",
     cancelling: "client.close();\n",
     schedules: "client.close();\n",
+    pausing: "client.close();\n",
   };
   const file = `${name}.ts`;
   writeFileSync(join(workDir, file), `${preamble(code)}${code}\n${postscript[name] ?? ""}`);
@@ -187,6 +188,7 @@ describe("README examples", () => {
       "dead-letters",
       "logging",
       "manual-loop",
+      "pausing",
       "producing",
       "quickstart",
       "schedules",
@@ -276,6 +278,23 @@ describe("README examples", () => {
     assert.deepEqual(
       left.map((s) => [s.definition.id, s.definition.cron, s.definition.timeZone]),
       [["nightly-report", "0 2 * * *", "Europe/Zurich"]],
+    );
+    client.close();
+  });
+
+  test("pausing: nothing is reserved while paused; both pauses are listed, then lifted", async () => {
+    const target = await server();
+    const run = runExample(write("pausing", target.addr), { SEPP_ADDR: target.addr });
+    await exitsCleanly(run);
+    assert.match(run.stdout, /^reserved while paused: null$/m);
+    assert.match(run.stdout, /^every queue until \d{4}-\d\d-\d\dT[\d:.]+Z\nreports until resumed$/m);
+    assert.match(run.stdout, /^reports resumed: true$/m);
+    const client = await sepp.SeppClient.connect(target.addr);
+    assert.deepEqual(await client.listPauses(), []);
+    const jobs = await client.reserve({ queues: ["reports"], leaseDuration: 30_000, waitTimeout: 0 });
+    assert.deepEqual(
+      jobs?.map((job) => job.ctx.jobType),
+      ["build_report"],
     );
     client.close();
   });

@@ -8,6 +8,7 @@ import { after, describe, test } from "node:test";
 import { status } from "@grpc/grpc-js";
 import * as wire from "../../src/gen/sepp/v1/queue.js";
 import {
+  ALL_QUEUES,
   InvalidRequestError,
   JobNotFoundError,
   MalformedResponseError,
@@ -400,6 +401,103 @@ describe("schedule calls on the wire", () => {
       ["good"],
     );
     assert.ok(logger.messages("warn").includes("skipping a schedule this client cannot read"));
+    client.close();
+  });
+});
+
+describe("pause calls on the wire", () => {
+  /** Fails with each of `codes` in turn, then answers `response`. */
+  const failThen = (codes: status[], response: unknown) => {
+    let calls = 0;
+    return (): StubAnswer => {
+      const code = codes[calls++];
+      return code === undefined ? { response } : { code };
+    };
+  };
+  const until = new Date("2030-03-17T17:46:40.000Z");
+  const untilWire = { seconds: 1_900_000_000n, nanos: 0 };
+
+  test("pause, resume and list are retried on transient failures by an opted-in policy", async () => {
+    const server = await stub({
+      pauseQueue: failThen([status.UNAVAILABLE, status.DEADLINE_EXCEEDED], {
+        pause: { queue: "mail", until: untilWire },
+      }),
+      resumeQueue: failThen([status.DEADLINE_EXCEEDED], { resumed: true }),
+      listPauses: failThen([status.ABORTED], {
+        pauses: [
+          { queue: "", until: undefined },
+          { queue: "mail", until: untilWire },
+        ],
+      }),
+    });
+    const client = await SeppClient.connect(server.addr, { retryPolicy: retrying });
+    assert.deepEqual(await client.pauseQueue("mail", { until, reason: "deploy" }), { queue: "mail", until });
+    assert.equal(await client.resumeQueue("mail"), true);
+    assert.deepEqual(await client.listPauses(), [
+      { queue: ALL_QUEUES, until: undefined },
+      { queue: "mail", until },
+    ]);
+    assert.deepEqual(
+      [
+        server.callsOf("pauseQueue").length,
+        server.callsOf("resumeQueue").length,
+        server.callsOf("listPauses").length,
+      ],
+      [3, 2, 2],
+    );
+    const sent = server.callsOf("pauseQueue")[0]?.request as wire.PauseQueueRequest;
+    assert.deepEqual([sent.queue, sent.until, sent.reason], ["mail", untilWire, "deploy"]);
+    const resumed = server.callsOf("resumeQueue")[0]?.request as wire.ResumeQueueRequest | undefined;
+    assert.equal(resumed?.queue, "mail");
+    client.close();
+  });
+
+  test("under the default policy one attempt; the errors; a 0.1 server's UNIMPLEMENTED", async () => {
+    let pause: StubAnswer = { code: status.UNAVAILABLE };
+    const server = await stub({ pauseQueue: () => pause, resumeQueue: fail(status.INVALID_ARGUMENT) });
+    const client = await SeppClient.connect(server.addr);
+    await assert.rejects(client.pauseQueue("mail"), TransportError);
+    assert.equal(server.callsOf("pauseQueue").length, 1);
+    pause = { code: status.INVALID_ARGUMENT, details: "reason is longer than 1024 bytes" };
+    await assert.rejects(client.pauseQueue("mail", { reason: "x".repeat(2000) }), InvalidRequestError);
+    await assert.rejects(client.resumeQueue("mail"), InvalidRequestError);
+    await assert.rejects(client.listPauses(), UnexpectedStatusError);
+    // Refused before any call: a queue that is not a string, an until that is not a Date.
+    await assert.rejects(client.pauseQueue(undefined as unknown as string), ValidationError);
+    await assert.rejects(client.pauseQueue("mail", { until: 60 as unknown as Date }), ValidationError);
+    await assert.rejects(client.resumeQueue(["mail"] as unknown as string), ValidationError);
+    assert.equal(server.callsOf("pauseQueue").length, 2);
+    assert.equal(server.callsOf("resumeQueue").length, 1);
+    // The empty name is every queue, sent as it is, with nothing else set.
+    pause = { response: { pause: { queue: "", until: undefined } } };
+    assert.deepEqual(await client.pauseQueue(ALL_QUEUES), { queue: "", until: undefined });
+    const sent = server.callsOf("pauseQueue").at(-1)?.request as wire.PauseQueueRequest;
+    assert.deepEqual([sent.queue, sent.until, sent.reason], ["", undefined, undefined]);
+    client.close();
+  });
+
+  test("a malformed pause answer is MalformedResponseError; a list skips what it cannot read", async () => {
+    const unreadable = { queue: "late", until: { seconds: 1n, nanos: -1 } };
+    let answer: unknown = { pause: undefined };
+    const server = await stub({
+      pauseQueue: () => ({ response: answer }),
+      listPauses: () => ({ response: { pauses: [unreadable, { queue: "mail", until: undefined }] } }),
+    });
+    const logger = new RecordingLogger();
+    const client = await SeppClient.connect(server.addr, { logger });
+    await assert.rejects(client.pauseQueue("mail"), (error: unknown) => {
+      assert.ok(error instanceof MalformedResponseError);
+      assert.match(error.message, /missing field pause/);
+      return true;
+    });
+    answer = { pause: unreadable };
+    await assert.rejects(client.pauseQueue("late"), (error: unknown) => {
+      assert.ok(error instanceof MalformedResponseError);
+      assert.match(error.message, /until/);
+      return true;
+    });
+    assert.deepEqual(await client.listPauses(), [{ queue: "mail", until: undefined }]);
+    assert.ok(logger.messages("warn").includes("skipping a pause this client cannot read"));
     client.close();
   });
 });

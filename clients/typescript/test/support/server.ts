@@ -26,7 +26,13 @@ export interface ServerOptions {
   tail?: string;
   /** `[storage]` lines replacing the defaults (buffered writes, dead letters kept for a day). */
   storage?: string;
+  /** `RUST_LOG` of the server (default `sepp=info`); {@link PARKING_LOG} logs each parked reserve. */
+  rustLog?: string;
 }
+
+/** `RUST_LOG` for a server whose tests wait for a reserve to park: the committer's debug line
+ * `reserve parked` is the signal. */
+export const PARKING_LOG = "sepp=info,sepp_server::committer=debug";
 
 export class TestServer {
   readonly logs: string[] = [];
@@ -54,7 +60,7 @@ export class TestServer {
       `[server]\nlisten_addr = "127.0.0.1:0"\ndb_path = ${JSON.stringify(join(dir, "data"))}\n${options.serverExtra ?? ""}\n\n` +
         `[admin]\nenabled = false\n\n[storage]\n${storage}\n\n${options.tail ?? ""}\n`,
     );
-    const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: "sepp=info" };
+    const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: options.rustLog ?? "sepp=info" };
     for (const name of Object.keys(env)) if (name.toUpperCase().startsWith("SEPP_")) delete env[name];
     const child = spawn(serverBinary(), ["--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
     const lines: string[] = [];
@@ -96,6 +102,14 @@ export class TestServer {
     const seen = this.logs.find((line) => pattern.test(line));
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve) => this.#waiters.push({ pattern, resolve }));
+  }
+
+  /** Resolves once `count` log lines (already printed or still to come) match. */
+  async waitForLogCount(pattern: RegExp, count: number): Promise<void> {
+    // Recounted after each wake-up: lines read in one chunk may pass a waiter not yet re-added.
+    while (this.logs.filter((line) => pattern.test(line)).length < count) {
+      await new Promise<string>((resolve) => this.#waiters.push({ pattern, resolve }));
+    }
   }
 
   /** Stops the server and removes its data directory. */
