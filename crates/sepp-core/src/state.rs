@@ -409,6 +409,7 @@ impl State {
                 }
                 self.schedule_index.insert((*next_ms, id.clone()));
             }
+            Record::SequenceRestored { next_seq } => self.next_seq = self.next_seq.max(*next_seq),
             Record::Audited { entry } => self.audit.push(entry.clone()),
             Record::DedupExpired { queue, key } => {
                 if let Some(keys) = self.dedup.get_mut(queue)
@@ -508,6 +509,7 @@ impl State {
         for schedule in self.schedules.values() {
             snapshot.push(Record::ScheduleSet { schedule: Box::new(schedule.clone()) }.into());
         }
+        snapshot.push(Record::SequenceRestored { next_seq: self.next_seq }.into());
         for (job_id, (at_ms, reason)) in &self.cancelled {
             // After every job: a restore applies it to the leased job it names.
             snapshot.push(Record::LeaseCancelled { job_id: *job_id, at_ms: *at_ms, reason: reason.clone() }.into());

@@ -64,6 +64,7 @@ mod tag {
     pub const SCHEDULE_SET: u8 = 21;
     pub const SCHEDULE_DELETED: u8 = 22;
     pub const SCHEDULE_FIRED: u8 = 23;
+    pub const SEQUENCE_RESTORED: u8 = 24;
 }
 
 /// Appends the encoding of `record` to `out`. Every payload must be inline (the checkpoint
@@ -179,6 +180,10 @@ pub fn encode(record: &Record, out: &mut Vec<u8>, placements: &mut Vec<Placement
             w.u8(tag::SCHEDULE_DELETED);
             w.str(id);
         }
+        Record::SequenceRestored { next_seq } => {
+            w.u8(tag::SEQUENCE_RESTORED);
+            w.u64(*next_seq);
+        }
         Record::ScheduleFired { id, slot_ms, next_ms, job_id } => {
             w.u8(tag::SCHEDULE_FIRED);
             w.str(id);
@@ -248,6 +253,7 @@ pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), D
         tag::LEASE_CANCELLED => Record::LeaseCancelled { job_id: r.id()?, at_ms: r.i64()?, reason: r.opt_str()? },
         tag::SCHEDULE_SET => Record::ScheduleSet { schedule: Box::new(r.schedule()?) },
         tag::SCHEDULE_DELETED => Record::ScheduleDeleted { id: r.str()? },
+        tag::SEQUENCE_RESTORED => Record::SequenceRestored { next_seq: r.u64()? },
         tag::SCHEDULE_FIRED => Record::ScheduleFired {
             id: r.str()?,
             slot_ms: r.i64()?,

@@ -375,5 +375,10 @@ fn disk_use_follows_the_live_data_not_the_history() {
     drop(node);
     let (reopened, _) = Node::open(dir.path(), options);
     assert_eq!(reopened.state.total_depths(), sepp_core::Depths::default());
-    assert!(reopened.state.snapshot().is_empty(), "nothing is live after every job was acked");
+    // Nothing is live after every job was acked; only the acceptance counter carries over.
+    let left: Vec<_> = reopened.state.snapshot().records().collect();
+    assert!(
+        matches!(left.as_slice(), [sepp_core::Record::SequenceRestored { next_seq }] if *next_seq > 20_000),
+        "{left:?}"
+    );
 }

@@ -203,5 +203,6 @@ pub fn variant(record: &Record) -> &'static str {
         Record::ScheduleSet { .. } => "ScheduleSet",
         Record::ScheduleDeleted { .. } => "ScheduleDeleted",
         Record::ScheduleFired { .. } => "ScheduleFired",
+        Record::SequenceRestored { .. } => "SequenceRestored",
     }
 }
