@@ -108,6 +108,9 @@ export interface QueueLimits {
   dedup_window_ms: number | null
   max_queue_depth: number | null
   max_in_flight: number | null
+  rate_limit: number | null
+  rate_period_ms: number | null
+  rate_burst: number | null
 }
 
 export type QueueField = keyof QueueLimits

@@ -28,6 +28,9 @@ export const QUEUE_FIELDS: FieldSpec[] = [
   { field: 'dedup_window_ms', label: 'Dedup window', kind: 'ms', help: 'How long an idempotency key is remembered.' },
   { field: 'max_queue_depth', label: 'Max queue depth', kind: 'int', help: 'Jobs the queue may hold; 0 rejects every enqueue. Cannot lift a global cap.' },
   { field: 'max_in_flight', label: 'Max in flight', kind: 'int', help: 'Jobs of this queue leased at once across all workers; at least 1. Unset: no limit.' },
+  { field: 'rate_limit', label: 'Rate limit', kind: 'int', help: 'Jobs of this queue leased per rate period across all workers; at least 1. Unset: no limit.' },
+  { field: 'rate_period_ms', label: 'Rate period', kind: 'ms', help: 'The period of the rate limit (default 1 s); needs a rate limit.' },
+  { field: 'rate_burst', label: 'Rate burst', kind: 'int', help: 'Leases that may go at once after a quiet spell (default: the rate limit); needs a rate limit.' },
 ]
 
 export interface FieldDraft {
@@ -54,7 +57,7 @@ export function valueOf(spec: FieldSpec, draft: FieldDraft): { value: QueueLimit
 }
 
 export function showValue(spec: FieldSpec, value: QueueLimits[QueueField] | undefined): string {
-  if (value === null || value === undefined) return spec.field === 'allowed_job_types' ? 'any' : spec.field === 'max_queue_depth' || spec.field === 'max_in_flight' ? 'unlimited' : spec.field === 'allowed_encodings' ? 'any' : '—'
+  if (value === null || value === undefined) return spec.field === 'allowed_job_types' ? 'any' : spec.field === 'max_queue_depth' || spec.field === 'max_in_flight' || spec.field === 'rate_limit' ? 'unlimited' : spec.field === 'allowed_encodings' ? 'any' : '—'
   if (Array.isArray(value)) return value.length ? value.join(', ') : 'none'
   return String(value)
 }

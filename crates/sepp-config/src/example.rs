@@ -146,6 +146,9 @@ stats_history_ms = 3600000
 # dedup_window_ms = 3600000   # restart; pinned when the server starts
 # max_queue_depth = 10000
 # max_in_flight = 8         # at most 8 of its jobs in flight at once, across all workers
+# rate_limit = 100          # at most 100 leases per rate_period_ms, across all workers
+# rate_period_ms = 1000
+# rate_burst = 100          # how many may go at once after a quiet spell (default rate_limit)
 "#;
 
 /// A commented configuration file in which every value is the built-in default.

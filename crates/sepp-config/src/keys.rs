@@ -83,6 +83,9 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "dedup_window_ms",
             "max_queue_depth",
             "max_in_flight",
+            "rate_limit",
+            "rate_period_ms",
+            "rate_burst",
         ],
     ),
 ];
@@ -200,7 +203,7 @@ mod tests {
     #[test]
     fn the_queue_override_fields_are_the_entry_keys_but_its_name() {
         let fields = queue_override_fields();
-        assert_eq!(fields.len(), 17);
+        assert_eq!(fields.len(), 20);
         assert!(!fields.contains(&"name"));
         assert!(fields.iter().all(|field| known_keys().contains(&&*format!("queues[].{field}"))));
         assert!(fields.contains(&"max_in_flight") && fields.contains(&"max_queue_depth"));

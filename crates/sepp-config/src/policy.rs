@@ -153,6 +153,7 @@ pub(crate) fn global_limits(limits: &LimitsConfig, dedup_window_ms: u64) -> Queu
         dedup_window_ms,
         max_queue_depth: limits.max_queue_depth,
         max_in_flight: None,
+        rate_limit: None,
     }
 }
 
@@ -179,6 +180,11 @@ pub(crate) fn merged_limits(globals: &QueueLimits, queue: &QueueConfig) -> Queue
         dedup_window_ms: queue.dedup_window_ms.unwrap_or(g.dedup_window_ms),
         max_queue_depth: queue.max_queue_depth.or(g.max_queue_depth),
         max_in_flight: queue.max_in_flight,
+        rate_limit: queue.rate_limit.map(|limit| sepp_core::RateLimit {
+            limit,
+            period_ms: queue.rate_period_ms.unwrap_or(1_000),
+            burst: queue.rate_burst.unwrap_or(limit),
+        }),
     }
 }
 
@@ -203,6 +209,9 @@ pub(crate) fn overrides(queue: &QueueConfig, field: &str) -> bool {
         "dedup_window_ms" => q.dedup_window_ms.is_some(),
         "max_queue_depth" => q.max_queue_depth.is_some(),
         "max_in_flight" => q.max_in_flight.is_some(),
+        "rate_limit" => q.rate_limit.is_some(),
+        "rate_period_ms" => q.rate_period_ms.is_some(),
+        "rate_burst" => q.rate_burst.is_some(),
         other => unreachable!("{other} is not a per-queue field"),
     }
 }

@@ -379,6 +379,15 @@ pub struct QueueConfig {
     /// Per-queue only: at most this many of the queue's jobs in flight at once.
     #[serde(default)]
     pub max_in_flight: Option<u32>,
+    /// Per-queue only: at most this many leases per `rate_period_ms`.
+    #[serde(default)]
+    pub rate_limit: Option<u32>,
+    /// The period of `rate_limit` (default 1000).
+    #[serde(default)]
+    pub rate_period_ms: Option<u64>,
+    /// How many leases may go at once after a quiet spell (default `rate_limit`).
+    #[serde(default)]
+    pub rate_burst: Option<u32>,
 }
 
 /// Stands in for key material in `Debug` output.

@@ -396,6 +396,26 @@ fn queue_entry<'a>(
             format!("{} must be at least 1 (leave it out for no limit; to stop a queue, pause it)", k.label),
         ));
     }
+    for (field, zero) in [
+        ("rate_limit", queue.rate_limit == Some(0)),
+        ("rate_period_ms", queue.rate_period_ms == Some(0)),
+        ("rate_burst", queue.rate_burst == Some(0)),
+    ] {
+        if zero {
+            let k = queue_key(index, queue, field);
+            return Err(problem(&[&k], format!("{} must be at least 1", k.label)));
+        }
+    }
+    if queue.rate_limit.is_none() {
+        for (field, set) in
+            [("rate_period_ms", queue.rate_period_ms.is_some()), ("rate_burst", queue.rate_burst.is_some())]
+        {
+            if set {
+                let k = queue_key(index, queue, field);
+                return Err(problem(&[&k], format!("{} needs rate_limit in the same queue", k.label)));
+            }
+        }
+    }
     let merged = merged_limits(globals, queue);
     let key_of = |field: &str| {
         if overrides(queue, field) { queue_key(index, queue, field) } else { global_key(field) }

@@ -90,6 +90,7 @@ fn queue_overrides_merge_over_globals() {
             dedup_window_ms: 12,
             max_queue_depth: Some(13),
             max_in_flight: Some(14),
+            rate_limit: None,
         }
     );
     // A declared queue without overrides has exactly the globals.

@@ -32,14 +32,31 @@ impl State {
                 continue;
             }
             let before = deliveries.len();
-            let take = (plan.max_jobs as usize).min(before.saturating_add(self.room_in_flight(queue)));
+            let room = self.room_in_flight(queue).min(self.room_rate(queue, now_ms));
+            let take = (plan.max_jobs as usize).min(before.saturating_add(room));
+            let mut interned = None;
             while deliveries.len() < take {
                 let Some(job_id) = self.first_ready(queue) else { break };
                 self.record(Record::Leased { job_id, lease_deadline_ms }, out);
                 let live = self.jobs.get(&job_id).expect("just leased");
+                interned.get_or_insert_with(|| live.job.queue.clone());
                 deliveries.push(Delivery { job: live.job.clone(), attempt: live.state.attempt(), lease_deadline_ms });
             }
-            self.add_total(queue, Total::Reserved, (deliveries.len() - before) as u64);
+            let leased = deliveries.len() - before;
+            if self.policy.queue(queue).rate_limit.is_some() {
+                if let Some(name) = &interned {
+                    self.spend_rate(name, now_ms, leased, out);
+                }
+                if deliveries.len() < plan.max_jobs as usize
+                    && self.has_ready(queue)
+                    && self.room_rate(queue, now_ms) == 0
+                    && let Some(name) =
+                        interned.or_else(|| self.queues.get_key_value(queue.as_str()).map(|(name, _)| name.clone()))
+                {
+                    self.wait_for_token(&name);
+                }
+            }
+            self.add_total(queue, Total::Reserved, leased as u64);
         }
         deliveries
     }

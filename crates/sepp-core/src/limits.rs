@@ -41,6 +41,23 @@ pub struct QueueLimits {
     /// Per-queue only: at most this many of the queue's jobs in flight at once, across all
     /// workers; `None` is unlimited.
     pub max_in_flight: Option<u32>,
+    /// Per-queue only: at most so many leases per period; `None` is unlimited.
+    pub rate_limit: Option<RateLimit>,
+}
+
+/// A token bucket: `limit` leases per `period_ms`, up to `burst` at once after a quiet spell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimit {
+    pub limit: u32,
+    pub period_ms: u64,
+    pub burst: u32,
+}
+
+impl RateLimit {
+    /// The time one token takes to come back, in microseconds (at least 1).
+    pub fn interval_us(&self) -> i64 {
+        ((self.period_ms.saturating_mul(1000)) / u64::from(self.limit.max(1))).max(1) as i64
+    }
 }
 
 impl Default for QueueLimits {
@@ -64,6 +81,7 @@ impl Default for QueueLimits {
             dedup_window_ms: 86_400_000,
             max_queue_depth: None,
             max_in_flight: None,
+            rate_limit: None,
         }
     }
 }

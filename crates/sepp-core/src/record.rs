@@ -67,6 +67,9 @@ pub enum Record {
     /// A schedule's slot `slot_ms` was due: it fired `job_id` (none when the slot was skipped)
     /// and waits for `next_ms` now. The job, when there is one, is accepted in the same cycle.
     ScheduleFired { id: String, slot_ms: TimeMs, next_ms: TimeMs, job_id: Option<JobId> },
+    /// A rate-limited queue leased jobs: its bucket's theoretical arrival time is now `tat_us`
+    /// (microseconds since the epoch). In the log so that a restart keeps the limit exact.
+    RateAdvanced { queue: Arc<str>, tat_us: i64 },
     /// The acceptance sequence continues at `next_seq` (or later): how a checkpoint carries the
     /// counter, so a state rebuilt from one numbers new jobs exactly as the original would.
     SequenceRestored { next_seq: u64 },

@@ -147,6 +147,11 @@ pub struct State {
     /// Paused queues ([`ALL_QUEUES`] for all of them), each until when, if it ends by itself.
     /// Kept apart from the queue indexes, so a pause outlives its queue's last job.
     pub(crate) paused: HashMap<Arc<str>, Option<TimeMs>>,
+    /// Rate-limited queues' buckets: the theoretical arrival time of the next lease, in µs.
+    pub(crate) rate_tat: HashMap<Arc<str>, i64>,
+    /// When a rate-limited queue that had ready jobs and no token gets its next token: the
+    /// committer wakes then, so parked reserves are offered the queue again. Not state: a hint.
+    pub(crate) rate_waits: BTreeSet<(TimeMs, Arc<str>)>,
     /// Recurring schedules by id, and their next slots in time order.
     pub(crate) schedules: HashMap<String, crate::schedule::Schedule>,
     pub(crate) schedule_index: BTreeSet<(TimeMs, String)>,
@@ -177,6 +182,8 @@ impl State {
             paused: HashMap::new(),
             cancelled: HashMap::new(),
             schedules: HashMap::new(),
+            rate_tat: HashMap::new(),
+            rate_waits: BTreeSet::new(),
             schedule_index: BTreeSet::new(),
             audit: AuditLog::default(),
             totals: TotalsTable::default(),
@@ -214,6 +221,52 @@ impl State {
         self.queues.get(queue).is_some_and(|state| !state.ready.is_empty())
             && !self.is_paused(queue)
             && self.room_in_flight(queue) > 0
+    }
+
+    /// Whether a reserve at `now_ms` could take a job from `queue`: `has_ready`, and a token of
+    /// its rate limit is there.
+    pub fn has_ready_at(&self, queue: &str, now_ms: TimeMs) -> bool {
+        self.has_ready(queue) && self.room_rate(queue, now_ms) > 0
+    }
+
+    /// How many leases `queue`'s rate limit allows at `now_ms` (`usize::MAX` without one).
+    pub fn room_rate(&self, queue: &str, now_ms: TimeMs) -> usize {
+        let Some(rate) = self.policy.queue(queue).rate_limit else { return usize::MAX };
+        let interval = rate.interval_us();
+        let now_us = now_ms.saturating_mul(1000);
+        let tat = self.rate_tat.get(queue).copied().unwrap_or(now_us).max(now_us);
+        let tolerance = i64::from(rate.burst.max(1) - 1) * interval;
+        let slack = tolerance - (tat - now_us);
+        if slack < 0 { 0 } else { (slack / interval + 1) as usize }
+    }
+
+    /// Spends `leased` tokens of `queue`'s rate limit at `now_ms`.
+    pub(crate) fn spend_rate(&mut self, queue: &Arc<str>, now_ms: TimeMs, leased: usize, out: &mut Vec<Record>) {
+        let Some(rate) = self.policy.queue(queue).rate_limit else { return };
+        let now_us = now_ms.saturating_mul(1000);
+        let tat = self.rate_tat.get(&**queue).copied().unwrap_or(now_us).max(now_us);
+        let tat_us = tat.saturating_add(rate.interval_us().saturating_mul(leased as i64));
+        self.record(Record::RateAdvanced { queue: queue.clone(), tat_us }, out);
+    }
+
+    /// Notes that `queue` has ready jobs and no token: the committer wakes when the next comes.
+    pub(crate) fn wait_for_token(&mut self, queue: &Arc<str>) {
+        let Some(rate) = self.policy.queue(queue).rate_limit else { return };
+        let Some(tat) = self.rate_tat.get(&**queue).copied() else { return };
+        let tolerance = i64::from(rate.burst.max(1) - 1) * rate.interval_us();
+        let at_ms = (tat - tolerance + 999).div_euclid(1000);
+        self.rate_waits.insert((at_ms, queue.clone()));
+    }
+
+    /// Tokens came back at `now_ms`: parked reserves get another look at those queues.
+    pub(crate) fn tokens_returned(&mut self, now_ms: TimeMs) {
+        let before = self.rate_waits.len();
+        while self.rate_waits.first().is_some_and(|(at_ms, _)| *at_ms <= now_ms) {
+            self.rate_waits.pop_first();
+        }
+        if self.rate_waits.len() != before {
+            self.ready_generation += 1;
+        }
     }
 
     /// How many more of `queue`'s jobs may be in flight now (`usize::MAX` without a limit).
@@ -271,6 +324,7 @@ impl State {
             self.closed.values().min().copied(),
             self.paused.values().flatten().min().copied(),
             self.schedule_index.first().map(|(next_ms, _)| *next_ms),
+            self.rate_waits.first().map(|(at_ms, _)| *at_ms),
         ]
         .into_iter()
         .flatten()
@@ -409,6 +463,10 @@ impl State {
                 }
                 self.schedule_index.insert((*next_ms, id.clone()));
             }
+            Record::RateAdvanced { queue, tat_us } => {
+                let queue = self.intern(queue);
+                self.rate_tat.insert(queue, *tat_us);
+            }
             Record::SequenceRestored { next_seq } => self.next_seq = self.next_seq.max(*next_seq),
             Record::Audited { entry } => self.audit.push(entry.clone()),
             Record::DedupExpired { queue, key } => {
@@ -508,6 +566,9 @@ impl State {
         }
         for schedule in self.schedules.values() {
             snapshot.push(Record::ScheduleSet { schedule: Box::new(schedule.clone()) }.into());
+        }
+        for (queue, tat_us) in &self.rate_tat {
+            snapshot.push(Record::RateAdvanced { queue: queue.clone(), tat_us: *tat_us }.into());
         }
         snapshot.push(Record::SequenceRestored { next_seq: self.next_seq }.into());
         for (job_id, (at_ms, reason)) in &self.cancelled {
@@ -799,6 +860,7 @@ impl State {
         closed.extend(self.paused.iter().map(|(queue, until_ms)| format!("paused {queue:?} {until_ms:?}")));
         closed.extend(self.cancelled.iter().map(|(job_id, cancel)| format!("cancelled {job_id} {cancel:?}")));
         closed.extend(self.schedules.values().map(|schedule| format!("schedule {schedule:?}")));
+        closed.extend(self.rate_tat.iter().map(|(queue, tat_us)| format!("rate {queue:?} {tat_us}")));
         closed.sort();
         let audit: Vec<String> = self.audit.entries().map(|entry| format!("{entry:?}")).collect();
         format!("{jobs:?}\n{dead:?}\n{dedup:?}\n{closed:?}\n{audit:?}\nnext_seq={}", self.next_seq)

@@ -64,6 +64,8 @@ impl State {
             report.promoted.push(job_id);
         }
 
+        self.tokens_returned(now_ms);
+
         for id in self.due_schedules(now_ms, limit) {
             let firing = self.fire_schedule(now_ms, &id, out);
             report.schedule_firings.push(firing);

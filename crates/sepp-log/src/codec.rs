@@ -65,6 +65,7 @@ mod tag {
     pub const SCHEDULE_DELETED: u8 = 22;
     pub const SCHEDULE_FIRED: u8 = 23;
     pub const SEQUENCE_RESTORED: u8 = 24;
+    pub const RATE_ADVANCED: u8 = 25;
 }
 
 /// Appends the encoding of `record` to `out`. Every payload must be inline (the checkpoint
@@ -180,6 +181,11 @@ pub fn encode(record: &Record, out: &mut Vec<u8>, placements: &mut Vec<Placement
             w.u8(tag::SCHEDULE_DELETED);
             w.str(id);
         }
+        Record::RateAdvanced { queue, tat_us } => {
+            w.u8(tag::RATE_ADVANCED);
+            w.str(queue);
+            w.i64(*tat_us);
+        }
         Record::SequenceRestored { next_seq } => {
             w.u8(tag::SEQUENCE_RESTORED);
             w.u64(*next_seq);
@@ -253,6 +259,7 @@ pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), D
         tag::LEASE_CANCELLED => Record::LeaseCancelled { job_id: r.id()?, at_ms: r.i64()?, reason: r.opt_str()? },
         tag::SCHEDULE_SET => Record::ScheduleSet { schedule: Box::new(r.schedule()?) },
         tag::SCHEDULE_DELETED => Record::ScheduleDeleted { id: r.str()? },
+        tag::RATE_ADVANCED => Record::RateAdvanced { queue: Arc::from(r.str()?), tat_us: r.i64()? },
         tag::SEQUENCE_RESTORED => Record::SequenceRestored { next_seq: r.u64()? },
         tag::SCHEDULE_FIRED => Record::ScheduleFired {
             id: r.str()?,

@@ -645,7 +645,7 @@ impl Committer {
             if waiter.reply.is_closed() {
                 continue;
             }
-            if offer && waiter.plan.queues.iter().any(|queue| self.state.has_ready(queue)) {
+            if offer && waiter.plan.queues.iter().any(|queue| self.state.has_ready_at(queue, now_ms)) {
                 let jobs = self.state.reserve(now_ms, &waiter.plan, &mut self.records);
                 self.answers.push(Answer::Reserve(waiter.reply, jobs));
             } else if waiter.deadline_ms <= now_ms {

@@ -204,5 +204,6 @@ pub fn variant(record: &Record) -> &'static str {
         Record::ScheduleDeleted { .. } => "ScheduleDeleted",
         Record::ScheduleFired { .. } => "ScheduleFired",
         Record::SequenceRestored { .. } => "SequenceRestored",
+        Record::RateAdvanced { .. } => "RateAdvanced",
     }
 }

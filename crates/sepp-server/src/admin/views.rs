@@ -166,6 +166,9 @@ fn effective_json(limits: &QueueLimits) -> Value {
         "dedup_window_ms": limits.dedup_window_ms,
         "max_queue_depth": limits.max_queue_depth,
         "max_in_flight": limits.max_in_flight,
+        "rate_limit": limits.rate_limit.map(|rate| rate.limit),
+        "rate_period_ms": limits.rate_limit.map(|rate| rate.period_ms),
+        "rate_burst": limits.rate_limit.map(|rate| rate.burst),
     })
 }
 
