@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Harness, declare, job, policy_with};
+use common::{Harness, Rng, declare, job, policy_with};
 use sepp_core::Policy;
 use sepp_core::validate::NackStrategy;
 
@@ -65,22 +65,10 @@ fn lowering_the_limit_keeps_leases_held_and_leases_no_more_until_below_it() {
     assert_eq!(harness.reserve_ids(NOW_MS, &["q"], 5), [ids[4]]);
 }
 
-/// A small deterministic generator (xorshift), so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 #[test]
 fn no_interleaving_of_enqueue_reserve_ack_nack_expiry_cancel_and_limit_changes_exceeds_the_limit() {
     for seed in 1..=40u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng = Rng::seeded(seed);
         let mut limit = 1 + rng.below(4) as u32;
         let mut harness = Harness::with_policy(limited(limit));
         let mut now_ms = NOW_MS;

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Harness, declare, job, policy_with};
+use common::{Harness, Rng, declare, job, policy_with};
 use sepp_core::{Policy, RateLimit};
 
 const T0: i64 = 5_000_000;
@@ -78,22 +78,10 @@ fn a_changed_limit_applies_at_once() {
     assert_eq!(harness.reserve_ids(T0 + 1, &["q"], 5).len(), 4, "no limit any more");
 }
 
-/// A small deterministic generator, so a failing run can be repeated.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 #[test]
 fn no_window_ever_sees_more_than_the_burst_plus_the_rate() {
     for seed in 1..=30u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng = Rng::seeded(seed);
         let (limit, period_ms, burst) = (1 + rng.below(5) as u32, 100 + rng.below(2_000), 1 + rng.below(6) as u32);
         let mut harness = Harness::with_policy(limited(limit, period_ms, burst));
         let mut now_ms = T0;

@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 
-use common::{Harness, JobBuilder, job};
+use common::{Harness, JobBuilder, Rng, job};
 use sepp_core::schedule::{
     Cadence, CatchUp, FiringOutcome, JobTemplate, MISFIRE_GRACE_MS, Overlap, ScheduleSpec, slot_job_id,
 };
@@ -232,21 +232,6 @@ fn a_slot_the_queue_refuses_is_skipped_and_the_schedule_goes_on() {
     let refused = fired(&mut harness, T0 + MINUTE);
     assert!(matches!(&refused[0].2, FiringOutcome::Refused(reason) if reason == "queue_full"), "{refused:?}");
     assert_eq!(harness.state.schedule("full").unwrap().next_ms, T0 + 2 * MINUTE);
-}
-
-/// A small deterministic generator, so a failing run can be repeated.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 #[test]

@@ -264,3 +264,20 @@ impl Drop for Harness {
         assert_eq!(restored.fingerprint(), self.state.fingerprint(), "the state's snapshot did not rebuild it");
     }
 }
+
+/// A small deterministic generator for randomized tests, so a failing seed can be repeated.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A generator for `seed` (any value, zero included).
+    pub fn seeded(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
