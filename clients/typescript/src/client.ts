@@ -11,6 +11,7 @@
  * getServerInfo follow the retry policy; reserve and drainDeadLetters are never retried.
  */
 import * as grpc from "@grpc/grpc-js";
+import { AckPipeline } from "./acks.js";
 import {
   authorizationHeader,
   type ConnectOptions,
@@ -106,6 +107,8 @@ export class SeppClient {
   readonly logger: Logger;
   readonly #grpc: grpc.Client;
   readonly #authorization: string | undefined;
+  /** The ack coalescing pipeline, unless `coalesceAcks` is false. */
+  readonly #acks: AckPipeline | undefined;
 
   private constructor(
     channel: grpc.Client,
@@ -118,6 +121,13 @@ export class SeppClient {
     this.retryPolicy = options.retryPolicy ?? new RetryPolicy();
     this.rpcTimeout = rpcTimeout;
     this.logger = options.logger ?? silentLogger;
+    this.#acks =
+      options.coalesceAcks === false
+        ? undefined
+        : new AckPipeline(
+            (request) => this.#call(Q.ack, request, this.rpcTimeout, undefined),
+            (request) => this.#call(Q.ackBatch, request, this.rpcTimeout, undefined),
+          );
   }
 
   /**
@@ -134,6 +144,9 @@ export class SeppClient {
     const rpcTimeout = checkMs("rpcTimeout", options.rpcTimeout ?? DEFAULT_RPC_TIMEOUT_MS, 1);
     if (options.retryPolicy !== undefined && !(options.retryPolicy instanceof RetryPolicy)) {
       throw new ValidationError("retryPolicy must be a RetryPolicy");
+    }
+    if (options.coalesceAcks !== undefined && typeof options.coalesceAcks !== "boolean") {
+      throw new ValidationError("coalesceAcks must be a boolean");
     }
     const settings = channelOptions(options);
     let channelCredentials: grpc.ChannelCredentials;
@@ -468,10 +481,27 @@ export class SeppClient {
     });
   }
 
-  /** Completes a job: the server deletes it. Throws `JobNotFoundError` or `AttemptMismatchError` when the lease is gone. */
+  /**
+   * Completes a job: the server deletes it. Throws `JobNotFoundError` or `AttemptMismatchError` when
+   * the lease is gone, `JobCancelledError` when the job was cancelled. Unless `coalesceAcks` is
+   * false, the acks made in one turn of the event loop share one `AckBatch` call (see `acks.ts`); a
+   * traced ack (one whose span context would be propagated) keeps its own call, so the server's
+   * span is its child.
+   */
   async ack(ctx: JobCtx): Promise<void> {
     const request: wire.AckRequest = { jobId: ctx.id, attempt: ctx.attempt, workerId: ctx.workerId };
-    await inClientSpan("sepp.ack", leaseAttributes(ctx), () => this.#leaseCall("ack", Q.ack, request));
+    await inClientSpan("sepp.ack", leaseAttributes(ctx), () => {
+      const acks = this.#acks;
+      if (acks === undefined || activeTraceContext() !== undefined)
+        return this.#leaseCall("ack", Q.ack, request);
+      // The first attempt shares the turn's call; the retry policy goes on with plain Acks.
+      let first = true;
+      return this.#leaseAttempts("ack", (): Promise<unknown> => {
+        if (!first) return this.#call(Q.ack, request, this.rpcTimeout, undefined);
+        first = false;
+        return acks.submit(request);
+      });
+    });
   }
 
   /**
@@ -579,10 +609,13 @@ export class SeppClient {
   // ---- plumbing ----
 
   /** An ack, nack or extend: retried under the policy, its failure mapped to a lease error. */
-  async #leaseCall<Req, Resp>(operation: string, method: Method<Req, Resp>, request: Req): Promise<Resp> {
-    const outcome = await withRetries(this.retryPolicy, operation, "transient", this.logger, () =>
-      this.#call(method, request, this.rpcTimeout, undefined),
-    );
+  #leaseCall<Req, Resp>(operation: string, method: Method<Req, Resp>, request: Req): Promise<Resp> {
+    return this.#leaseAttempts(operation, () => this.#call(method, request, this.rpcTimeout, undefined));
+  }
+
+  /** Attempts of an ack, nack or extend under the retry policy, the failure mapped to a lease error. */
+  async #leaseAttempts<Resp>(operation: string, attempt: () => Promise<Resp>): Promise<Resp> {
+    const outcome = await withRetries(this.retryPolicy, operation, "transient", this.logger, attempt);
     if (outcome.ok) return outcome.value;
     const error = mapped(outcome.error, leaseErrorFromStatus);
     if (outcome.attempts > 1 && error instanceof JobNotFoundError) {

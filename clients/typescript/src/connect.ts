@@ -31,6 +31,12 @@ export interface ConnectOptions {
   maxReceiveMessageBytes?: number | undefined;
   /** Where diagnostics go (default: nowhere). */
   logger?: Logger | undefined;
+  /**
+   * Send the acks made in one turn of the event loop (a Worker's acks of one reserve answer) as one
+   * `AckBatch` call, or one `Ack` each against a server without it (default true). False sends every
+   * ack on its own call.
+   */
+  coalesceAcks?: boolean | undefined;
 }
 
 /** HTTP/2 keepalive: ping this often, even while idle, so proxies keep long polls open... */

@@ -9,6 +9,7 @@ import {
   describeJobRejection,
   EmptyBatchError,
   isJobRejection,
+  JobCancelledError,
   JobNotFoundError,
   JobRejectedError,
   OverloadedError,
@@ -277,6 +278,45 @@ describe("reserve, ack, nack and extend", () => {
     await client.ack(ctx);
     await assert.rejects(ctx.extend(1_000), JobNotFoundError);
     await assert.rejects(ctx.extend(0), ValidationError);
+  });
+
+  test("acks made together share an AckBatch call, and each gets its own outcome", async () => {
+    const queue = freshQueue();
+    const stale = freshQueue();
+    await client.enqueue({ queue: stale, jobType: "t" });
+    const expired = await reserveOne(stale, 100);
+    // The lease expires, and the job comes back as attempt 2.
+    const current = await reserveOne(stale);
+    await client.enqueueBatch([1, 2, 3, 4].map(() => ({ queue, jobType: "t" })));
+    const jobs = await client.reserve({ queues: [queue], leaseDuration: 30_000, maxJobs: 4 });
+    assert.equal(jobs?.length, 4);
+    type Reserved = NonNullable<typeof jobs>[number];
+    const [done, fine, cancelled, alsoFine] = jobs as [Reserved, Reserved, Reserved, Reserved];
+    await client.ack(done.ctx);
+    assert.equal((await client.cancel(cancelled.ctx.id)).wasLeased, true);
+    const outcomes = await Promise.allSettled([
+      client.ack(done.ctx),
+      client.ack(fine.ctx),
+      client.ack(cancelled.ctx),
+      client.ack(expired.ctx),
+      client.ack(alsoFine.ctx),
+      client.ack(current.ctx),
+    ]);
+    const reason = (index: number) => {
+      const outcome = outcomes[index];
+      assert.equal(outcome?.status, "rejected", `outcome ${index}`);
+      return outcome.reason as unknown;
+    };
+    assert.ok(reason(0) instanceof JobNotFoundError && !(reason(0) instanceof JobCancelledError));
+    assert.equal(outcomes[1]?.status, "fulfilled");
+    assert.ok(reason(2) instanceof JobCancelledError);
+    assert.ok(reason(3) instanceof AttemptMismatchError);
+    assert.equal(outcomes[4]?.status, "fulfilled");
+    assert.equal(outcomes[5]?.status, "fulfilled");
+    assert.equal(
+      await client.reserve({ queues: [queue, stale], leaseDuration: 1_000, waitTimeout: 0 }),
+      null,
+    );
   });
 
   test("a stale attempt is refused with AttemptMismatchError", async () => {

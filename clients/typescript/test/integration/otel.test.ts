@@ -144,6 +144,39 @@ describe("trace propagation", () => {
     assert.equal(withoutAppSpan?.links.length, 1);
   });
 
+  test("traced acks keep their own Ack calls, each carrying its span's context", async () => {
+    const job = (id: string) => ({
+      id,
+      jobType: "t",
+      attempt: 1,
+      maxAttempts: 3,
+      queue: "q",
+      priority: 0,
+      custom: {},
+      enqueuedAt: { seconds: 100n, nanos: 0 },
+      leaseExpiresAt: { seconds: BigInt(Math.floor(Date.now() / 1000) + 60), nanos: 0 },
+    });
+    const stub = await StubServer.start({
+      reserve: () => ({ response: { jobs: [job("job-1"), job("job-2"), job("job-3")] } }),
+      ack: (request) => ({ response: { jobId: (request as { jobId: string }).jobId } }),
+    });
+    const stubbed = await SeppClient.connect(stub.addr);
+    const reserved = (await stubbed.reserve({ queues: ["q"], leaseDuration: 1_000 })) ?? [];
+    assert.equal(reserved.length, 3);
+    exporter.reset();
+    await Promise.all(reserved.map((job) => stubbed.ack(job.ctx)));
+    assert.equal(stub.callsOf("ackBatch").length, 0);
+    const spans = finished("sepp.ack");
+    assert.equal(spans.length, 3);
+    const sent = stub.callsOf("ack").map((call) => call.metadata.get("traceparent")[0]);
+    assert.deepEqual(
+      new Set(sent),
+      new Set(spans.map((span) => `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`)),
+    );
+    stubbed.close();
+    stub.stop();
+  });
+
   test("a job without a trace context gets a process span without a link", async () => {
     const queue = freshQueue();
     // With no tracer provider the API hands out no-op spans, whose invalid context is not stamped.

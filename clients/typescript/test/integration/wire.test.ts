@@ -9,7 +9,10 @@ import { status } from "@grpc/grpc-js";
 import * as wire from "../../src/gen/sepp/v1/queue.js";
 import {
   ALL_QUEUES,
+  AttemptMismatchError,
+  BatchResultCountMismatchError,
   InvalidRequestError,
+  JobCancelledError,
   JobNotFoundError,
   MalformedResponseError,
   RetryPolicy,
@@ -304,6 +307,163 @@ describe("the Worker on the wire", () => {
     await running;
     assert.ok(server.callsOf("reserve").length >= 3);
     client.close();
+  });
+});
+
+describe("acks coalesced on the wire", () => {
+  const jobs = (count: number, from = 1) =>
+    Array.from({ length: count }, (_, n) => job({ id: `job-${from + n}` }));
+  const succeed = (request: unknown): StubAnswer => ({
+    response: {
+      results: (request as wire.AckBatchRequest).acks.map((ack) => ({
+        outcome: { $case: "success", value: { jobId: ack.jobId } },
+      })),
+    },
+  });
+  const reserveAll = async (client: SeppClient) =>
+    (await client.reserve({ queues: ["q"], leaseDuration: 1_000, workerId: "w" })) ?? [];
+  const ids = (request: unknown) => (request as wire.AckBatchRequest).acks.map((ack) => ack.jobId);
+
+  test("a Worker acks the jobs of one reserve answer with one AckBatch call", async () => {
+    let served = false;
+    const server = await stub({
+      reserve: () => {
+        if (served) return "hang";
+        served = true;
+        return { response: { jobs: jobs(5) } };
+      },
+      ackBatch: succeed,
+    });
+    const client = await SeppClient.connect(server.addr);
+    const worker = new Worker(client, { queues: ["q"], leaseDuration: 2_000, maxInFlight: 8, workerId: "w" });
+    // Shut down at once: the jobs already handed over are still handled and acked before run() resolves.
+    await worker.catchAll(() => worker.shutdownHandle().shutdown()).run();
+    assert.deepEqual(
+      server.callsOf("ackBatch").map((call) => ids(call.request)),
+      [["job-1", "job-2", "job-3", "job-4", "job-5"]],
+    );
+    assert.deepEqual((server.callsOf("ackBatch")[0]?.request as wire.AckBatchRequest | undefined)?.acks[0], {
+      jobId: "job-1",
+      attempt: 1,
+      workerId: "w",
+    });
+    assert.equal(server.callsOf("ack").length, 0);
+    client.close();
+  });
+
+  test("each ack gets its own item's outcome, mapped as its own Ack's would be", async () => {
+    const server = await stub({
+      reserve: () => ({ response: { jobs: jobs(4) } }),
+      ackBatch: () => ({
+        response: {
+          results: [
+            { outcome: { $case: "success", value: { jobId: "job-1" } } },
+            { outcome: { $case: "error", value: { code: status.NOT_FOUND, message: "job not found" } } },
+            { outcome: { $case: "error", value: { code: status.FAILED_PRECONDITION, message: "stale" } } },
+            { outcome: { $case: "error", value: { code: status.NOT_FOUND, message: "job was cancelled" } } },
+          ],
+        },
+      }),
+    });
+    const client = await SeppClient.connect(server.addr);
+    const reserved = await reserveAll(client);
+    const outcomes = reserved.map((job) => client.ack(job.ctx));
+    await outcomes[0];
+    await assert.rejects(outcomes[1] as Promise<void>, (error) => {
+      assert.ok(error instanceof JobNotFoundError && !(error instanceof JobCancelledError));
+      return true;
+    });
+    await assert.rejects(outcomes[2] as Promise<void>, AttemptMismatchError);
+    await assert.rejects(outcomes[3] as Promise<void>, JobCancelledError);
+    assert.equal(server.callsOf("ackBatch").length, 1);
+    assert.equal(server.callsOf("ack").length, 0);
+    client.close();
+  });
+
+  test("against a server without AckBatch the acks are resent one Ack each, and AckBatch is not tried again", async () => {
+    let reserves = 0;
+    const server = await stub({
+      reserve: () => ({ response: { jobs: jobs(3, 1 + 3 * reserves++) } }),
+      ack: (request) => ({ response: { jobId: (request as wire.AckRequest).jobId } }),
+    });
+    const client = await SeppClient.connect(server.addr);
+    const first = await reserveAll(client);
+    await Promise.all(first.map((job) => client.ack(job.ctx)));
+    assert.equal(server.callsOf("ackBatch").length, 1);
+    assert.deepEqual(
+      server.callsOf("ack").map((call) => (call.request as wire.AckRequest).jobId),
+      ["job-1", "job-2", "job-3"],
+    );
+    const second = await reserveAll(client);
+    await Promise.all(second.map((job) => client.ack(job.ctx)));
+    assert.equal(server.callsOf("ackBatch").length, 1);
+    assert.equal(server.callsOf("ack").length, 6);
+    client.close();
+  });
+
+  test("a failed shared call fails every ack; the retry policy goes on with each one's own Ack", async () => {
+    const server = await stub({
+      reserve: () => ({ response: { jobs: jobs(3) } }),
+      ackBatch: fail(status.UNAVAILABLE),
+      ack: (request) => ({ response: { jobId: (request as wire.AckRequest).jobId } }),
+    });
+    const once = await SeppClient.connect(server.addr);
+    const reserved = await reserveAll(once);
+    const outcomes = await Promise.allSettled(reserved.map((job) => once.ack(job.ctx)));
+    for (const outcome of outcomes) {
+      assert.equal(outcome.status, "rejected");
+      assert.ok(outcome.reason instanceof TransportError);
+    }
+    assert.equal(server.callsOf("ackBatch").length, 1);
+    assert.equal(server.callsOf("ack").length, 0); // the default policy: the shared call was the one attempt
+    once.close();
+
+    const retried = await SeppClient.connect(server.addr, { retryPolicy: retrying });
+    const again = await reserveAll(retried);
+    await Promise.all(again.map((job) => retried.ack(job.ctx)));
+    assert.equal(server.callsOf("ackBatch").length, 2);
+    assert.equal(server.callsOf("ack").length, 3);
+    retried.close();
+  });
+
+  test("a short AckBatch answer fails every ack with BatchResultCountMismatchError", async () => {
+    const server = await stub({
+      reserve: () => ({ response: { jobs: jobs(2) } }),
+      ackBatch: () => ({ response: { results: [] } }),
+    });
+    const client = await SeppClient.connect(server.addr);
+    const reserved = await reserveAll(client);
+    const outcomes = await Promise.allSettled(reserved.map((job) => client.ack(job.ctx)));
+    for (const outcome of outcomes) {
+      assert.equal(outcome.status, "rejected");
+      assert.ok(outcome.reason instanceof BatchResultCountMismatchError);
+    }
+    client.close();
+  });
+
+  test("a lone ack is a plain Ack; coalesceAcks: false sends every ack on its own call", async () => {
+    const server = await stub({
+      reserve: () => ({ response: { jobs: jobs(3) } }),
+      ackBatch: succeed,
+      ack: (request) => ({ response: { jobId: (request as wire.AckRequest).jobId } }),
+    });
+    const client = await SeppClient.connect(server.addr);
+    const [lone] = await reserveAll(client);
+    assert.ok(lone);
+    await client.ack(lone.ctx);
+    assert.equal(server.callsOf("ack").length, 1);
+    client.close();
+
+    const plain = await SeppClient.connect(server.addr, { coalesceAcks: false });
+    const reserved = await reserveAll(plain);
+    await Promise.all(reserved.map((job) => plain.ack(job.ctx)));
+    assert.equal(server.callsOf("ack").length, 4);
+    assert.equal(server.callsOf("ackBatch").length, 0);
+    plain.close();
+    await assert.rejects(
+      SeppClient.connect(server.addr, { coalesceAcks: "no" as unknown as boolean }),
+      ValidationError,
+    );
   });
 });
 

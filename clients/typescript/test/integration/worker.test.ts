@@ -75,6 +75,29 @@ describe("Worker", () => {
     );
   });
 
+  test("a Worker handed many jobs at once drains and acks every one (their acks coalesced)", async () => {
+    const queue = freshQueue();
+    const count = 40;
+    await client.enqueueBatch(
+      Array.from({ length: count }, (_, n) => ({ queue, jobType: "t", payload: Payload.json({ n }) })),
+    );
+    const { worker: w, logger, shutdown } = worker(queue, { maxInFlight: count });
+    const seen = new Set<number>();
+    await w
+      .catchAll((payload) => {
+        seen.add(payload?.json<{ n: number }>().n ?? -1);
+        if (seen.size === count) shutdown();
+      })
+      .run();
+    assert.equal(seen.size, count);
+    assert.equal(await hasReadyJob(queue), false);
+    assert.deepEqual(logger.messages("error"), []);
+    assert.deepEqual(
+      logger.messages("warn").filter((m) => SETTLE_FAILURE.test(m)),
+      [],
+    );
+  });
+
   test("HandlerError.retry redelivers under the queue policy", async () => {
     const queue = freshQueue();
     await client.enqueue({ queue, jobType: "t" });
