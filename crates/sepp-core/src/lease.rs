@@ -32,29 +32,22 @@ impl State {
                 continue;
             }
             let before = deliveries.len();
-            let room = self.room_in_flight(queue).min(self.room_rate(queue, now_ms));
+            let rate = self.policy.queue(queue).rate_limit;
+            let room = match rate {
+                None => self.room_in_flight(queue),
+                Some(_) => self.room_in_flight(queue).min(self.room_rate(queue, now_ms)),
+            };
             let take = (plan.max_jobs as usize).min(before.saturating_add(room));
-            let mut interned = None;
             while deliveries.len() < take {
                 let Some(job_id) = self.first_ready(queue) else { break };
                 self.record(Record::Leased { job_id, lease_deadline_ms }, out);
                 let live = self.jobs.get(&job_id).expect("just leased");
-                interned.get_or_insert_with(|| live.job.queue.clone());
                 deliveries.push(Delivery { job: live.job.clone(), attempt: live.state.attempt(), lease_deadline_ms });
             }
             let leased = deliveries.len() - before;
-            if self.policy.queue(queue).rate_limit.is_some() {
-                if let Some(name) = &interned {
-                    self.spend_rate(name, now_ms, leased, out);
-                }
-                if deliveries.len() < plan.max_jobs as usize
-                    && self.has_ready(queue)
-                    && self.room_rate(queue, now_ms) == 0
-                    && let Some(name) =
-                        interned.or_else(|| self.queues.get_key_value(queue.as_str()).map(|(name, _)| name.clone()))
-                {
-                    self.wait_for_token(&name);
-                }
+            if let Some(rate) = rate {
+                let wanted_more = deliveries.len() < plan.max_jobs as usize;
+                self.after_rate_limited_reserve(queue, rate, now_ms, leased, wanted_more, out);
             }
             self.add_total(queue, Total::Reserved, leased as u64);
         }

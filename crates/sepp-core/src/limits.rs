@@ -53,10 +53,35 @@ pub struct RateLimit {
     pub burst: u32,
 }
 
+/// The bucket as GCRA keeps it: `tat_us`, the theoretical arrival time of the next lease
+/// (`None`: never used, so full). A lease is allowed while `tat_us - now_us` is within the
+/// tolerance, `(burst - 1)` intervals; each lease moves `tat_us` one interval on.
 impl RateLimit {
     /// The time one token takes to come back, in microseconds (at least 1).
     pub fn interval_us(&self) -> i64 {
         ((self.period_ms.saturating_mul(1000)) / u64::from(self.limit.max(1))).max(1) as i64
+    }
+
+    fn tolerance_us(&self) -> i64 {
+        i64::from(self.burst.max(1) - 1) * self.interval_us()
+    }
+
+    /// How many leases the bucket allows at `now_us`.
+    pub fn room(&self, tat_us: Option<i64>, now_us: i64) -> usize {
+        let tat = tat_us.unwrap_or(now_us).max(now_us);
+        let slack = self.tolerance_us() - (tat - now_us);
+        if slack < 0 { 0 } else { (slack / self.interval_us() + 1) as usize }
+    }
+
+    /// The bucket's `tat_us` after `leases` more at `now_us`.
+    pub fn spent(&self, tat_us: Option<i64>, now_us: i64, leases: usize) -> i64 {
+        let tat = tat_us.unwrap_or(now_us).max(now_us);
+        tat.saturating_add(self.interval_us().saturating_mul(leases as i64))
+    }
+
+    /// When the bucket at `tat_us` next allows a lease, in microseconds.
+    pub fn next_token_us(&self, tat_us: i64) -> i64 {
+        tat_us - self.tolerance_us()
     }
 }
 

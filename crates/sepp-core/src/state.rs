@@ -231,31 +231,39 @@ impl State {
 
     /// How many leases `queue`'s rate limit allows at `now_ms` (`usize::MAX` without one).
     pub fn room_rate(&self, queue: &str, now_ms: TimeMs) -> usize {
-        let Some(rate) = self.policy.queue(queue).rate_limit else { return usize::MAX };
-        let interval = rate.interval_us();
-        let now_us = now_ms.saturating_mul(1000);
-        let tat = self.rate_tat.get(queue).copied().unwrap_or(now_us).max(now_us);
-        let tolerance = i64::from(rate.burst.max(1) - 1) * interval;
-        let slack = tolerance - (tat - now_us);
-        if slack < 0 { 0 } else { (slack / interval + 1) as usize }
+        match self.policy.queue(queue).rate_limit {
+            None => usize::MAX,
+            Some(rate) => rate.room(self.rate_tat.get(queue).copied(), now_ms.saturating_mul(1000)),
+        }
     }
 
-    /// Spends `leased` tokens of `queue`'s rate limit at `now_ms`.
-    pub(crate) fn spend_rate(&mut self, queue: &Arc<str>, now_ms: TimeMs, leased: usize, out: &mut Vec<Record>) {
-        let Some(rate) = self.policy.queue(queue).rate_limit else { return };
+    /// After a reserve took `leased` jobs from rate-limited `queue` at `now_ms`: the tokens are
+    /// spent (a record, so the bucket survives a restart), and when the caller wanted more and
+    /// the queue has ready jobs but no token, the committer is told when the next one comes.
+    pub(crate) fn after_rate_limited_reserve(
+        &mut self,
+        queue: &str,
+        rate: crate::RateLimit,
+        now_ms: TimeMs,
+        leased: usize,
+        wanted_more: bool,
+        out: &mut Vec<Record>,
+    ) {
         let now_us = now_ms.saturating_mul(1000);
-        let tat = self.rate_tat.get(&**queue).copied().unwrap_or(now_us).max(now_us);
-        let tat_us = tat.saturating_add(rate.interval_us().saturating_mul(leased as i64));
-        self.record(Record::RateAdvanced { queue: queue.clone(), tat_us }, out);
-    }
-
-    /// Notes that `queue` has ready jobs and no token: the committer wakes when the next comes.
-    pub(crate) fn wait_for_token(&mut self, queue: &Arc<str>) {
-        let Some(rate) = self.policy.queue(queue).rate_limit else { return };
-        let Some(tat) = self.rate_tat.get(&**queue).copied() else { return };
-        let tolerance = i64::from(rate.burst.max(1) - 1) * rate.interval_us();
-        let at_ms = (tat - tolerance + 999).div_euclid(1000);
-        self.rate_waits.insert((at_ms, queue.clone()));
+        let name = self.intern(queue);
+        if leased > 0 {
+            let tat_us = rate.spent(self.rate_tat.get(queue).copied(), now_us, leased);
+            self.record(Record::RateAdvanced { queue: name.clone(), tat_us }, out);
+        }
+        let tat = self.rate_tat.get(queue).copied();
+        if wanted_more
+            && self.has_ready(queue)
+            && rate.room(tat, now_us) == 0
+            && let Some(tat_us) = tat
+        {
+            let at_ms = (rate.next_token_us(tat_us) + 999).div_euclid(1000);
+            self.rate_waits.insert((at_ms, name));
+        }
     }
 
     /// Tokens came back at `now_ms`: parked reserves get another look at those queues.
