@@ -335,6 +335,24 @@ class SeppClient:
             except grpc.aio.UsageError as usage:
                 raise ClientError(f"{operation} failed: {usage}") from usage
 
+    async def _traced_call(
+        self,
+        operation: str,
+        rpc: str,
+        method: _Unary,
+        request: Any,
+        to_error: Callable[[grpc.aio.AioRpcError], Exception],
+        attributes: dict[str, str | int] | None = None,
+    ) -> Any:
+        """One call that is safe to retry, in a client span `sepp.<operation>`; a failure is
+        raised as `to_error` maps it."""
+        span = _otel.client_span(operation, rpc, attributes) if _OTEL else _NO_SPAN
+        with span:
+            try:
+                return await self._call(operation, method, request, RETRYABLE_CODES)
+            except grpc.aio.AioRpcError as err:
+                raise to_error(err) from err
+
     # ----------------------------------------------------------------------------------------
     # Producing
     # ----------------------------------------------------------------------------------------
@@ -453,16 +471,14 @@ class SeppClient:
         request = pb.CancelJobRequest(job_id=job_id)
         if reason is not None:
             request.reason = reason
-        span = (
-            _otel.client_span("cancel", "CancelJob", {"messaging.message.id": job_id})
-            if _OTEL
-            else _NO_SPAN
+        response = await self._traced_call(
+            "cancel",
+            "CancelJob",
+            self._cancel,
+            request,
+            cancel_error_from_rpc,
+            {"messaging.message.id": job_id},
         )
-        with span:
-            try:
-                response = await self._call("cancel", self._cancel, request, RETRYABLE_CODES)
-            except grpc.aio.AioRpcError as err:
-                raise cancel_error_from_rpc(err) from err
         return bool(response.was_leased)
 
     # ----------------------------------------------------------------------------------------
@@ -485,20 +501,14 @@ class SeppClient:
         if not isinstance(schedule, Schedule):
             raise TypeError(f"upsert_schedule takes a Schedule, not {type(schedule).__name__}")
         request = pb.UpsertScheduleRequest(schedule=_convert.schedule_to_pb(schedule))
-        span = (
-            _otel.client_span(
-                "upsert_schedule", "UpsertSchedule", {"sepp.schedule.id": schedule.id}
-            )
-            if _OTEL
-            else _NO_SPAN
+        response = await self._traced_call(
+            "upsert_schedule",
+            "UpsertSchedule",
+            self._upsert_schedule,
+            request,
+            schedule_error_from_rpc,
+            {"sepp.schedule.id": schedule.id},
         )
-        with span:
-            try:
-                response = await self._call(
-                    "upsert_schedule", self._upsert_schedule, request, RETRYABLE_CODES
-                )
-            except grpc.aio.AioRpcError as err:
-                raise schedule_error_from_rpc(err) from err
         return _schedule_info(response)
 
     async def delete_schedule(self, schedule_id: str) -> bool:
@@ -509,20 +519,14 @@ class SeppClient:
         """
         check_schedule_id(schedule_id)
         request = pb.DeleteScheduleRequest(id=schedule_id)
-        span = (
-            _otel.client_span(
-                "delete_schedule", "DeleteSchedule", {"sepp.schedule.id": schedule_id}
-            )
-            if _OTEL
-            else _NO_SPAN
+        response = await self._traced_call(
+            "delete_schedule",
+            "DeleteSchedule",
+            self._delete_schedule,
+            request,
+            schedule_error_from_rpc,
+            {"sepp.schedule.id": schedule_id},
         )
-        with span:
-            try:
-                response = await self._call(
-                    "delete_schedule", self._delete_schedule, request, RETRYABLE_CODES
-                )
-            except grpc.aio.AioRpcError as err:
-                raise schedule_error_from_rpc(err) from err
         return bool(response.deleted)
 
     async def list_schedules(self) -> list[ScheduleInfo]:
@@ -531,17 +535,13 @@ class SeppClient:
         One this client cannot read (say, a cadence of a newer server) is skipped and logged, as
         `drain_dead_letters` does with a malformed record.
         """
-        span = _otel.client_span("list_schedules", "ListSchedules") if _OTEL else _NO_SPAN
-        with span:
-            try:
-                response = await self._call(
-                    "list_schedules",
-                    self._list_schedules,
-                    pb.ListSchedulesRequest(),
-                    RETRYABLE_CODES,
-                )
-            except grpc.aio.AioRpcError as err:
-                raise schedule_error_from_rpc(err) from err
+        response = await self._traced_call(
+            "list_schedules",
+            "ListSchedules",
+            self._list_schedules,
+            pb.ListSchedulesRequest(),
+            schedule_error_from_rpc,
+        )
         schedules: list[ScheduleInfo] = []
         for message in response.schedules:
             try:
@@ -571,18 +571,14 @@ class SeppClient:
         answers `UnexpectedStatusError` (UNIMPLEMENTED).
         """
         request = _convert.pause_request_to_pb(queue, until, reason)
-        span = (
-            _otel.client_span("pause_queue", "PauseQueue", {"messaging.destination.name": queue})
-            if _OTEL
-            else _NO_SPAN
+        response = await self._traced_call(
+            "pause_queue",
+            "PauseQueue",
+            self._pause_queue,
+            request,
+            client_error_from_rpc,
+            {"messaging.destination.name": queue},
         )
-        with span:
-            try:
-                response = await self._call(
-                    "pause_queue", self._pause_queue, request, RETRYABLE_CODES
-                )
-            except grpc.aio.AioRpcError as err:
-                raise client_error_from_rpc(err) from err
         if not response.HasField("pause"):
             raise MalformedResponseError("the server's pause answer has no pause")
         try:
@@ -599,18 +595,14 @@ class SeppClient:
         """
         _convert.check_pause_queue(queue)
         request = pb.ResumeQueueRequest(queue=queue)
-        span = (
-            _otel.client_span("resume_queue", "ResumeQueue", {"messaging.destination.name": queue})
-            if _OTEL
-            else _NO_SPAN
+        response = await self._traced_call(
+            "resume_queue",
+            "ResumeQueue",
+            self._resume_queue,
+            request,
+            client_error_from_rpc,
+            {"messaging.destination.name": queue},
         )
-        with span:
-            try:
-                response = await self._call(
-                    "resume_queue", self._resume_queue, request, RETRYABLE_CODES
-                )
-            except grpc.aio.AioRpcError as err:
-                raise client_error_from_rpc(err) from err
         return bool(response.resumed)
 
     async def list_pauses(self) -> list[QueuePause]:
@@ -619,14 +611,13 @@ class SeppClient:
         The server lifts a pause by itself once its `until` has passed; it is listed no more.
         One this client cannot read is skipped and logged, as `list_schedules` does.
         """
-        span = _otel.client_span("list_pauses", "ListPauses") if _OTEL else _NO_SPAN
-        with span:
-            try:
-                response = await self._call(
-                    "list_pauses", self._list_pauses, pb.ListPausesRequest(), RETRYABLE_CODES
-                )
-            except grpc.aio.AioRpcError as err:
-                raise client_error_from_rpc(err) from err
+        response = await self._traced_call(
+            "list_pauses",
+            "ListPauses",
+            self._list_pauses,
+            pb.ListPausesRequest(),
+            client_error_from_rpc,
+        )
         pauses: list[QueuePause] = []
         for message in response.pauses:
             try:
