@@ -389,20 +389,15 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let span = self.span("sepp.pause_queue", request.metadata());
         let request = request.into_inner();
         let result = async {
-            if !request.queue.is_empty()
-                && let Some(problem) = sepp_core::validate::queue_name_problem(&request.queue, "queue")
-            {
-                return Err(Status::invalid_argument(problem).into());
-            }
             let until_ms = request.until.as_ref().map(convert::timestamp_ms);
-            let now_ms = self.clock.now_ms();
-            if let Some(until_ms) = until_ms
-                && until_ms <= now_ms
-            {
-                return Err(Status::invalid_argument("until must be in the future").into());
-            }
-            if request.reason.as_ref().is_some_and(|reason| reason.len() > 1_024) {
-                return Err(Status::invalid_argument("reason is longer than 1024 bytes").into());
+            let problem = crate::admin::pauses::pause_problem(
+                &request.queue,
+                until_ms,
+                request.reason.as_deref(),
+                self.clock.now_ms(),
+            );
+            if let Some(problem) = problem {
+                return Err(Status::invalid_argument(problem).into());
             }
             let (queue, reason) = (request.queue.clone(), request.reason.clone());
             let actor = grpc_actor();

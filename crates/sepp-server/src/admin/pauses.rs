@@ -30,6 +30,26 @@ pub struct PauseBody {
     reason: Option<String>,
 }
 
+/// What is wrong with a pause of `queue` (every queue for `ALL_QUEUES`) until `until_ms`, with
+/// `reason`, asked at `now_ms`; `None` when nothing is. Shared by the admin API and gRPC's
+/// `PauseQueue`.
+pub fn pause_problem(queue: &str, until_ms: Option<TimeMs>, reason: Option<&str>, now_ms: TimeMs) -> Option<String> {
+    if queue != ALL_QUEUES
+        && let Some(problem) = sepp_core::validate::queue_name_problem(queue, "queue")
+    {
+        return Some(problem);
+    }
+    if let Some(until_ms) = until_ms
+        && until_ms <= now_ms
+    {
+        return Some(format!("the pause's end {until_ms} is not in the future (the server's time is {now_ms})"));
+    }
+    if reason.is_some_and(|reason| reason.len() > MAX_REASON_BYTES) {
+        return Some(format!("reason is longer than {MAX_REASON_BYTES} bytes"));
+    }
+    None
+}
+
 /// `POST /queues/{name}/pause`.
 pub async fn pause(
     State(state): State<AdminState>,
@@ -37,9 +57,6 @@ pub async fn pause(
     Path(queue): Path<String>,
     Json(body): Json<PauseBody>,
 ) -> AdminResult<Json<Value>> {
-    if let Some(problem) = sepp_core::validate::queue_name_problem(&queue, "queue") {
-        return Err(AdminError::invalid_argument(problem));
-    }
     pause_scope(state, actor, queue, body).await
 }
 
@@ -53,16 +70,8 @@ pub async fn pause_all(
 }
 
 async fn pause_scope(state: AdminState, actor: Actor, queue: String, body: PauseBody) -> AdminResult<Json<Value>> {
-    let now_ms = state.clock.now_ms();
-    if let Some(until_ms) = body.until_ms
-        && until_ms <= now_ms
-    {
-        return Err(AdminError::invalid_argument(format!(
-            "until_ms {until_ms} is not in the future (the server's time is {now_ms})"
-        )));
-    }
-    if body.reason.as_ref().is_some_and(|reason| reason.len() > MAX_REASON_BYTES) {
-        return Err(AdminError::invalid_argument(format!("reason is longer than {MAX_REASON_BYTES} bytes")));
+    if let Some(problem) = pause_problem(&queue, body.until_ms, body.reason.as_deref(), state.clock.now_ms()) {
+        return Err(AdminError::invalid_argument(problem));
     }
     let (until_ms, reason) = (body.until_ms, body.reason);
     let view = pause_view(&queue, until_ms);
