@@ -276,16 +276,8 @@ impl pb::queue_service_server::QueueService for QueueApi {
             settle_attributes(&span, &request.job_id, request.attempt, request.worker_id.as_deref());
         }
         let result = async {
-            let target =
-                validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
-            let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
-            let attempt = request.attempt;
-            let settled = self.ask(|reply| Command::Ack { job_id, attempt, reply }).await??;
-            if let Some(job) = &settled.job {
-                if let Some(metrics) = &self.telemetry.metrics {
-                    metrics.acked(&job.queue);
-                }
-                settled_job(&span, !span.is_disabled(), job);
+            if let Some(job) = self.ack_item(&request).await? {
+                settled_job(&span, !span.is_disabled(), &job);
             }
             Ok::<_, ApiError>(Response::new(pb::AckResponse { job_id: request.job_id.clone() }))
         };
@@ -310,7 +302,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
                 .zip(outcomes)
                 .map(|(ack, outcome)| pb::AckResult {
                     outcome: Some(match outcome {
-                        Ok(()) => {
+                        Ok(_) => {
                             acked += 1;
                             pb::ack_result::Outcome::Success(pb::AckResponse { job_id: ack.job_id })
                         }
@@ -635,15 +627,16 @@ impl pb::queue_service_server::QueueService for QueueApi {
 }
 
 impl QueueApi {
-    /// One item of an AckBatch: what the same Ack call would do, without a span of its own.
-    async fn ack_item(&self, request: &pb::AckRequest) -> Result<(), ApiError> {
+    /// One ack, of an Ack call or an AckBatch item: validated, committed and counted. Answers
+    /// the job it settled when telemetry asked the committer for it (for the call's span).
+    async fn ack_item(&self, request: &pb::AckRequest) -> Result<Option<Arc<sepp_core::Job>>, ApiError> {
         let target = validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
         let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
         let settled = self.ask(|reply| Command::Ack { job_id, attempt: request.attempt, reply }).await??;
         if let (Some(job), Some(metrics)) = (&settled.job, &self.telemetry.metrics) {
             metrics.acked(&job.queue);
         }
-        Ok(())
+        Ok(settled.job)
     }
 
     async fn enqueue_batch_inner(
