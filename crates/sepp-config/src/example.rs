@@ -149,6 +149,12 @@ stats_history_ms = 3600000
 # rate_limit = 100          # at most 100 leases per rate_period_ms, across all workers
 # rate_period_ms = 1000
 # rate_burst = 100          # how many may go at once after a quiet spell (default rate_limit)
+# limit_key = "tenant"      # the key_* limits hold each value of this custom field apart
+# key_max_in_flight = 2     # at most 2 jobs in flight per tenant
+# key_rate_limit = 10       # at most 10 leases per key_rate_period_ms per tenant
+# key_rate_period_ms = 1000
+# key_rate_burst = 10       # per tenant (default key_rate_limit)
+# key_overrides = { acme = { max_in_flight = 8, rate_limit = 50 } }   # per-value exceptions
 "#;
 
 /// A commented configuration file in which every value is the built-in default.

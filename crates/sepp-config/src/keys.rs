@@ -86,6 +86,12 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "rate_limit",
             "rate_period_ms",
             "rate_burst",
+            "limit_key",
+            "key_max_in_flight",
+            "key_rate_limit",
+            "key_rate_period_ms",
+            "key_rate_burst",
+            "key_overrides",
         ],
     ),
 ];
@@ -203,7 +209,7 @@ mod tests {
     #[test]
     fn the_queue_override_fields_are_the_entry_keys_but_its_name() {
         let fields = queue_override_fields();
-        assert_eq!(fields.len(), 20);
+        assert_eq!(fields.len(), 26);
         assert!(!fields.contains(&"name"));
         assert!(fields.iter().all(|field| known_keys().contains(&&*format!("queues[].{field}"))));
         assert!(fields.contains(&"max_in_flight") && fields.contains(&"max_queue_depth"));

@@ -35,7 +35,7 @@ pub use load::{
 };
 pub use policy::RESTART_ONLY;
 pub use schema::{
-    AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, Config, LimitsConfig, LogFormat, LoggingConfig,
+    AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, Config, KeyOverride, LimitsConfig, LogFormat, LoggingConfig,
     MetricsConfig, QueueConfig, RetryBackoff, ServerConfig, StorageConfig, TracingConfig,
 };
 pub use sepp_core::PersistMode;

@@ -154,6 +154,7 @@ pub(crate) fn global_limits(limits: &LimitsConfig, dedup_window_ms: u64) -> Queu
         max_queue_depth: limits.max_queue_depth,
         max_in_flight: None,
         rate_limit: None,
+        key_limit: None,
     }
 }
 
@@ -185,7 +186,34 @@ pub(crate) fn merged_limits(globals: &QueueLimits, queue: &QueueConfig) -> Queue
             period_ms: queue.rate_period_ms.unwrap_or(1_000),
             burst: queue.rate_burst.unwrap_or(limit),
         }),
+        key_limit: key_limit(queue),
     }
+}
+
+/// The per-key limits of `queue`, when it names a `limit_key`.
+fn key_limit(queue: &QueueConfig) -> Option<std::sync::Arc<sepp_core::KeyLimit>> {
+    let field = queue.limit_key.clone()?;
+    let period_ms = queue.key_rate_period_ms.unwrap_or(1_000);
+    let rate = |limit: Option<u32>, burst: Option<u32>| {
+        limit.map(|limit| sepp_core::RateLimit { limit, period_ms, burst: burst.unwrap_or(limit) })
+    };
+    let default = sepp_core::KeyLimits {
+        max_in_flight: queue.key_max_in_flight,
+        rate: rate(queue.key_rate_limit, queue.key_rate_burst),
+    };
+    let overrides = queue
+        .key_overrides
+        .iter()
+        .flatten()
+        .map(|(value, custom)| {
+            let limits = sepp_core::KeyLimits {
+                max_in_flight: custom.max_in_flight,
+                rate: rate(custom.rate_limit, custom.rate_burst),
+            };
+            (value.clone(), limits)
+        })
+        .collect();
+    Some(std::sync::Arc::new(sepp_core::KeyLimit { field, default, overrides }))
 }
 
 /// Whether `queue` sets `field` itself (for naming the key an error is about).
@@ -212,6 +240,12 @@ pub(crate) fn overrides(queue: &QueueConfig, field: &str) -> bool {
         "rate_limit" => q.rate_limit.is_some(),
         "rate_period_ms" => q.rate_period_ms.is_some(),
         "rate_burst" => q.rate_burst.is_some(),
+        "limit_key" => q.limit_key.is_some(),
+        "key_max_in_flight" => q.key_max_in_flight.is_some(),
+        "key_rate_limit" => q.key_rate_limit.is_some(),
+        "key_rate_period_ms" => q.key_rate_period_ms.is_some(),
+        "key_rate_burst" => q.key_rate_burst.is_some(),
+        "key_overrides" => q.key_overrides.is_some(),
         other => unreachable!("{other} is not a per-queue field"),
     }
 }

@@ -8,6 +8,7 @@
 //! Types that hold key material have a hand-written `Debug` that never prints the key, and their
 //! `Serialize` skips it.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
@@ -386,6 +387,36 @@ pub struct QueueConfig {
     #[serde(default)]
     pub rate_period_ms: Option<u64>,
     /// How many leases may go at once after a quiet spell (default `rate_limit`).
+    #[serde(default)]
+    pub rate_burst: Option<u32>,
+    /// Per-queue only: the custom metadata key whose values the `key_*` limits hold apart.
+    #[serde(default)]
+    pub limit_key: Option<String>,
+    /// At most this many jobs in flight per value of `limit_key`.
+    #[serde(default)]
+    pub key_max_in_flight: Option<u32>,
+    /// At most this many leases per `key_rate_period_ms` per value of `limit_key`.
+    #[serde(default)]
+    pub key_rate_limit: Option<u32>,
+    /// The period of the per-key rate limits (default 1000).
+    #[serde(default)]
+    pub key_rate_period_ms: Option<u64>,
+    /// The per-key burst (default the key's rate limit).
+    #[serde(default)]
+    pub key_rate_burst: Option<u32>,
+    /// Per-value overrides of the per-key limits, by value of `limit_key`.
+    #[serde(default)]
+    pub key_overrides: Option<BTreeMap<String, KeyOverride>>,
+}
+
+/// The limits of one value of a queue's `limit_key`, over the queue's `key_*` defaults.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct KeyOverride {
+    #[serde(default)]
+    pub max_in_flight: Option<u32>,
+    #[serde(default)]
+    pub rate_limit: Option<u32>,
     #[serde(default)]
     pub rate_burst: Option<u32>,
 }

@@ -416,6 +416,7 @@ fn queue_entry<'a>(
             }
         }
     }
+    key_limit_problem(index, queue)?;
     let merged = merged_limits(globals, queue);
     let key_of = |field: &str| {
         if overrides(queue, field) { queue_key(index, queue, field) } else { global_key(field) }
@@ -433,6 +434,79 @@ fn queue_entry<'a>(
         }
         result => result,
     }
+}
+
+/// The per-key limits of one `[[queues]]` entry: named by `limit_key`, each at least 1, and
+/// nothing set that has no effect.
+fn key_limit_problem(index: usize, queue: &QueueConfig) -> Check {
+    let k = |field: &str| queue_key(index, queue, field);
+    let overrides = queue.key_overrides.as_ref();
+    let Some(field) = &queue.limit_key else {
+        for (field, set) in [
+            ("key_max_in_flight", queue.key_max_in_flight.is_some()),
+            ("key_rate_limit", queue.key_rate_limit.is_some()),
+            ("key_rate_period_ms", queue.key_rate_period_ms.is_some()),
+            ("key_rate_burst", queue.key_rate_burst.is_some()),
+            ("key_overrides", overrides.is_some()),
+        ] {
+            if set {
+                let k = k(field);
+                return Err(problem(&[&k], format!("{} needs limit_key in the same queue", k.label)));
+            }
+        }
+        return Ok(());
+    };
+    if field.is_empty() {
+        let k = k("limit_key");
+        return Err(problem(&[&k], format!("{} must name a custom metadata key", k.label)));
+    }
+    let any_override_rate = overrides.into_iter().flatten().any(|(_, custom)| custom.rate_limit.is_some());
+    if queue.key_max_in_flight.is_none() && queue.key_rate_limit.is_none() && overrides.is_none_or(|o| o.is_empty()) {
+        let k = k("limit_key");
+        return Err(problem(
+            &[&k],
+            format!("{} needs key_max_in_flight, key_rate_limit or key_overrides in the same queue", k.label),
+        ));
+    }
+    for (field, zero) in [
+        ("key_max_in_flight", queue.key_max_in_flight == Some(0)),
+        ("key_rate_limit", queue.key_rate_limit == Some(0)),
+        ("key_rate_period_ms", queue.key_rate_period_ms == Some(0)),
+        ("key_rate_burst", queue.key_rate_burst == Some(0)),
+    ] {
+        if zero {
+            let k = k(field);
+            return Err(problem(&[&k], format!("{} must be at least 1 (leave it out for no limit)", k.label)));
+        }
+    }
+    if queue.key_rate_burst.is_some() && queue.key_rate_limit.is_none() {
+        let k = k("key_rate_burst");
+        return Err(problem(&[&k], format!("{} needs key_rate_limit in the same queue", k.label)));
+    }
+    if queue.key_rate_period_ms.is_some() && queue.key_rate_limit.is_none() && !any_override_rate {
+        let k = k("key_rate_period_ms");
+        return Err(problem(&[&k], format!("{} needs key_rate_limit (or an override's rate_limit)", k.label)));
+    }
+    for (value, custom) in overrides.into_iter().flatten() {
+        let k = k("key_overrides");
+        let at = format!("{}.{value:?}", k.label);
+        for (name, zero) in [
+            ("max_in_flight", custom.max_in_flight == Some(0)),
+            ("rate_limit", custom.rate_limit == Some(0)),
+            ("rate_burst", custom.rate_burst == Some(0)),
+        ] {
+            if zero {
+                return Err(problem(&[&k], format!("{at}.{name} must be at least 1")));
+            }
+        }
+        if custom.rate_burst.is_some() && custom.rate_limit.is_none() {
+            return Err(problem(&[&k], format!("{at}.rate_burst needs rate_limit in the same override")));
+        }
+        if custom.max_in_flight.is_none() && custom.rate_limit.is_none() {
+            return Err(problem(&[&k], format!("{at} sets no limit (max_in_flight or rate_limit)")));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -91,6 +91,7 @@ fn queue_overrides_merge_over_globals() {
             max_queue_depth: Some(13),
             max_in_flight: Some(14),
             rate_limit: None,
+            key_limit: None,
         }
     );
     // A declared queue without overrides has exactly the globals.
@@ -218,4 +219,31 @@ fn hot_changes_are_not_restart_only() {
          [[queues]]\nname = \"added_without_a_window\"\n",
     );
     assert!(running.restart_only_changes(&edited).is_empty());
+}
+
+#[test]
+fn per_key_limits_resolve_overrides_over_the_key_defaults() {
+    let c = config(
+        r#"
+        [[queues]]
+        name = "emails"
+        limit_key = "tenant"
+        key_max_in_flight = 2
+        key_rate_limit = 10
+        key_rate_period_ms = 500
+        [queues.key_overrides]
+        acme = { max_in_flight = 8 }
+        slow = { rate_limit = 1, rate_burst = 3 }
+        [[queues]]
+        name = "plain"
+        "#,
+    );
+    let policy = c.policy(&c);
+    let key = policy.queue("emails").key_limit.clone().expect("a key limit");
+    assert_eq!(key.field, "tenant");
+    let rate = |limit, burst| Some(sepp_core::RateLimit { limit, period_ms: 500, burst });
+    assert_eq!(key.of("other"), sepp_core::KeyLimits { max_in_flight: Some(2), rate: rate(10, 10) });
+    assert_eq!(key.of("acme"), sepp_core::KeyLimits { max_in_flight: Some(8), rate: rate(10, 10) });
+    assert_eq!(key.of("slow"), sepp_core::KeyLimits { max_in_flight: Some(2), rate: rate(1, 3) });
+    assert!(policy.queue("plain").key_limit.is_none());
 }

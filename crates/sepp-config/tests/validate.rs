@@ -255,3 +255,40 @@ fn each_queues_merged_limits_pass_the_global_rules() {
                  default_max_attempts = 150\nmax_attempts_ceiling = 200\n";
     assert!(load_str(roomy, &[]).is_ok());
 }
+
+#[test]
+fn per_key_limits_need_a_limit_key_and_values_of_at_least_one() {
+    let queue = |body: &str| format!("[[queues]]\nname = \"emails\"\n{body}");
+    let cases: &[(&str, &str)] = &[
+        ("key_max_in_flight = 2", "queues.emails.key_max_in_flight needs limit_key"),
+        ("key_overrides = { acme = { max_in_flight = 1 } }", "queues.emails.key_overrides needs limit_key"),
+        ("limit_key = \"\"\nkey_max_in_flight = 1", "queues.emails.limit_key must name"),
+        ("limit_key = \"tenant\"", "needs key_max_in_flight, key_rate_limit or key_overrides"),
+        ("limit_key = \"tenant\"\nkey_max_in_flight = 0", "queues.emails.key_max_in_flight must be at least 1"),
+        ("limit_key = \"tenant\"\nkey_rate_limit = 0", "queues.emails.key_rate_limit must be at least 1"),
+        ("limit_key = \"tenant\"\nkey_max_in_flight = 1\nkey_rate_burst = 3", "key_rate_burst needs key_rate_limit"),
+        (
+            "limit_key = \"tenant\"\nkey_max_in_flight = 1\nkey_rate_period_ms = 3",
+            "key_rate_period_ms needs key_rate_limit",
+        ),
+        (
+            "limit_key = \"t\"\nkey_overrides = { acme = { max_in_flight = 0 } }",
+            "\"acme\".max_in_flight must be at least 1",
+        ),
+        ("limit_key = \"t\"\nkey_overrides = { acme = { rate_burst = 2 } }", "\"acme\".rate_burst needs rate_limit"),
+        ("limit_key = \"t\"\nkey_overrides = { acme = {} }", "\"acme\" sets no limit"),
+    ];
+    for (body, wanted) in cases {
+        let message = rejected(&queue(body));
+        assert!(message.contains(wanted), "{body}: {message}");
+    }
+    let message = rejected(&queue("limit_key = \"t\"\nkey_overrides = { acme = { max_in_fligh = 2 } }"));
+    assert!(message.contains("max_in_fligh"), "an unknown override field is refused: {message}");
+    for body in [
+        "limit_key = \"tenant\"\nkey_max_in_flight = 1",
+        "limit_key = \"tenant\"\nkey_rate_limit = 1\nkey_rate_burst = 1\nkey_rate_period_ms = 1",
+        "limit_key = \"t\"\nkey_rate_period_ms = 5\nkey_overrides = { acme = { rate_limit = 1, rate_burst = 1 } }",
+    ] {
+        load_str(&queue(body), &[]).unwrap_or_else(|error| panic!("{body}: {error}"));
+    }
+}

@@ -38,11 +38,22 @@ impl State {
                 Some(_) => self.room_in_flight(queue).min(self.room_rate(queue, now_ms)),
             };
             let take = (plan.max_jobs as usize).min(before.saturating_add(room));
-            while deliveries.len() < take {
-                let Some(job_id) = self.first_ready(queue) else { break };
-                self.record(Record::Leased { job_id, lease_deadline_ms }, out);
-                let live = self.jobs.get(&job_id).expect("just leased");
-                deliveries.push(Delivery { job: live.job.clone(), attempt: live.state.attempt(), lease_deadline_ms });
+            if !self.keyed.is_empty() && self.keyed.contains_key(&**queue) {
+                let next_token_ms = self.reserve_keyed(queue, now_ms, lease_deadline_ms, take, &mut deliveries, out);
+                if let Some(at_ms) = next_token_ms
+                    && deliveries.len() < plan.max_jobs as usize
+                {
+                    let name = self.intern(queue);
+                    self.rate_waits.insert((at_ms, name));
+                }
+            } else {
+                while deliveries.len() < take {
+                    let Some(job_id) = self.first_ready(queue) else { break };
+                    self.record(Record::Leased { job_id, lease_deadline_ms }, out);
+                    let live = self.jobs.get(&job_id).expect("just leased");
+                    let attempt = live.state.attempt();
+                    deliveries.push(Delivery { job: live.job.clone(), attempt, lease_deadline_ms });
+                }
             }
             let leased = deliveries.len() - before;
             if let Some(rate) = rate {

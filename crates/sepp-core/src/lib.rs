@@ -36,6 +36,7 @@ pub mod validate;
 
 mod enqueue;
 mod jobs;
+mod keyed;
 mod lease;
 mod state;
 mod sweep;
@@ -46,7 +47,7 @@ pub use cancel::{CancelError, CancelOutcome};
 pub use enqueue::{AtomicOutcome, Enqueued};
 pub use errors::{CallError, LeaseError, Rejection};
 pub use lease::Nacked;
-pub use limits::{Policy, QueueLimits, RateLimit, RetryBackoff, ServerLimits};
+pub use limits::{KeyLimit, KeyLimits, Policy, QueueLimits, RateLimit, RetryBackoff, ServerLimits};
 pub use peek::{JobFilter, JobKey, PEEK_SCAN_LIMIT, PeekPage, PeekState, Peeked, WrongCursor};
 pub use record::Record;
 pub use snapshot::{SNAPSHOT_CHUNK, Snapshot, SnapshotEntry};

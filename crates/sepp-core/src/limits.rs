@@ -43,6 +43,52 @@ pub struct QueueLimits {
     pub max_in_flight: Option<u32>,
     /// Per-queue only: at most so many leases per period; `None` is unlimited.
     pub rate_limit: Option<RateLimit>,
+    /// Per-queue only: limits per value of one custom metadata field; `None` is unlimited.
+    pub key_limit: Option<std::sync::Arc<KeyLimit>>,
+}
+
+/// Limits that apply to each value of one custom metadata field on its own (for example at most
+/// 5 jobs in flight per `tenant`). Jobs without the field are held only by the queue's limits.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyLimit {
+    /// The custom metadata key whose value names a job's key.
+    pub field: String,
+    /// The limits of every value without an override.
+    pub default: KeyLimits,
+    /// Per-value overrides: each replaces the default's fields it sets.
+    pub overrides: HashMap<String, KeyLimits>,
+}
+
+/// The limits of one key value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyLimits {
+    /// At most this many of the value's jobs in flight at once; `None` is unlimited.
+    pub max_in_flight: Option<u32>,
+    /// At most so many of the value's jobs leased per period; `None` is unlimited.
+    pub rate: Option<RateLimit>,
+}
+
+impl KeyLimit {
+    /// The effective limits of `value`.
+    pub fn of(&self, value: &str) -> KeyLimits {
+        match self.overrides.get(value) {
+            None => self.default,
+            Some(custom) => custom.over(self.default),
+        }
+    }
+
+    /// Whether any value has an in-flight limit or a rate limit at all.
+    pub fn limits_anything(&self) -> bool {
+        let limits = |limits: &KeyLimits| limits.max_in_flight.is_some() || limits.rate.is_some();
+        limits(&self.default) || self.overrides.values().any(limits)
+    }
+}
+
+impl KeyLimits {
+    /// These limits where set, `base`'s elsewhere.
+    pub fn over(self, base: KeyLimits) -> KeyLimits {
+        KeyLimits { max_in_flight: self.max_in_flight.or(base.max_in_flight), rate: self.rate.or(base.rate) }
+    }
 }
 
 /// A token bucket: `limit` leases per `period_ms`, up to `burst` at once after a quiet spell.
@@ -107,6 +153,7 @@ impl Default for QueueLimits {
             max_queue_depth: None,
             max_in_flight: None,
             rate_limit: None,
+            key_limit: None,
         }
     }
 }

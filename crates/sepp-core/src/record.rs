@@ -70,6 +70,9 @@ pub enum Record {
     /// A rate-limited queue leased jobs: its bucket's theoretical arrival time is now `tat_us`
     /// (microseconds since the epoch). In the log so that a restart keeps the limit exact.
     RateAdvanced { queue: Arc<str>, tat_us: i64 },
+    /// A queue with a per-key rate limit leased a job of key value `key`: that key's bucket's
+    /// theoretical arrival time is now `tat_us`.
+    KeyRateAdvanced { queue: Arc<str>, key: Arc<str>, tat_us: i64 },
     /// The acceptance sequence continues at `next_seq` (or later): how a checkpoint carries the
     /// counter, so a state rebuilt from one numbers new jobs exactly as the original would.
     SequenceRestored { next_seq: u64 },

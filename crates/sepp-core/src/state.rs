@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use crate::audit::AuditLog;
 use crate::jobs::{JobTable, LiveJob, Slot};
+use crate::keyed::KeyedQueue;
 use crate::limits::Policy;
 use crate::record::Record;
 use crate::snapshot::{Snapshot, SnapshotEntry};
@@ -152,6 +153,10 @@ pub struct State {
     /// When a rate-limited queue that had ready jobs and no token gets its next token: the
     /// committer wakes then, so parked reserves are offered the queue again. Not state: a hint.
     pub(crate) rate_waits: BTreeSet<(TimeMs, Arc<str>)>,
+    /// The per-key index of every queue with a key limit (derived: see [`crate::keyed`]).
+    pub(crate) keyed: HashMap<Arc<str>, KeyedQueue>,
+    /// Per-key rate buckets by queue, then key value: the next lease's arrival time, in µs.
+    pub(crate) key_rate_tat: HashMap<Arc<str>, HashMap<Arc<str>, i64>>,
     /// Recurring schedules by id, and their next slots in time order.
     pub(crate) schedules: HashMap<String, crate::schedule::Schedule>,
     pub(crate) schedule_index: BTreeSet<(TimeMs, String)>,
@@ -163,7 +168,7 @@ pub struct State {
 
 impl State {
     pub fn new(policy: Arc<Policy>, rules: StorageRules) -> Self {
-        State {
+        let mut state = State {
             policy,
             rules,
             jobs: JobTable::default(),
@@ -184,10 +189,14 @@ impl State {
             schedules: HashMap::new(),
             rate_tat: HashMap::new(),
             rate_waits: BTreeSet::new(),
+            keyed: HashMap::new(),
+            key_rate_tat: HashMap::new(),
             schedule_index: BTreeSet::new(),
             audit: AuditLog::default(),
             totals: TotalsTable::default(),
-        }
+        };
+        state.rekey(&Policy::default());
+        state
     }
 
     pub fn policy(&self) -> &Arc<Policy> {
@@ -196,7 +205,8 @@ impl State {
 
     /// Installs a reloaded policy; it applies to every decision from now on.
     pub fn set_policy(&mut self, policy: Arc<Policy>) {
-        self.policy = policy;
+        let previous = std::mem::replace(&mut self.policy, policy);
+        self.rekey(&previous);
         // A raised or removed in-flight limit can let parked reserves take waiting jobs.
         self.ready_generation += 1;
     }
@@ -218,15 +228,20 @@ impl State {
     /// Whether `queue` has a job a reserve can take now: ready, not paused, and under the
     /// queue's in-flight limit.
     pub fn has_ready(&self, queue: &str) -> bool {
-        self.queues.get(queue).is_some_and(|state| !state.ready.is_empty())
-            && !self.is_paused(queue)
-            && self.room_in_flight(queue) > 0
+        let ready = if self.keyed.is_empty() || !self.keyed.contains_key(queue) {
+            self.queues.get(queue).is_some_and(|state| !state.ready.is_empty())
+        } else {
+            self.keyed_has_ready(queue, None)
+        };
+        ready && !self.is_paused(queue) && self.room_in_flight(queue) > 0
     }
 
     /// Whether a reserve at `now_ms` could take a job from `queue`: `has_ready`, and a token of
     /// its rate limit is there.
     pub fn has_ready_at(&self, queue: &str, now_ms: TimeMs) -> bool {
-        self.has_ready(queue) && self.room_rate(queue, now_ms) > 0
+        self.has_ready(queue)
+            && self.room_rate(queue, now_ms) > 0
+            && (self.keyed.is_empty() || !self.keyed.contains_key(queue) || self.keyed_has_ready(queue, Some(now_ms)))
     }
 
     /// How many leases `queue`'s rate limit allows at `now_ms` (`usize::MAX` without one).
@@ -475,6 +490,11 @@ impl State {
                 let queue = self.intern(queue);
                 self.rate_tat.insert(queue, *tat_us);
             }
+            Record::KeyRateAdvanced { queue, key, tat_us } => {
+                let queue = self.intern(queue);
+                let key = self.intern(key);
+                self.key_rate_tat.entry(queue).or_default().insert(key, *tat_us);
+            }
             Record::SequenceRestored { next_seq } => self.next_seq = self.next_seq.max(*next_seq),
             Record::Audited { entry } => self.audit.push(entry.clone()),
             Record::DedupExpired { queue, key } => {
@@ -578,6 +598,12 @@ impl State {
         for (queue, tat_us) in &self.rate_tat {
             snapshot.push(Record::RateAdvanced { queue: queue.clone(), tat_us: *tat_us }.into());
         }
+        for (queue, keys) in &self.key_rate_tat {
+            for (key, tat_us) in keys {
+                let record = Record::KeyRateAdvanced { queue: queue.clone(), key: key.clone(), tat_us: *tat_us };
+                snapshot.push(record.into());
+            }
+        }
         snapshot.push(Record::SequenceRestored { next_seq: self.next_seq }.into());
         for (job_id, (at_ms, reason)) in &self.cancelled {
             // After every job: a restore applies it to the leased job it names.
@@ -651,9 +677,15 @@ impl State {
                 self.leases.insert((lease_deadline_ms, live.job.seq), slot);
             }
         }
+        if !self.keyed.is_empty() {
+            self.index_keyed(slot, true);
+        }
     }
 
     fn unindex(&mut self, slot: Slot) {
+        if !self.keyed.is_empty() {
+            self.index_keyed(slot, false);
+        }
         let live = self.jobs.at(slot);
         let queue = self.queues.get_mut(&live.job.queue).expect("live job has a queue");
         match live.state {
@@ -740,6 +772,18 @@ impl State {
     /// index of that state, per-queue counts match the indexes, dead letters are indexed twice,
     /// and dedup deadlines mirror the dedup map. Returns the first violation found.
     pub fn check_invariants(&self) -> Result<(), String> {
+        for (queue, keyed) in &self.keyed {
+            let mut rebuilt = self.clone();
+            rebuilt.rebuild_keyed(queue);
+            if rebuilt.keyed.get(queue) != Some(keyed) {
+                return Err(format!("the per-key index of {queue} does not match its jobs"));
+            }
+        }
+        for (name, limits) in &self.policy.declared {
+            if limits.key_limit.is_some() != self.keyed.contains_key(name.as_str()) {
+                return Err(format!("queue {name} has a per-key index without a key limit, or the reverse"));
+            }
+        }
         if self.schedule_index.len() != self.schedules.len()
             || self
                 .schedules
@@ -869,6 +913,9 @@ impl State {
         closed.extend(self.cancelled.iter().map(|(job_id, cancel)| format!("cancelled {job_id} {cancel:?}")));
         closed.extend(self.schedules.values().map(|schedule| format!("schedule {schedule:?}")));
         closed.extend(self.rate_tat.iter().map(|(queue, tat_us)| format!("rate {queue:?} {tat_us}")));
+        for (queue, keys) in &self.key_rate_tat {
+            closed.extend(keys.iter().map(|(key, tat_us)| format!("key rate {queue:?} {key:?} {tat_us}")));
+        }
         closed.sort();
         let audit: Vec<String> = self.audit.entries().map(|entry| format!("{entry:?}")).collect();
         format!("{jobs:?}\n{dead:?}\n{dedup:?}\n{closed:?}\n{audit:?}\nnext_seq={}", self.next_seq)

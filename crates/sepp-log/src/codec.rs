@@ -66,6 +66,7 @@ mod tag {
     pub const SCHEDULE_FIRED: u8 = 23;
     pub const SEQUENCE_RESTORED: u8 = 24;
     pub const RATE_ADVANCED: u8 = 25;
+    pub const KEY_RATE_ADVANCED: u8 = 26;
 }
 
 /// Appends the encoding of `record` to `out`. Every payload must be inline (the checkpoint
@@ -186,6 +187,12 @@ pub fn encode(record: &Record, out: &mut Vec<u8>, placements: &mut Vec<Placement
             w.str(queue);
             w.i64(*tat_us);
         }
+        Record::KeyRateAdvanced { queue, key, tat_us } => {
+            w.u8(tag::KEY_RATE_ADVANCED);
+            w.str(queue);
+            w.str(key);
+            w.i64(*tat_us);
+        }
         Record::SequenceRestored { next_seq } => {
             w.u8(tag::SEQUENCE_RESTORED);
             w.u64(*next_seq);
@@ -260,6 +267,9 @@ pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), D
         tag::SCHEDULE_SET => Record::ScheduleSet { schedule: Box::new(r.schedule()?) },
         tag::SCHEDULE_DELETED => Record::ScheduleDeleted { id: r.str()? },
         tag::RATE_ADVANCED => Record::RateAdvanced { queue: Arc::from(r.str()?), tat_us: r.i64()? },
+        tag::KEY_RATE_ADVANCED => {
+            Record::KeyRateAdvanced { queue: Arc::from(r.str()?), key: Arc::from(r.str()?), tat_us: r.i64()? }
+        }
         tag::SEQUENCE_RESTORED => Record::SequenceRestored { next_seq: r.u64()? },
         tag::SCHEDULE_FIRED => Record::ScheduleFired {
             id: r.str()?,

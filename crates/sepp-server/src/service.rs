@@ -32,7 +32,8 @@ pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 const MAX_CANCEL_REASON_BYTES: usize = 1_024;
 
 /// What `GetServerInfo` lists as offered beyond the 0.1 protocol.
-pub const FEATURES: &[&str] = &["ack_batch", "cancel", "schedules", "pause"];
+pub const FEATURES: &[&str] =
+    &["ack_batch", "cancel", "schedules", "pause", "in_flight_limits", "rate_limits", "key_limits"];
 
 /// Who the audit log says paused or resumed a queue over gRPC (the admin API names its key).
 fn grpc_actor() -> crate::admin::access::Actor {

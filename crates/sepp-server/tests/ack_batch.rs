@@ -24,7 +24,11 @@ async fn server_info_lists_ack_batch_among_its_features() {
     let server = TestServer::start("");
     let mut client = server.raw_client().await;
     let info = client.get_server_info(pb::GetServerInfoRequest {}).await.unwrap().into_inner();
-    assert_eq!(info.features, ["ack_batch", "cancel", "schedules", "pause"].map(String::from));
+    assert_eq!(
+        info.features,
+        ["ack_batch", "cancel", "schedules", "pause", "in_flight_limits", "rate_limits", "key_limits"]
+            .map(String::from)
+    );
 }
 
 #[tokio::test]

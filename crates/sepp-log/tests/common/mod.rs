@@ -205,5 +205,6 @@ pub fn variant(record: &Record) -> &'static str {
         Record::ScheduleFired { .. } => "ScheduleFired",
         Record::SequenceRestored { .. } => "SequenceRestored",
         Record::RateAdvanced { .. } => "RateAdvanced",
+        Record::KeyRateAdvanced { .. } => "KeyRateAdvanced",
     }
 }

@@ -186,7 +186,8 @@ pub fn toml_value(value: &serde_json::Value) -> AdminResult<TomlValue> {
             _ => None,
         }
     };
-    let invalid = || AdminError::invalid_change("value must be a string, number, bool, or array of scalars");
+    let invalid =
+        || AdminError::invalid_change("value must be a string, number, bool, array of scalars, or object of those");
     match value {
         serde_json::Value::Array(items) => {
             let mut array = Array::new();
@@ -194,6 +195,17 @@ pub fn toml_value(value: &serde_json::Value) -> AdminResult<TomlValue> {
                 array.push(scalar(item).ok_or_else(invalid)?);
             }
             Ok(TomlValue::Array(array))
+        }
+        // An object (a table such as a queue's key_overrides) becomes an inline table; null
+        // entries are left out.
+        serde_json::Value::Object(entries) => {
+            let mut table = toml_edit::InlineTable::new();
+            for (key, entry) in entries {
+                if !entry.is_null() {
+                    table.insert(key, toml_value(entry)?);
+                }
+            }
+            Ok(TomlValue::InlineTable(table))
         }
         other => scalar(other).ok_or_else(invalid),
     }

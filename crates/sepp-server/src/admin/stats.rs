@@ -31,6 +31,8 @@ pub struct QueueStats {
     pub totals: QueueTotals,
     /// Paused by name: `Some(until_ms)` (`None` inside when it lasts until resumed).
     pub paused: Option<Option<TimeMs>>,
+    /// Ready jobs that their key's in-flight limit holds back (per-key limits only).
+    pub held_by_key: u64,
 }
 
 /// What the committer last published.
@@ -76,7 +78,8 @@ impl StatsPublisher {
         let mut queues: BTreeMap<Arc<str>, QueueStats> = BTreeMap::new();
         for name in state.queue_names() {
             let depths = state.depths(&name);
-            queues.insert(name, QueueStats { depths, ..QueueStats::default() });
+            let held_by_key = state.held_by_key_limit(&name);
+            queues.insert(name, QueueStats { depths, held_by_key, ..QueueStats::default() });
         }
         let mut idle = Vec::new();
         for (name, totals) in state.totals() {

@@ -169,7 +169,35 @@ fn effective_json(limits: &QueueLimits) -> Value {
         "rate_limit": limits.rate_limit.map(|rate| rate.limit),
         "rate_period_ms": limits.rate_limit.map(|rate| rate.period_ms),
         "rate_burst": limits.rate_limit.map(|rate| rate.burst),
+        "limit_key": limits.key_limit.as_ref().map(|key| &key.field),
+        "key_max_in_flight": limits.key_limit.as_ref().and_then(|key| key.default.max_in_flight),
+        "key_rate_limit": limits.key_limit.as_ref().and_then(|key| key.default.rate.map(|rate| rate.limit)),
+        "key_rate_period_ms": limits.key_limit.as_ref().and_then(|key| key_rate_period_ms(key)),
+        "key_rate_burst": limits.key_limit.as_ref().and_then(|key| key.default.rate.map(|rate| rate.burst)),
+        "key_overrides": limits.key_limit.as_ref().map(|key| key_overrides_json(key)),
     })
+}
+
+/// The period every per-key rate of a queue shares, if any key has a rate.
+fn key_rate_period_ms(key: &sepp_core::KeyLimit) -> Option<u64> {
+    let mut rates = std::iter::once(&key.default).chain(key.overrides.values()).filter_map(|limits| limits.rate);
+    rates.next().map(|rate| rate.period_ms)
+}
+
+/// The per-value overrides as they take effect: `{value: {max_in_flight, rate_limit, rate_burst}}`.
+fn key_overrides_json(key: &sepp_core::KeyLimit) -> Value {
+    let mut values: Vec<(&String, &sepp_core::KeyLimits)> = key.overrides.iter().collect();
+    values.sort_by(|a, b| a.0.cmp(b.0));
+    let shown = values.into_iter().map(|(value, custom)| {
+        let limits = custom.over(key.default);
+        let shown = json!({
+            "max_in_flight": limits.max_in_flight,
+            "rate_limit": limits.rate.map(|rate| rate.limit),
+            "rate_burst": limits.rate.map(|rate| rate.burst),
+        });
+        (value.clone(), shown)
+    });
+    Value::Object(shown.collect())
 }
 
 /// A queue: `{name, declared, depths, overrides (its [[queues]] entry or null), effective}`.
@@ -201,5 +229,6 @@ pub fn queue(
         "overrides": entry.map(|entry| serde_json::to_value(entry).expect("a queue entry serializes")),
         "effective": effective_json(limits),
         "paused": paused,
+        "held_by_key_limit": stats.held_by_key,
     })
 }
