@@ -244,3 +244,46 @@ async fn sepp_admin_schedules_sets_lists_and_deletes() {
     assert_eq!(succeeded(&run).trim(), "schedule nightly deleted");
     assert_eq!(succeeded(&sepp_admin(&admin, VIEWER_KEY, &["schedules", "list"]).await).trim(), "no schedules");
 }
+
+#[tokio::test]
+async fn settings_show_a_queues_limits_and_set_and_unset_its_fields() {
+    if is_reference() {
+        return; // 0.1 has no limits and no settings verb.
+    }
+    let admin = AdminServer::start("");
+    let args = [
+        "settings",
+        "hooks",
+        "--set",
+        "limit_key=tenant",
+        "--set",
+        "key_max_in_flight=2",
+        "--set",
+        r#"key_overrides={"acme":{"max_in_flight":8}}"#,
+        "--set",
+        "max_in_flight=10",
+    ];
+    let listing = succeeded(&sepp_admin(&admin, ADMIN_KEY, &args).await).to_owned();
+    let row = |field: &str| {
+        listing.lines().find(|line| line.starts_with(field)).unwrap_or_else(|| panic!("{listing}")).to_owned()
+    };
+    assert!(row("limit_key").contains("\"tenant\"") && row("limit_key").ends_with("queue"), "{listing}");
+    assert!(row("key_max_in_flight").contains('2'), "{listing}");
+    assert!(row("max_lease_duration_ms").ends_with("default"), "{listing}");
+    let file = std::fs::read_to_string(admin.server.config_path()).unwrap();
+    assert!(file.contains("key_overrides = { acme = { max_in_flight = 8 } }"), "{file}");
+
+    let shown = json_of(&sepp_admin(&admin, VIEWER_KEY, &["--json", "settings", "hooks"]).await);
+    assert_eq!(shown["effective"]["key_overrides"]["acme"]["max_in_flight"], 8);
+    let unset = ["--json", "settings", "hooks", "--unset", "max_in_flight"];
+    assert_eq!(json_of(&sepp_admin(&admin, ADMIN_KEY, &unset).await)["effective"]["max_in_flight"], Value::Null);
+
+    // A bad value is the API's refusal, naming the key; a viewer may look but not change.
+    let refused = sepp_admin(&admin, ADMIN_KEY, &["settings", "hooks", "--set", "key_max_in_flight=0"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", refused.stdout);
+    assert!(refused.stderr.contains("queues.hooks.key_max_in_flight must be at least 1"), "{}", refused.stderr);
+    let refused = sepp_admin(&admin, VIEWER_KEY, &["settings", "hooks", "--set", "max_in_flight=3"]).await;
+    assert!(refused.stderr.contains("forbidden"), "{}", refused.stderr);
+    let malformed = sepp_admin(&admin, ADMIN_KEY, &["settings", "hooks", "--set", "max_in_flight"]).await;
+    assert!(malformed.stderr.contains("is not field=value"), "{}", malformed.stderr);
+}

@@ -83,6 +83,19 @@ enum Verb {
     },
     /// List the paused queues.
     Pauses,
+    /// Show a queue's effective settings (limits included), or change its [[queues]] entry:
+    /// `--set field=value` (the value as JSON, or as text when it is not JSON) and
+    /// `--unset field`. Changes apply at once, as a hot reload would.
+    Settings {
+        queue: String,
+        /// `field=value`, for example `key_max_in_flight=2` or
+        /// `key_overrides={"acme":{"max_in_flight":8}}`.
+        #[arg(long = "set", value_name = "FIELD=VALUE")]
+        set: Vec<String>,
+        /// A field to remove from the queue's entry (it falls back to the global value).
+        #[arg(long = "unset", value_name = "FIELD")]
+        unset: Vec<String>,
+    },
     /// Recurring schedules: list, set (create or replace) or delete them.
     #[command(subcommand)]
     Schedules(ScheduleVerb),
@@ -373,6 +386,7 @@ impl Session {
             Verb::Pause(args) => self.pause(args).await,
             Verb::Resume { queue, all } => self.resume(queue.filter(|_| !all)).await,
             Verb::Pauses => self.pauses().await,
+            Verb::Settings { queue, set, unset } => self.settings(&queue, &set, &unset).await,
             Verb::Schedules(ScheduleVerb::List) => self.schedules().await,
             Verb::Schedules(ScheduleVerb::Set(args)) => self.set_schedule(*args).await,
             Verb::Schedules(ScheduleVerb::Delete { id }) => self.delete_schedule(&id).await,
@@ -733,6 +747,47 @@ impl Session {
             println!("no queue is paused");
         } else {
             table(&["QUEUE", "UNTIL_MS"], &rows);
+        }
+        Ok(())
+    }
+
+    async fn settings(&self, queue: &str, set: &[String], unset: &[String]) -> Result<(), String> {
+        let path = format!("/queues/{}", segment(queue));
+        if !set.is_empty() || !unset.is_empty() {
+            let mut overrides = serde_json::Map::new();
+            for pair in set {
+                let (field, value) =
+                    pair.split_once('=').ok_or_else(|| format!("--set {pair:?} is not field=value"))?;
+                let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+                overrides.insert(field.to_owned(), value);
+            }
+            for field in unset {
+                overrides.insert(field.clone(), Value::Null);
+            }
+            let config = self.call(Method::GET, "/config", None, None).await?;
+            let etag = config["etag"].as_str().ok_or("the config answer has no etag")?;
+            let body = serde_json::json!({ "etag": etag, "overrides": overrides });
+            self.call(Method::PUT, &path, Some(&body), None).await?;
+        }
+        let shown = self.call(Method::GET, &path, None, None).await?;
+        if self.json {
+            self.print_json(&shown);
+            return Ok(());
+        }
+        let entry = &shown["overrides"];
+        let rows: Vec<Vec<String>> = shown["effective"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(field, value)| {
+                let source = if entry.get(field).is_some_and(|set| !set.is_null()) { "queue" } else { "default" };
+                let value = if value.is_null() { "unset".to_owned() } else { value.to_string() };
+                vec![field.clone(), value, source.to_owned()]
+            })
+            .collect();
+        table(&["FIELD", "VALUE", "FROM"], &rows);
+        if shown["held_by_key_limit"].as_u64().is_some_and(|held| held > 0) {
+            println!("{} ready jobs wait on their key's in-flight limit", cell(&shown["held_by_key_limit"]));
         }
         Ok(())
     }
