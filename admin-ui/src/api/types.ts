@@ -111,6 +111,19 @@ export interface QueueLimits {
   rate_limit: number | null
   rate_period_ms: number | null
   rate_burst: number | null
+  limit_key: string | null
+  key_max_in_flight: number | null
+  key_rate_limit: number | null
+  key_rate_period_ms: number | null
+  key_rate_burst: number | null
+  key_overrides: Record<string, KeyOverride> | null
+}
+
+/** The limits of one value of a queue's `limit_key` (unset: the queue's `key_*` default). */
+export interface KeyOverride {
+  max_in_flight?: number | null
+  rate_limit?: number | null
+  rate_burst?: number | null
 }
 
 export type QueueField = keyof QueueLimits
@@ -124,6 +137,8 @@ export interface Queue {
   effective: QueueLimits
   /** Null unless reserves skip the queue; `all_queues` when only the pause of every queue holds it. */
   paused: QueuePause | null
+  /** Ready jobs that wait because their key is at its `key_max_in_flight`. */
+  held_by_key_limit: number
 }
 
 export interface QueuePause {

@@ -6,6 +6,8 @@
 //! - `reserve_ack`: reserve(1) then ack, until a queue of ready jobs is empty.
 //! - `lifecycle`: enqueue, reserve and ack of one job against a steady backlog of 10,000, and
 //!   `lifecycle_with_totals` the same with the admin API's per-queue totals counted.
+//! - `lifecycle_1000_keys` and `lifecycle_1000_keys_limited`: the lifecycle with every job
+//!   carrying one of 1,000 tenants, without and with a per-key limit (`key_max_in_flight = 1`).
 //! - `stats_publish_100_queues`: one stats snapshot for the admin API, over 100 queues.
 
 use std::hint::black_box;
@@ -123,7 +125,54 @@ fn core(c: &mut Criterion) {
         })
     });
     group.finish();
+    keyed_lifecycle(c);
     stats_publish(c);
+}
+
+/// The lifecycle over a steady backlog of 10,000 jobs spread over 1,000 tenants, with and
+/// without a per-key in-flight limit on the tenant: what the per-key index costs.
+fn keyed_lifecycle(c: &mut Criterion) {
+    let mut group = c.benchmark_group("core");
+    group.throughput(Throughput::Elements(1));
+    let tenant_job = |n: u128| {
+        let mut job = new_job();
+        job.custom.insert("tenant".into(), Some(sepp_core::Primitive::String(format!("t{}", n % 1_000))));
+        job
+    };
+    for (name, limited) in [("lifecycle_1000_keys", false), ("lifecycle_1000_keys_limited", true)] {
+        let mut policy = Policy::default();
+        let mut limits = policy.defaults.clone();
+        if limited {
+            limits.key_limit = Some(Arc::new(sepp_core::KeyLimit {
+                field: "tenant".into(),
+                default: sepp_core::KeyLimits { max_in_flight: Some(1), rate: None },
+                overrides: Default::default(),
+            }));
+        }
+        policy.declared.insert(QUEUE.into(), limits);
+        let mut state = State::new(Arc::new(policy), StorageRules::default());
+        let mut records = Vec::new();
+        let mut enqueue = |state: &mut State, n: u128, records: &mut Vec<sepp_core::Record>| {
+            let job = tenant_job(n);
+            validate_new_job(state.policy(), &job, NOW_MS).expect("a valid job");
+            assert!(state.enqueue(NOW_MS, vec![(JobId::from_u128(n + 1), job)], records)[0].is_ok());
+            records.clear();
+        };
+        for n in 0..10_000u128 {
+            enqueue(&mut state, n, &mut records);
+        }
+        let plan = reserve_one(state.policy());
+        let mut next = 1_000_000u128;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                next += 1;
+                enqueue(&mut state, next, &mut records);
+                reserve_and_ack(&mut state, &plan, &mut records);
+                black_box(&state);
+            })
+        });
+    }
+    group.finish();
 }
 
 /// One stats snapshot the committer publishes for the admin API (every 250 ms), with 100

@@ -80,7 +80,7 @@ pub struct Measured {
 }
 
 fn scenario(jobs: u64) -> Scenario {
-    Scenario { name: "single/50".into(), connections: 50, jobs, enqueue_batch: 1, reserve_batch: 1 }
+    Scenario { name: "single/50".into(), connections: 50, jobs, enqueue_batch: 1, reserve_batch: 1, queue: None }
 }
 
 /// Runs the load `plan.rounds` times against each configuration, alternating which goes first.

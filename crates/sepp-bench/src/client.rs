@@ -20,6 +20,18 @@ pub const PAYLOAD_BYTES: usize = 256;
 /// Leases outlive any phase, so no job is ever redelivered during a measurement.
 const LEASE: Duration = Duration::from_secs(300);
 
+/// With `sepp-bench run --keys N`, every job our client enqueues carries the custom entry
+/// `tenant = "t<n mod N>"`, n counting jobs across all connections (0: no custom metadata).
+pub static KEYS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static KEYED_JOBS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The next job's tenant under [`KEYS`], if keys are on.
+fn next_tenant() -> Option<String> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let keys = KEYS.load(Relaxed);
+    (keys > 0).then(|| format!("t{}", KEYED_JOBS.fetch_add(1, Relaxed) % keys))
+}
+
 /// The client library that generates the load.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -98,7 +110,12 @@ impl Connection {
             Connection::Ours { client, payload } => {
                 let jobs = (0..count)
                     .map(|_| {
-                        Ok(EnqueueRequest::new(queue, "bench").map_err(client_error)?.with_payload(payload.clone()))
+                        let request = EnqueueRequest::new(queue, "bench").map_err(client_error)?;
+                        let request = request.with_payload(payload.clone());
+                        Ok(match next_tenant() {
+                            Some(tenant) => request.with_custom_entry("tenant", tenant),
+                            None => request,
+                        })
                     })
                     .collect::<Result<Vec<_>, BenchError>>()?;
                 let results = client.enqueue_batch(jobs).await.map_err(client_error)?;

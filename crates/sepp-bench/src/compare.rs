@@ -83,6 +83,7 @@ pub fn standard_scenarios(jobs: u64) -> Vec<Scenario> {
         jobs: jobs.max(1),
         enqueue_batch: batch,
         reserve_batch: batch,
+        queue: None,
     };
     vec![
         scenario("single/1", 1, jobs / 10, 1),
@@ -190,7 +191,7 @@ pub fn throughput_at(
     round: usize,
     client: LoadClient,
 ) -> Result<ThroughputRun, BenchError> {
-    let queue = queue_name(&scenario.name, round);
+    let queue = scenario.queue.clone().unwrap_or_else(|| queue_name(&scenario.name, round));
     let connections = runtime.block_on(phases::connect_all(addr, scenario.connections, client))?;
     let version = runtime.block_on(connections[0].clone().server_info())?;
     let sample = || server.and_then(ServerProcess::sample);

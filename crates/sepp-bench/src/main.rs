@@ -294,6 +294,13 @@ struct RunArgs {
     /// The client library that generates the load: ours or sepp-rs.
     #[arg(long, default_value = "ours")]
     client: String,
+    /// Give every job (with our client) the custom entry tenant = "t<n mod KEYS>", so a queue
+    /// with `limit_key = "tenant"` sees KEYS key values; 0 for none.
+    #[arg(long, default_value_t = 0)]
+    keys: u64,
+    /// The queue to load (for example one declared with limits); default a fresh name per run.
+    #[arg(long)]
+    queue: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -789,9 +796,11 @@ fn run_command(args: RunArgs) -> Result<(), BenchError> {
         jobs: args.jobs.max(1),
         enqueue_batch: args.enqueue_batch.max(1),
         reserve_batch: args.reserve_batch.max(1),
+        queue: args.queue.clone(),
     };
     let client = LoadClient::parse(&args.client)
         .ok_or_else(|| BenchError::Unexpected(format!("unknown client {}: use ours or sepp-rs", args.client)))?;
+    sepp_bench::client::KEYS.store(args.keys, std::sync::atomic::Ordering::Relaxed);
     let runtime = runtime()?;
     let mut server = match (&args.addr, &args.server_bin) {
         (Some(_), _) => None,

@@ -131,7 +131,7 @@ pub async fn sink(listener: tokio::net::TcpListener) -> Result<(), BenchError> {
 }
 
 fn scenario(jobs: u64) -> Scenario {
-    Scenario { name: "single/50".into(), connections: 50, jobs, enqueue_batch: 1, reserve_batch: 1 }
+    Scenario { name: "single/50".into(), connections: 50, jobs, enqueue_batch: 1, reserve_batch: 1, queue: None }
 }
 
 /// Runs the load `plan.rounds` times against each setting, rotating which goes first.

@@ -68,6 +68,9 @@ pub struct Scenario {
     pub enqueue_batch: u32,
     /// `max_jobs` of each Reserve call (each reserved job is then acked on its own).
     pub reserve_batch: u32,
+    /// The queue to load (a declared one, say); `None` picks a name no other run uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
 }
 
 /// One scenario against one target in one round: an enqueue phase, then a drain phase.

@@ -638,6 +638,229 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
     );
 }
 
+/// What the workers of the second crash loop saw: every delivery with the interval its lease
+/// surely covered, and the acks.
+#[derive(Default)]
+struct LimitLedger {
+    enqueued: HashMap<String, String>,
+    /// (queue, tenant, lease start ms, end ms, attempt) of every delivery, in delivery order.
+    /// The start is the server's (lease expiry minus the lease); the end is when the worker sent
+    /// its ack, less 2 ms, or the lease expiry: never later than the slot really came free.
+    leases: Vec<(String, Option<String>, i64, i64, u32, String)>,
+    acked: HashMap<String, u64>,
+    delivered_after_ack: Vec<String>,
+    /// Deliveries from the paused queue.
+    from_paused: usize,
+}
+
+const LIMITED: &str = "[limits]\ndefault_max_attempts = 100\n\
+    [[queues]]\nname = \"limited\"\nmax_in_flight = 6\nlimit_key = \"tenant\"\nkey_max_in_flight = 2\n\
+    key_rate_limit = 40\nkey_rate_period_ms = 1000\nkey_rate_burst = 4\n";
+const TENANT_BURST: u64 = 4;
+const TENANT_INTERVAL_MS: i64 = 25;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+fn with_tenant(mut job: pb::EnqueueRequest, tenant: &str) -> pb::EnqueueRequest {
+    let value = pb::PrimitiveValue { value: Some(pb::primitive_value::Value::StringValue(tenant.into())) };
+    job.custom.insert("tenant".into(), value);
+    job
+}
+
+async fn produce_limited(addr: String, ledger: Arc<Mutex<LimitLedger>>, stop: Arc<AtomicBool>, next: Arc<AtomicU64>) {
+    let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
+        return;
+    };
+    let mut client = QueueServiceClient::new(channel);
+    while !stop.load(Ordering::Relaxed) {
+        let n = next.fetch_add(1, Ordering::Relaxed);
+        let queue = if n % 5 == 0 { "held" } else { "limited" };
+        let job = with_tenant(new_job(queue, format!("job-{n}").as_bytes()), &format!("t{}", n % 3));
+        match client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await {
+            Ok(response) => {
+                if let Some(pb::job_result::Outcome::Success(success)) = &response.get_ref().results[0].outcome {
+                    ledger.lock().unwrap().enqueued.insert(success.job_id.clone(), queue.into());
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+async fn work_limited(addr: String, ledger: Arc<Mutex<LimitLedger>>, stop: Arc<AtomicBool>, clock: Arc<AtomicU64>) {
+    let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
+        return;
+    };
+    let mut client = QueueServiceClient::new(channel);
+    while !stop.load(Ordering::Relaxed) {
+        let request = pb::ReserveRequest {
+            queues: vec!["limited".into(), "held".into(), "ticks".into()],
+            wait_timeout: Some(duration(100)),
+            lease_duration: Some(duration(CRASH_LEASE_MS)),
+            worker_id: None,
+            max_jobs: Some(4),
+        };
+        let Ok(response) = client.reserve(request).await else {
+            return;
+        };
+        for job in response.into_inner().jobs {
+            let expires = job.lease_expires_at.as_ref().expect("a lease");
+            let expires_ms = expires.seconds * 1000 + i64::from(expires.nanos) / 1_000_000;
+            let tenant = match job.custom.get("tenant").and_then(|value| value.value.clone()) {
+                Some(pb::primitive_value::Value::StringValue(tenant)) => Some(tenant),
+                _ => None,
+            };
+            let index = {
+                let mut ledger = ledger.lock().unwrap();
+                if ledger.acked.contains_key(&job.id) {
+                    ledger.delivered_after_ack.push(job.id.clone());
+                }
+                if job.queue == "held" {
+                    ledger.from_paused += 1;
+                }
+                let start = expires_ms - CRASH_LEASE_MS as i64;
+                ledger.leases.push((job.queue.clone(), tenant, start, expires_ms, job.attempt, job.id.clone()));
+                ledger.leases.len() - 1
+            };
+            // Hold the job a little, so leases overlap and a limit that did not hold would show.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let sent_ms = now_ms();
+            let ack = pb::AckRequest { job_id: job.id.clone(), attempt: job.attempt, worker_id: None };
+            let acked = client.ack(ack).await;
+            let event = clock.fetch_add(1, Ordering::SeqCst);
+            let mut ledger = ledger.lock().unwrap();
+            let lease = &mut ledger.leases[index];
+            lease.3 = lease.3.min(sent_ms - 2);
+            match acked {
+                Ok(_) => {
+                    ledger.acked.insert(job.id, event);
+                }
+                Err(status) if status.code() == Code::NotFound || status.code() == Code::FailedPrecondition => {}
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// The durable-log crash loop again, with the newer state in play: a queue with an in-flight
+/// limit, a per-key in-flight limit and a per-key rate limit, a paused queue, and a schedule that
+/// fires every second, while the server is killed with SIGKILL and restarted 12 times. Afterwards
+/// no limit was ever exceeded (also across restarts), the paused queue delivered nothing until it
+/// was resumed, no job (a schedule's slot included) was delivered after its ack was
+/// acknowledged, and every acknowledged enqueue was delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_loop_keeps_limits_pauses_and_schedules() {
+    if is_reference() {
+        return; // 0.1 has none of them.
+    }
+    const CYCLES: u64 = 12;
+    let mut server = TestServer::start(LIMITED);
+    let mut client = server.raw_client().await;
+    client.pause_queue(pb::PauseQueueRequest { queue: "held".into(), until: None, reason: None }).await.expect("pause");
+    let schedule = pb::ScheduleDefinition {
+        id: "tick".into(),
+        cadence: Some(pb::schedule_definition::Cadence::Every(duration(1_000))),
+        job: Some(new_job("ticks", b"tick")),
+        overlap: pb::ScheduleOverlap::Allow as i32,
+        catch_up: pb::ScheduleCatchUp::Latest as i32,
+    };
+    client.upsert_schedule(pb::UpsertScheduleRequest { schedule: Some(schedule) }).await.expect("schedule");
+    let ledger = Arc::new(Mutex::new(LimitLedger::default()));
+    let next = Arc::new(AtomicU64::new(0));
+    let clock = Arc::new(AtomicU64::new(0));
+    for cycle in 0..CYCLES {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for _ in 0..2 {
+            tasks.push(tokio::spawn(produce_limited(server.addr(), ledger.clone(), stop.clone(), next.clone())));
+        }
+        for _ in 0..4 {
+            tasks.push(tokio::spawn(work_limited(server.addr(), ledger.clone(), stop.clone(), clock.clone())));
+        }
+        let target = ledger.lock().unwrap().leases.len() + 20 + (cycle as usize * 11) % 40;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while ledger.lock().unwrap().leases.len() < target && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        kill9(&mut server);
+        stop.store(true, Ordering::Relaxed);
+        for task in tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+        server.start_again();
+    }
+    assert_eq!(ledger.lock().unwrap().from_paused, 0, "the paused queue delivered a job before it was resumed");
+
+    let mut client = server.raw_client().await;
+    let resumed = client.resume_queue(pb::ResumeQueueRequest { queue: "held".into() }).await.expect("resume");
+    assert!(resumed.into_inner().resumed, "the pause outlived every crash");
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(work_limited(server.addr(), ledger.clone(), stop.clone(), clock.clone())))
+        .collect();
+    let drained_by = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < drained_by {
+        let delivered_all = {
+            let ledger = ledger.lock().unwrap();
+            let delivered: HashSet<&String> = ledger.leases.iter().map(|lease| &lease.5).collect();
+            ledger.enqueued.keys().all(|id| delivered.contains(id))
+        };
+        if delivered_all {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        let _ = worker.await;
+    }
+
+    let ledger = ledger.lock().unwrap();
+    let delivered: HashSet<&String> = ledger.leases.iter().map(|lease| &lease.5).collect();
+    for (id, queue) in &ledger.enqueued {
+        assert!(delivered.contains(id), "acknowledged enqueue {id} to {queue} was never delivered");
+    }
+    assert!(ledger.delivered_after_ack.is_empty(), "delivered after their ack: {:?}", ledger.delivered_after_ack);
+    let ticks = ledger.leases.iter().filter(|lease| lease.0 == "ticks").count();
+    assert!(ticks >= 2, "the schedule fired {ticks} times");
+
+    // Limits: at the start of every lease, count the leases that surely covered that moment.
+    let limited: Vec<_> = ledger.leases.iter().filter(|lease| lease.0 == "limited").collect();
+    assert!(limited.len() as u64 >= CYCLES * 10, "too little work happened: {}", limited.len());
+    for lease in &limited {
+        let covering = |same_tenant: bool| {
+            limited
+                .iter()
+                .filter(|other| (!same_tenant || other.1 == lease.1) && other.2 <= lease.2 && lease.2 < other.3)
+                .count()
+        };
+        assert!(covering(true) <= 2, "tenant {:?} had {} in flight at {}", lease.1, covering(true), lease.2);
+        assert!(covering(false) <= 6, "the queue had {} in flight at {}", covering(false), lease.2);
+    }
+    let mut by_tenant: HashMap<&Option<String>, Vec<i64>> = HashMap::new();
+    for lease in &limited {
+        by_tenant.entry(&lease.1).or_default().push(lease.2);
+    }
+    for (tenant, starts) in &mut by_tenant {
+        starts.sort();
+        for (i, first) in starts.iter().enumerate() {
+            for (j, last) in starts.iter().enumerate().skip(i) {
+                // Lease starts are whole milliseconds: a span may be 1 ms longer than it reads.
+                let allowed = TENANT_BURST + ((last - first + 1) / TENANT_INTERVAL_MS) as u64;
+                let leases = (j - i + 1) as u64;
+                assert!(leases <= allowed, "{tenant:?} leased {leases} within {} ms", last - first);
+            }
+        }
+    }
+    eprintln!(
+        "limits crash loop: {CYCLES} SIGKILLs, {} acknowledged enqueues, {} deliveries ({ticks} schedule firings)",
+        ledger.enqueued.len(),
+        ledger.leases.len()
+    );
+}
+
 /// A key keeps the deadline of the window it was given at insert across a restart whose
 /// configuration lengthens the window: it expires exactly then, on the clock the test moves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

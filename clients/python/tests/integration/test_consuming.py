@@ -225,7 +225,15 @@ async def test_server_info_has_every_limit(start_server) -> None:
     assert (info.max_queue_name_bytes, info.max_job_type_bytes) == (512, 256)
     assert info.max_idempotency_key_bytes == 256
     assert info.strict_queues is False and info.dead_letter_retention_enabled is True
-    assert info.features == ["ack_batch", "cancel", "schedules", "pause", "in_flight_limits", "rate_limits", "key_limits"]
+    assert info.features == [
+        "ack_batch",
+        "cancel",
+        "schedules",
+        "pause",
+        "in_flight_limits",
+        "rate_limits",
+        "key_limits",
+    ]
 
 
 async def test_the_receive_limit_applies_to_reserve_answers(start_server, queue: str) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from sepp import (
     DeadLetterCause,
+    EnqueueAck,
     EnqueueRequest,
     HandlerError,
     JobCtx,
@@ -20,6 +21,7 @@ from sepp import (
     SeppClient,
     Worker,
 )
+from tests.sepp_server import SeppServer
 
 WAIT = 20.0  # the most any signal below is waited for
 
@@ -367,3 +369,67 @@ async def test_jobs_of_a_batch_run_concurrently(client: SeppClient, queue: str) 
         await all_there.wait()  # only returns once all five run at the same time
 
     await run_until(worker, all_there.wait)
+
+
+async def test_per_key_limits_hold_each_tenant_and_let_the_others_past(
+    start_server: Callable[..., SeppServer], queue: str
+) -> None:
+    # At most one leased job per tenant, two for acme. acme's jobs are enqueued first, so if the
+    # jobs behind its held ones were not served, solo's and other's would never start.
+    server = start_server(
+        {
+            "queues": [
+                {
+                    "name": queue,
+                    "limit_key": "tenant",
+                    "key_max_in_flight": 1,
+                    "key_overrides": {"acme": {"max_in_flight": 2}},
+                }
+            ]
+        }
+    )
+    limits = {"acme": 2, "solo": 1, "other": 1}
+    tenants = ["acme"] * 4 + ["solo", "other"] * 3
+    async with await SeppClient.connect(server.addr) as client:
+        acks = await client.enqueue_batch(
+            [EnqueueRequest(queue, "t", custom={"tenant": tenant}) for tenant in tenants]
+        )
+        ids = [ack.job_id for ack in acks if isinstance(ack, EnqueueAck)]
+        assert len(ids) == len(tenants), acks
+        worker = fast_worker(client, queue, max_in_flight=8)
+        running = dict.fromkeys(limits, 0)
+        peak = dict.fromkeys(limits, 0)
+        at_limit = asyncio.Event()  # every tenant runs as many handlers as its limit allows
+        release = asyncio.Event()
+        finished: list[str] = []
+        all_done = asyncio.Event()
+
+        @worker.handler("t")
+        async def handle(payload: Payload | None, ctx: JobCtx) -> None:
+            tenant = str(ctx.custom["tenant"])
+            running[tenant] += 1
+            peak[tenant] = max(peak[tenant], running[tenant])
+            if running == limits:
+                at_limit.set()
+            await release.wait()
+            running[tenant] -= 1
+            finished.append(ctx.id)
+            if len(finished) == len(tenants):
+                all_done.set()
+
+        task = asyncio.ensure_future(worker.run())
+        try:
+            await asyncio.wait_for(at_limit.wait(), WAIT)
+            # Four leased, one per slot; the six left are all held by their tenant's limit, so
+            # not even a reserve of its own gets one.
+            assert worker._in_flight == 4
+            assert await client.reserve(reserve(queue, wait=0)) is None
+            release.set()
+            await asyncio.wait_for(all_done.wait(), WAIT)
+        finally:
+            release.set()
+            worker.shutdown_handle().shutdown()
+            await asyncio.wait_for(task, WAIT)
+        assert peak == limits, peak
+        assert sorted(finished) == sorted(ids)
+        assert await client.reserve(reserve(queue, wait=0.2)) is None  # all acked

@@ -352,7 +352,15 @@ describe("server info and dead letters", () => {
     assert.equal(info.maxScheduleHorizon, 30 * 24 * 3600 * 1000);
     assert.equal(info.strictQueues, false);
     assert.equal(info.deadLetterRetentionEnabled, true);
-    assert.deepEqual(info.features, ["ack_batch", "cancel", "schedules", "pause", "in_flight_limits", "rate_limits", "key_limits"]);
+    assert.deepEqual(info.features, [
+      "ack_batch",
+      "cancel",
+      "schedules",
+      "pause",
+      "in_flight_limits",
+      "rate_limits",
+      "key_limits",
+    ]);
   });
 
   test("drained records replay through toEnqueueRequest", async () => {

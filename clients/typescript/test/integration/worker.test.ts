@@ -51,6 +51,19 @@ async function hasReadyJob(queue: string): Promise<boolean> {
 
 const SETTLE_FAILURE = /^(ack|nack) failed/;
 
+/** `promise`, or a rejection naming `what` if it has not settled within 20 s. */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for: ${what}`)), 20_000);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 describe("Worker", () => {
   test("handlers receive payload and context, and returning acks the job", async () => {
     const queue = freshQueue();
@@ -319,6 +332,78 @@ describe("Worker", () => {
       left?.map((job) => job.ctx.custom),
       [{ late: true }],
     );
+  });
+
+  test("per-key limits hold each tenant's jobs to its limit, and the jobs behind them still run", async () => {
+    // At most one leased job per tenant, two for acme. acme's jobs are enqueued first, so if the
+    // jobs behind its held ones were not served, solo's and other's would never start.
+    const queue = freshQueue();
+    const keyed = await TestServer.start({
+      tail:
+        `[[queues]]\nname = ${JSON.stringify(queue)}\nlimit_key = "tenant"\nkey_max_in_flight = 1\n` +
+        "[queues.key_overrides]\nacme = { max_in_flight = 2 }",
+    });
+    const keyedClient = await SeppClient.connect(keyed.addr);
+    try {
+      const limits: Record<string, number> = { acme: 2, solo: 1, other: 1 };
+      const tenants = [...Array(4).fill("acme"), "solo", "other", "solo", "other", "solo", "other"];
+      const results = await keyedClient.enqueueBatch(
+        tenants.map((tenant) => ({ queue, jobType: "t", custom: { tenant } })),
+      );
+      const ids = results.map((result) =>
+        "jobId" in result ? result.jobId : assert.fail(`rejected: ${result.kind}`),
+      );
+      const w = new Worker(keyedClient, {
+        queues: [queue],
+        leaseDuration: 30_000,
+        waitTimeout: 1_000,
+        maxInFlight: 8,
+        logger: new RecordingLogger(),
+      });
+      const running: Record<string, number> = { acme: 0, solo: 0, other: 0 };
+      const peak: Record<string, number> = { acme: 0, solo: 0, other: 0 };
+      const atLimit = deferred(); // every tenant runs as many handlers as its limit allows
+      const release = deferred();
+      const finished: string[] = [];
+      const run = w
+        .handle("t", async (_payload, ctx) => {
+          const tenant = String(ctx.custom.tenant);
+          running[tenant] = (running[tenant] ?? 0) + 1;
+          peak[tenant] = Math.max(peak[tenant] ?? 0, running[tenant]);
+          if (Object.keys(limits).every((t) => running[t] === limits[t])) atLimit.resolve();
+          await release.promise;
+          running[tenant]--;
+          finished.push(ctx.id);
+          if (finished.length === tenants.length) w.shutdownHandle().shutdown();
+        })
+        .run();
+      try {
+        await within(atLimit.promise, "two acme, one solo and one other handler running at once");
+        // The six jobs left are all held by their tenant's limit: not even a reserve of its own gets one.
+        const extra = await keyedClient.reserve({
+          queues: [queue],
+          leaseDuration: 1_000,
+          maxJobs: 10,
+          waitTimeout: 0,
+        });
+        assert.equal(extra, null);
+        release.resolve();
+        await within(run, "every job handled");
+      } finally {
+        release.resolve();
+        w.shutdownHandle().shutdown();
+        await run;
+      }
+      assert.deepEqual(peak, limits);
+      assert.deepEqual([...finished].sort(), [...ids].sort());
+      assert.equal(
+        await keyedClient.reserve({ queues: [queue], leaseDuration: 1_000, waitTimeout: 200 }),
+        null,
+      );
+    } finally {
+      keyedClient.close();
+      await keyed.stop();
+    }
   });
 
   test("run() refuses to run twice at once", async () => {
