@@ -43,6 +43,8 @@ export interface Depths {
 export interface QueueFrame extends Depths {
   totals: Totals
   rates: Rates
+  /** Ready jobs that wait because their key is at its `key_max_in_flight`. */
+  held_by_key_limit?: number
   /** Reserves skip the queue (paused by name, or with every queue). */
   paused: boolean
 }

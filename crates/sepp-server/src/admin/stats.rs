@@ -312,6 +312,7 @@ fn queue_json(stats: &QueueStats, rates: &[f64; 4], paused: bool) -> Value {
         "scheduled": depths.scheduled,
         "inflight": depths.inflight,
         "dead_lettered": depths.dead_letter,
+        "held_by_key_limit": stats.held_by_key,
         "totals": {
             "enqueued": totals.enqueued,
             "reserved": totals.reserved,
