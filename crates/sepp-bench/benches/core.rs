@@ -152,7 +152,7 @@ fn keyed_lifecycle(c: &mut Criterion) {
         policy.declared.insert(QUEUE.into(), limits);
         let mut state = State::new(Arc::new(policy), StorageRules::default());
         let mut records = Vec::new();
-        let mut enqueue = |state: &mut State, n: u128, records: &mut Vec<sepp_core::Record>| {
+        let enqueue = |state: &mut State, n: u128, records: &mut Vec<sepp_core::Record>| {
             let job = tenant_job(n);
             validate_new_job(state.policy(), &job, NOW_MS).expect("a valid job");
             assert!(state.enqueue(NOW_MS, vec![(JobId::from_u128(n + 1), job)], records)[0].is_ok());

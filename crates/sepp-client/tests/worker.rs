@@ -450,3 +450,69 @@ async fn the_worker_id_is_sent_with_the_lease() {
     assert_eq!(signalled("the handler", &mut rx).await.as_deref(), Some("mailer-7"));
     running.stop().await;
 }
+
+/// Per-key limits (server config `limit_key`, `key_max_in_flight`, `key_overrides`) hold each
+/// tenant to its own number of running handlers, and the jobs of other tenants queued behind a
+/// full tenant's still run: acme's four jobs come first, yet solo's and other's start while two
+/// of acme's wait.
+#[tokio::test]
+async fn per_key_limits_hold_each_tenant_and_let_the_others_past() {
+    let queue = unique("tenants");
+    let server = Server::start_with(
+        "",
+        &format!(
+            "[[queues]]\nname = {queue:?}\nlimit_key = \"tenant\"\nkey_max_in_flight = 1\n\
+             key_overrides = {{ acme = {{ max_in_flight = 2 }} }}\n"
+        ),
+    );
+    let client = server.client().await;
+    let (open, closed) = gate();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let running = Arc::new(std::sync::Mutex::new(std::collections::HashMap::<String, (usize, usize)>::new()));
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .with_max_in_flight(8)
+        .handle("hook", {
+            let running = running.clone();
+            move |_, ctx: Arc<JobCtx>| {
+                let (tx, closed, running) = (tx.clone(), closed.clone(), running.clone());
+                async move {
+                    let Some(sepp_client::Primitive::String(tenant)) = ctx.custom.get("tenant").cloned() else {
+                        panic!("no tenant")
+                    };
+                    {
+                        let mut running = running.lock().unwrap();
+                        let (now, most) = running.entry(tenant.clone()).or_default();
+                        *now += 1;
+                        *most = (*most).max(*now);
+                    }
+                    tx.send(tenant.clone()).unwrap();
+                    wait_open(closed).await;
+                    running.lock().unwrap().get_mut(&tenant).unwrap().0 -= 1;
+                    Ok(())
+                }
+            }
+        })
+        .unwrap();
+    let tenants = ["acme", "acme", "acme", "acme", "solo", "other", "solo", "other", "solo", "other"];
+    let jobs = tenants.iter().map(|tenant| job(&queue, "hook").with_custom_entry("tenant", *tenant));
+    client.enqueue_batch(jobs).await.unwrap();
+    let handle = start(worker);
+    let mut started: Vec<String> = Vec::new();
+    for _ in 0..4 {
+        started.push(signalled("a handler within its tenant's limit", &mut rx).await);
+    }
+    started.sort();
+    assert_eq!(started, ["acme", "acme", "other", "solo"], "two of acme, one each of the others");
+    // Every slot is taken: the six left are held by their tenant's limit, for anyone.
+    assert!(is_empty(&client, &queue).await, "a reserve of its own gets none of them");
+    open.send(true).unwrap();
+    for _ in 0..6 {
+        signalled("a later handler", &mut rx).await;
+    }
+    handle.stop().await;
+    let most: std::collections::HashMap<String, usize> =
+        running.lock().unwrap().iter().map(|(tenant, (_, most))| (tenant.clone(), *most)).collect();
+    assert_eq!(most, [("acme".to_string(), 2), ("solo".to_string(), 1), ("other".to_string(), 1)].into());
+    assert!(is_empty(&client, &queue).await);
+}

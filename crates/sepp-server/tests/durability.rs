@@ -676,7 +676,7 @@ async fn produce_limited(addr: String, ledger: Arc<Mutex<LimitLedger>>, stop: Ar
     let mut client = QueueServiceClient::new(channel);
     while !stop.load(Ordering::Relaxed) {
         let n = next.fetch_add(1, Ordering::Relaxed);
-        let queue = if n % 5 == 0 { "held" } else { "limited" };
+        let queue = if n.is_multiple_of(5) { "held" } else { "limited" };
         let job = with_tenant(new_job(queue, format!("job-{n}").as_bytes()), &format!("t{}", n % 3));
         match client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await {
             Ok(response) => {
