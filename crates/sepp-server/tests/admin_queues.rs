@@ -33,12 +33,12 @@ async fn queues_are_listed_by_name_with_depths_overrides_and_effective_limits() 
     assert_eq!((alpha["declared"].as_bool(), alpha["overrides"].clone()), (Some(false), Value::Null));
     let zeta = &queues[1];
     assert_eq!(zeta["declared"], true);
-    assert_eq!(zeta["overrides"].as_object().unwrap().len(), 21, "the name and all 20 fields");
+    assert_eq!(zeta["overrides"].as_object().unwrap().len(), 27, "the name and all 26 fields");
     assert_eq!(
         (zeta["overrides"]["max_payload_bytes"].as_u64(), zeta["overrides"]["max_queue_depth"].clone()),
         (Some(100), Value::Null)
     );
-    assert_eq!(zeta["effective"].as_object().unwrap().len(), 20);
+    assert_eq!(zeta["effective"].as_object().unwrap().len(), 26);
     assert_eq!(zeta["effective"]["max_payload_bytes"], 100);
     assert_eq!(zeta["effective"]["retry_backoff"], "none");
     let unknown = admin.get("/queues/nowhere", VIEWER_KEY).await.expect(StatusCode::OK);

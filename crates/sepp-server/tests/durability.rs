@@ -411,6 +411,29 @@ struct Ledger {
 
 const CRASH_LEASE_MS: u64 = 1_500;
 
+/// Lets the load in `tasks` work until `progress` has grown by `more` (at most 5 s), then crashes
+/// the server wherever it is (SIGKILL), stops the tasks and starts the server again: a crash
+/// after a varying amount of acknowledged work rather than after a fixed time.
+async fn crash_after(
+    server: &mut TestServer,
+    progress: impl Fn() -> usize,
+    more: usize,
+    stop: &AtomicBool,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+) {
+    let target = progress() + more;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while progress() < target && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    kill9(server);
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+    }
+    server.start_again();
+}
+
 async fn produce(addr: String, queue: String, ledger: Arc<Mutex<Ledger>>, stop: Arc<AtomicBool>, next: Arc<AtomicU64>) {
     let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
         return;
@@ -536,19 +559,8 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
             tasks.push(tokio::spawn(work(server.addr(), queue.clone(), ledger.clone(), stop.clone(), clock.clone())));
         }
         tasks.push(tokio::spawn(cancel_some(server.addr(), ledger.clone(), stop.clone(), clock.clone())));
-        // Let work happen, then crash wherever the server is: after a varying number of
-        // acknowledged enqueues rather than after a fixed time.
-        let target = ledger.lock().unwrap().enqueued.len() + 10 + (cycle as usize * 7) % 30;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while ledger.lock().unwrap().enqueued.len() < target && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        kill9(&mut server);
-        stop.store(true, Ordering::Relaxed);
-        for task in tasks {
-            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
-        }
-        server.start_again();
+        let more = 10 + (cycle as usize * 7) % 30;
+        crash_after(&mut server, || ledger.lock().unwrap().enqueued.len(), more, &stop, tasks).await;
     }
 
     // Drain: workers run until every acknowledged enqueue was delivered at least once.
@@ -779,17 +791,8 @@ async fn a_crash_loop_keeps_limits_pauses_and_schedules() {
         for _ in 0..4 {
             tasks.push(tokio::spawn(work_limited(server.addr(), ledger.clone(), stop.clone(), clock.clone())));
         }
-        let target = ledger.lock().unwrap().leases.len() + 20 + (cycle as usize * 11) % 40;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while ledger.lock().unwrap().leases.len() < target && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        kill9(&mut server);
-        stop.store(true, Ordering::Relaxed);
-        for task in tasks {
-            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
-        }
-        server.start_again();
+        let more = 20 + (cycle as usize * 11) % 40;
+        crash_after(&mut server, || ledger.lock().unwrap().leases.len(), more, &stop, tasks).await;
     }
     assert_eq!(ledger.lock().unwrap().from_paused, 0, "the paused queue delivered a job before it was resumed");
 

@@ -76,7 +76,8 @@ pub async fn put(
     let mut document = state.config.document(&current)?;
     for change in &body.changes {
         let path = parse_path(&change.path)?;
-        let value = if change.value.is_null() { None } else { Some(toml_value(&change.value)?) };
+        let tables = matches!(path, ChangePath::QueueField { field: "key_overrides", .. });
+        let value = if change.value.is_null() { None } else { Some(toml_value(&change.value, tables)?) };
         match path {
             ChangePath::Key { section, key } => config_file::set_key(&mut document, section, key, value)?,
             ChangePath::QueueField { queue, field } => {

@@ -173,8 +173,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&temporary, path)
 }
 
-/// A JSON value as a TOML value: strings, booleans, numbers and arrays of those.
-pub fn toml_value(value: &serde_json::Value) -> AdminResult<TomlValue> {
+/// A JSON value as TOML: a scalar or an array of scalars, and with `tables` (only a queue's
+/// `key_overrides` takes one) an object of those, as an inline table.
+pub fn toml_value(value: &serde_json::Value, tables: bool) -> AdminResult<TomlValue> {
     let scalar = |value: &serde_json::Value| -> Option<TomlValue> {
         match value {
             serde_json::Value::String(text) => Some(text.as_str().into()),
@@ -186,8 +187,7 @@ pub fn toml_value(value: &serde_json::Value) -> AdminResult<TomlValue> {
             _ => None,
         }
     };
-    let invalid =
-        || AdminError::invalid_change("value must be a string, number, bool, array of scalars, or object of those");
+    let invalid = || AdminError::invalid_change("value must be a string, number, bool, or array of scalars");
     match value {
         serde_json::Value::Array(items) => {
             let mut array = Array::new();
@@ -198,11 +198,11 @@ pub fn toml_value(value: &serde_json::Value) -> AdminResult<TomlValue> {
         }
         // An object (a table such as a queue's key_overrides) becomes an inline table; null
         // entries are left out.
-        serde_json::Value::Object(entries) => {
+        serde_json::Value::Object(entries) if tables => {
             let mut table = toml_edit::InlineTable::new();
             for (key, entry) in entries {
                 if !entry.is_null() {
-                    table.insert(key, toml_value(entry)?);
+                    table.insert(key, toml_value(entry, true)?);
                 }
             }
             Ok(TomlValue::InlineTable(table))

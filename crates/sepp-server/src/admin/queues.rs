@@ -76,7 +76,7 @@ pub async fn put(
     let mut document = state.config.document(&current)?;
     config_file::declare_queue(&mut document, &name)?;
     for (field, value) in &body.overrides {
-        let value = if value.is_null() { None } else { Some(toml_value(value)?) };
+        let value = if value.is_null() { None } else { Some(toml_value(value, field == "key_overrides")?) };
         config_file::set_queue_field(&mut document, &name, field, value)?;
     }
     let written = state.config.write(&lock, &document, &state.live).await?;
