@@ -433,3 +433,64 @@ async def test_per_key_limits_hold_each_tenant_and_let_the_others_past(
         assert peak == limits, peak
         assert sorted(finished) == sorted(ids)
         assert await client.reserve(reserve(queue, wait=0.2)) is None  # all acked
+
+
+async def test_queue_max_in_flight_holds_across_connections_and_an_ack_frees_a_slot(
+    start_server: Callable[..., SeppServer], queue: str
+) -> None:
+    # The limit is the queue's, not a connection's: what one client holds counts against another.
+    server = start_server({"queues": [{"name": queue, "max_in_flight": 2}]})
+    async with (
+        await SeppClient.connect(server.addr) as first,
+        await SeppClient.connect(server.addr) as second,
+    ):
+        acks = await first.enqueue_batch([EnqueueRequest(queue, "t") for _ in range(5)])
+        assert all(isinstance(ack, EnqueueAck) for ack in acks), acks
+        many = ReserveOptions([queue], timedelta(seconds=30), timedelta(0), max_jobs=10)
+        held = await first.reserve(many)
+        assert held is not None and len(held) == 2, held
+        assert await second.reserve(many) is None
+        # A waiting reserve is served as soon as an ack frees a slot, with that one slot only.
+        polling = asyncio.ensure_future(
+            second.reserve(
+                ReserveOptions([queue], timedelta(seconds=30), timedelta(seconds=15), max_jobs=10)
+            )
+        )
+        await first.ack(held[0])
+        freed = await asyncio.wait_for(polling, WAIT)
+        assert freed is not None and len(freed) == 1, freed
+        assert freed[0].ctx.id not in {job.ctx.id for job in held}
+        assert await first.reserve(many) is None  # two in flight again, one per client
+
+
+async def test_queue_rate_limit_caps_leases_not_in_flight_and_lets_other_queues_past(
+    start_server: Callable[..., SeppServer], new_queue: Callable[[], str]
+) -> None:
+    limited, other = new_queue(), new_queue()
+    server = start_server(
+        {
+            "queues": [
+                {"name": limited, "rate_limit": 2, "rate_period_ms": 60000, "rate_burst": 2},
+                {"name": other},
+            ]
+        }
+    )
+    async with await SeppClient.connect(server.addr) as client:
+        requests = [EnqueueRequest(limited, "t") for _ in range(4)]
+        requests += [EnqueueRequest(other, "t") for _ in range(3)]
+        acks = await client.enqueue_batch(requests)
+        assert all(isinstance(ack, EnqueueAck) for ack in acks), acks
+
+        def many(*queues: str) -> ReserveOptions:
+            return ReserveOptions(list(queues), timedelta(seconds=30), timedelta(0), max_jobs=10)
+
+        first = await client.reserve(many(limited))
+        assert first is not None and len(first) == 2, first
+        for job in first:
+            await client.ack(job)
+        # Nothing is in flight now, but both tokens of the period are spent.
+        assert await client.reserve(many(limited)) is None
+        # limited is listed first and still has two ready jobs; the reserve goes past it.
+        past = await client.reserve(many(limited, other))
+        assert past is not None and [job.ctx.queue for job in past] == [other] * 3, past
+        assert await client.reserve(many(limited)) is None

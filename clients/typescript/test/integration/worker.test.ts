@@ -406,6 +406,70 @@ describe("Worker", () => {
     }
   });
 
+  test("a queue's max_in_flight holds across connections, and a waiting reserve gets the slot an ack frees", async () => {
+    // The limit is the queue's, not a connection's: what one client holds counts against another.
+    const queue = freshQueue();
+    const limited = await TestServer.start({
+      tail: `[[queues]]\nname = ${JSON.stringify(queue)}\nmax_in_flight = 2\n`,
+    });
+    const first = await SeppClient.connect(limited.addr);
+    const second = await SeppClient.connect(limited.addr);
+    try {
+      const results = await first.enqueueBatch(Array.from({ length: 5 }, () => ({ queue, jobType: "t" })));
+      for (const result of results) if (!("jobId" in result)) assert.fail(`rejected: ${result.kind}`);
+      const many = { queues: [queue], leaseDuration: 30_000, maxJobs: 10, waitTimeout: 0 };
+      const held = (await first.reserve(many)) ?? [];
+      assert.equal(held.length, 2);
+      assert.equal(await second.reserve(many), null);
+      // A waiting reserve is served as soon as an ack frees a slot, with that one slot only.
+      const polling = second.reserve({ ...many, waitTimeout: 15_000 });
+      polling.catch(() => {}); // awaited below; this keeps a failure before then from going unhandled
+      await first.ack(held[0]?.ctx ?? assert.fail("nothing reserved"));
+      const freed = (await within(polling, "the long poll served after the ack")) ?? [];
+      assert.equal(freed.length, 1);
+      assert.ok(!held.some((job) => job.ctx.id === freed[0]?.ctx.id));
+      assert.equal(await first.reserve(many), null); // two in flight again, one per client
+    } finally {
+      first.close();
+      second.close();
+      await limited.stop();
+    }
+  });
+
+  test("a queue's rate_limit caps leases, not jobs in flight, and other queues in the reserve get past it", async () => {
+    const limitedQueue = freshQueue();
+    const other = freshQueue();
+    const limited = await TestServer.start({
+      tail:
+        `[[queues]]\nname = ${JSON.stringify(limitedQueue)}\nrate_limit = 2\nrate_period_ms = 60000\nrate_burst = 2\n` +
+        `[[queues]]\nname = ${JSON.stringify(other)}\n`,
+    });
+    const limitedClient = await SeppClient.connect(limited.addr);
+    try {
+      const results = await limitedClient.enqueueBatch([
+        ...Array.from({ length: 4 }, () => ({ queue: limitedQueue, jobType: "t" })),
+        ...Array.from({ length: 3 }, () => ({ queue: other, jobType: "t" })),
+      ]);
+      for (const result of results) if (!("jobId" in result)) assert.fail(`rejected: ${result.kind}`);
+      const many = (...queues: string[]) => ({ queues, leaseDuration: 30_000, maxJobs: 10, waitTimeout: 0 });
+      const leased = await limitedClient.reserve(many(limitedQueue));
+      assert.equal(leased?.length, 2);
+      for (const job of leased ?? []) await limitedClient.ack(job.ctx);
+      // Nothing is in flight now, but both tokens of the period are spent.
+      assert.equal(await limitedClient.reserve(many(limitedQueue)), null);
+      // limitedQueue is listed first and still has two ready jobs; the reserve goes past it.
+      const past = await limitedClient.reserve(many(limitedQueue, other));
+      assert.deepEqual(
+        past?.map((job) => job.ctx.queue),
+        [other, other, other],
+      );
+      assert.equal(await limitedClient.reserve(many(limitedQueue)), null);
+    } finally {
+      limitedClient.close();
+      await limited.stop();
+    }
+  });
+
   test("run() refuses to run twice at once", async () => {
     const { worker: w, shutdown } = worker(freshQueue());
     const running = w.catchAll(() => {}).run();
