@@ -51,7 +51,7 @@ pub use limits::{KeyLimit, KeyLimits, Policy, QueueLimits, RateLimit, RetryBacko
 pub use peek::{JobFilter, JobKey, PEEK_SCAN_LIMIT, PeekPage, PeekState, Peeked, WrongCursor};
 pub use record::Record;
 pub use snapshot::{SNAPSHOT_CHUNK, Snapshot, SnapshotEntry};
-pub use state::{ALL_QUEUES, Depths, State, StorageRules};
+pub use state::{ALL_QUEUES, Depths, KEY_BUCKET_GRACE_MS, State, StorageRules};
 pub use sweep::SweepReport;
 pub use totals::QueueTotals;
 pub use types::*;

@@ -73,6 +73,9 @@ pub enum Record {
     /// A queue with a per-key rate limit leased a job of key value `key`: that key's bucket's
     /// theoretical arrival time is now `tat_us`.
     KeyRateAdvanced { queue: Arc<str>, key: Arc<str>, tat_us: i64 },
+    /// A key's bucket had been full for a while (see [`crate::KEY_BUCKET_GRACE_MS`]): it
+    /// is dropped, which a full bucket is equal to, so keys no longer used take no memory.
+    KeyRateForgotten { queue: Arc<str>, key: Arc<str> },
     /// The acceptance sequence continues at `next_seq` (or later): how a checkpoint carries the
     /// counter, so a state rebuilt from one numbers new jobs exactly as the original would.
     SequenceRestored { next_seq: u64 },

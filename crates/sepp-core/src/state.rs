@@ -25,6 +25,10 @@ use crate::types::{DeadLetter, Job, JobId, JobState, PayloadData, StoredPayload,
 /// names are never empty.
 pub const ALL_QUEUES: &str = "";
 
+/// How long after a per-key bucket is full again (its key leased nothing for a while) it is
+/// dropped: a dropped bucket is full, so this changes no decision, only what memory holds.
+pub const KEY_BUCKET_GRACE_MS: TimeMs = 60_000;
+
 /// Settings fixed when the state machine is created (restart-only configuration).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StorageRules {
@@ -157,6 +161,8 @@ pub struct State {
     pub(crate) keyed: HashMap<Arc<str>, KeyedQueue>,
     /// Per-key rate buckets by queue, then key value: the next lease's arrival time, in µs.
     pub(crate) key_rate_tat: HashMap<Arc<str>, HashMap<Arc<str>, i64>>,
+    /// The same buckets by arrival time (derived), so the sweep finds the full ones.
+    pub(crate) key_rate_index: BTreeSet<(i64, Arc<str>, Arc<str>)>,
     /// Recurring schedules by id, and their next slots in time order.
     pub(crate) schedules: HashMap<String, crate::schedule::Schedule>,
     pub(crate) schedule_index: BTreeSet<(TimeMs, String)>,
@@ -191,6 +197,7 @@ impl State {
             rate_waits: BTreeSet::new(),
             keyed: HashMap::new(),
             key_rate_tat: HashMap::new(),
+            key_rate_index: BTreeSet::new(),
             schedule_index: BTreeSet::new(),
             audit: AuditLog::default(),
             totals: TotalsTable::default(),
@@ -348,6 +355,7 @@ impl State {
             self.paused.values().flatten().min().copied(),
             self.schedule_index.first().map(|(next_ms, _)| *next_ms),
             self.rate_waits.first().map(|(at_ms, _)| *at_ms),
+            self.key_rate_index.first().map(|(tat_us, _, _)| tat_us.div_euclid(1000) + 1 + KEY_BUCKET_GRACE_MS),
         ]
         .into_iter()
         .flatten()
@@ -493,7 +501,19 @@ impl State {
             Record::KeyRateAdvanced { queue, key, tat_us } => {
                 let queue = self.intern(queue);
                 let key = self.intern(key);
-                self.key_rate_tat.entry(queue).or_default().insert(key, *tat_us);
+                let previous = self.key_rate_tat.entry(queue.clone()).or_default().insert(key.clone(), *tat_us);
+                if let Some(previous) = previous {
+                    self.key_rate_index.remove(&(previous, queue.clone(), key.clone()));
+                }
+                self.key_rate_index.insert((*tat_us, queue, key));
+            }
+            Record::KeyRateForgotten { queue, key } => {
+                let keys = self.key_rate_tat.get_mut(queue).expect("record names a bucket");
+                let tat_us = keys.remove(key).expect("record names a bucket");
+                if keys.is_empty() {
+                    self.key_rate_tat.remove(queue);
+                }
+                self.key_rate_index.remove(&(tat_us, queue.clone(), key.clone()));
             }
             Record::SequenceRestored { next_seq } => self.next_seq = self.next_seq.max(*next_seq),
             Record::Audited { entry } => self.audit.push(entry.clone()),
@@ -772,6 +792,15 @@ impl State {
     /// index of that state, per-queue counts match the indexes, dead letters are indexed twice,
     /// and dedup deadlines mirror the dedup map. Returns the first violation found.
     pub fn check_invariants(&self) -> Result<(), String> {
+        let buckets: usize = self.key_rate_tat.values().map(HashMap::len).sum();
+        if buckets != self.key_rate_index.len()
+            || self
+                .key_rate_index
+                .iter()
+                .any(|(tat_us, queue, key)| self.key_rate_tat.get(queue).and_then(|keys| keys.get(key)) != Some(tat_us))
+        {
+            return Err("the per-key bucket index does not match the buckets".into());
+        }
         for (queue, keyed) in &self.keyed {
             let mut rebuilt = self.clone();
             rebuilt.rebuild_keyed(queue);

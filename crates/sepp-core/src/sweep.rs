@@ -28,6 +28,8 @@ pub struct SweepReport {
     pub pauses_ended: usize,
     /// The schedules that were due, and what each did.
     pub schedule_firings: Vec<crate::schedule::Firing>,
+    /// Per-key rate buckets dropped after being full for [`crate::KEY_BUCKET_GRACE_MS`].
+    pub key_buckets_forgotten: usize,
 }
 
 impl SweepReport {
@@ -109,6 +111,20 @@ impl State {
         report.dead_letters_expired = aged.len();
         for job_id in aged {
             self.record(Record::DeadLetterRemoved { job_id }, out);
+        }
+
+        // A bucket whose arrival time is past is full; one full for the grace period is dropped.
+        let full_before_us = now_ms.saturating_sub(crate::state::KEY_BUCKET_GRACE_MS).saturating_mul(1000);
+        let idle: Vec<_> = self
+            .key_rate_index
+            .iter()
+            .take_while(|(tat_us, _, _)| *tat_us < full_before_us)
+            .take(limit)
+            .map(|(_, queue, key)| (queue.clone(), key.clone()))
+            .collect();
+        report.key_buckets_forgotten = idle.len();
+        for (queue, key) in idle {
+            self.record(Record::KeyRateForgotten { queue, key }, out);
         }
         report
     }

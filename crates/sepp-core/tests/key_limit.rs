@@ -144,6 +144,27 @@ fn a_restart_does_not_refill_a_keys_bucket() {
 }
 
 #[test]
+fn a_key_idle_for_the_grace_period_is_forgotten_and_its_bucket_is_full_again() {
+    use sepp_core::KEY_BUCKET_GRACE_MS;
+    let mut harness = Harness::with_policy(keyed(rate(1, 1_000, 2), &[]));
+    let a = harness.add_all(T0, (0..4).map(|_| of("a")).collect());
+    assert_eq!(harness.reserve_ids(T0, &["q"], 10), a[..2], "the burst of two");
+    for id in &a[..2] {
+        harness.ack(*id, 1).unwrap();
+    }
+    harness.sweep(T0 + 2_000); // past the wake-up for the next token
+    // The bucket is full again at T0 + 2 s; the committer is woken to drop it a grace period later.
+    let forget_at = T0 + 2_000 + 1 + KEY_BUCKET_GRACE_MS;
+    assert_eq!(harness.state.next_deadline_ms(), Some(forget_at));
+    assert_eq!(harness.sweep(forget_at - 1).key_buckets_forgotten, 0, "not yet");
+    let from = harness.records.len();
+    assert_eq!(harness.sweep(forget_at).key_buckets_forgotten, 1);
+    assert!(matches!(harness.records_since(from), [.., sepp_core::Record::KeyRateForgotten { .. }]));
+    // Forgetting changed nothing a reserve decides: a full bucket, the burst again.
+    assert_eq!(harness.reserve_ids(forget_at, &["q"], 10).len(), 2);
+}
+
+#[test]
 fn a_changed_key_limit_applies_at_once_to_the_jobs_already_there() {
     let mut harness = Harness::with_policy(Policy::default());
     let a = harness.add_all(T0, (0..4).map(|_| of("a")).collect());

@@ -67,6 +67,7 @@ mod tag {
     pub const SEQUENCE_RESTORED: u8 = 24;
     pub const RATE_ADVANCED: u8 = 25;
     pub const KEY_RATE_ADVANCED: u8 = 26;
+    pub const KEY_RATE_FORGOTTEN: u8 = 27;
 }
 
 /// Appends the encoding of `record` to `out`. Every payload must be inline (the checkpoint
@@ -193,6 +194,11 @@ pub fn encode(record: &Record, out: &mut Vec<u8>, placements: &mut Vec<Placement
             w.str(key);
             w.i64(*tat_us);
         }
+        Record::KeyRateForgotten { queue, key } => {
+            w.u8(tag::KEY_RATE_FORGOTTEN);
+            w.str(queue);
+            w.str(key);
+        }
         Record::SequenceRestored { next_seq } => {
             w.u8(tag::SEQUENCE_RESTORED);
             w.u64(*next_seq);
@@ -270,6 +276,7 @@ pub fn decode(bytes: &[u8], source: Option<Source>) -> Result<(Record, usize), D
         tag::KEY_RATE_ADVANCED => {
             Record::KeyRateAdvanced { queue: Arc::from(r.str()?), key: Arc::from(r.str()?), tat_us: r.i64()? }
         }
+        tag::KEY_RATE_FORGOTTEN => Record::KeyRateForgotten { queue: Arc::from(r.str()?), key: Arc::from(r.str()?) },
         tag::SEQUENCE_RESTORED => Record::SequenceRestored { next_seq: r.u64()? },
         tag::SCHEDULE_FIRED => Record::ScheduleFired {
             id: r.str()?,

@@ -167,6 +167,7 @@ fn every_record() -> Vec<Record> {
     records.push(Record::SequenceRestored { next_seq: u64::MAX });
     records.push(Record::RateAdvanced { queue: Arc::from("api"), tat_us: -1_700_000_000_000_000 });
     records.push(Record::KeyRateAdvanced { queue: Arc::from("api"), key: Arc::from("acme"), tat_us: i64::MAX });
+    records.push(Record::KeyRateForgotten { queue: Arc::from("api"), key: Arc::from("") });
     records.push(Record::ScheduleFired { id: "s".into(), slot_ms: 1, next_ms: 2, job_id: Some(id(13)) });
     records.push(Record::ScheduleFired { id: String::new(), slot_ms: i64::MIN, next_ms: i64::MAX, job_id: None });
     for (actor, details) in [("ana", r#"{"queue":"emails","job_ids":["a"]}"#), ("", "")] {
@@ -208,7 +209,7 @@ fn job_of(record: &Record) -> Option<&Job> {
 fn the_fixture_covers_every_variant_state_cause_and_optional_field() {
     let records = every_record();
     let variants: BTreeSet<_> = records.iter().map(variant).collect();
-    assert_eq!(variants.len(), 26, "variants covered: {variants:?}");
+    assert_eq!(variants.len(), 27, "variants covered: {variants:?}");
     let states: HashSet<_> = records
         .iter()
         .filter_map(|record| match record {

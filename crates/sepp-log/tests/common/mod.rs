@@ -206,5 +206,6 @@ pub fn variant(record: &Record) -> &'static str {
         Record::SequenceRestored { .. } => "SequenceRestored",
         Record::RateAdvanced { .. } => "RateAdvanced",
         Record::KeyRateAdvanced { .. } => "KeyRateAdvanced",
+        Record::KeyRateForgotten { .. } => "KeyRateForgotten",
     }
 }
