@@ -101,29 +101,39 @@ pub(crate) fn key_text<'a>(job: &'a Job, field: &str) -> Option<std::borrow::Cow
     })
 }
 
-impl State {
-    /// The key value of the job in `slot` for `queue`'s key limit, interned.
-    fn key_of(&mut self, queue: &str, slot: Slot) -> KeyValue {
-        let job = self.jobs.at(slot).job.clone();
-        let limit = self.keyed.get(queue).expect("a keyed queue").limit.clone();
-        key_text(&job, &limit.field).map(|text| self.intern(&text))
-    }
+/// A borrowed key value, to look a group up without building its name first.
+#[derive(Hash)]
+struct KeyRef<'a>(Option<&'a str>);
 
+impl hashbrown::Equivalent<KeyValue> for KeyRef<'_> {
+    fn equivalent(&self, key: &KeyValue) -> bool {
+        self.0 == key.as_deref()
+    }
+}
+
+/// The key value of `job` in `keyed`: the name its group already has, or a new one. Key values
+/// are not interned with the queue names: a queue may see millions of tenants over time, and a
+/// key value lives only as long as its group (and its rate bucket).
+fn key_of(keyed: &KeyedQueue, job: &Job) -> KeyValue {
+    let text = key_text(job, &keyed.limit.field)?;
+    match keyed.groups.get_key_value(&KeyRef(Some(&text))) {
+        Some((existing, _)) => existing.clone(),
+        None => Some(Arc::from(&*text)),
+    }
+}
+
+impl State {
     /// Keeps the per-key index of a keyed queue when the job in `slot` enters (`entering`) or
     /// leaves its current state.
     pub(crate) fn index_keyed(&mut self, slot: Slot, entering: bool) {
         let live = self.jobs.at(slot);
-        if !self.keyed.contains_key(&*live.job.queue) {
-            return;
-        }
-        let queue = live.job.queue.clone();
+        let Some(keyed) = self.keyed.get_mut(&*live.job.queue) else { return };
         let state = live.state;
-        let rank = ready_key(&live.job);
         if matches!(state, JobState::Scheduled { .. }) {
             return;
         }
-        let key = self.key_of(&queue, slot);
-        let keyed = self.keyed.get_mut(&*queue).expect("checked above");
+        let rank = ready_key(&live.job);
+        let key = key_of(keyed, &live.job);
         keyed.change(&key, |group| match (state, entering) {
             (JobState::Ready { .. }, true) => {
                 group.ready.insert(rank, slot);
@@ -238,5 +248,24 @@ impl State {
             deliveries.push(Delivery { job: live.job.clone(), attempt: live.state.attempt(), lease_deadline_ms });
         }
         next_token_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A borrowed key value finds its group (so a group's name is reused, not allocated again),
+    /// also the group of jobs without the field.
+    #[test]
+    fn a_borrowed_key_value_finds_its_group() {
+        let mut keyed = KeyedQueue::new(Arc::new(KeyLimit::default()));
+        let acme: KeyValue = Some(Arc::from("acme"));
+        keyed.groups.insert(acme.clone(), KeyGroup::default());
+        keyed.groups.insert(None, KeyGroup::default());
+        let (found, _) = keyed.groups.get_key_value(&KeyRef(Some("acme"))).expect("acme's group");
+        assert!(Arc::ptr_eq(found.as_ref().unwrap(), acme.as_ref().unwrap()));
+        assert!(keyed.groups.get_key_value(&KeyRef(None)).is_some());
+        assert!(keyed.groups.get_key_value(&KeyRef(Some("other"))).is_none());
     }
 }

@@ -499,8 +499,9 @@ impl State {
                 self.rate_tat.insert(queue, *tat_us);
             }
             Record::KeyRateAdvanced { queue, key, tat_us } => {
+                // The key value is not interned (see `keyed::key_of`): it lives with its bucket.
                 let queue = self.intern(queue);
-                let key = self.intern(key);
+                let key = key.clone();
                 let previous = self.key_rate_tat.entry(queue.clone()).or_default().insert(key.clone(), *tat_us);
                 if let Some(previous) = previous {
                     self.key_rate_index.remove(&(previous, queue.clone(), key.clone()));
