@@ -163,18 +163,12 @@ impl State {
 
     /// Installs the per-key indexes a new policy asks for, rebuilding those whose limits changed.
     pub(crate) fn rekey(&mut self, previous: &crate::Policy) {
-        let mut names: Vec<String> = Vec::new();
-        for (name, limits) in &self.policy.declared {
-            if previous.queue(name).key_limit != limits.key_limit {
-                names.push(name.clone());
-            }
-        }
-        for (name, limits) in &previous.declared {
-            if limits.key_limit.is_some() && self.policy.queue(name).key_limit.is_none() {
-                names.push(name.clone());
-            }
-        }
-        for name in names {
+        let declared = self.policy.declared.keys().chain(previous.declared.keys());
+        let changed: BTreeSet<String> = declared
+            .filter(|name| previous.queue(name).key_limit != self.policy.queue(name).key_limit)
+            .cloned()
+            .collect();
+        for name in changed {
             self.rebuild_keyed(&name);
         }
     }
