@@ -348,6 +348,7 @@ test('per-key limits: an admin sets them in the settings tab, and the queue page
   await shot(narrow, 'queue-held-by-key')
   await login(narrow, server, 'viewer', '/queues/tenants/settings')
   await untilText(narrow.locator('tr[data-field="key_overrides"] .eff'), 'acme max_in_flight=2')
+  await narrow.locator('tr[data-field="limit_key"]').scrollIntoViewIfNeeded()
   await shot(narrow, 'queue-key-limit-settings')
   await narrow.close()
   for (const job of held) await grpc.ack(job)
