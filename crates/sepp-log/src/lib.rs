@@ -1,7 +1,8 @@
 //! sepp-log: the durable log of the queue's records.
 //!
-//! The committer hands each cycle's records to a [`Log`]: [`Log::append`] then one
-//! [`Log::persist`], and only then answers the callers of that cycle. [`DurableLog`] keeps them
+//! The committer hands each cycle's records to a [`Log`]: [`Log::append`], [`Log::write`] and
+//! a sync (which may run while the committer applies its next cycle), and only then answers the
+//! callers of that cycle. [`DurableLog`] keeps them
 //! in checksummed segment files, writes checkpoints so disk use follows the live data rather than
 //! history, and replays everything on open.
 //!
@@ -26,14 +27,32 @@ pub use relocations::Relocations;
 pub use sepp_core::PersistMode;
 
 /// Where the committer persists records.
+///
+/// A cycle's records go out as [`Log::append`] then [`Log::write`], and become durable with
+/// [`Log::sync`], or with [`Log::start_sync`] and later [`Log::finish_sync`], between which the
+/// caller may prepare its next cycle (but writes nothing: `write` waits for the sync in flight).
+/// An error from `write` or any sync is final: the caller must stop acknowledging writes (fsync
+/// failures cannot be retried), and acknowledge nothing that was written since the last
+/// successful sync.
 pub trait Log: Send {
     /// Adds the records of one cycle, which become durable together or not at all.
     fn append(&mut self, records: &[Record]) -> io::Result<()>;
-    /// Makes everything appended so far as durable as the persist mode promises, and returns
-    /// where the large payloads of those records now are (for `State::place_payload`). An
-    /// error here is final: the caller must stop acknowledging writes (fsync failures cannot
-    /// be retried).
-    fn persist(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>>;
+    /// Writes everything appended so far, after waiting for a sync in flight, and returns where
+    /// the large payloads of those records now are (for `State::place_payload`). Not durable
+    /// until a sync finished.
+    fn write(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>>;
+    /// Makes everything written so far as durable as the persist mode promises, waiting for it.
+    fn sync(&mut self) -> io::Result<()>;
+    /// Starts making everything written so far durable, in the background.
+    fn start_sync(&mut self);
+    /// Waits for the sync [`Log::start_sync`] started (at once when none is in flight).
+    fn finish_sync(&mut self) -> io::Result<()>;
+    /// [`Log::write`] then [`Log::sync`].
+    fn persist(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>> {
+        let placed = self.write()?;
+        self.sync()?;
+        Ok(placed)
+    }
     /// Reads back the bytes of a stored payload.
     fn read_payload(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>>;
     /// Whether a checkpoint now would reclaim space, given the live state's approximate size.
@@ -44,6 +63,8 @@ pub trait Log: Send {
     /// `State::place_payload`, then call [`Log::reclaim`]). Empty otherwise, and also when the
     /// checkpoint moved nothing, which must be reclaimed all the same.
     fn poll_checkpoint(&mut self) -> Relocations;
+    /// Whether a finished checkpoint waits for [`Log::reclaim`].
+    fn reclaim_due(&self) -> bool;
     /// Deletes the files a finished checkpoint replaced (nothing when no checkpoint finished).
     /// Call after applying all its relocations; no checkpoint starts before this succeeded. An
     /// error leaves the finished checkpoint to be reclaimed by a later call.

@@ -356,6 +356,7 @@ pub fn spawn<E: Send + 'static>(
                 poison,
                 records: Vec::new(),
                 answers: Vec::new(),
+                pending: Vec::new(),
                 served_generation: 0,
                 relocating: sepp_log::Relocations::default(),
                 relocations_per_cycle: settings.relocations_per_cycle.max(1),
@@ -404,6 +405,9 @@ struct Committer {
     poison: tokio::sync::watch::Sender<Option<String>>,
     records: Vec<Record>,
     answers: Vec<Answer>,
+    /// The answers of the last cycle, whose frame syncs in the background while this cycle is
+    /// applied; sent as soon as that sync finished.
+    pending: Vec<Answer>,
     /// The ready generation up to which the waiters were already offered jobs.
     served_generation: u64,
     /// Payload places a finished checkpoint moved that are not applied yet.
@@ -436,6 +440,11 @@ impl Committer {
                 break;
             }
         }
+        // Nothing stays pending (a cycle pipelines only while commands wait), but a caller must
+        // never be left without its answer if that changes.
+        if let Err(error) = self.flush_pending() {
+            self.poisoned(&error);
+        }
         self.answer_waiters_empty();
         tracing::info!("committer thread stopped; storage is no longer accepting commands");
         drop(self.log);
@@ -445,8 +454,9 @@ impl Committer {
     /// When the loop must wake even without commands: the next sweep deadline, the next waiter
     /// deadline, or the sweep interval, whichever is first.
     fn next_wake(&self) -> Instant {
-        if !self.records.is_empty() {
-            // Records of work done after the last persist (leases taken back) go out now.
+        if !self.records.is_empty() || !self.pending.is_empty() {
+            // Records of work done after the last persist (leases taken back) go out now, and
+            // answers waiting for a sync are not left waiting for the next command.
             return Instant::now();
         }
         let now = self.clock.now_ms();
@@ -486,11 +496,7 @@ impl Committer {
         {
             histogram.record(started.elapsed().as_secs_f64() * 1000.0, &[]);
         }
-        let unclaimed: Vec<Unclaimed> =
-            self.answers.drain(..).filter_map(|answer| answer.send(self.log.as_mut())).collect();
-        for unclaimed in unclaimed {
-            self.take_back(unclaimed);
-        }
+        self.send_answers();
         // Only now: answers hold jobs as they were when applied, whose payloads may sit in the
         // very files a finished checkpoint is about to let the log delete.
         self.maintain_log();
@@ -685,6 +691,40 @@ impl Committer {
         }
     }
 
+    /// Sends this cycle's answers (none when they wait for a background sync), and takes back
+    /// what callers that left did not take.
+    fn send_answers(&mut self) {
+        let unclaimed: Vec<Unclaimed> =
+            self.answers.drain(..).filter_map(|answer| answer.send(self.log.as_mut())).collect();
+        for unclaimed in unclaimed {
+            self.take_back(unclaimed);
+        }
+    }
+
+    /// Waits for the background sync of the last cycle's frame and sends that cycle's answers.
+    /// What their callers left behind is taken back into the next cycle's records.
+    fn flush_pending(&mut self) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.log.finish_sync()?;
+        let unclaimed: Vec<Unclaimed> =
+            self.pending.drain(..).filter_map(|answer| answer.send(self.log.as_mut())).collect();
+        for unclaimed in unclaimed {
+            self.take_back(unclaimed);
+        }
+        Ok(())
+    }
+
+    /// Whether this cycle's frame may sync in the background while the next cycle is applied:
+    /// only while commands already wait (an idle server answers at once, with no hand-off to
+    /// the syncer), not when closing, and not while a finished checkpoint waits to delete the
+    /// files it replaced (pending answers may still read payloads from them).
+    fn may_pipeline(&self) -> bool {
+        let reclaim_waits = self.relocating.is_empty() && self.log.reclaim_due();
+        !self.close && !self.receiver.is_empty() && !reclaim_waits
+    }
+
     fn answer_waiters_empty(&mut self) {
         for waiter in self.waiters.drain(..) {
             let _ = waiter.reply.send(Vec::new());
@@ -692,19 +732,35 @@ impl Committer {
     }
 
     /// Writes and persists the cycle's records, and starts a checkpoint when one is due.
+    ///
+    /// Pipelined while commands wait: the frame of cycle N syncs in the background while cycle
+    /// N+1 is applied and encoded; then N's sync is awaited and N's callers answered, and only
+    /// then N+1's frame is written (one frame in flight at a time) and its sync started. So the
+    /// disk's sync time overlaps the committer's own work instead of adding to it, and no caller
+    /// hears an answer before every frame up to its own cycle's is durable.
     fn persist(&mut self) -> std::io::Result<()> {
-        if self.records.is_empty() {
+        let wrote = !self.records.is_empty();
+        if wrote {
+            self.log.append(&self.records)?;
+            self.records.clear();
+        }
+        self.flush_pending()?;
+        if !wrote {
             return Ok(());
         }
-        let placed = self.log.append(&self.records).and_then(|()| self.log.persist())?;
-        self.records.clear();
+        let placed = self.log.write()?;
         for (job_id, stored) in placed {
             self.state.place_payload(job_id, stored);
         }
         if self.log.wants_checkpoint(self.state.live_bytes()) {
             self.log.checkpoint(self.state.snapshot())?;
         }
-        Ok(())
+        if self.may_pipeline() {
+            self.log.start_sync();
+            std::mem::swap(&mut self.pending, &mut self.answers);
+            return Ok(());
+        }
+        self.log.sync()
     }
 
     /// Moves payloads a finished checkpoint relocated, a slice per cycle, then lets the log
@@ -717,7 +773,9 @@ impl Committer {
         for (job_id, stored) in self.relocating.by_ref().take(self.relocations_per_cycle) {
             self.state.place_payload(job_id, stored);
         }
+        // Answers still waiting for their sync may read payloads from the files it deletes.
         if self.relocating.is_empty()
+            && self.pending.is_empty()
             && let Err(error) = self.log.reclaim()
         {
             // The old files stay until a later cycle manages; nothing acknowledged is at stake.
@@ -733,6 +791,7 @@ impl Committer {
     fn poisoned(&mut self, error: &std::io::Error) {
         tracing::error!(%error, "persisting the log failed; storage is poisoned and the server stops");
         self.answers.clear();
+        self.pending.clear();
         self.records.clear();
         self.poison.send_replace(Some(format!("persisting the log failed: {error}")));
     }

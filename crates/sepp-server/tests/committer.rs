@@ -181,17 +181,22 @@ async fn pauses_survive_checkpoints_that_replace_the_files_holding_their_records
     assert_eq!(state.pauses(), [("empty".into(), None), ("timed".into(), Some(until_ms))]);
 }
 
-/// A log that keeps nothing. Its persist fails once `failing` is set, counting the persists it
-/// was asked for after that; its first poll reports `relocations` as a finished checkpoint's; it
-/// notes persists, polls that reported something, and reclaims in `events`; and it sets
-/// `closed` when it is dropped.
+/// A log that keeps nothing. Its syncs fail once `failing` is set, counting the syncs it was
+/// asked for after that; its first poll reports `relocations` as a finished checkpoint's; it
+/// notes appends, syncs ("persist" for one waited for at once, "start sync" and "finish sync"
+/// for one in the background), polls that reported something, and reclaims in `events`; and it
+/// sets `closed` when it is dropped.
 #[derive(Default)]
 struct TestLog {
     failing: Arc<AtomicBool>,
     /// Once set, append panics: a broken invariant on the committer thread.
     panicking: Arc<AtomicBool>,
-    /// When armed, the next persist says it started and waits to be let go.
+    /// When armed, the next sync says it started and waits to be let go.
     gate: Arc<Mutex<Option<Gate>>>,
+    /// When armed, the next append does the same.
+    append_gate: Arc<Mutex<Option<Gate>>>,
+    /// A sync was started in the background and not yet finished.
+    syncing: bool,
     failed_persists: Arc<AtomicUsize>,
     closed: Arc<AtomicBool>,
     relocations: Vec<(JobId, StoredPayload)>,
@@ -208,24 +213,54 @@ impl TestLog {
     fn note(&self, event: String) {
         self.events.lock().unwrap().push(event);
     }
+
+    fn synced(&mut self) -> std::io::Result<()> {
+        pass(&self.gate);
+        if !self.failing.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.failed_persists.fetch_add(1, Ordering::SeqCst);
+        Err(std::io::Error::other("the disk is on fire"))
+    }
+}
+
+/// Holds the caller at `gate` when it is armed.
+fn pass(gate: &Mutex<Option<Gate>>) {
+    if let Some(gate) = gate.lock().unwrap().take() {
+        let _ = gate.entered.send(());
+        let _ = gate.proceed.recv();
+    }
 }
 
 impl sepp_log::Log for TestLog {
     fn append(&mut self, _records: &[Record]) -> std::io::Result<()> {
         assert!(!self.panicking.load(Ordering::SeqCst), "an invariant broke");
+        self.note("append".into());
+        pass(&self.append_gate);
         Ok(())
     }
-    fn persist(&mut self) -> std::io::Result<Vec<(JobId, StoredPayload)>> {
+    fn write(&mut self) -> std::io::Result<Vec<(JobId, StoredPayload)>> {
+        assert!(!self.syncing, "a frame was written while a sync was in flight");
+        Ok(Vec::new())
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        assert!(!self.syncing, "a sync was in flight");
         self.note("persist".into());
-        if let Some(gate) = self.gate.lock().unwrap().take() {
-            let _ = gate.entered.send(());
-            let _ = gate.proceed.recv();
+        self.synced()
+    }
+    fn start_sync(&mut self) {
+        self.note("start sync".into());
+        self.syncing = true;
+    }
+    fn finish_sync(&mut self) -> std::io::Result<()> {
+        if !std::mem::take(&mut self.syncing) {
+            return Ok(());
         }
-        if !self.failing.load(Ordering::SeqCst) {
-            return Ok(Vec::new());
-        }
-        self.failed_persists.fetch_add(1, Ordering::SeqCst);
-        Err(std::io::Error::other("the disk is on fire"))
+        self.note("finish sync".into());
+        self.synced()
+    }
+    fn reclaim_due(&self) -> bool {
+        false
     }
     fn read_payload(&mut self, _stored: &StoredPayload) -> std::io::Result<Vec<u8>> {
         unreachable!("payloads stay in memory")
@@ -443,4 +478,69 @@ async fn dead_letters_drained_for_a_caller_that_left_are_kept_again() {
     assert_eq!(kept[0].value.job.id, id);
     drop(committer);
     closed.wait().await.expect("the committer stops");
+}
+
+/// Starts an enqueue that is held in its cycle's append, and queues a second one behind it, so
+/// that the first cycle ends with a command waiting: its frame syncs in the background while the
+/// second cycle is applied. Returns both answers once the background sync is held at the gate.
+async fn two_enqueues_with_the_first_syncing_behind_the_second(
+    committer: &CommitterHandle,
+    append_gate: &Arc<Mutex<Option<Gate>>>,
+    sync_gate: &Arc<Mutex<Option<Gate>>>,
+) -> (Answered, Answered, std::sync::mpsc::Sender<()>) {
+    let (in_append, leave_append) = arm(append_gate);
+    let (first, first_answer) = oneshot::channel();
+    committer.send(Command::Enqueue { jobs: vec![small_job()], reply: first }).await.expect("the committer runs");
+    tokio::task::spawn_blocking(move || in_append.recv()).await.unwrap().expect("the first cycle appends");
+    let (second, second_answer) = oneshot::channel();
+    committer.send(Command::Enqueue { jobs: vec![small_job()], reply: second }).await.expect("the committer runs");
+    let (in_sync, leave_sync) = arm(sync_gate);
+    leave_append.send(()).unwrap();
+    tokio::task::spawn_blocking(move || in_sync.recv()).await.unwrap().expect("the first frame is synced");
+    (first_answer, second_answer, leave_sync)
+}
+
+type Answered = oneshot::Receiver<Vec<Result<sepp_core::Enqueued, sepp_core::Rejection>>>;
+
+/// While commands wait, a cycle's frame syncs in the background as the next cycle is applied,
+/// and the cycle's callers hear nothing before that sync finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_cycle_is_applied_while_the_last_frame_syncs_and_waits_for_it() {
+    let log = TestLog::default();
+    let (gate, append_gate, events) = (log.gate.clone(), log.append_gate.clone(), log.events.clone());
+    let (committer, closed) = spawn_over(log, CommitterSettings::RELOCATIONS_PER_CYCLE);
+
+    let (mut first, second, leave_sync) =
+        two_enqueues_with_the_first_syncing_behind_the_second(&committer, &append_gate, &gate).await;
+    assert_eq!(*events.lock().unwrap(), ["append", "start sync", "append", "finish sync"]);
+    assert!(first.try_recv().is_err(), "the first enqueue was answered before its frame was durable");
+    leave_sync.send(()).unwrap();
+
+    assert!(first.await.expect("the first enqueue is answered")[0].is_ok());
+    assert!(second.await.expect("the second enqueue is answered")[0].is_ok());
+    assert_eq!(events.lock().unwrap()[4], "persist", "the second frame, with nothing waiting, syncs at once");
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
+}
+
+/// A background sync that fails poisons storage like any failed persist: neither its cycle's
+/// callers nor those of the cycle applied meanwhile are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_background_sync_answers_neither_its_cycle_nor_the_next() {
+    let log = TestLog::default();
+    let (gate, append_gate, failing) = (log.gate.clone(), log.append_gate.clone(), log.failing.clone());
+    let failed_persists = log.failed_persists.clone();
+    let (committer, closed) = spawn_over(log, CommitterSettings::RELOCATIONS_PER_CYCLE);
+
+    let (first, second, leave_sync) =
+        two_enqueues_with_the_first_syncing_behind_the_second(&committer, &append_gate, &gate).await;
+    failing.store(true, Ordering::SeqCst);
+    leave_sync.send(()).unwrap();
+
+    assert!(first.await.is_err(), "the enqueue whose sync failed was answered");
+    assert!(second.await.is_err(), "an enqueue written after a failed sync was answered");
+    let reason = tokio::time::timeout(Duration::from_secs(10), committer.poisoned()).await.expect("poisoned");
+    assert!(reason.contains("the disk is on fire"), "{reason}");
+    closed.wait().await.expect("the committer stops");
+    assert_eq!(failed_persists.load(Ordering::SeqCst), 1, "a failed sync is never retried");
 }

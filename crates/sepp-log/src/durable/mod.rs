@@ -22,7 +22,8 @@
 //! The module's parts: this file holds the log itself (appending, syncing, rotating,
 //! checkpoint hand-off); `open` opens a data directory and recovers it; `replay` reads segments
 //! and checkpoints back; `preparer` zero-fills the next segment in the background;
-//! `checkpoint` writes checkpoints on a thread of their own; `files` names the files and reads
+//! `checkpoint` writes checkpoints on a thread of their own; `syncer` syncs a written frame in
+//! the background while the committer applies the next cycle; `files` names the files and reads
 //! payloads back.
 
 mod checkpoint;
@@ -30,18 +31,21 @@ mod files;
 mod open;
 mod preparer;
 mod replay;
+mod syncer;
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use sepp_core::{JobId, PersistMode, Record, Snapshot, StoredPayload};
 
 use self::checkpoint::{Checkpointer, Work};
 use self::files::{PayloadReader, checkpoint_file, checkpoint_path, list, segment_file, segment_path};
 use self::preparer::Preparer;
+use self::syncer::{Syncer, Unsynced, sync_segment};
 use crate::codec::Placement;
 use crate::frame;
 use crate::{Log, Relocations};
@@ -128,7 +132,8 @@ pub struct TruncatedTail {
 pub struct DurableLog {
     dir: PathBuf,
     options: LogOptions,
-    segment: File,
+    /// Shared with the syncer while it syncs.
+    segment: Arc<File>,
     segment_index: u64,
     segment_len: u64,
     /// How far the segment file is allocated (preallocated zeros included).
@@ -145,6 +150,9 @@ pub struct DurableLog {
     preparer: Preparer,
     /// Whether the segment after this one was asked of the preparer.
     next_requested: bool,
+    /// Written to the current segment and not yet synced (nor being synced).
+    unsynced: Option<Unsynced>,
+    syncer: Syncer,
     readers: PayloadReader,
     /// Declared last so it is dropped last, after the checkpointer has stopped writing.
     _lock: File,
@@ -157,16 +165,18 @@ impl DurableLog {
     }
 
     fn rotate(&mut self) -> io::Result<()> {
+        self.finish_sync()?;
         // The closed segment loses its preallocated tail, and is synced even in buffer mode: a
         // segment must be whole before a newer one exists, or a power loss could leave a torn
         // segment in the middle, which recovery refuses.
         self.segment.set_len(self.segment_len)?;
         self.segment.sync_all()?;
+        self.unsynced = None;
         let index = self.segment_index + 1;
         if !self.next_requested {
             self.preparer.request(index);
         }
-        self.segment = self.preparer.take(&self.dir, index)?;
+        self.segment = Arc::new(self.preparer.take(&self.dir, index)?);
         self.segment_capacity = self.segment.metadata()?.len();
         self.segment_index = index;
         self.segment_len = SEGMENT_MAGIC.len() as u64;
@@ -176,17 +186,19 @@ impl DurableLog {
         Ok(())
     }
 
-    /// Writes the buffered frames at `written_at` and syncs them as the persist mode says.
-    fn write_and_sync(&self, written_at: u64, end: u64) -> io::Result<()> {
-        self.segment.write_all_at(&self.buffer, written_at)?;
-        match self.options.persist_mode {
-            // Inside preallocated space only the data changes: its size and blocks were synced
-            // when the segment was prepared, so fdatasync makes the write exactly as durable as
-            // fsync would. A write that grows the file syncs everything.
-            PersistMode::SyncAll if end > self.segment_capacity => self.segment.sync_all(),
-            PersistMode::SyncAll | PersistMode::SyncData => self.segment.sync_data(),
-            PersistMode::Buffer => Ok(()),
-        }
+    /// Cuts what a failed write or sync covered off the segment (best effort: the disk may
+    /// refuse this too), so that the next start does not find a cycle that was reported as
+    /// failed. The caller poisons the store and its callers hear INTERNAL.
+    fn take_back(&self, from: u64) {
+        let _ = self.segment.set_len(from).and_then(|()| self.segment.sync_all());
+    }
+
+    /// Waits for the sync in flight, if any, taking back what it covered when it failed.
+    fn finish_sync_in_flight(&mut self) -> io::Result<()> {
+        self.syncer.finish().map_err(|(error, unsynced)| {
+            self.take_back(unsynced.from);
+            error
+        })
     }
 
     /// Asks for the next segment once this one is a quarter full, or at once when this one is
@@ -206,7 +218,11 @@ impl Log for DurableLog {
         Ok(())
     }
 
-    fn persist(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>> {
+    fn write(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>> {
+        // Nothing is written while a sync is in flight: a frame a power loss tears is then
+        // always the last one, which recovery cuts, rather than one followed by intact frames,
+        // which it refuses.
+        self.finish_sync_in_flight()?;
         if self.buffer.is_empty() {
             return Ok(Vec::new());
         }
@@ -221,15 +237,17 @@ impl Log for DurableLog {
         }
         let written_at = self.segment_len;
         let end = written_at + self.buffer.len() as u64;
-        if let Err(error) = self.write_and_sync(written_at, end) {
-            // The caller poisons the store and its callers hear INTERNAL. Taking the frame
-            // back (best effort: the disk may refuse this too) keeps the next start from
-            // finding a cycle that was reported as failed.
-            let _ = self.segment.set_len(written_at).and_then(|()| self.segment.sync_all());
+        if let Err(error) = self.segment.write_all_at(&self.buffer, written_at) {
+            self.take_back(self.unsynced.map_or(written_at, |unsynced| unsynced.from));
             return Err(error);
         }
+        let grew = end > self.segment_capacity;
+        self.unsynced = Some(match self.unsynced {
+            Some(unsynced) => Unsynced { from: unsynced.from, grew: unsynced.grew || grew },
+            None => Unsynced { from: written_at, grew },
+        });
         self.segment_capacity = self.segment_capacity.max(end);
-        self.segment_len += self.buffer.len() as u64;
+        self.segment_len = end;
         *self.history.entry(self.segment_index).or_default() = self.segment_len;
         self.prepare_next_when_due();
         self.buffer.clear();
@@ -251,6 +269,29 @@ impl Log for DurableLog {
         Ok(placed)
     }
 
+    fn sync(&mut self) -> io::Result<()> {
+        self.finish_sync_in_flight()?;
+        let Some(unsynced) = self.unsynced.take() else { return Ok(()) };
+        sync_segment(&self.segment, self.options.persist_mode, unsynced.grew).inspect_err(|_| {
+            self.take_back(unsynced.from);
+        })
+    }
+
+    fn start_sync(&mut self) {
+        if self.options.persist_mode == PersistMode::Buffer {
+            self.unsynced = None;
+            return;
+        }
+        // A second start without a write in between has nothing new to sync.
+        if let Some(unsynced) = self.unsynced.take() {
+            self.syncer.begin(Arc::clone(&self.segment), self.options.persist_mode, unsynced);
+        }
+    }
+
+    fn finish_sync(&mut self) -> io::Result<()> {
+        self.finish_sync_in_flight()
+    }
+
     fn read_payload(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>> {
         self.readers.read(stored)
     }
@@ -267,6 +308,10 @@ impl Log for DurableLog {
         self.checkpointer.in_flight = true;
         let _ = self.checkpointer.work.send(Work::Write(self.segment_index, snapshot));
         Ok(())
+    }
+
+    fn reclaim_due(&self) -> bool {
+        self.reclaimable.is_some()
     }
 
     fn poll_checkpoint(&mut self) -> Relocations {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use sepp_core::Record;
 
@@ -15,6 +16,7 @@ use super::files::{
 };
 use super::preparer::{Pace, Preparer, install_or_create, prepare_segment};
 use super::replay::{read_checkpoint, replay_segment};
+use super::syncer::Syncer;
 use super::{DurableLog, LogOptions, OpenError, Recovery, SEGMENT_MAGIC};
 
 impl DurableLog {
@@ -120,7 +122,9 @@ impl DurableLog {
             options,
             preparer,
             next_requested: false,
-            segment,
+            unsynced: None,
+            syncer: Syncer::start(),
+            segment: Arc::new(segment),
             segment_index,
             segment_len,
             segment_capacity,
