@@ -47,6 +47,9 @@ pub trait Log: Send {
     fn start_sync(&mut self);
     /// Waits for the sync [`Log::start_sync`] started (at once when none is in flight).
     fn finish_sync(&mut self) -> io::Result<()>;
+    /// Whether running syncs in the background is worth its cost: they take long enough that a
+    /// cycle would otherwise wait on them for longer than the next cycle takes to apply.
+    fn background_sync_pays(&self) -> bool;
     /// [`Log::write`] then [`Log::sync`].
     fn persist(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>> {
         let placed = self.write()?;

@@ -717,12 +717,13 @@ impl Committer {
     }
 
     /// Whether this cycle's frame may sync in the background while the next cycle is applied:
-    /// only while commands already wait (an idle server answers at once, with no hand-off to
-    /// the syncer), not when closing, and not while a finished checkpoint waits to delete the
-    /// files it replaced (pending answers may still read payloads from them).
+    /// only when the log says its syncs are slow enough for that to pay, while commands already
+    /// wait (an idle server answers at once, with no hand-off to the syncer), not when closing,
+    /// and not while a finished checkpoint waits to delete the files it replaced (pending
+    /// answers may still read payloads from them).
     fn may_pipeline(&self) -> bool {
         let reclaim_waits = self.relocating.is_empty() && self.log.reclaim_due();
-        !self.close && !self.receiver.is_empty() && !reclaim_waits
+        !self.close && !self.receiver.is_empty() && !reclaim_waits && self.log.background_sync_pays()
     }
 
     fn answer_waiters_empty(&mut self) {

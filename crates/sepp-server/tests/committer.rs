@@ -262,6 +262,9 @@ impl sepp_log::Log for TestLog {
     fn reclaim_due(&self) -> bool {
         false
     }
+    fn background_sync_pays(&self) -> bool {
+        true
+    }
     fn read_payload(&mut self, _stored: &StoredPayload) -> std::io::Result<Vec<u8>> {
         unreachable!("payloads stay in memory")
     }

@@ -124,6 +124,7 @@ impl DurableLog {
             next_requested: false,
             unsynced: None,
             syncer: Syncer::start(),
+            sync_micros: 0,
             segment: Arc::new(segment),
             segment_index,
             segment_len,

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io;
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use sepp_core::PersistMode;
 
@@ -40,7 +41,7 @@ pub(super) struct Unsynced {
 
 pub(super) struct Syncer {
     requests: mpsc::Sender<Request>,
-    done: mpsc::Receiver<io::Result<()>>,
+    done: mpsc::Receiver<(io::Result<()>, Duration)>,
     /// What the sync in flight covers.
     in_flight: Option<Unsynced>,
     thread: Option<JoinHandle<()>>,
@@ -54,8 +55,9 @@ impl Syncer {
             .name("sepp-log-sync".into())
             .spawn(move || {
                 for request in request_receiver {
+                    let started = Instant::now();
                     let result = sync_segment(&request.segment, request.mode, request.grew);
-                    if done_sender.send(result).is_err() {
+                    if done_sender.send((result, started.elapsed())).is_err() {
                         break;
                     }
                 }
@@ -73,12 +75,13 @@ impl Syncer {
         self.in_flight = Some(unsynced);
     }
 
-    /// Waits for the sync in flight, if any. Its error comes with what it covered.
-    pub(super) fn finish(&mut self) -> Result<(), (io::Error, Unsynced)> {
-        let Some(unsynced) = self.in_flight.take() else { return Ok(()) };
+    /// Waits for the sync in flight, if any: how long it took, or its error with what it
+    /// covered.
+    pub(super) fn finish(&mut self) -> Result<Option<Duration>, (io::Error, Unsynced)> {
+        let Some(unsynced) = self.in_flight.take() else { return Ok(None) };
         match self.done.recv() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err((error, unsynced)),
+            Ok((Ok(()), took)) => Ok(Some(took)),
+            Ok((Err(error), _)) => Err((error, unsynced)),
             Err(_) => Err((io::Error::other("the log syncer stopped"), unsynced)),
         }
     }
