@@ -1,0 +1,302 @@
+//! The Raft log storage: openraft's own storage test suite, and what survives a reopen (entries,
+//! the vote, truncation, purging), which damage recovery cuts and which it refuses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Cursor;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use openraft::storage::{RaftLogStorage, RaftSnapshotBuilder, RaftStateMachine, Snapshot, SnapshotMeta};
+use openraft::testing::{StoreBuilder, Suite};
+use openraft::{BasicNode, CommittedLeaderId, EntryPayload, Membership, StoredMembership};
+use sepp_cluster::{
+    Entry, Frame, LogId, LogStore, LogStoreOptions, OpenError, StorageError, TypeConfig, Vote, decode_entry,
+    encode_entry,
+};
+
+fn log_id(term: u64, index: u64) -> LogId {
+    LogId { leader_id: CommittedLeaderId::new(term, 1), index }
+}
+
+fn normal(term: u64, index: u64) -> Entry {
+    let bytes = format!("records of cycle {index}").into_bytes();
+    Entry { log_id: log_id(term, index), payload: EntryPayload::Normal(Frame(bytes)) }
+}
+
+fn membership(term: u64, index: u64) -> Entry {
+    let nodes: BTreeMap<u64, BasicNode> =
+        (1..=3).map(|id| (id, BasicNode { addr: format!("10.0.0.{id}:7000") })).collect();
+    let configs = vec![BTreeSet::from([1, 2, 3]), BTreeSet::from([1, 2])];
+    Entry { log_id: log_id(term, index), payload: EntryPayload::Membership(Membership::new(configs, nodes)) }
+}
+
+/// Segments of about 200 bytes, so a few entries already span several files.
+fn small() -> LogStoreOptions {
+    LogStoreOptions { segment_bytes: 200 }
+}
+
+fn open(dir: &Path) -> LogStore {
+    LogStore::open(dir, small()).expect("open the Raft log")
+}
+
+fn indexes(store: &LogStore) -> Vec<u64> {
+    store.entries(..).expect("read").iter().map(|entry| entry.log_id.index).collect()
+}
+
+fn segments(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".log"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn run<T>(future: impl Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+}
+
+#[test]
+fn entries_of_every_kind_encode_and_decode_to_themselves() {
+    let entries = [Entry { log_id: log_id(7, 3), payload: EntryPayload::Blank }, normal(7, 4), membership(8, 5)];
+    for entry in entries {
+        let mut bytes = Vec::new();
+        encode_entry(&entry, &mut bytes);
+        assert_eq!(decode_entry(&bytes).expect("decode"), entry);
+        // A normal entry's frame runs to the end of what it is given (the segment's frame
+        // length, under its checksum, says where that is); anything else cut short is refused.
+        let fixed = if matches!(entry.payload, EntryPayload::Normal(_)) { 25 } else { bytes.len() };
+        for cut in 0..fixed {
+            assert!(decode_entry(&bytes[..cut]).is_err(), "a cut entry decoded: {cut} of {} bytes", bytes.len());
+        }
+    }
+}
+
+#[test]
+fn entries_the_vote_and_the_purge_point_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut store = open(dir.path());
+        store
+            .append_entries((1..=20).map(|index| if index == 5 { membership(1, 5) } else { normal(1, index) }))
+            .unwrap();
+        run(store.save_vote(&Vote::new_committed(3, 2))).unwrap();
+        run(store.purge(log_id(1, 6))).unwrap();
+    }
+    assert!(segments(dir.path()).len() > 3, "expected several segments: {:?}", segments(dir.path()));
+    let mut store = open(dir.path());
+    assert_eq!(indexes(&store), (7..=20).collect::<Vec<_>>());
+    assert_eq!(store.entries(12..=12).unwrap(), [normal(1, 12)]);
+    assert_eq!(run(store.read_vote()).unwrap(), Some(Vote::new_committed(3, 2)));
+    let state = run(store.get_log_state()).unwrap();
+    assert_eq!((state.last_purged_log_id, state.last_log_id), (Some(log_id(1, 6)), Some(log_id(1, 20))));
+    // The purged segments are gone: none of the remaining ones starts at or before entry 6
+    // unless it also holds entries after it.
+    assert!(segments(dir.path())[0].as_str() <= "raft-00000000000000000007.log");
+}
+
+#[test]
+fn a_truncated_log_stays_truncated_and_grows_again_from_there() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut store = open(dir.path());
+        store.append_entries((1..=20).map(|index| normal(1, index))).unwrap();
+        run(store.truncate(log_id(1, 8))).unwrap();
+        assert_eq!(indexes(&store), (1..=7).collect::<Vec<_>>());
+        store.append_entries((8..=10).map(|index| normal(2, index))).unwrap();
+    }
+    let store = open(dir.path());
+    assert_eq!(indexes(&store), (1..=10).collect::<Vec<_>>());
+    assert_eq!(store.entries(8..=8).unwrap(), [normal(2, 8)], "the new leader's entry replaced the old one");
+}
+
+#[test]
+fn after_a_purge_beyond_the_log_it_continues_after_the_purge_point() {
+    // A follower that installs a snapshot newer than its whole log.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut store = open(dir.path());
+        store.append_entries((1..=3).map(|index| normal(1, index))).unwrap();
+        run(store.purge(log_id(4, 50))).unwrap();
+        assert!(indexes(&store).is_empty());
+        store.append_entries((51..=53).map(|index| normal(4, index))).unwrap();
+    }
+    let mut store = open(dir.path());
+    assert_eq!(indexes(&store), [51, 52, 53]);
+    let state = run(store.get_log_state()).unwrap();
+    assert_eq!(state.last_log_id, Some(log_id(4, 53)));
+}
+
+#[test]
+fn appending_at_an_index_the_log_holds_replaces_it_and_everything_after() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path());
+        store.append_entries((1..=12).map(|index| normal(1, index))).unwrap();
+        store.append_entries([normal(2, 4)]).unwrap();
+        assert_eq!(indexes(&store), [1, 2, 3, 4]);
+    }
+    let store = open(dir.path());
+    assert_eq!(indexes(&store), [1, 2, 3, 4]);
+    assert_eq!(store.entries(4..).unwrap(), [normal(2, 4)]);
+}
+
+#[test]
+fn an_entry_that_skips_ahead_starts_a_segment_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path());
+        store.append_entries([normal(1, 1), normal(1, 2)]).unwrap();
+        store.append_entries([normal(1, 9), normal(1, 10)]).unwrap();
+    }
+    assert_eq!(segments(dir.path()), ["raft-00000000000000000001.log", "raft-00000000000000000009.log"]);
+    let store = open(dir.path());
+    assert_eq!(indexes(&store), [1, 2, 9, 10]);
+    assert_eq!(store.entries(2..=9).unwrap(), [normal(1, 2), normal(1, 9)]);
+}
+
+#[test]
+fn a_torn_tail_of_the_last_segment_is_cut_and_the_rest_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path());
+        store.append_entries((1..=10).map(|index| normal(1, index))).unwrap();
+    }
+    let last = dir.path().join(segments(dir.path()).last().unwrap());
+    let len = std::fs::metadata(&last).unwrap().len();
+    // Half of a frame that never finished: its length says more than is there.
+    let mut bytes = std::fs::read(&last).unwrap();
+    bytes.extend_from_slice(&[200, 0, 0, 0, 1, 2, 3, 4, 5]);
+    std::fs::write(&last, &bytes).unwrap();
+
+    let store = open(dir.path());
+    assert_eq!(indexes(&store), (1..=10).collect::<Vec<_>>());
+    assert_eq!(std::fs::metadata(&last).unwrap().len(), len, "the torn frame was cut off");
+    store.append_entries([normal(1, 11)]).unwrap();
+    assert_eq!(indexes(&open_again(dir.path(), store)), (1..=11).collect::<Vec<_>>());
+}
+
+fn open_again(dir: &Path, store: LogStore) -> LogStore {
+    drop(store);
+    open(dir)
+}
+
+#[test]
+fn damage_before_the_last_segment_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path());
+        store.append_entries((1..=20).map(|index| normal(1, index))).unwrap();
+    }
+    let first = dir.path().join(&segments(dir.path())[0]);
+    let mut bytes = std::fs::read(&first).unwrap();
+    let middle = bytes.len() - 3;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&first, &bytes).unwrap();
+
+    match LogStore::open(dir.path(), small()) {
+        Err(OpenError::Corrupt { path, reason, .. }) => {
+            assert_eq!(path, first);
+            assert!(reason.contains("checksum"), "{reason}");
+        }
+        Err(other) => panic!("expected corruption, got {other}"),
+        Ok(_) => panic!("a damaged segment before the last one was accepted"),
+    }
+}
+
+#[test]
+fn the_log_passes_openraft_s_storage_suite() {
+    Suite::test_all(Builder).expect("openraft's storage suite");
+}
+
+/// The suite's stores: a fresh Raft log in a temporary directory (kept alive as the guard), and
+/// a state machine that keeps only what the suite looks at (what was applied, the membership,
+/// the current snapshot). sepp's own state machine over `sepp_core::State` is a later step.
+struct Builder;
+
+impl StoreBuilder<TypeConfig, LogStore, MemoryMachine, tempfile::TempDir> for Builder {
+    async fn build(&self) -> Result<(tempfile::TempDir, LogStore, MemoryMachine), StorageError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LogStore::open(dir.path(), LogStoreOptions::default()).expect("open");
+        Ok((dir, store, MemoryMachine::default()))
+    }
+}
+
+#[derive(Clone, Default)]
+struct MemoryMachine {
+    inner: Arc<Mutex<Machine>>,
+}
+
+#[derive(Default)]
+struct Machine {
+    applied: Option<LogId>,
+    membership: StoredMembership<u64, BasicNode>,
+    snapshot: Option<SnapshotMeta<u64, BasicNode>>,
+    built: u64,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for MemoryMachine {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        let mut machine = self.inner.lock().unwrap();
+        machine.built += 1;
+        let meta = SnapshotMeta {
+            last_log_id: machine.applied,
+            last_membership: machine.membership.clone(),
+            snapshot_id: format!("snapshot-{}", machine.built),
+        };
+        machine.snapshot = Some(meta.clone());
+        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(Vec::new())) })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for MemoryMachine {
+    type SnapshotBuilder = MemoryMachine;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership<u64, BasicNode>), StorageError> {
+        let machine = self.inner.lock().unwrap();
+        Ok((machine.applied, machine.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut machine = self.inner.lock().unwrap();
+        let mut replies = Vec::new();
+        for entry in entries {
+            machine.applied = Some(entry.log_id);
+            if let EntryPayload::Membership(membership) = entry.payload {
+                machine.membership = StoredMembership::new(Some(entry.log_id), membership);
+            }
+            replies.push(());
+        }
+        Ok(replies)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<u64, BasicNode>,
+        _snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        let mut machine = self.inner.lock().unwrap();
+        machine.applied = meta.last_log_id;
+        machine.membership = meta.last_membership.clone();
+        machine.snapshot = Some(meta.clone());
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
+        let machine = self.inner.lock().unwrap();
+        Ok(machine.snapshot.clone().map(|meta| Snapshot { meta, snapshot: Box::new(Cursor::new(Vec::new())) }))
+    }
+}
