@@ -1,21 +1,26 @@
 //! sepp-cluster: the pieces of a replicated sepp on `openraft`.
 //!
-//! So far this is the Raft log storage ([`LogStore`]): Raft entries in checksummed segment
-//! files of the data directory, with the vote, the committed id and the purge point beside them,
+//! So far these are openraft's two storage halves. The Raft log storage ([`LogStore`]): Raft
+//! entries in checksummed segment files, with the vote and the purge point beside them,
 //! recovered on open the way sepp's own log is (a torn tail of the last segment is cut, damage
-//! anywhere else refuses to open). The server does not use it yet: cluster mode, the state
-//! machine over `sepp_core::State` and the network between nodes come next.
+//! anywhere else refuses to open). And the state machine ([`StateMachine`]): a
+//! `sepp_core::State` that applies the records of committed entries, with the records that
+//! rebuild it as its snapshot. The server does not use them yet: cluster mode, the network
+//! between nodes and the committer's part come next.
 //!
 //! - `entry`: how one Raft entry (and a membership) is encoded.
 //! - `log_store`: the segment files, recovery, and openraft's `RaftLogStorage`.
+//! - `machine`: openraft's `RaftStateMachine` over `sepp_core::State`.
 
 mod entry;
 mod log_store;
+mod machine;
 
 use std::io::Cursor;
 
 pub use entry::{DecodeError, decode_entry, encode_entry};
 pub use log_store::{LogStore, LogStoreOptions, OpenError};
+pub use machine::{FreshState, SNAPSHOT_FRAME_RECORDS, StateMachine, decode_snapshot, encode_snapshot};
 
 /// The application data of a normal Raft entry: one committer cycle's records, as the bytes of
 /// one `sepp_log` frame (checksummed records).

@@ -2,17 +2,17 @@
 //! the vote, truncation, purging), which damage recovery cuts and which it refuses.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Cursor;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use openraft::storage::{RaftLogStorage, RaftSnapshotBuilder, RaftStateMachine, Snapshot, SnapshotMeta};
+use openraft::storage::RaftLogStorage;
 use openraft::testing::{StoreBuilder, Suite};
-use openraft::{BasicNode, CommittedLeaderId, EntryPayload, Membership, StoredMembership};
+use openraft::{BasicNode, CommittedLeaderId, EntryPayload, Membership};
 use sepp_cluster::{
-    Entry, Frame, LogId, LogStore, LogStoreOptions, OpenError, StorageError, TypeConfig, Vote, decode_entry,
-    encode_entry,
+    Entry, Frame, LogId, LogStore, LogStoreOptions, OpenError, StateMachine, StorageError, TypeConfig, Vote,
+    decode_entry, encode_entry,
 };
+use sepp_core::{Policy, State, StorageRules};
 
 fn log_id(term: u64, index: u64) -> LogId {
     LogId { leader_id: CommittedLeaderId::new(term, 1), index }
@@ -211,92 +211,14 @@ fn the_log_passes_openraft_s_storage_suite() {
 }
 
 /// The suite's stores: a fresh Raft log in a temporary directory (kept alive as the guard), and
-/// a state machine that keeps only what the suite looks at (what was applied, the membership,
-/// the current snapshot). sepp's own state machine over `sepp_core::State` is a later step.
+/// the state machine over an empty `sepp_core::State`.
 struct Builder;
 
-impl StoreBuilder<TypeConfig, LogStore, MemoryMachine, tempfile::TempDir> for Builder {
-    async fn build(&self) -> Result<(tempfile::TempDir, LogStore, MemoryMachine), StorageError> {
+impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Builder {
+    async fn build(&self) -> Result<(tempfile::TempDir, LogStore, StateMachine), StorageError> {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = LogStore::open(dir.path(), LogStoreOptions::default()).expect("open");
-        Ok((dir, store, MemoryMachine::default()))
-    }
-}
-
-#[derive(Clone, Default)]
-struct MemoryMachine {
-    inner: Arc<Mutex<Machine>>,
-}
-
-#[derive(Default)]
-struct Machine {
-    applied: Option<LogId>,
-    membership: StoredMembership<u64, BasicNode>,
-    snapshot: Option<SnapshotMeta<u64, BasicNode>>,
-    built: u64,
-}
-
-impl RaftSnapshotBuilder<TypeConfig> for MemoryMachine {
-    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
-        let mut machine = self.inner.lock().unwrap();
-        machine.built += 1;
-        let meta = SnapshotMeta {
-            last_log_id: machine.applied,
-            last_membership: machine.membership.clone(),
-            snapshot_id: format!("snapshot-{}", machine.built),
-        };
-        machine.snapshot = Some(meta.clone());
-        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(Vec::new())) })
-    }
-}
-
-impl RaftStateMachine<TypeConfig> for MemoryMachine {
-    type SnapshotBuilder = MemoryMachine;
-
-    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership<u64, BasicNode>), StorageError> {
-        let machine = self.inner.lock().unwrap();
-        Ok((machine.applied, machine.membership.clone()))
-    }
-
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
-    where
-        I: IntoIterator<Item = Entry> + Send,
-        I::IntoIter: Send,
-    {
-        let mut machine = self.inner.lock().unwrap();
-        let mut replies = Vec::new();
-        for entry in entries {
-            machine.applied = Some(entry.log_id);
-            if let EntryPayload::Membership(membership) = entry.payload {
-                machine.membership = StoredMembership::new(Some(entry.log_id), membership);
-            }
-            replies.push(());
-        }
-        Ok(replies)
-    }
-
-    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
-        self.clone()
-    }
-
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
-    }
-
-    async fn install_snapshot(
-        &mut self,
-        meta: &SnapshotMeta<u64, BasicNode>,
-        _snapshot: Box<Cursor<Vec<u8>>>,
-    ) -> Result<(), StorageError> {
-        let mut machine = self.inner.lock().unwrap();
-        machine.applied = meta.last_log_id;
-        machine.membership = meta.last_membership.clone();
-        machine.snapshot = Some(meta.clone());
-        Ok(())
-    }
-
-    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let machine = self.inner.lock().unwrap();
-        Ok(machine.snapshot.clone().map(|meta| Snapshot { meta, snapshot: Box::new(Cursor::new(Vec::new())) }))
+        let fresh = || State::new(Arc::new(Policy::default()), StorageRules::default());
+        Ok((dir, store, StateMachine::new(Arc::new(fresh))))
     }
 }

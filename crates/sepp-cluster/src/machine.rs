@@ -1,0 +1,194 @@
+//! The replicated state machine: a `sepp_core::State` that applies the records of committed
+//! Raft entries, and whose snapshot is the records that rebuild it.
+//!
+//! A normal entry carries one `sepp_log` frame (one committer cycle's records); applying it
+//! applies each record with `State::apply`, as recovery does from the local log, so every node
+//! that applies the same entries holds the same state. Payloads stay in memory here (a frame
+//! read without a file keeps them inline).
+//!
+//! Snapshot data: frames of at most [`SNAPSHOT_FRAME_RECORDS`] records of `State::snapshot`
+//! (which carries the acceptance sequence counter, so a node restored from it numbers the next
+//! job as the others do), then an empty frame as the end mark. The snapshot's Raft metadata
+//! (last entry, membership) travels beside it, as openraft hands it over.
+
+use std::io::Cursor;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine, Snapshot, SnapshotMeta};
+use openraft::{BasicNode, EntryPayload, StorageIOError, StoredMembership};
+use sepp_core::{Record, State};
+use sepp_log::frame::{self, Read};
+
+use crate::{Entry, LogId, StorageError, TypeConfig};
+
+/// Records per frame of a snapshot.
+pub const SNAPSHOT_FRAME_RECORDS: usize = 4096;
+
+type Membership = StoredMembership<u64, BasicNode>;
+type Meta = SnapshotMeta<u64, BasicNode>;
+
+/// Makes the empty state a snapshot is installed into (the node's policy and rules).
+pub type FreshState = Arc<dyn Fn() -> State + Send + Sync>;
+
+struct Machine {
+    state: State,
+    applied: Option<LogId>,
+    membership: Membership,
+    /// The last snapshot built or installed, with its data.
+    current: Option<(Meta, Vec<u8>)>,
+    built: u64,
+    fresh: FreshState,
+}
+
+/// The state machine of one node. Clones share it (openraft's snapshot builder is one).
+#[derive(Clone)]
+pub struct StateMachine {
+    inner: Arc<Mutex<Machine>>,
+}
+
+impl StateMachine {
+    /// A state machine over an empty state from `fresh`.
+    pub fn new(fresh: FreshState) -> StateMachine {
+        let machine = Machine {
+            state: fresh(),
+            applied: None,
+            membership: Membership::default(),
+            current: None,
+            built: 0,
+            fresh,
+        };
+        StateMachine { inner: Arc::new(Mutex::new(machine)) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Machine> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `read` on the state as it is now.
+    pub fn with_state<T>(&self, read: impl FnOnce(&State) -> T) -> T {
+        read(&self.lock().state)
+    }
+}
+
+/// The snapshot data of `state`.
+pub fn encode_snapshot(state: &State) -> Vec<u8> {
+    let records: Vec<Record> = state.snapshot().records().collect();
+    let mut out = Vec::new();
+    let mut placements = Vec::new();
+    for chunk in records.chunks(SNAPSHOT_FRAME_RECORDS) {
+        frame::encode(chunk, &mut out, &mut placements);
+    }
+    frame::encode(&[], &mut out, &mut placements);
+    out
+}
+
+/// Applies the snapshot data `bytes` to `state` (an empty one).
+pub fn decode_snapshot(bytes: &[u8], state: &mut State) -> Result<(), &'static str> {
+    let mut offset = 0;
+    loop {
+        match frame::read(&bytes[offset..], None) {
+            Read::Frame(records, len) if records.is_empty() => {
+                return if offset + len == bytes.len() { Ok(()) } else { Err("bytes after the end mark") };
+            }
+            Read::Frame(records, len) => {
+                for record in &records {
+                    state.apply(record);
+                }
+                offset += len;
+            }
+            Read::End | Read::Torn => return Err("the snapshot ends before its end mark"),
+            Read::Corrupt(reason) => return Err(reason),
+        }
+    }
+}
+
+fn corrupt_entry(log_id: LogId, reason: &'static str) -> StorageError {
+    let error = std::io::Error::other(format!("entry {log_id}: {reason}"));
+    StorageIOError::apply(log_id, &error).into()
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        let mut machine = self.lock();
+        let data = encode_snapshot(&machine.state);
+        machine.built += 1;
+        let last = machine.applied.map_or_else(|| "none".to_owned(), |applied| applied.to_string());
+        let meta = Meta {
+            last_log_id: machine.applied,
+            last_membership: machine.membership.clone(),
+            snapshot_id: format!("{last}-{}", machine.built),
+        };
+        machine.current = Some((meta.clone(), data.clone()));
+        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = StateMachine;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, Membership), StorageError> {
+        let machine = self.lock();
+        Ok((machine.applied, machine.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut machine = self.lock();
+        let mut replies = Vec::new();
+        for entry in entries {
+            match entry.payload {
+                EntryPayload::Blank => {}
+                EntryPayload::Normal(frame) => match frame::read(&frame.0, None) {
+                    Read::Frame(records, len) if len == frame.0.len() => {
+                        for record in &records {
+                            machine.state.apply(record);
+                        }
+                    }
+                    Read::Frame(..) => return Err(corrupt_entry(entry.log_id, "bytes after its frame")),
+                    Read::End | Read::Torn => return Err(corrupt_entry(entry.log_id, "its frame is cut short")),
+                    Read::Corrupt(reason) => return Err(corrupt_entry(entry.log_id, reason)),
+                },
+                EntryPayload::Membership(membership) => {
+                    machine.membership = StoredMembership::new(Some(entry.log_id), membership);
+                }
+            }
+            machine.applied = Some(entry.log_id);
+            replies.push(());
+        }
+        Ok(replies)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(&mut self, meta: &Meta, snapshot: Box<Cursor<Vec<u8>>>) -> Result<(), StorageError> {
+        let data = snapshot.into_inner();
+        let mut machine = self.lock();
+        let mut state = (machine.fresh)();
+        decode_snapshot(&data, &mut state).map_err(|reason| {
+            let error = std::io::Error::other(format!("snapshot {}: {reason}", meta.snapshot_id));
+            StorageError::from(StorageIOError::read_snapshot(Some(meta.signature()), &error))
+        })?;
+        machine.state = state;
+        machine.applied = meta.last_log_id;
+        machine.membership = meta.last_membership.clone();
+        machine.current = Some((meta.clone(), data));
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
+        let machine = self.lock();
+        Ok(machine
+            .current
+            .as_ref()
+            .map(|(meta, data)| Snapshot { meta: meta.clone(), snapshot: Box::new(Cursor::new(data.clone())) }))
+    }
+}
