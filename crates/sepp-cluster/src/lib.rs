@@ -5,16 +5,18 @@
 //! recovered on open the way sepp's own log is (a torn tail of the last segment is cut, damage
 //! anywhere else refuses to open). And the state machine ([`StateMachine`]): a
 //! `sepp_core::State` that applies the records of committed entries, with the records that
-//! rebuild it as its snapshot. The server does not use them yet: cluster mode, the network
-//! between nodes and the committer's part come next.
+//! rebuild it as its snapshot. And the network between nodes ([`network`]): openraft's calls
+//! over gRPC. The server does not use them yet: cluster mode and the committer's part come next.
 //!
-//! - `entry`: how one Raft entry (and a membership) is encoded.
+//! - `entry`: how one Raft entry (and a membership) is encoded on disk.
 //! - `log_store`: the segment files, recovery, and openraft's `RaftLogStorage`.
 //! - `machine`: openraft's `RaftStateMachine` over `sepp_core::State`.
+//! - `network`: the `sepp.cluster.v1.Raft` service and openraft's `RaftNetwork` client.
 
 mod entry;
 mod log_store;
 mod machine;
+pub mod network;
 
 use std::io::Cursor;
 
@@ -24,8 +26,8 @@ pub use machine::{FreshState, SNAPSHOT_FRAME_RECORDS, StateMachine, decode_snaps
 
 /// The application data of a normal Raft entry: one committer cycle's records, as the bytes of
 /// one `sepp_log` frame (checksummed records).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Frame(pub Vec<u8>);
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Frame(#[serde(with = "serde_bytes")] pub Vec<u8>);
 
 openraft::declare_raft_types!(
     /// sepp's Raft types: node ids are `u64`, a node is its address, and an entry carries a
@@ -42,3 +44,5 @@ pub type Entry = openraft::Entry<TypeConfig>;
 pub type LogId = openraft::LogId<u64>;
 pub type Vote = openraft::Vote<u64>;
 pub type StorageError = openraft::StorageError<u64>;
+
+pub type Raft = openraft::Raft<TypeConfig>;

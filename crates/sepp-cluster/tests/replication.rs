@@ -1,0 +1,196 @@
+//! Three nodes in this process, each with its own Raft log in a temporary directory, its own
+//! state machine and its own gRPC server on a loopback port, replicating the records of a core
+//! run: every node applies the same state; after the leader stops, the other two elect a new one
+//! and go on; and the old leader, started again from its directory after the log it missed was
+//! compacted, catches up from a snapshot.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::{BasicNode, Config, SnapshotPolicy};
+use sepp_cluster::network::{Network, service};
+use sepp_cluster::{Frame, LogStore, LogStoreOptions, Raft, StateMachine};
+use sepp_core::validate::{NackStrategy, ReservePlan};
+use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// Long enough for an election on a loaded machine; tests wait on the metrics, not on a clock.
+const WAIT: Duration = Duration::from_secs(30);
+
+fn fresh() -> State {
+    State::new(
+        Arc::new(Policy::default()),
+        StorageRules { dead_letter_retention_ms: 60_000, ..StorageRules::default() },
+    )
+}
+
+fn config() -> Arc<Config> {
+    let config = Config {
+        cluster_name: "test".into(),
+        heartbeat_interval: 50,
+        election_timeout_min: 300,
+        election_timeout_max: 600,
+        // Snapshots every 10 entries, and nothing kept behind them, so a node that was away
+        // for longer needs a snapshot to catch up.
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(10),
+        max_in_snapshot_log_to_keep: 0,
+        purge_batch_size: 1,
+        ..Config::default()
+    };
+    Arc::new(config.validate().expect("a valid Raft configuration"))
+}
+
+struct Node {
+    id: u64,
+    raft: Raft,
+    machine: StateMachine,
+    stop: Option<oneshot::Sender<()>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Node {
+    async fn start(id: u64, dir: &Path, listener: TcpListener) -> Node {
+        let store = LogStore::open(dir, LogStoreOptions::default()).expect("open the Raft log");
+        let machine = StateMachine::new(Arc::new(fresh));
+        let raft = Raft::new(id, config(), Network, store, machine.clone()).await.expect("start Raft");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let serving = tonic::transport::Server::builder()
+            .add_service(service(raft.clone()))
+            .serve_with_incoming_shutdown(incoming, async {
+                let _ = stopped.await;
+            });
+        let server = tokio::spawn(async move { serving.await.expect("serve") });
+        Node { id, raft, machine, stop: Some(stop), server }
+    }
+
+    async fn stop(mut self) {
+        self.raft.shutdown().await.expect("stop Raft");
+        let _ = self.stop.take().expect("running").send(());
+        self.server.await.expect("the server stops");
+    }
+
+    async fn wait_applied(&self, index: u64) {
+        self.raft.wait(Some(WAIT)).applied_index_at_least(Some(index), "applied").await.expect("applied in time");
+    }
+}
+
+fn job(index: usize) -> (JobId, NewJob) {
+    let payload = Payload { data: vec![index as u8; 40 + index % 50], encoding: "raw".into() };
+    let queue = if index.is_multiple_of(2) { "a" } else { "b" };
+    let new_job = NewJob {
+        queue: queue.into(),
+        job_type: "t".into(),
+        payload: Some(payload),
+        max_attempts: Some(2),
+        ..NewJob::default()
+    };
+    (JobId::new_v4(), new_job)
+}
+
+/// The leader's side of the run: each cycle applies enqueues, leases, acks and nacks to
+/// `leader`, and the cycle's records become one frame.
+fn cycle(leader: &mut State, round: usize) -> Frame {
+    let now_ms = 5_000_000 + round as i64 * 1_000;
+    let mut records: Vec<Record> = Vec::new();
+    leader.sweep(now_ms, &mut records);
+    leader.enqueue(now_ms, (0..8).map(|index| job(round * 8 + index)).collect(), &mut records);
+    let plan = ReservePlan { queues: vec!["a".into(), "b".into()], wait_ms: 0, lease_ms: 1_500, max_jobs: 5 };
+    for (position, delivery) in leader.reserve(now_ms, &plan, &mut records).iter().enumerate() {
+        match position % 3 {
+            0 => leader.ack(delivery.job.id, delivery.attempt, &mut records).expect("ack"),
+            1 => {
+                let strategy = NackStrategy::Default;
+                leader.nack(now_ms, delivery.job.id, delivery.attempt, strategy, None, &mut records).expect("nack");
+            }
+            _ => {}
+        }
+    }
+    let mut frame = Vec::new();
+    sepp_log::frame::encode(&records, &mut frame, &mut Vec::new());
+    Frame(frame)
+}
+
+async fn leader_of(nodes: &[&Node]) -> u64 {
+    let metrics = nodes[0]
+        .raft
+        .wait(Some(WAIT))
+        .metrics(
+            |metrics| metrics.current_leader.is_some_and(|leader| nodes.iter().any(|node| node.id == leader)),
+            "a leader among the running nodes",
+        )
+        .await
+        .expect("a leader is elected");
+    metrics.current_leader.expect("a leader")
+}
+
+/// Writes `rounds` cycles through the leader, returning the index of the last entry.
+async fn write(leader: &Node, state: &mut State, rounds: std::ops::Range<usize>) -> u64 {
+    let mut last = 0;
+    for round in rounds {
+        let written = leader.raft.client_write(cycle(state, round)).await.expect("committed");
+        last = written.log_id.index;
+    }
+    last
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_agree_survive_the_leader_and_catch_up_from_a_snapshot() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut listeners = Vec::new();
+    for _ in 0..3 {
+        listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
+    }
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|listener| listener.local_addr().unwrap()).collect();
+    let paths: Vec<PathBuf> = dirs.iter().map(|dir| dir.path().to_path_buf()).collect();
+    let mut nodes = Vec::new();
+    for (position, listener) in listeners.into_iter().enumerate() {
+        nodes.push(Node::start(position as u64 + 1, &paths[position], listener).await);
+    }
+    let members: BTreeMap<u64, BasicNode> =
+        addrs.iter().enumerate().map(|(position, addr)| (position as u64 + 1, BasicNode::new(addr))).collect();
+    nodes[0].raft.initialize(members).await.expect("initialize the cluster");
+
+    // Every node applies the same records, and holds the leader's state.
+    let mut state = fresh();
+    let leader = leader_of(&nodes.iter().collect::<Vec<_>>()).await;
+    let position = nodes.iter().position(|node| node.id == leader).unwrap();
+    let last = write(&nodes[position], &mut state, 0..5).await;
+    for node in &nodes {
+        node.wait_applied(last).await;
+        assert_eq!(node.machine.with_state(State::fingerprint), state.fingerprint(), "node {}", node.id);
+    }
+
+    // The leader stops: the other two elect one of themselves and go on.
+    let old = nodes.remove(position);
+    let old_id = old.id;
+    old.stop().await;
+    let new_leader = leader_of(&nodes.iter().collect::<Vec<_>>()).await;
+    assert_ne!(new_leader, old_id);
+    let position = nodes.iter().position(|node| node.id == new_leader).unwrap();
+    let last = write(&nodes[position], &mut state, 5..40).await;
+    for node in &nodes {
+        node.wait_applied(last).await;
+        assert_eq!(node.machine.with_state(State::fingerprint), state.fingerprint(), "node {}", node.id);
+    }
+    // The log it missed was compacted: snapshots were taken and entries purged behind them.
+    let purged = nodes[position].raft.metrics().borrow().purged;
+    assert!(purged.is_some_and(|purged| purged.index > 10), "nothing was purged: {purged:?}");
+
+    // Started again from its directory, the old leader catches up from a snapshot.
+    let listener = TcpListener::bind(addrs[old_id as usize - 1]).await.expect("the old address again");
+    let back = Node::start(old_id, &paths[old_id as usize - 1], listener).await;
+    back.wait_applied(last).await;
+    assert_eq!(back.machine.with_state(State::fingerprint), state.fingerprint(), "the returning node");
+    let snapshot = back.raft.metrics().borrow().snapshot;
+    assert!(snapshot.is_some(), "the returning node did not install a snapshot");
+
+    back.stop().await;
+    for node in nodes {
+        node.stop().await;
+    }
+}
