@@ -10,8 +10,16 @@
 //! (which carries the acceptance sequence counter, so a node restored from it numbers the next
 //! job as the others do), then an empty frame as the end mark. The snapshot's Raft metadata
 //! (last entry, membership) travels beside it, as openraft hands it over.
+//!
+//! A state machine opened on a directory keeps its current snapshot there (`raft-snapshot`:
+//! `SEPPSNP1 | CRC32C of the rest | meta length: u32 | meta (CBOR) | data`, written to a
+//! temporary name, synced, renamed, the directory synced) before it tells openraft the snapshot
+//! exists, since openraft then purges the log behind it; and it starts from that snapshot when
+//! opened again, so a node that restarts has the state its purged log no longer holds.
 
-use std::io::Cursor;
+use std::fs::{self, File};
+use std::io::{self, Cursor};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine, Snapshot, SnapshotMeta};
@@ -38,6 +46,55 @@ struct Machine {
     current: Option<(Meta, Vec<u8>)>,
     built: u64,
     fresh: FreshState,
+    /// Where the current snapshot is kept, when the machine has a directory.
+    dir: Option<PathBuf>,
+}
+
+const SNAPSHOT_FILE: &str = "raft-snapshot";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"SEPPSNP1";
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Keeps `meta` and `data` in `dir` as the current snapshot, durably.
+fn save_snapshot(dir: &Path, meta: &Meta, data: &[u8]) -> io::Result<()> {
+    let mut meta_bytes = Vec::new();
+    ciborium::into_writer(meta, &mut meta_bytes).map_err(io::Error::other)?;
+    let mut body = Vec::with_capacity(4 + meta_bytes.len() + data.len());
+    body.extend_from_slice(&(meta_bytes.len() as u32).to_le_bytes());
+    body.extend_from_slice(&meta_bytes);
+    body.extend_from_slice(data);
+    let temporary = dir.join(format!("{SNAPSHOT_FILE}.tmp"));
+    let mut bytes = SNAPSHOT_MAGIC.to_vec();
+    bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    bytes.extend_from_slice(&body);
+    fs::write(&temporary, &bytes)?;
+    File::open(&temporary)?.sync_all()?;
+    fs::rename(&temporary, dir.join(SNAPSHOT_FILE))?;
+    sync_dir(dir)
+}
+
+/// The snapshot kept in `dir`, if there is one.
+fn load_snapshot(dir: &Path) -> io::Result<Option<(Meta, Vec<u8>)>> {
+    let path = dir.join(SNAPSHOT_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let damaged = |reason: &str| io::Error::other(format!("{} is damaged: {reason}", path.display()));
+    if bytes.len() < 16 || &bytes[..8] != SNAPSHOT_MAGIC {
+        return Err(damaged("not a snapshot file"));
+    }
+    let body = &bytes[12..];
+    if crc32c::crc32c(body) != u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) {
+        return Err(damaged("its checksum does not match"));
+    }
+    let meta_len = u32::from_le_bytes(body[..4].try_into().expect("4 bytes")) as usize;
+    let Some(meta_bytes) = body.get(4..4 + meta_len) else { return Err(damaged("it ends early")) };
+    let meta: Meta = ciborium::from_reader(meta_bytes).map_err(|error| damaged(&error.to_string()))?;
+    Ok(Some((meta, body[4 + meta_len..].to_vec())))
 }
 
 /// The state machine of one node. Clones share it (openraft's snapshot builder is one).
@@ -47,7 +104,8 @@ pub struct StateMachine {
 }
 
 impl StateMachine {
-    /// A state machine over an empty state from `fresh`.
+    /// A state machine over an empty state from `fresh`, whose snapshots live in memory only
+    /// (a node that restarts with it must still have its whole log).
     pub fn new(fresh: FreshState) -> StateMachine {
         let machine = Machine {
             state: fresh(),
@@ -56,8 +114,29 @@ impl StateMachine {
             current: None,
             built: 0,
             fresh,
+            dir: None,
         };
         StateMachine { inner: Arc::new(Mutex::new(machine)) }
+    }
+
+    /// A state machine that keeps its snapshots in `dir`, starting from the one there (or from
+    /// an empty state from `fresh`).
+    pub fn open(dir: &Path, fresh: FreshState) -> io::Result<StateMachine> {
+        let machine = StateMachine::new(fresh);
+        {
+            let mut inner = machine.lock();
+            inner.dir = Some(dir.to_path_buf());
+            if let Some((meta, data)) = load_snapshot(dir)? {
+                let mut state = (inner.fresh)();
+                decode_snapshot(&data, &mut state)
+                    .map_err(|reason| io::Error::other(format!("{}: {reason}", dir.join(SNAPSHOT_FILE).display())))?;
+                inner.state = state;
+                inner.applied = meta.last_log_id;
+                inner.membership = meta.last_membership.clone();
+                inner.current = Some((meta, data));
+            }
+        }
+        Ok(machine)
     }
 
     fn lock(&self) -> MutexGuard<'_, Machine> {
@@ -118,6 +197,10 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
             last_membership: machine.membership.clone(),
             snapshot_id: format!("{last}-{}", machine.built),
         };
+        if let Some(dir) = &machine.dir {
+            save_snapshot(dir, &meta, &data)
+                .map_err(|error| StorageError::from(StorageIOError::write_snapshot(Some(meta.signature()), &error)))?;
+        }
         machine.current = Some((meta.clone(), data.clone()));
         Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) })
     }
@@ -177,6 +260,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let error = std::io::Error::other(format!("snapshot {}: {reason}", meta.snapshot_id));
             StorageError::from(StorageIOError::read_snapshot(Some(meta.signature()), &error))
         })?;
+        if let Some(dir) = &machine.dir {
+            save_snapshot(dir, meta, &data)
+                .map_err(|error| StorageError::from(StorageIOError::write_snapshot(Some(meta.signature()), &error)))?;
+        }
         machine.state = state;
         machine.applied = meta.last_log_id;
         machine.membership = meta.last_membership.clone();

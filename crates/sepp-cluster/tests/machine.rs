@@ -113,6 +113,34 @@ fn a_snapshot_installed_elsewhere_reproduces_the_state_and_numbers_the_next_job_
 }
 
 #[test]
+fn a_machine_opened_again_starts_from_the_snapshot_it_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut leader = fresh();
+    let entries = leader_run(&mut leader);
+    let last = entries.last().unwrap().log_id;
+    {
+        let mut first = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open");
+        run(first.apply(entries)).expect("apply");
+        let mut builder = run(first.get_snapshot_builder());
+        run(builder.build_snapshot()).expect("build a snapshot");
+    }
+    let mut again = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open again");
+    assert_eq!(again.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(run(again.applied_state()).unwrap().0, Some(last));
+    let current = run(again.get_current_snapshot()).unwrap().expect("the kept snapshot");
+    assert_eq!(current.meta.last_log_id, Some(last));
+
+    // A damaged snapshot file refuses to open rather than start from nothing.
+    let path = dir.path().join("raft-snapshot");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let error = StateMachine::open(dir.path(), Arc::new(fresh)).err().expect("a damaged snapshot was taken");
+    assert!(error.to_string().contains("checksum"), "{error}");
+}
+
+#[test]
 fn damaged_entries_and_snapshots_are_refused() {
     let mut leader = fresh();
     let mut entries = leader_run(&mut leader);

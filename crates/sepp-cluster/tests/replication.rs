@@ -55,7 +55,7 @@ struct Node {
 impl Node {
     async fn start(id: u64, dir: &Path, listener: TcpListener) -> Node {
         let store = LogStore::open(dir, LogStoreOptions::default()).expect("open the Raft log");
-        let machine = StateMachine::new(Arc::new(fresh));
+        let machine = StateMachine::open(dir, Arc::new(fresh)).expect("open the state machine");
         let raft = Raft::new(id, config(), Network, store, machine.clone()).await.expect("start Raft");
         let (stop, stopped) = oneshot::channel::<()>();
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
