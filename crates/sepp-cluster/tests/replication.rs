@@ -178,8 +178,12 @@ async fn three_nodes_agree_survive_the_leader_and_catch_up_from_a_snapshot() {
         assert_eq!(node.machine.with_state(State::fingerprint), state.fingerprint(), "node {}", node.id);
     }
     // The log it missed was compacted: snapshots were taken and entries purged behind them.
-    let purged = nodes[position].raft.metrics().borrow().purged;
-    assert!(purged.is_some_and(|purged| purged.index > 10), "nothing was purged: {purged:?}");
+    nodes[position]
+        .raft
+        .wait(Some(WAIT))
+        .metrics(|metrics| metrics.purged.is_some_and(|purged| purged.index > 10), "entries purged")
+        .await
+        .expect("the leader purges its log behind a snapshot");
 
     // Started again from its directory, the old leader catches up from a snapshot.
     let listener = TcpListener::bind(addrs[old_id as usize - 1]).await.expect("the old address again");
