@@ -6,23 +6,31 @@
 //! anywhere else refuses to open). And the state machine ([`StateMachine`]): a
 //! `sepp_core::State` that applies the records of committed entries, with the records that
 //! rebuild it as its snapshot. And the network between nodes ([`network`]): openraft's calls
-//! over gRPC. The server does not use them yet: cluster mode and the committer's part come next.
+//! over gRPC. A [`Node`] puts them together in a running process, and a leader's committer
+//! proposes its cycles through a [`ReplicatedLog`]. The server does not use them yet: cluster
+//! mode (configuration, startup, leadership changes, clients) comes next.
 //!
 //! - `entry`: how one Raft entry (and a membership) is encoded on disk.
 //! - `log_store`: the segment files, recovery, and openraft's `RaftLogStorage`.
 //! - `machine`: openraft's `RaftStateMachine` over `sepp_core::State`.
 //! - `network`: the `sepp.cluster.v1.Raft` service and openraft's `RaftNetwork` client.
+//! - `node`: one node in a process: log, state machine, `Raft`, and its server.
+//! - `replicated_log`: `sepp_log::Log` for a leader's committer: cycles proposed as entries.
 
 mod entry;
 mod log_store;
 mod machine;
 pub mod network;
+mod node;
+mod replicated_log;
 
 use std::io::Cursor;
 
 pub use entry::{DecodeError, decode_entry, encode_entry};
 pub use log_store::{LogStore, LogStoreOptions, OpenError};
 pub use machine::{FreshState, SNAPSHOT_FRAME_RECORDS, StateMachine, decode_snapshot, encode_snapshot};
+pub use node::Node;
+pub use replicated_log::ReplicatedLog;
 
 /// The application data of a normal Raft entry: one committer cycle's records, as the bytes of
 /// one `sepp_log` frame (checksummed records).

@@ -11,12 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::{BasicNode, Config, SnapshotPolicy};
-use sepp_cluster::network::{Network, service};
-use sepp_cluster::{Frame, LogStore, LogStoreOptions, Raft, StateMachine};
+use sepp_cluster::{Frame, Node};
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
 /// Long enough for an election on a loaded machine; tests wait on the metrics, not on a clock.
 const WAIT: Duration = Duration::from_secs(30);
@@ -44,39 +42,12 @@ fn config() -> Arc<Config> {
     Arc::new(config.validate().expect("a valid Raft configuration"))
 }
 
-struct Node {
-    id: u64,
-    raft: Raft,
-    machine: StateMachine,
-    stop: Option<oneshot::Sender<()>>,
-    server: tokio::task::JoinHandle<()>,
+async fn start(id: u64, dir: &Path, listener: TcpListener) -> Node {
+    Node::start(id, dir, config(), Arc::new(fresh), listener).await.expect("start the node")
 }
 
-impl Node {
-    async fn start(id: u64, dir: &Path, listener: TcpListener) -> Node {
-        let store = LogStore::open(dir, LogStoreOptions::default()).expect("open the Raft log");
-        let machine = StateMachine::open(dir, Arc::new(fresh)).expect("open the state machine");
-        let raft = Raft::new(id, config(), Network, store, machine.clone()).await.expect("start Raft");
-        let (stop, stopped) = oneshot::channel::<()>();
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-        let serving = tonic::transport::Server::builder()
-            .add_service(service(raft.clone()))
-            .serve_with_incoming_shutdown(incoming, async {
-                let _ = stopped.await;
-            });
-        let server = tokio::spawn(async move { serving.await.expect("serve") });
-        Node { id, raft, machine, stop: Some(stop), server }
-    }
-
-    async fn stop(mut self) {
-        self.raft.shutdown().await.expect("stop Raft");
-        let _ = self.stop.take().expect("running").send(());
-        self.server.await.expect("the server stops");
-    }
-
-    async fn wait_applied(&self, index: u64) {
-        self.raft.wait(Some(WAIT)).applied_index_at_least(Some(index), "applied").await.expect("applied in time");
-    }
+async fn wait_applied(node: &Node, index: u64) {
+    node.raft.wait(Some(WAIT)).applied_index_at_least(Some(index), "applied").await.expect("applied in time");
 }
 
 fn job(index: usize) -> (JobId, NewJob) {
@@ -149,7 +120,7 @@ async fn three_nodes_agree_survive_the_leader_and_catch_up_from_a_snapshot() {
     let paths: Vec<PathBuf> = dirs.iter().map(|dir| dir.path().to_path_buf()).collect();
     let mut nodes = Vec::new();
     for (position, listener) in listeners.into_iter().enumerate() {
-        nodes.push(Node::start(position as u64 + 1, &paths[position], listener).await);
+        nodes.push(start(position as u64 + 1, &paths[position], listener).await);
     }
     let members: BTreeMap<u64, BasicNode> =
         addrs.iter().enumerate().map(|(position, addr)| (position as u64 + 1, BasicNode::new(addr))).collect();
@@ -161,20 +132,20 @@ async fn three_nodes_agree_survive_the_leader_and_catch_up_from_a_snapshot() {
     let position = nodes.iter().position(|node| node.id == leader).unwrap();
     let last = write(&nodes[position], &mut state, 0..5).await;
     for node in &nodes {
-        node.wait_applied(last).await;
+        wait_applied(node, last).await;
         assert_eq!(node.machine.with_state(State::fingerprint), state.fingerprint(), "node {}", node.id);
     }
 
     // The leader stops: the other two elect one of themselves and go on.
     let old = nodes.remove(position);
     let old_id = old.id;
-    old.stop().await;
+    old.stop().await.expect("stop");
     let new_leader = leader_of(&nodes.iter().collect::<Vec<_>>()).await;
     assert_ne!(new_leader, old_id);
     let position = nodes.iter().position(|node| node.id == new_leader).unwrap();
     let last = write(&nodes[position], &mut state, 5..40).await;
     for node in &nodes {
-        node.wait_applied(last).await;
+        wait_applied(node, last).await;
         assert_eq!(node.machine.with_state(State::fingerprint), state.fingerprint(), "node {}", node.id);
     }
     // The log it missed was compacted: snapshots were taken and entries purged behind them.
@@ -187,14 +158,14 @@ async fn three_nodes_agree_survive_the_leader_and_catch_up_from_a_snapshot() {
 
     // Started again from its directory, the old leader catches up from a snapshot.
     let listener = TcpListener::bind(addrs[old_id as usize - 1]).await.expect("the old address again");
-    let back = Node::start(old_id, &paths[old_id as usize - 1], listener).await;
-    back.wait_applied(last).await;
+    let back = start(old_id, &paths[old_id as usize - 1], listener).await;
+    wait_applied(&back, last).await;
     assert_eq!(back.machine.with_state(State::fingerprint), state.fingerprint(), "the returning node");
     let snapshot = back.raft.metrics().borrow().snapshot;
     assert!(snapshot.is_some(), "the returning node did not install a snapshot");
 
-    back.stop().await;
+    back.stop().await.expect("stop");
     for node in nodes {
-        node.stop().await;
+        node.stop().await.expect("stop");
     }
 }

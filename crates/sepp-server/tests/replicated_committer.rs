@@ -1,0 +1,153 @@
+//! The committer over Raft: three cluster nodes in this process (their own Raft logs, state
+//! machines and gRPC servers on loopback ports), the leader's committer proposing each cycle as
+//! one entry through `sepp_cluster::ReplicatedLog`. Every node then applies what the committer
+//! decided, and a caller is answered only once a quorum holds its cycle.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::{BasicNode, Config};
+use sepp_cluster::{Node, ReplicatedLog};
+use sepp_core::validate::ReservePlan;
+use sepp_core::{JobId, NewJob, Payload, Policy, State, StorageRules};
+use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings, SystemClock};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn fresh() -> State {
+    State::new(Arc::new(Policy::default()), StorageRules::default())
+}
+
+fn config() -> Arc<Config> {
+    let config = Config {
+        cluster_name: "test".into(),
+        heartbeat_interval: 50,
+        election_timeout_min: 300,
+        election_timeout_max: 600,
+        ..Config::default()
+    };
+    Arc::new(config.validate().expect("a valid Raft configuration"))
+}
+
+async fn start(id: u64, dir: &Path, listener: TcpListener) -> Node {
+    Node::start(id, dir, config(), Arc::new(fresh), listener).await.expect("start the node")
+}
+
+fn job(index: usize) -> (JobId, NewJob) {
+    let payload = Payload { data: vec![index as u8; 100], encoding: "raw".into() };
+    (JobId::new_v4(), NewJob { queue: "q".into(), job_type: "t".into(), payload: Some(payload), ..NewJob::default() })
+}
+
+async fn ask<T>(committer: &CommitterHandle, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> T {
+    let (reply, answer) = oneshot::channel();
+    committer.send(command(reply)).await.expect("the committer runs");
+    answer.await.expect("the committer answers")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quorum_has_them() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut listeners = Vec::new();
+    for _ in 0..3 {
+        listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
+    }
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|listener| listener.local_addr().unwrap()).collect();
+    let mut nodes = BTreeMap::new();
+    for (position, listener) in listeners.into_iter().enumerate() {
+        let id = position as u64 + 1;
+        nodes.insert(id, start(id, dirs[position].path(), listener).await);
+    }
+    let members: BTreeMap<u64, BasicNode> =
+        addrs.iter().enumerate().map(|(position, addr)| (position as u64 + 1, BasicNode::new(addr))).collect();
+    nodes[&1].raft.initialize(members).await.expect("initialize the cluster");
+    let metrics = nodes[&1]
+        .raft
+        .wait(Some(WAIT))
+        .metrics(|metrics| metrics.current_leader.is_some(), "a leader")
+        .await
+        .expect("a leader is elected");
+    let leader_id = metrics.current_leader.unwrap();
+    let leader = nodes[&leader_id].raft.clone();
+
+    let runtime = tokio::runtime::Handle::current();
+    let log = ReplicatedLog::new(leader.clone(), runtime);
+    let settings = CommitterSettings {
+        command_queue_capacity: 64,
+        sweep_interval_ms: 1000,
+        relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
+        clock: Arc::new(SystemClock),
+        observe: None,
+    };
+    let opened = move || Ok::<_, std::convert::Infallible>((fresh(), Box::new(log) as Box<dyn sepp_log::Log>));
+    let Ok((committer, closed)) = committer::spawn(opened, settings);
+
+    // Many callers at once, so that cycles are pipelined: each answer comes only after its
+    // cycle's entry is committed.
+    let mut calls = tokio::task::JoinSet::new();
+    for index in 0..200 {
+        let committer = committer.clone();
+        calls.spawn(async move { ask(&committer, |reply| Command::Enqueue { jobs: vec![job(index)], reply }).await });
+    }
+    let mut accepted = Vec::new();
+    while let Some(answer) = calls.join_next().await {
+        accepted.push(answer.unwrap()[0].as_ref().expect("accepted").job_id);
+    }
+    let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 60_000, max_jobs: 50 };
+    let leased = ask(&committer, |reply| Command::Reserve { plan, reply }).await;
+    assert_eq!(leased.len(), 50);
+    for delivery in &leased[..25] {
+        let (job_id, attempt) = (delivery.value.job.id, delivery.value.attempt);
+        ask(&committer, |reply| Command::Ack { job_id, attempt, reply }).await.expect("ack");
+    }
+
+    // Every node applies the same state: 175 jobs left, 25 of them leased.
+    let last = leader.metrics().borrow().last_log_index.expect("entries");
+    for node in nodes.values() {
+        node.raft.wait(Some(WAIT)).applied_index_at_least(Some(last), "applied").await.expect("applied");
+    }
+    let fingerprint = nodes[&leader_id].machine.with_state(State::fingerprint);
+    for node in nodes.values() {
+        assert_eq!(node.machine.with_state(State::fingerprint), fingerprint, "node {}", node.id);
+        let acked: Vec<JobId> = leased[..25].iter().map(|delivery| delivery.value.job.id).collect();
+        node.machine.with_state(|state| {
+            for id in &accepted {
+                assert_eq!(state.live_job(id).is_some(), !acked.contains(id), "node {}: job {id}", node.id);
+            }
+        });
+    }
+
+    // Without a quorum the leader keeps the entry in its own log but answers nobody; once a
+    // follower is back, the caller hears.
+    let followers: Vec<u64> = nodes.keys().copied().filter(|id| *id != leader_id).collect();
+    let mut paths = BTreeMap::new();
+    for id in &followers {
+        let node = nodes.remove(id).unwrap();
+        node.stop().await.expect("stop a follower");
+        paths.insert(*id, dirs[*id as usize - 1].path().to_path_buf());
+    }
+    let before = leader.metrics().borrow().last_log_index.expect("entries");
+    let (reply, mut answer) = oneshot::channel();
+    committer.send(Command::Enqueue { jobs: vec![job(999)], reply }).await.expect("the committer runs");
+    leader
+        .wait(Some(WAIT))
+        .metrics(|metrics| metrics.last_log_index > Some(before), "the entry in the leader's log")
+        .await
+        .expect("the leader appends the entry");
+    assert!(answer.try_recv().is_err(), "answered without a quorum");
+    let back = followers[0];
+    let listener = TcpListener::bind(addrs[back as usize - 1]).await.expect("the follower's address again");
+    nodes.insert(back, start(back, &paths[&back], listener).await);
+    let accepted = tokio::time::timeout(WAIT, answer).await.expect("answered").expect("an answer");
+    assert!(accepted[0].is_ok());
+
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
+    for node in nodes.into_values() {
+        node.stop().await.expect("stop");
+    }
+}
