@@ -143,6 +143,17 @@ impl StateMachine {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// A copy of the state as it is now: what every entry applied so far made of it, rebuilt
+    /// from its snapshot records into a state from `fresh` (for a committer that starts to
+    /// lead and must not share this one).
+    pub fn committed_state(&self) -> State {
+        let machine = self.lock();
+        let data = encode_snapshot(&machine.state);
+        let mut state = (machine.fresh)();
+        decode_snapshot(&data, &mut state).expect("a snapshot just encoded decodes");
+        state
+    }
+
     /// Runs `read` on the state as it is now.
     pub fn with_state<T>(&self, read: impl FnOnce(&State) -> T) -> T {
         read(&self.lock().state)

@@ -10,7 +10,8 @@
 //! Payloads stay in the committer's memory (the frame carries them to every node; there is no
 //! local file to point into), and compaction is Raft's (snapshots of the state machine), so the
 //! checkpoint calls do nothing. A proposal that fails (this node is no longer the leader, or
-//! Raft stopped) is an error of the log, which makes the committer stop acknowledging writes.
+//! Raft stopped) is an error that is not final: the committer answers nothing of the cycles
+//! not committed, drops its state and follows until it is told to lead again.
 
 use std::io;
 
@@ -78,6 +79,10 @@ impl Log for ReplicatedLog {
 
     fn background_sync_pays(&self) -> bool {
         true
+    }
+
+    fn failure_is_final(&self) -> bool {
+        false
     }
 
     fn read_payload(&mut self, _stored: &StoredPayload) -> io::Result<Vec<u8>> {

@@ -50,6 +50,12 @@ pub trait Log: Send {
     /// Whether running syncs in the background is worth its cost: they take long enough that a
     /// cycle would otherwise wait on them for longer than the next cycle takes to apply.
     fn background_sync_pays(&self) -> bool;
+    /// Whether a failed write or sync must stop the committer for good (a local disk that
+    /// failed: storage is poisoned). A replicated log's failed proposal is not: the node stops
+    /// leading and follows.
+    fn failure_is_final(&self) -> bool {
+        true
+    }
     /// [`Log::write`] then [`Log::sync`].
     fn persist(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>> {
         let placed = self.write()?;

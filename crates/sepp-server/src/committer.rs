@@ -94,6 +94,15 @@ pub enum Command {
     /// while handles remain (a connection that never answers the transport's goodbye can hold
     /// one for as long as its peer likes). Later commands fail as after any stop.
     Close,
+    /// Cluster mode: this node leads now. The committer serves from `state` (the committed
+    /// state, rebuilt by the caller) and makes its cycles durable through `log` (proposals to
+    /// the other nodes).
+    Lead {
+        state: Box<State>,
+        log: Box<dyn Log>,
+    },
+    /// Cluster mode: this node does not lead (any more). See [`Committer::step_down`].
+    Follow,
 }
 
 /// The outcome of a lease operation, with the job it settled when telemetry asked for it
@@ -221,6 +230,8 @@ pub struct CommitterHandle {
     sender: flume::Sender<Command>,
     /// Why storage is poisoned, once it is.
     poison: tokio::sync::watch::Receiver<Option<String>>,
+    /// Whether the committer serves (false while it follows, in cluster mode).
+    leading: tokio::sync::watch::Receiver<bool>,
 }
 
 impl CommitterHandle {
@@ -255,6 +266,12 @@ impl CommitterHandle {
     pub fn poison_reason(&self) -> Option<String> {
         self.poison.borrow().clone()
     }
+
+    /// Whether the committer serves commands: always on a single node; in cluster mode, from
+    /// [`Command::Lead`] until it follows again (told to, or because a proposal failed).
+    pub fn leading(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.leading.clone()
+    }
 }
 
 /// The committer is gone: storage accepts no more commands.
@@ -284,6 +301,8 @@ pub struct CommitterSettings {
     pub clock: Arc<dyn Clock>,
     /// What telemetry wants handed over; `None` when it is off.
     pub observe: Option<Observe>,
+    /// Cluster mode: start as a follower, refusing every command until [`Command::Lead`].
+    pub follows: bool,
 }
 
 impl CommitterSettings {
@@ -329,6 +348,7 @@ pub fn spawn<E: Send + 'static>(
 ) -> Result<(CommitterHandle, Closed), E> {
     let (sender, receiver) = flume::bounded(settings.command_queue_capacity.max(1));
     let (poison, poison_receiver) = tokio::sync::watch::channel(None);
+    let (leading, leading_receiver) = tokio::sync::watch::channel(!settings.follows);
     let poison_on_panic = poison.clone();
     let (opened, open_result) = std::sync::mpsc::sync_channel(1);
     let (closed, closed_receiver) = oneshot::channel();
@@ -363,6 +383,8 @@ pub fn spawn<E: Send + 'static>(
                 stats: None,
                 clock: settings.clock,
                 observe: settings.observe,
+                following: settings.follows,
+                leading,
             };
             // A panic is a broken invariant. It poisons storage like a failed write: callers of
             // the cycle hear INTERNAL, later calls too, and the server stops and says why,
@@ -382,7 +404,10 @@ pub fn spawn<E: Send + 'static>(
         })
         .expect("spawn the committer thread");
     match open_result.recv() {
-        Ok(Ok(())) => Ok((CommitterHandle { sender, poison: poison_receiver }, Closed(closed_receiver))),
+        Ok(Ok(())) => Ok((
+            CommitterHandle { sender, poison: poison_receiver, leading: leading_receiver },
+            Closed(closed_receiver),
+        )),
         Ok(Err(error)) => {
             let _ = thread.join();
             Err(error)
@@ -417,6 +442,54 @@ struct Committer {
     stats: Option<crate::admin::stats::StatsPublisher>,
     clock: Arc<dyn Clock>,
     observe: Option<Observe>,
+    /// Cluster mode, while this node does not lead: the state is empty and every command is
+    /// refused.
+    following: bool,
+    leading: tokio::sync::watch::Sender<bool>,
+}
+
+/// The log of a committer that follows (cluster mode, before [`Command::Lead`] and after it
+/// steps down): nothing reaches it, since commands are refused before.
+pub struct NotLeading;
+
+impl Log for NotLeading {
+    fn append(&mut self, _records: &[Record]) -> std::io::Result<()> {
+        Err(std::io::Error::other("this node does not lead"))
+    }
+    fn write(&mut self) -> std::io::Result<Vec<(JobId, sepp_core::StoredPayload)>> {
+        Ok(Vec::new())
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn start_sync(&mut self) {}
+    fn finish_sync(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn background_sync_pays(&self) -> bool {
+        false
+    }
+    fn failure_is_final(&self) -> bool {
+        false
+    }
+    fn read_payload(&mut self, _stored: &sepp_core::StoredPayload) -> std::io::Result<Vec<u8>> {
+        Err(std::io::Error::other("this node does not lead"))
+    }
+    fn wants_checkpoint(&self, _live_bytes: u64) -> bool {
+        false
+    }
+    fn checkpoint(&mut self, _snapshot: sepp_core::Snapshot) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn poll_checkpoint(&mut self) -> sepp_log::Relocations {
+        sepp_log::Relocations::default()
+    }
+    fn reclaim_due(&self) -> bool {
+        false
+    }
+    fn reclaim(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Committer {
@@ -488,8 +561,12 @@ impl Committer {
         }
         self.serve_waiters(now_ms);
         if let Err(error) = self.persist() {
-            self.poisoned(&error);
-            return false;
+            if self.log.failure_is_final() {
+                self.poisoned(&error);
+                return false;
+            }
+            self.step_down(&format!("a proposal failed: {error}"));
+            return !self.close;
         }
         if let (Some(started), Some(histogram)) =
             (timed, self.observe.as_ref().and_then(|observe| observe.commit_duration.as_ref()))
@@ -557,6 +634,20 @@ impl Committer {
     }
 
     fn apply(&mut self, now_ms: TimeMs, command: Command) {
+        let command = match command {
+            Command::Lead { state, log } => {
+                self.lead(*state, log);
+                return;
+            }
+            Command::Follow => {
+                self.step_down("another node leads");
+                return;
+            }
+            // A follower refuses what needs the state: its caller hears no answer.
+            Command::SetPolicy(_) | Command::Shutdown | Command::Close => command,
+            _ if self.following => return,
+            command => command,
+        };
         let records = &mut self.records;
         let answer = match command {
             Command::Enqueue { jobs, reply } => Answer::Enqueue(reply, self.state.enqueue(now_ms, jobs, records)),
@@ -633,6 +724,7 @@ impl Committer {
                 self.answer_waiters_empty();
                 return;
             }
+            Command::Lead { .. } | Command::Follow => unreachable!("taken above"),
         };
         self.answers.push(answer);
     }
@@ -724,6 +816,39 @@ impl Committer {
     fn may_pipeline(&self) -> bool {
         let reclaim_waits = self.relocating.is_empty() && self.log.reclaim_due();
         !self.close && !self.receiver.is_empty() && !reclaim_waits && self.log.background_sync_pays()
+    }
+
+    /// Starts serving from `state` (the committed state), proposing through `log`. The state
+    /// gets the policy the committer was last given.
+    fn lead(&mut self, mut state: State, log: Box<dyn Log>) {
+        state.set_policy(self.state.policy().clone());
+        self.state = state;
+        self.log = log;
+        self.following = false;
+        self.served_generation = 0;
+        self.relocating = sepp_log::Relocations::default();
+        tracing::info!("this node leads; serving");
+        self.leading.send_replace(true);
+    }
+
+    /// Stops serving: nothing of the cycles not yet durable is answered (their callers hear
+    /// nothing, as on a failed write), parked reserves are answered empty, and the state, which
+    /// may hold what was never committed, is dropped for an empty one. Later commands are
+    /// refused until the committer is told to lead again, with the committed state.
+    fn step_down(&mut self, why: &str) {
+        self.answers.clear();
+        self.pending.clear();
+        self.records.clear();
+        self.answer_waiters_empty();
+        let empty = State::new(self.state.policy().clone(), self.state.rules());
+        self.state = empty;
+        self.log = Box::new(NotLeading);
+        self.relocating = sepp_log::Relocations::default();
+        if !self.following {
+            tracing::warn!(why, "this node no longer leads; refusing commands");
+        }
+        self.following = true;
+        self.leading.send_replace(false);
     }
 
     fn answer_waiters_empty(&mut self) {

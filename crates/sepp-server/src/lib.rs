@@ -7,6 +7,8 @@
 //! - [`service`]: one handler per `sepp.v1.QueueService` RPC.
 //! - [`convert`]: proto <-> core conversions; [`status`]: outcomes -> gRPC statuses.
 //! - [`committer`]: the thread that owns the state, with group commit and parked reserves.
+//! - [`cluster`]: cluster mode's glue, which lets the committer serve only while its node leads
+//!   (not yet started by [`server`]).
 //! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
 //! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
 //!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
@@ -19,6 +21,7 @@
 pub mod admin;
 pub mod admin_cli;
 pub mod auth;
+pub mod cluster;
 pub mod committer;
 pub mod convert;
 pub mod live;

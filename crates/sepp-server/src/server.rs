@@ -288,6 +288,7 @@ fn open_storage(
         relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
         clock,
         observe,
+        follows: false,
     };
     let boot = boot.clone();
     let policy = live.get().policy.clone();

@@ -42,6 +42,7 @@ fn spawn_with_tiny_checkpoints(dir: &std::path::Path) -> (CommitterHandle, commi
         relocations_per_cycle: 7,
         clock: Arc::new(SystemClock),
         observe: None,
+        follows: false,
     };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok(spawned) = committer::spawn(opened, settings);
@@ -197,6 +198,8 @@ struct TestLog {
     append_gate: Arc<Mutex<Option<Gate>>>,
     /// A sync was started in the background and not yet finished.
     syncing: bool,
+    /// Its failures are a replicated log's: the committer steps down instead of stopping.
+    replicated: bool,
     failed_persists: Arc<AtomicUsize>,
     closed: Arc<AtomicBool>,
     relocations: Vec<(JobId, StoredPayload)>,
@@ -265,6 +268,9 @@ impl sepp_log::Log for TestLog {
     fn background_sync_pays(&self) -> bool {
         true
     }
+    fn failure_is_final(&self) -> bool {
+        !self.replicated
+    }
     fn read_payload(&mut self, _stored: &StoredPayload) -> std::io::Result<Vec<u8>> {
         unreachable!("payloads stay in memory")
     }
@@ -319,6 +325,7 @@ fn spawn_with_rules(
         relocations_per_cycle,
         clock: Arc::new(SystemClock),
         observe: None,
+        follows: false,
     };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok(spawned) = committer::spawn(opened, settings);
@@ -546,4 +553,59 @@ async fn a_failed_background_sync_answers_neither_its_cycle_nor_the_next() {
     assert!(reason.contains("the disk is on fire"), "{reason}");
     closed.wait().await.expect("the committer stops");
     assert_eq!(failed_persists.load(Ordering::SeqCst), 1, "a failed sync is never retried");
+}
+
+/// Cluster mode: a committer that follows refuses every command (its callers hear nothing);
+/// told to lead, it serves from the state it was given; a proposal that fails makes it step
+/// down (nothing of that cycle answered, its parked reserves answered empty) without poisoning
+/// storage, and it refuses again until it leads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_following_committer_refuses_serves_once_it_leads_and_steps_down_when_a_proposal_fails() {
+    let settings = CommitterSettings {
+        command_queue_capacity: 64,
+        sweep_interval_ms: 1000,
+        relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
+        clock: Arc::new(SystemClock),
+        observe: None,
+        follows: true,
+    };
+    let opened = || {
+        let state = State::new(Arc::new(Policy::default()), StorageRules::default());
+        Ok::<_, std::convert::Infallible>((state, Box::new(committer::NotLeading) as Box<dyn sepp_log::Log>))
+    };
+    let Ok((committer, closed)) = committer::spawn(opened, settings);
+    let mut leading = committer.leading();
+    assert!(!*leading.borrow());
+    let (reply, refused) = oneshot::channel();
+    committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.expect("the committer runs");
+    assert!(refused.await.is_err(), "a following committer answered");
+
+    // It leads from a state that already holds a job.
+    let mut state = State::new(Arc::new(Policy::default()), StorageRules::default());
+    let (kept, job) = small_job();
+    state.enqueue(0, vec![(kept, job)], &mut Vec::new());
+    let mut log = TestLog::default();
+    log.replicated = true;
+    let failing = log.failing.clone();
+    committer.send(Command::Lead { state: Box::new(state), log: Box::new(log) }).await.expect("runs");
+    leading.wait_for(|leads| *leads).await.expect("it leads");
+    let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 60_000, max_jobs: 10 };
+    let leased = ask(&committer, |reply| Command::Reserve { plan: plan.clone(), reply }).await;
+    assert_eq!(leased.iter().map(|delivery| delivery.value.job.id).collect::<Vec<_>>(), [kept]);
+
+    let parked_plan = ReservePlan { queues: vec!["elsewhere".into()], wait_ms: 60_000, ..plan };
+    let (reply, parked) = oneshot::channel();
+    committer.send(Command::Reserve { plan: parked_plan, reply }).await.expect("runs");
+    failing.store(true, Ordering::SeqCst);
+    let (reply, unanswered) = oneshot::channel();
+    committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.expect("runs");
+    assert!(unanswered.await.is_err(), "a cycle whose proposal failed was answered");
+    assert!(parked.await.expect("the parked reserve is answered").is_empty());
+    leading.wait_for(|leads| !*leads).await.expect("it steps down");
+    assert_eq!(committer.poison_reason(), None, "a failed proposal poisoned storage");
+    let (reply, refused) = oneshot::channel();
+    committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.expect("it still runs");
+    assert!(refused.await.is_err(), "a committer that stepped down answered");
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
 }

@@ -82,6 +82,7 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
         relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
         clock: Arc::new(SystemClock),
         observe: None,
+        follows: false,
     };
     let opened = move || Ok::<_, std::convert::Infallible>((fresh(), Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok((committer, closed)) = committer::spawn(opened, settings);
@@ -149,5 +150,151 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
     closed.wait().await.expect("the committer stops");
     for node in nodes.into_values() {
         node.stop().await.expect("stop");
+    }
+}
+
+/// One node as the server will run it: Raft, a committer that starts as a follower, and the
+/// driver that lets it serve while the node leads.
+struct Member {
+    node: Node,
+    committer: CommitterHandle,
+    closed: committer::Closed,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+fn follower_settings() -> CommitterSettings {
+    CommitterSettings {
+        command_queue_capacity: 64,
+        sweep_interval_ms: 1000,
+        relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
+        clock: Arc::new(SystemClock),
+        observe: None,
+        follows: true,
+    }
+}
+
+async fn member(id: u64, dir: &Path, listener: TcpListener) -> Member {
+    let node = start(id, dir, listener).await;
+    let opened =
+        || Ok::<_, std::convert::Infallible>((fresh(), Box::new(committer::NotLeading) as Box<dyn sepp_log::Log>));
+    let Ok((committer, closed)) = committer::spawn(opened, follower_settings());
+    let driver = tokio::spawn(sepp_server::cluster::follow_leadership(
+        node.raft.clone(),
+        node.machine.clone(),
+        committer.clone(),
+    ));
+    Member { node, committer, closed, driver }
+}
+
+impl Member {
+    /// Stops it as a crash would leave it: Raft and its server gone, the committer with them.
+    async fn stop(self) {
+        tokio::time::timeout(WAIT, self.node.stop()).await.expect("the node stops in time").expect("stop the node");
+        tokio::time::timeout(WAIT, self.driver).await.expect("the driver ends with Raft").expect("the driver");
+        drop(self.committer);
+        tokio::time::timeout(WAIT, self.closed.wait()).await.expect("the committer stops").expect("closed");
+    }
+}
+
+/// The committer of the member that serves now, once one does.
+async fn serving(members: &BTreeMap<u64, Member>) -> CommitterHandle {
+    loop {
+        for member in members.values() {
+            if *member.committer.leading().borrow() {
+                return member.committer.clone();
+            }
+        }
+        let mut changes: Vec<_> = members.values().map(|member| member.committer.leading()).collect();
+        let waits = changes.iter_mut().map(|leading| Box::pin(leading.changed()));
+        tokio::time::timeout(WAIT, futures_select(waits.collect())).await.expect("a member serves in time");
+    }
+}
+
+/// Resolves when any of `futures` does.
+async fn futures_select<F: std::future::Future + Unpin>(mut futures: Vec<F>) {
+    std::future::poll_fn(|cx| {
+        for future in &mut futures {
+            if std::pin::Pin::new(future).poll(cx).is_ready() {
+                return std::task::Poll::Ready(());
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// Enqueues `count` jobs through whichever member serves, retrying a call that got no answer
+/// (the member stepped down under it); returns the acknowledged ids.
+async fn enqueue_through_the_leader(members: &BTreeMap<u64, Member>, first: usize, count: usize) -> Vec<JobId> {
+    let mut acknowledged = Vec::new();
+    let mut index = first;
+    while acknowledged.len() < count {
+        let committer = serving(members).await;
+        let job = job(index);
+        let id = job.0;
+        let (reply, answer) = oneshot::channel();
+        if committer.send(Command::Enqueue { jobs: vec![job], reply }).await.is_ok()
+            && let Ok(outcome) = answer.await
+        {
+            outcome[0].as_ref().expect("accepted");
+            acknowledged.push(id);
+        }
+        index += 1;
+    }
+    acknowledged
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_leader_stops_another_member_serves_from_the_committed_state() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut listeners = Vec::new();
+    for _ in 0..3 {
+        listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
+    }
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|listener| listener.local_addr().unwrap()).collect();
+    let mut members = BTreeMap::new();
+    for (position, listener) in listeners.into_iter().enumerate() {
+        let id = position as u64 + 1;
+        members.insert(id, member(id, dirs[position].path(), listener).await);
+    }
+    let nodes: BTreeMap<u64, BasicNode> =
+        addrs.iter().enumerate().map(|(position, addr)| (position as u64 + 1, BasicNode::new(addr))).collect();
+    members[&1].node.raft.initialize(nodes).await.expect("initialize the cluster");
+    let mut acknowledged = enqueue_through_the_leader(&members, 0, 50).await;
+    let first_leader = members.values().find(|member| *member.committer.leading().borrow()).expect("a leader").node.id;
+    // A follower's committer refuses: its caller hears nothing.
+    let follower = members.values().find(|member| member.node.id != first_leader).unwrap();
+    let (reply, answer) = oneshot::channel();
+    follower.committer.send(Command::Enqueue { jobs: vec![job(10_000)], reply }).await.expect("runs");
+    assert!(answer.await.is_err(), "a follower's committer answered");
+    members.remove(&first_leader).unwrap().stop().await;
+    acknowledged.extend(enqueue_through_the_leader(&members, 100, 50).await);
+    let second_leader = members.values().find(|member| *member.committer.leading().borrow()).unwrap().node.id;
+    assert_ne!(second_leader, first_leader);
+
+    // The new leader serves what the old one acknowledged: every job, once, as attempt 1.
+    let committer = serving(&members).await;
+    let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 60_000, max_jobs: 1000 };
+    let leased = ask(&committer, |reply| Command::Reserve { plan, reply }).await;
+    let mut ids: Vec<JobId> = leased.iter().map(|delivery| delivery.value.job.id).collect();
+    ids.sort();
+    let mut expected = acknowledged.clone();
+    expected.sort();
+    assert_eq!(ids, expected, "the jobs the new leader holds are the acknowledged ones");
+    assert!(leased.iter().all(|delivery| delivery.value.attempt == 1));
+    drop(committer);
+
+    // The old leader comes back as a follower and catches up.
+    let back = first_leader as usize - 1;
+    let listener = TcpListener::bind(addrs[back]).await.expect("the old address again");
+    members.insert(first_leader, member(first_leader, dirs[back].path(), listener).await);
+    let last = members[&second_leader].node.raft.metrics().borrow().last_log_index.expect("entries");
+    let fingerprint = members[&second_leader].node.machine.with_state(State::fingerprint);
+    for member in members.values() {
+        member.node.raft.wait(Some(WAIT)).applied_index_at_least(Some(last), "applied").await.expect("applied");
+        assert_eq!(member.node.machine.with_state(State::fingerprint), fingerprint, "node {}", member.node.id);
+    }
+    for member in members.into_values() {
+        member.stop().await;
     }
 }
