@@ -15,9 +15,11 @@
 //! - `machine`: openraft's `RaftStateMachine` over `sepp_core::State`.
 //! - `network`: the `sepp.cluster.v1.Raft` service and openraft's `RaftNetwork` client.
 //! - `node`: one node in a process: log, state machine, `Raft`, and its server.
+//! - `local`: loopback listeners and memberships for nodes in one process (the tests').
 //! - `replicated_log`: `sepp_log::Log` for a leader's committer: cycles proposed as entries.
 
 mod entry;
+pub mod local;
 mod log_store;
 mod machine;
 pub mod network;

@@ -4,13 +4,11 @@
 //! and go on; and the old leader, started again from its directory after the log it missed was
 //! compacted, catches up from a snapshot.
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::{BasicNode, Config, SnapshotPolicy};
+use openraft::{Config, SnapshotPolicy};
 use sepp_cluster::{Frame, Node};
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules};
@@ -112,19 +110,13 @@ async fn write(leader: &Node, state: &mut State, rounds: std::ops::Range<usize>)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_agree_survive_the_leader_and_catch_up_from_a_snapshot() {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut listeners = Vec::new();
-    for _ in 0..3 {
-        listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
-    }
-    let addrs: Vec<SocketAddr> = listeners.iter().map(|listener| listener.local_addr().unwrap()).collect();
+    let (listeners, addrs) = sepp_cluster::local::listeners(3).await.unwrap();
     let paths: Vec<PathBuf> = dirs.iter().map(|dir| dir.path().to_path_buf()).collect();
     let mut nodes = Vec::new();
     for (position, listener) in listeners.into_iter().enumerate() {
         nodes.push(start(position as u64 + 1, &paths[position], listener).await);
     }
-    let members: BTreeMap<u64, BasicNode> =
-        addrs.iter().enumerate().map(|(position, addr)| (position as u64 + 1, BasicNode::new(addr))).collect();
-    nodes[0].raft.initialize(members).await.expect("initialize the cluster");
+    nodes[0].raft.initialize(sepp_cluster::local::members(&addrs)).await.expect("initialize the cluster");
 
     // Every node applies the same records, and holds the leader's state.
     let mut state = fresh();

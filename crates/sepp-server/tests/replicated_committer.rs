@@ -4,12 +4,11 @@
 //! decided, and a caller is answered only once a quorum holds its cycle.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::{BasicNode, Config};
+use openraft::Config;
 use sepp_cluster::{Node, ReplicatedLog};
 use sepp_core::validate::ReservePlan;
 use sepp_core::{JobId, NewJob, Payload, Policy, State, StorageRules};
@@ -52,19 +51,13 @@ async fn ask<T>(committer: &CommitterHandle, command: impl FnOnce(oneshot::Sende
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quorum_has_them() {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut listeners = Vec::new();
-    for _ in 0..3 {
-        listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
-    }
-    let addrs: Vec<SocketAddr> = listeners.iter().map(|listener| listener.local_addr().unwrap()).collect();
+    let (listeners, addrs) = sepp_cluster::local::listeners(3).await.unwrap();
     let mut nodes = BTreeMap::new();
     for (position, listener) in listeners.into_iter().enumerate() {
         let id = position as u64 + 1;
         nodes.insert(id, start(id, dirs[position].path(), listener).await);
     }
-    let members: BTreeMap<u64, BasicNode> =
-        addrs.iter().enumerate().map(|(position, addr)| (position as u64 + 1, BasicNode::new(addr))).collect();
-    nodes[&1].raft.initialize(members).await.expect("initialize the cluster");
+    nodes[&1].raft.initialize(sepp_cluster::local::members(&addrs)).await.expect("initialize the cluster");
     let metrics = nodes[&1]
         .raft
         .wait(Some(WAIT))
@@ -247,19 +240,13 @@ async fn enqueue_through_the_leader(members: &BTreeMap<u64, Member>, first: usiz
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_leader_stops_another_member_serves_from_the_committed_state() {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut listeners = Vec::new();
-    for _ in 0..3 {
-        listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
-    }
-    let addrs: Vec<SocketAddr> = listeners.iter().map(|listener| listener.local_addr().unwrap()).collect();
+    let (listeners, addrs) = sepp_cluster::local::listeners(3).await.unwrap();
     let mut members = BTreeMap::new();
     for (position, listener) in listeners.into_iter().enumerate() {
         let id = position as u64 + 1;
         members.insert(id, member(id, dirs[position].path(), listener).await);
     }
-    let nodes: BTreeMap<u64, BasicNode> =
-        addrs.iter().enumerate().map(|(position, addr)| (position as u64 + 1, BasicNode::new(addr))).collect();
-    members[&1].node.raft.initialize(nodes).await.expect("initialize the cluster");
+    members[&1].node.raft.initialize(sepp_cluster::local::members(&addrs)).await.expect("initialize the cluster");
     let mut acknowledged = enqueue_through_the_leader(&members, 0, 50).await;
     let first_leader = members.values().find(|member| *member.committer.leading().borrow()).expect("a leader").node.id;
     // A follower's committer refuses: its caller hears nothing.
