@@ -3,13 +3,14 @@
 //! `index: u64 LE | term: u64 LE | leader node: u64 LE | kind: u8 | body`, where the body is
 //! nothing for a blank entry, the frame's bytes for a normal one, and for a membership:
 //! `configs: u32`, each `members: u32` then that many `u64` node ids, then `nodes: u32`, each
-//! `id: u64 | address length: u32 | address (UTF-8)`. All integers little-endian.
+//! `id: u64 | Raft address length: u32 | Raft address | API address length: u32 | API address`
+//! (addresses in UTF-8). All integers little-endian.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use openraft::{BasicNode, CommittedLeaderId, EntryPayload, Membership};
+use openraft::{CommittedLeaderId, EntryPayload, Membership};
 
-use crate::{Entry, Frame, LogId};
+use crate::{Entry, Frame, LogId, NodeAddr};
 
 const BLANK: u8 = 0;
 const NORMAL: u8 = 1;
@@ -52,8 +53,10 @@ pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) {
             put_len(out, nodes.len());
             for (id, node) in nodes {
                 out.extend_from_slice(&id.to_le_bytes());
-                put_len(out, node.addr.len());
-                out.extend_from_slice(node.addr.as_bytes());
+                for addr in [&node.raft, &node.api] {
+                    put_len(out, addr.len());
+                    out.extend_from_slice(addr.as_bytes());
+                }
             }
         }
     }
@@ -81,10 +84,9 @@ pub fn decode_entry(bytes: &[u8]) -> Result<Entry, DecodeError> {
             let mut nodes = BTreeMap::new();
             for _ in 0..input.len()? {
                 let id = input.u64()?;
-                let len = input.len()?;
-                let addr =
-                    std::str::from_utf8(input.take(len)?).map_err(|_| DecodeError("a node address is not UTF-8"))?;
-                nodes.insert(id, BasicNode { addr: addr.to_owned() });
+                let raft = input.text()?;
+                let api = input.text()?;
+                nodes.insert(id, NodeAddr { raft, api });
             }
             if configs.is_empty() {
                 return Err(DecodeError("a membership without a configuration"));
@@ -121,6 +123,13 @@ impl<'a> Input<'a> {
 
     fn u64(&mut self) -> Result<u64, DecodeError> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    /// A length-prefixed UTF-8 string.
+    fn text(&mut self) -> Result<String, DecodeError> {
+        let len = self.len()?;
+        let bytes = self.take(len)?;
+        std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| DecodeError("a node address is not UTF-8"))
     }
 
     /// A count or length; larger than what is left is corruption, not a reason to allocate.

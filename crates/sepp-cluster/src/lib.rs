@@ -39,14 +39,23 @@ pub use replicated_log::ReplicatedLog;
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Frame(#[serde(with = "serde_bytes")] pub Vec<u8>);
 
+/// Where a node of the cluster is: the address the other nodes reach its Raft service at, and
+/// the address its clients reach the queue at (what a follower tells a client that must go to
+/// the leader).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeAddr {
+    pub raft: String,
+    pub api: String,
+}
+
 openraft::declare_raft_types!(
-    /// sepp's Raft types: node ids are `u64`, a node is its address, and an entry carries a
-    /// frame of records.
+    /// sepp's Raft types: node ids are `u64`, a node is its two addresses, and an entry carries
+    /// a frame of records.
     pub TypeConfig:
         D = Frame,
         R = (),
         NodeId = u64,
-        Node = openraft::BasicNode,
+        Node = NodeAddr,
         SnapshotData = Cursor<Vec<u8>>,
 );
 

@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 
-use openraft::BasicNode;
 use tokio::net::TcpListener;
+
+use crate::NodeAddr;
 
 /// `count` listeners on free loopback ports, and their addresses.
 pub async fn listeners(count: usize) -> io::Result<(Vec<TcpListener>, Vec<SocketAddr>)> {
@@ -17,7 +18,20 @@ pub async fn listeners(count: usize) -> io::Result<(Vec<TcpListener>, Vec<Socket
     Ok((listeners, addrs))
 }
 
-/// The membership of nodes 1, 2, ... at `addrs`, in that order.
-pub fn members(addrs: &[SocketAddr]) -> BTreeMap<u64, BasicNode> {
-    addrs.iter().zip(1..).map(|(addr, id)| (id, BasicNode::new(addr))).collect()
+/// The membership of nodes 1, 2, ... whose Raft services are at `addrs`, in that order. Nodes
+/// in one process serve no clients: each one's API address is its Raft address.
+pub fn members(addrs: &[SocketAddr]) -> BTreeMap<u64, NodeAddr> {
+    addrs.iter().zip(1..).map(|(addr, id)| (id, NodeAddr { raft: addr.to_string(), api: addr.to_string() })).collect()
+}
+
+/// Raft settings for nodes on one machine: heartbeats every 50 ms, elections after 300 to
+/// 600 ms without one.
+pub fn quick_config(cluster_name: &str) -> openraft::Config {
+    openraft::Config {
+        cluster_name: cluster_name.into(),
+        heartbeat_interval: 50,
+        election_timeout_min: 300,
+        election_timeout_max: 600,
+        ..openraft::Config::default()
+    }
 }

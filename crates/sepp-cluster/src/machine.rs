@@ -23,17 +23,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine, Snapshot, SnapshotMeta};
-use openraft::{BasicNode, EntryPayload, StorageIOError, StoredMembership};
+use openraft::{EntryPayload, StorageIOError, StoredMembership};
 use sepp_core::{Record, State};
 use sepp_log::frame::{self, Read};
 
-use crate::{Entry, LogId, StorageError, TypeConfig};
+use crate::{Entry, LogId, NodeAddr, StorageError, TypeConfig};
 
 /// Records per frame of a snapshot.
 pub const SNAPSHOT_FRAME_RECORDS: usize = 4096;
 
-type Membership = StoredMembership<u64, BasicNode>;
-type Meta = SnapshotMeta<u64, BasicNode>;
+type Membership = StoredMembership<u64, NodeAddr>;
+type Meta = SnapshotMeta<u64, NodeAddr>;
 
 /// Makes the empty state a snapshot is installed into (the node's policy and rules).
 pub type FreshState = Arc<dyn Fn() -> State + Send + Sync>;

@@ -6,7 +6,6 @@
 use std::error::Error;
 use std::time::Duration;
 
-use openraft::BasicNode;
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -18,7 +17,7 @@ use serde::de::DeserializeOwned;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Response, Status};
 
-use crate::{Raft, TypeConfig};
+use crate::{NodeAddr, Raft, TypeConfig};
 
 /// The generated gRPC code of `proto/raft.proto`.
 pub mod proto {
@@ -84,8 +83,8 @@ pub struct Network;
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Peer;
 
-    async fn new_client(&mut self, target: u64, node: &BasicNode) -> Peer {
-        Peer { target, addr: node.addr.clone(), client: None }
+    async fn new_client(&mut self, target: u64, node: &NodeAddr) -> Peer {
+        Peer { target, addr: node.raft.clone(), client: None }
     }
 }
 
@@ -109,7 +108,7 @@ impl Peer {
         rpc: &Req,
         call: Call,
         option: &RPCOption,
-    ) -> Result<Resp, RPCError<u64, BasicNode, RaftError<u64, E>>>
+    ) -> Result<Resp, RPCError<u64, NodeAddr, RaftError<u64, E>>>
     where
         Req: Serialize,
         Resp: DeserializeOwned,
@@ -156,7 +155,7 @@ impl RaftNetwork<TypeConfig> for Peer {
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, NodeAddr, RaftError<u64>>> {
         self.call(&rpc, Call::AppendEntries, &option).await
     }
 
@@ -164,7 +163,7 @@ impl RaftNetwork<TypeConfig> for Peer {
         &mut self,
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<InstallSnapshotResponse<u64>, RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>> {
+    ) -> Result<InstallSnapshotResponse<u64>, RPCError<u64, NodeAddr, RaftError<u64, InstallSnapshotError>>> {
         self.call(&rpc, Call::InstallSnapshot, &option).await
     }
 
@@ -172,7 +171,7 @@ impl RaftNetwork<TypeConfig> for Peer {
         &mut self,
         rpc: VoteRequest<u64>,
         option: RPCOption,
-    ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+    ) -> Result<VoteResponse<u64>, RPCError<u64, NodeAddr, RaftError<u64>>> {
         self.call(&rpc, Call::Vote, &option).await
     }
 }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use openraft::storage::RaftLogStorage;
 use openraft::testing::{StoreBuilder, Suite};
-use openraft::{BasicNode, CommittedLeaderId, EntryPayload, Membership};
+use openraft::{CommittedLeaderId, EntryPayload, Membership};
 use sepp_cluster::{
-    Entry, Frame, LogId, LogStore, LogStoreOptions, OpenError, StateMachine, StorageError, TypeConfig, Vote,
+    Entry, Frame, LogId, LogStore, LogStoreOptions, NodeAddr, OpenError, StateMachine, StorageError, TypeConfig, Vote,
     decode_entry, encode_entry,
 };
 use sepp_core::{Policy, State, StorageRules};
@@ -24,8 +24,9 @@ fn normal(term: u64, index: u64) -> Entry {
 }
 
 fn membership(term: u64, index: u64) -> Entry {
-    let nodes: BTreeMap<u64, BasicNode> =
-        (1..=3).map(|id| (id, BasicNode { addr: format!("10.0.0.{id}:7000") })).collect();
+    let nodes: BTreeMap<u64, NodeAddr> = (1..=3)
+        .map(|id| (id, NodeAddr { raft: format!("10.0.0.{id}:7000"), api: format!("10.0.0.{id}:50051") }))
+        .collect();
     let configs = vec![BTreeSet::from([1, 2, 3]), BTreeSet::from([1, 2])];
     Entry { log_id: log_id(term, index), payload: EntryPayload::Membership(Membership::new(configs, nodes)) }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::{Config, SnapshotPolicy};
+use openraft::SnapshotPolicy;
 use sepp_cluster::{Frame, Node};
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules};
@@ -24,18 +24,14 @@ fn fresh() -> State {
     )
 }
 
-fn config() -> Arc<Config> {
-    let config = Config {
-        cluster_name: "test".into(),
-        heartbeat_interval: 50,
-        election_timeout_min: 300,
-        election_timeout_max: 600,
+fn config() -> Arc<openraft::Config> {
+    let config = openraft::Config {
         // Snapshots every 10 entries, and nothing kept behind them, so a node that was away
         // for longer needs a snapshot to catch up.
         snapshot_policy: SnapshotPolicy::LogsSinceLast(10),
         max_in_snapshot_log_to_keep: 0,
         purge_batch_size: 1,
-        ..Config::default()
+        ..sepp_cluster::local::quick_config("test")
     };
     Arc::new(config.validate().expect("a valid Raft configuration"))
 }

@@ -11,14 +11,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use openraft::SnapshotPolicy;
 use openraft::error::{InstallSnapshotError, RPCError, RaftError, RemoteError, Unreachable};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
     VoteResponse,
 };
-use openraft::{BasicNode, Config, SnapshotPolicy};
-use sepp_cluster::{Frame, LogStore, LogStoreOptions, Raft, StateMachine, TypeConfig};
+use sepp_cluster::{Frame, LogStore, LogStoreOptions, NodeAddr, Raft, StateMachine, TypeConfig};
 use sepp_core::{JobId, NewJob, Policy, State, StorageRules};
 
 const NODES: u64 = 5;
@@ -86,7 +86,7 @@ impl Router {
 impl RaftNetworkFactory<TypeConfig> for Router {
     type Network = Peer;
 
-    async fn new_client(&mut self, target: u64, _node: &BasicNode) -> Peer {
+    async fn new_client(&mut self, target: u64, _node: &NodeAddr) -> Peer {
         Peer { router: self.clone(), target }
     }
 }
@@ -102,7 +102,7 @@ impl Peer {
     fn answer<T, E: std::error::Error>(
         &self,
         result: Result<T, RaftError<u64, E>>,
-    ) -> Result<T, RPCError<u64, BasicNode, RaftError<u64, E>>> {
+    ) -> Result<T, RPCError<u64, NodeAddr, RaftError<u64, E>>> {
         self.router.returns(self.target).map_err(RPCError::Unreachable)?;
         result.map_err(|error| RPCError::RemoteError(RemoteError::new(self.target, error)))
     }
@@ -113,7 +113,7 @@ impl RaftNetwork<TypeConfig> for Peer {
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, NodeAddr, RaftError<u64>>> {
         let raft = self.router.deliver(self.target).await.map_err(RPCError::Unreachable)?;
         let result = raft.append_entries(rpc).await;
         self.answer(result)
@@ -123,7 +123,7 @@ impl RaftNetwork<TypeConfig> for Peer {
         &mut self,
         rpc: InstallSnapshotRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Result<InstallSnapshotResponse<u64>, RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>> {
+    ) -> Result<InstallSnapshotResponse<u64>, RPCError<u64, NodeAddr, RaftError<u64, InstallSnapshotError>>> {
         let raft = self.router.deliver(self.target).await.map_err(RPCError::Unreachable)?;
         let result = raft.install_snapshot(rpc).await;
         self.answer(result)
@@ -133,23 +133,19 @@ impl RaftNetwork<TypeConfig> for Peer {
         &mut self,
         rpc: VoteRequest<u64>,
         _option: RPCOption,
-    ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+    ) -> Result<VoteResponse<u64>, RPCError<u64, NodeAddr, RaftError<u64>>> {
         let raft = self.router.deliver(self.target).await.map_err(RPCError::Unreachable)?;
         let result = raft.vote(rpc).await;
         self.answer(result)
     }
 }
 
-fn config() -> Arc<Config> {
-    let config = Config {
-        cluster_name: "simulation".into(),
-        heartbeat_interval: 50,
-        election_timeout_min: 300,
-        election_timeout_max: 600,
+fn config() -> Arc<openraft::Config> {
+    let config = openraft::Config {
         snapshot_policy: SnapshotPolicy::LogsSinceLast(15),
         max_in_snapshot_log_to_keep: 0,
         purge_batch_size: 1,
-        ..Config::default()
+        ..sepp_cluster::local::quick_config("simulation")
     };
     Arc::new(config.validate().expect("a valid Raft configuration"))
 }
@@ -217,7 +213,8 @@ async fn simulate(seed: u64, root: &Path) -> usize {
     for id in 1..=NODES {
         cluster.start(id).await;
     }
-    let members: BTreeMap<u64, BasicNode> = (1..=NODES).map(|id| (id, BasicNode::new(format!("node-{id}")))).collect();
+    let members: BTreeMap<u64, NodeAddr> =
+        (1..=NODES).map(|id| (id, NodeAddr { raft: format!("node-{id}"), api: format!("node-{id}") })).collect();
     cluster.raft(1).unwrap().initialize(members).await.expect("initialize");
 
     let mut choose = Rng(seed | 1);

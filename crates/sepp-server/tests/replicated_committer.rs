@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::Config;
 use sepp_cluster::{Node, ReplicatedLog};
 use sepp_core::validate::ReservePlan;
 use sepp_core::{JobId, NewJob, Payload, Policy, State, StorageRules};
@@ -22,15 +21,8 @@ fn fresh() -> State {
     State::new(Arc::new(Policy::default()), StorageRules::default())
 }
 
-fn config() -> Arc<Config> {
-    let config = Config {
-        cluster_name: "test".into(),
-        heartbeat_interval: 50,
-        election_timeout_min: 300,
-        election_timeout_max: 600,
-        ..Config::default()
-    };
-    Arc::new(config.validate().expect("a valid Raft configuration"))
+fn config() -> Arc<openraft::Config> {
+    Arc::new(sepp_cluster::local::quick_config("test").validate().expect("a valid Raft configuration"))
 }
 
 async fn start(id: u64, dir: &Path, listener: TcpListener) -> Node {
