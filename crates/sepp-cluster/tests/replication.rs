@@ -1,15 +1,17 @@
 //! Three nodes in this process, each with its own Raft log in a temporary directory, its own
 //! state machine and its own gRPC server on a loopback port, replicating the records of a core
 //! run: every node applies the same state; after the leader stops, the other two elect a new one
-//! and go on; and the old leader, started again from its directory after the log it missed was
-//! compacted, catches up from a snapshot.
+//! and go on; the old leader, started again from its directory after the log it missed was
+//! compacted, catches up from a snapshot; and so does a fourth node added to the running
+//! cluster, first as a learner, then as a voter.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::SnapshotPolicy;
-use sepp_cluster::{Frame, Node};
+use sepp_cluster::{Frame, Node, NodeAddr};
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules};
 use tokio::net::TcpListener;
@@ -104,7 +106,7 @@ async fn write(leader: &Node, state: &mut State, rounds: std::ops::Range<usize>)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_nodes_agree_survive_the_leader_and_catch_up_from_a_snapshot() {
+async fn three_nodes_agree_survive_the_leader_and_returning_or_joining_nodes_catch_up_from_snapshots() {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let (listeners, addrs) = sepp_cluster::local::listeners(3).await.unwrap();
     let paths: Vec<PathBuf> = dirs.iter().map(|dir| dir.path().to_path_buf()).collect();
@@ -152,7 +154,30 @@ async fn three_nodes_agree_survive_the_leader_and_catch_up_from_a_snapshot() {
     let snapshot = back.raft.metrics().borrow().snapshot;
     assert!(snapshot.is_some(), "the returning node did not install a snapshot");
 
-    back.stop().await.expect("stop");
+    // A fourth node joins the running cluster: a learner first, which catches up from a
+    // snapshot, then a voter.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut listener, addr) = sepp_cluster::local::listeners(1).await.unwrap();
+    let joining = start(4, dir.path(), listener.remove(0)).await;
+    nodes.push(back);
+    let leader = leader_of(&nodes.iter().collect::<Vec<_>>()).await;
+    let leader = &nodes.iter().find(|node| node.id == leader).unwrap().raft;
+    let node = NodeAddr { raft: addr[0].to_string(), api: addr[0].to_string() };
+    leader.add_learner(4, node, true).await.expect("add node 4 as a learner");
+    leader.change_membership(BTreeSet::from([1, 2, 3, 4]), false).await.expect("make node 4 a voter");
+    let last = write(
+        nodes.iter().find(|node| node.raft.metrics().borrow().current_leader == Some(node.id)).unwrap(),
+        &mut state,
+        40..45,
+    )
+    .await;
+    wait_applied(&joining, last).await;
+    assert_eq!(joining.machine.with_state(State::fingerprint), state.fingerprint(), "the joining node");
+    assert!(joining.raft.metrics().borrow().snapshot.is_some(), "the joining node did not start from a snapshot");
+    let voters: Vec<u64> = joining.raft.metrics().borrow().membership_config.membership().voter_ids().collect();
+    assert_eq!(voters, [1, 2, 3, 4]);
+
+    joining.stop().await.expect("stop");
     for node in nodes {
         node.stop().await.expect("stop");
     }
