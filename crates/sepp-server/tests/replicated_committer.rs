@@ -277,3 +277,56 @@ async fn when_the_leader_stops_another_member_serves_from_the_committed_state() 
         member.stop().await;
     }
 }
+
+/// Leases, idempotency keys and lease expiry keep their meaning across a failover: a lease the
+/// old leader gave is acked on the new one, an idempotency key bound on the old leader still
+/// deduplicates, and a lease that runs out after the failover expires on the new leader (its
+/// sweep), which delivers the job again as attempt 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_and_idempotency_keys_keep_their_meaning_across_a_failover() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let (listeners, addrs) = sepp_cluster::local::listeners(3).await.unwrap();
+    let mut members = BTreeMap::new();
+    for (position, listener) in listeners.into_iter().enumerate() {
+        let id = position as u64 + 1;
+        members.insert(id, member(id, dirs[position].path(), listener).await);
+    }
+    members[&1].node.raft.initialize(sepp_cluster::local::members(&addrs)).await.expect("initialize the cluster");
+
+    let old = serving(&members).await;
+    let (kept, kept_job) = job(1);
+    let (expiring, mut expiring_job) = job(2);
+    expiring_job.queue = "short".into();
+    let (keyed, mut keyed_job) = job(3);
+    keyed_job.idempotency_key = Some("order-17".into());
+    let jobs = vec![(kept, kept_job), (expiring, expiring_job), (keyed, keyed_job.clone())];
+    let accepted = ask(&old, |reply| Command::Enqueue { jobs, reply }).await;
+    assert!(accepted.iter().all(Result::is_ok));
+    let long = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 600_000, max_jobs: 1 };
+    let leased = ask(&old, |reply| Command::Reserve { plan: long, reply }).await;
+    assert_eq!((leased[0].value.job.id, leased[0].value.attempt), (kept, 1));
+    let short = ReservePlan { queues: vec!["short".into()], wait_ms: 0, lease_ms: 1_000, max_jobs: 1 };
+    let leased_short = ask(&old, |reply| Command::Reserve { plan: short, reply }).await;
+    assert_eq!((leased_short[0].value.job.id, leased_short[0].value.attempt), (expiring, 1));
+
+    let first_leader = members.values().find(|member| *member.committer.leading().borrow()).unwrap().node.id;
+    drop(old);
+    members.remove(&first_leader).unwrap().stop().await;
+    let new = serving(&members).await;
+
+    let acked = ask(&new, |reply| Command::Ack { job_id: kept, attempt: 1, reply }).await;
+    assert!(acked.is_ok(), "the old leader's lease was not honoured: {:?}", acked.err());
+    let again = ask(&new, |reply| Command::Enqueue { jobs: vec![(JobId::new_v4(), keyed_job)], reply }).await;
+    let again = again[0].as_ref().expect("accepted");
+    assert!(again.deduplicated && again.job_id == keyed, "the idempotency key was forgotten: {again:?}");
+    // Parked until the short lease runs out on the new leader.
+    let wait = ReservePlan { queues: vec!["short".into()], wait_ms: 30_000, lease_ms: 60_000, max_jobs: 1 };
+    let redelivered = ask(&new, |reply| Command::Reserve { plan: wait, reply }).await;
+    assert_eq!(redelivered.len(), 1, "the expired lease was not swept on the new leader");
+    assert_eq!((redelivered[0].value.job.id, redelivered[0].value.attempt), (expiring, 2));
+
+    drop(new);
+    for member in members.into_values() {
+        member.stop().await;
+    }
+}
