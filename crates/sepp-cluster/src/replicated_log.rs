@@ -2,10 +2,11 @@
 //! entry, and "durable" means committed, that is on a quorum of nodes, each of which synced it.
 //!
 //! It is `sepp_log::Log`, so the committer drives it as it drives the local log: `write`
-//! proposes the frame, `finish_sync` waits until Raft committed it (or failed to), and only then
-//! are that cycle's callers answered. The proposal runs while the committer applies its next
-//! cycle (`background_sync_pays` is always true: the wait is a round trip to the other nodes),
-//! with one entry in flight at a time, so entries commit in the order the committer made them.
+//! proposes the frame, `finish_sync` waits until Raft committed the oldest proposal (or failed
+//! to), and only then are that cycle's callers answered. Proposals run while the committer
+//! applies its next cycles (`background_sync_pays` is always true: the wait is a round trip to
+//! the other nodes), up to [`MAX_IN_FLIGHT`] at once; one task hands them to Raft, so entries
+//! are in the log in the order the committer made them.
 //!
 //! Payloads stay in the committer's memory (the frame carries them to every node; there is no
 //! local file to point into), and compaction is Raft's (snapshots of the state machine), so the
@@ -13,28 +14,56 @@
 //! Raft stopped) is an error that is not final: the committer answers nothing of the cycles
 //! not committed, drops its state and follows until it is told to lead again.
 
+use std::collections::VecDeque;
 use std::io;
 
 use sepp_core::{JobId, Record, Snapshot, StoredPayload};
 use sepp_log::{Log, Relocations, frame};
 use tokio::runtime::Handle;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::{Frame, LogId, Raft};
+use crate::{Frame, Raft};
+
+/// Proposals a leader's committer may have in flight at once.
+pub const MAX_IN_FLIGHT: usize = 8;
+
+type Done = oneshot::Sender<Result<(), String>>;
 
 /// The log of a leader's committer: its frames go to Raft.
 pub struct ReplicatedLog {
-    raft: Raft,
-    runtime: Handle,
+    proposals: mpsc::UnboundedSender<(Frame, Done)>,
     buffer: Vec<u8>,
     placements: Vec<sepp_log::codec::Placement>,
-    in_flight: Option<oneshot::Receiver<Result<LogId, String>>>,
+    /// The outcomes of the proposals in flight, oldest first.
+    in_flight: VecDeque<oneshot::Receiver<Result<(), String>>>,
 }
 
 impl ReplicatedLog {
     /// Proposes through `raft`, whose calls run on `runtime`.
     pub fn new(raft: Raft, runtime: Handle) -> ReplicatedLog {
-        ReplicatedLog { raft, runtime, buffer: Vec::new(), placements: Vec::new(), in_flight: None }
+        let (proposals, mut queued) = mpsc::unbounded_channel::<(Frame, Done)>();
+        let waits = runtime.clone();
+        // One task submits the proposals, in order; each outcome is awaited on its own.
+        runtime.spawn(async move {
+            while let Some((frame, done)) = queued.recv().await {
+                match raft.client_write_ff(frame).await {
+                    Ok(responder) => {
+                        waits.spawn(async move {
+                            let outcome = match responder.await {
+                                Ok(Ok(_)) => Ok(()),
+                                Ok(Err(error)) => Err(error.to_string()),
+                                Err(_) => Err("Raft dropped the proposal".to_owned()),
+                            };
+                            let _ = done.send(outcome);
+                        });
+                    }
+                    Err(fatal) => {
+                        let _ = done.send(Err(fatal.to_string()));
+                    }
+                }
+            }
+        });
+        ReplicatedLog { proposals, buffer: Vec::new(), placements: Vec::new(), in_flight: VecDeque::new() }
     }
 }
 
@@ -45,33 +74,33 @@ impl Log for ReplicatedLog {
     }
 
     fn write(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>> {
-        self.finish_sync()?;
+        while self.in_flight.len() >= MAX_IN_FLIGHT {
+            self.finish_sync()?;
+        }
         self.placements.clear();
         if self.buffer.is_empty() {
             return Ok(Vec::new());
         }
-        let entry = Frame(std::mem::take(&mut self.buffer));
-        let raft = self.raft.clone();
-        let (done, result) = oneshot::channel();
-        self.runtime.spawn(async move {
-            let written =
-                raft.client_write(entry).await.map(|written| written.log_id).map_err(|error| error.to_string());
-            let _ = done.send(written);
-        });
-        self.in_flight = Some(result);
+        let (done, outcome) = oneshot::channel();
+        // Should the proposing task be gone, `done` is dropped, and finishing this one fails.
+        let _ = self.proposals.send((Frame(std::mem::take(&mut self.buffer)), done));
+        self.in_flight.push_back(outcome);
         Ok(Vec::new())
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.finish_sync()
+        while !self.in_flight.is_empty() {
+            self.finish_sync()?;
+        }
+        Ok(())
     }
 
     fn start_sync(&mut self) {}
 
     fn finish_sync(&mut self) -> io::Result<()> {
-        let Some(result) = self.in_flight.take() else { return Ok(()) };
-        match result.blocking_recv() {
-            Ok(Ok(_)) => Ok(()),
+        let Some(outcome) = self.in_flight.pop_front() else { return Ok(()) };
+        match outcome.blocking_recv() {
+            Ok(Ok(())) => Ok(()),
             Ok(Err(error)) => Err(io::Error::other(format!("Raft did not commit the entry: {error}"))),
             Err(_) => Err(io::Error::other("Raft stopped before it committed the entry")),
         }
@@ -79,6 +108,10 @@ impl Log for ReplicatedLog {
 
     fn background_sync_pays(&self) -> bool {
         true
+    }
+
+    fn max_in_flight(&self) -> usize {
+        MAX_IN_FLIGHT
     }
 
     fn failure_is_final(&self) -> bool {

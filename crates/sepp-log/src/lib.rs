@@ -30,7 +30,8 @@ pub use sepp_core::PersistMode;
 ///
 /// A cycle's records go out as [`Log::append`] then [`Log::write`], and become durable with
 /// [`Log::sync`], or with [`Log::start_sync`] and later [`Log::finish_sync`], between which the
-/// caller may prepare its next cycle (but writes nothing: `write` waits for the sync in flight).
+/// caller may prepare its next cycles (writing up to [`Log::max_in_flight`] frames; `write`
+/// waits for the oldest sync beyond that).
 /// An error from `write` or any sync is final: the caller must stop acknowledging writes (fsync
 /// failures cannot be retried), and acknowledge nothing that was written since the last
 /// successful sync.
@@ -55,6 +56,12 @@ pub trait Log: Send {
     /// leading and follows.
     fn failure_is_final(&self) -> bool {
         true
+    }
+    /// How many written frames may wait for their sync at once, each finished by one
+    /// [`Log::finish_sync`] in the order written. A local log keeps one: a frame a power loss
+    /// tears must be the last one, for recovery to cut it.
+    fn max_in_flight(&self) -> usize {
+        1
     }
     /// [`Log::write`] then [`Log::sync`].
     fn persist(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>> {

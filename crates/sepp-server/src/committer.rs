@@ -376,7 +376,7 @@ pub fn spawn<E: Send + 'static>(
                 poison,
                 records: Vec::new(),
                 answers: Vec::new(),
-                pending: Vec::new(),
+                pending: VecDeque::new(),
                 served_generation: 0,
                 relocating: sepp_log::Relocations::default(),
                 relocations_per_cycle: settings.relocations_per_cycle.max(1),
@@ -430,9 +430,9 @@ struct Committer {
     poison: tokio::sync::watch::Sender<Option<String>>,
     records: Vec<Record>,
     answers: Vec<Answer>,
-    /// The answers of the last cycle, whose frame syncs in the background while this cycle is
-    /// applied; sent as soon as that sync finished.
-    pending: Vec<Answer>,
+    /// The answers of the cycles whose frames sync in the background (oldest first, at most
+    /// `Log::max_in_flight`) while later cycles are applied; each sent once its sync finished.
+    pending: VecDeque<Vec<Answer>>,
     /// The ready generation up to which the waiters were already offered jobs.
     served_generation: u64,
     /// Payload places a finished checkpoint moved that are not applied yet.
@@ -515,7 +515,7 @@ impl Committer {
         }
         // Nothing stays pending (a cycle pipelines only while commands wait), but a caller must
         // never be left without its answer if that changes.
-        if let Err(error) = self.flush_pending() {
+        if let Err(error) = self.flush_pending(0) {
             self.poisoned(&error);
         }
         self.answer_waiters_empty();
@@ -793,17 +793,18 @@ impl Committer {
         }
     }
 
-    /// Waits for the background sync of the last cycle's frame and sends that cycle's answers.
+    /// Waits for the background syncs of the cycles in flight, oldest first, sending each
+    /// cycle's answers as its sync finishes, until at most `keep` cycles are left in flight.
     /// What their callers left behind is taken back into the next cycle's records.
-    fn flush_pending(&mut self) -> std::io::Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        self.log.finish_sync()?;
-        let unclaimed: Vec<Unclaimed> =
-            self.pending.drain(..).filter_map(|answer| answer.send(self.log.as_mut())).collect();
-        for unclaimed in unclaimed {
-            self.take_back(unclaimed);
+    fn flush_pending(&mut self, keep: usize) -> std::io::Result<()> {
+        while self.pending.len() > keep {
+            self.log.finish_sync()?;
+            let answers = self.pending.pop_front().unwrap_or_default();
+            let unclaimed: Vec<Unclaimed> =
+                answers.into_iter().filter_map(|answer| answer.send(self.log.as_mut())).collect();
+            for unclaimed in unclaimed {
+                self.take_back(unclaimed);
+            }
         }
         Ok(())
     }
@@ -860,20 +861,24 @@ impl Committer {
     /// Writes and persists the cycle's records, and starts a checkpoint when one is due.
     ///
     /// Pipelined while commands wait: the frame of cycle N syncs in the background while cycle
-    /// N+1 is applied and encoded; then N's sync is awaited and N's callers answered, and only
-    /// then N+1's frame is written (one frame in flight at a time) and its sync started. So the
-    /// disk's sync time overlaps the committer's own work instead of adding to it, and no caller
-    /// hears an answer before every frame up to its own cycle's is durable.
+    /// N+1 is applied and encoded; then, when the log holds no more frames in flight
+    /// (`Log::max_in_flight`: one for the local log, several for a replicated one), the oldest
+    /// sync is awaited and its callers answered before N+1's frame is written and its sync
+    /// started. So the disk's (or the quorum's) time overlaps the committer's own work instead
+    /// of adding to it, and no caller hears an answer before every frame up to its own cycle's
+    /// is durable.
     fn persist(&mut self) -> std::io::Result<()> {
         let wrote = !self.records.is_empty();
         if wrote {
             self.log.append(&self.records)?;
             self.records.clear();
         }
-        self.flush_pending()?;
         if !wrote {
-            return Ok(());
+            // This cycle's answers may rest on any cycle still in flight.
+            return self.flush_pending(0);
         }
+        // Room for this cycle's frame among those in flight.
+        self.flush_pending(self.log.max_in_flight().max(1) - 1)?;
         let placed = self.log.write()?;
         for (job_id, stored) in placed {
             self.state.place_payload(job_id, stored);
@@ -883,9 +888,10 @@ impl Committer {
         }
         if self.may_pipeline() {
             self.log.start_sync();
-            std::mem::swap(&mut self.pending, &mut self.answers);
+            self.pending.push_back(std::mem::take(&mut self.answers));
             return Ok(());
         }
+        self.flush_pending(0)?;
         self.log.sync()
     }
 

@@ -196,8 +196,10 @@ struct TestLog {
     gate: Arc<Mutex<Option<Gate>>>,
     /// When armed, the next append does the same.
     append_gate: Arc<Mutex<Option<Gate>>>,
-    /// A sync was started in the background and not yet finished.
-    syncing: bool,
+    /// Syncs started in the background and not yet finished.
+    syncing: usize,
+    /// How many may be (0 counts as 1, the trait's default).
+    in_flight_limit: usize,
     /// Its failures are a replicated log's: the committer steps down instead of stopping.
     replicated: bool,
     failed_persists: Arc<AtomicUsize>,
@@ -229,7 +231,9 @@ impl TestLog {
 
 /// Holds the caller at `gate` when it is armed.
 fn pass(gate: &Mutex<Option<Gate>>) {
-    if let Some(gate) = gate.lock().unwrap().take() {
+    // Taken out first: the test may arm the gate again while this one holds.
+    let armed = gate.lock().unwrap().take();
+    if let Some(gate) = armed {
         let _ = gate.entered.send(());
         let _ = gate.proceed.recv();
     }
@@ -243,24 +247,28 @@ impl sepp_log::Log for TestLog {
         Ok(())
     }
     fn write(&mut self) -> std::io::Result<Vec<(JobId, StoredPayload)>> {
-        assert!(!self.syncing, "a frame was written while a sync was in flight");
+        assert!(self.syncing < self.in_flight_limit.max(1), "a frame was written beyond the syncs allowed in flight");
         Ok(Vec::new())
     }
     fn sync(&mut self) -> std::io::Result<()> {
-        assert!(!self.syncing, "a sync was in flight");
+        assert_eq!(self.syncing, 0, "a sync was in flight");
         self.note("persist".into());
         self.synced()
     }
     fn start_sync(&mut self) {
         self.note("start sync".into());
-        self.syncing = true;
+        self.syncing += 1;
     }
     fn finish_sync(&mut self) -> std::io::Result<()> {
-        if !std::mem::take(&mut self.syncing) {
+        if self.syncing == 0 {
             return Ok(());
         }
+        self.syncing -= 1;
         self.note("finish sync".into());
         self.synced()
+    }
+    fn max_in_flight(&self) -> usize {
+        self.in_flight_limit.max(1)
     }
     fn reclaim_due(&self) -> bool {
         false
@@ -512,6 +520,13 @@ async fn two_enqueues_with_the_first_syncing_behind_the_second(
 
 type Answered = oneshot::Receiver<Vec<Result<sepp_core::Enqueued, sepp_core::Rejection>>>;
 
+/// Sends an enqueue of one job; returns where its answer will come.
+async fn sent_enqueue(committer: &CommitterHandle) -> Answered {
+    let (reply, answer) = oneshot::channel();
+    committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.expect("the committer runs");
+    answer
+}
+
 /// While commands wait, a cycle's frame syncs in the background as the next cycle is applied,
 /// and the cycle's callers hear nothing before that sync finished.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -606,6 +621,42 @@ async fn a_following_committer_refuses_serves_once_it_leads_and_steps_down_when_
     let (reply, refused) = oneshot::channel();
     committer.send(Command::Enqueue { jobs: vec![small_job()], reply }).await.expect("it still runs");
     assert!(refused.await.is_err(), "a committer that stepped down answered");
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
+}
+
+/// A log that allows two frames in flight (as a replicated one allows several) gets the next
+/// cycle's frame while the previous one still syncs, and the answers still go out in cycle
+/// order, each after its own sync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_frames_allowed_in_flight_the_second_is_written_before_the_first_is_durable() {
+    let mut log = TestLog::default();
+    log.in_flight_limit = 2;
+    let (append_gate, events) = (log.append_gate.clone(), log.events.clone());
+    let (committer, closed) = spawn_over(log, CommitterSettings::RELOCATIONS_PER_CYCLE);
+
+    // Each of the first two cycles is held in its append until the next command waits behind
+    // it, so both end with a command waiting and sync in the background.
+    let (in_first, leave_first) = arm(&append_gate);
+    let first = sent_enqueue(&committer).await;
+    tokio::task::spawn_blocking(move || in_first.recv()).await.unwrap().expect("the first cycle appends");
+    let second = sent_enqueue(&committer).await;
+    let (in_second, leave_second) = arm(&append_gate);
+    leave_first.send(()).unwrap();
+    tokio::task::spawn_blocking(move || in_second.recv()).await.unwrap().expect("the second cycle appends");
+    let third = sent_enqueue(&committer).await;
+    leave_second.send(()).unwrap();
+    for answer in [first, second, third] {
+        let answered = tokio::time::timeout(Duration::from_secs(10), answer).await;
+        let answered = answered.unwrap_or_else(|_| panic!("no answer; events {:?}", events.lock().unwrap()));
+        assert!(answered.expect("answered")[0].is_ok());
+    }
+    let events = events.lock().unwrap().clone();
+    let order: Vec<&str> = events.iter().map(String::as_str).filter(|event| *event != "reclaim").collect();
+    assert_eq!(
+        order,
+        ["append", "start sync", "append", "start sync", "append", "finish sync", "finish sync", "persist"]
+    );
     drop(committer);
     closed.wait().await.expect("the committer stops");
 }
