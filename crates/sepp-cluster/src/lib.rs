@@ -1,18 +1,20 @@
 //! sepp-cluster: the pieces of a replicated sepp on `openraft`.
 //!
-//! So far these are openraft's two storage halves. The Raft log storage ([`LogStore`]): Raft
-//! entries in checksummed segment files, with the vote and the purge point beside them,
-//! recovered on open the way sepp's own log is (a torn tail of the last segment is cut, damage
-//! anywhere else refuses to open). And the state machine ([`StateMachine`]): a
-//! `sepp_core::State` that applies the records of committed entries, with the records that
-//! rebuild it as its snapshot. And the network between nodes ([`network`]): openraft's calls
-//! over gRPC. A [`Node`] puts them together in a running process, and a leader's committer
-//! proposes its cycles through a [`ReplicatedLog`]. The server does not use them yet: cluster
-//! mode (configuration, startup, leadership changes, clients) comes next.
+//! openraft's two storage halves: the Raft log storage ([`LogStore`]), Raft entries in
+//! checksummed segment files with the vote and the purge point beside them, recovered on open
+//! the way sepp's own log is (a torn tail of the last segment is cut, damage anywhere else
+//! refuses to open); and the state machine ([`StateMachine`]), a `sepp_core::State` that applies
+//! the records of committed entries, with the records that rebuild it as its snapshot. Then the
+//! network between nodes ([`network`]): openraft's calls over gRPC. A [`Node`] puts them together
+//! in a running process, and a leader's committer proposes its cycles through a
+//! [`ReplicatedLog`]; the committer's leader and follower modes, and the driver that switches
+//! them by Raft's leadership, are the server's (`sepp_server::cluster`). The `sepp` binary does
+//! not start any of it yet: cluster configuration, startup and the clients' part come next.
 //!
 //! - `entry`: how one Raft entry (and a membership) is encoded on disk.
 //! - `log_store`: the segment files, recovery, and openraft's `RaftLogStorage`.
 //! - `machine`: openraft's `RaftStateMachine` over `sepp_core::State`.
+//! - `sealed`: small files written whole (the Raft state, the snapshot).
 //! - `network`: the `sepp.cluster.v1.Raft` service and openraft's `RaftNetwork` client.
 //! - `node`: one node in a process: log, state machine, `Raft`, and its server.
 //! - `local`: loopback listeners and memberships for nodes in one process (the tests').
@@ -25,6 +27,7 @@ mod machine;
 pub mod network;
 mod node;
 mod replicated_log;
+mod sealed;
 
 use std::io::Cursor;
 

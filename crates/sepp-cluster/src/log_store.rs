@@ -34,6 +34,7 @@ use openraft::storage::{LogFlushed, LogState, RaftLogReader, RaftLogStorage};
 use openraft::{CommittedLeaderId, StorageIOError};
 
 use crate::entry::{decode_entry, encode_entry};
+use crate::sealed::{self, ReadError, sync_dir};
 use crate::{Entry, LogId, StorageError, TypeConfig, Vote};
 
 const SEGMENT_MAGIC: &[u8; 8] = b"SEPPRAF1";
@@ -124,10 +125,6 @@ fn io_error(path: &Path) -> impl Fn(io::Error) -> OpenError + '_ {
 
 fn segment_path(dir: &Path, first: u64) -> PathBuf {
     dir.join(format!("raft-{first:020}.log"))
-}
-
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }
 
 impl LogStore {
@@ -260,7 +257,7 @@ impl Inner {
     }
 
     fn append(&mut self, entries: impl IntoIterator<Item = Entry>) -> io::Result<()> {
-        let mut touched = false;
+        let mut appended = false;
         for entry in entries {
             let index = entry.log_id.index;
             if self.places.last_key_value().is_some_and(|(last, _)| *last >= index) {
@@ -272,9 +269,7 @@ impl Inner {
             let full =
                 self.segments.last_key_value().is_none_or(|(_, segment)| segment.len >= self.options.segment_bytes);
             if full || !follows {
-                if touched && let Some((_, segment)) = self.segments.last_key_value() {
-                    segment.file.sync_data()?;
-                }
+                // Closing the current segment syncs it whole.
                 self.start_segment(index)?;
             }
             self.buffer.clear();
@@ -291,9 +286,9 @@ impl Inner {
             self.places.insert(index, place);
             segment.len += self.buffer.len() as u64;
             self.tail = Some(index);
-            touched = true;
+            appended = true;
         }
-        if touched && let Some((_, segment)) = self.segments.last_key_value() {
+        if appended && let Some((_, segment)) = self.segments.last_key_value() {
             segment.file.sync_data()?;
         }
         Ok(())
@@ -366,15 +361,7 @@ impl Inner {
         let mut body = Vec::with_capacity(80);
         put_vote(&mut body, meta.vote);
         put_log_id(&mut body, meta.purged);
-        let mut bytes = STATE_MAGIC.to_vec();
-        bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
-        bytes.extend_from_slice(&body);
-        let temporary = self.dir.join(format!("{STATE_FILE}.tmp"));
-        let file = File::create(&temporary)?;
-        file.write_all_at(&bytes, 0)?;
-        file.sync_all()?;
-        fs::rename(&temporary, self.dir.join(STATE_FILE))?;
-        sync_dir(&self.dir)?;
+        sealed::write(&self.dir, STATE_FILE, STATE_MAGIC, &body)?;
         self.meta = meta;
         Ok(())
     }
@@ -424,20 +411,14 @@ fn put_vote(out: &mut Vec<u8>, vote: Option<Vote>) {
 
 fn read_meta(dir: &Path) -> Result<Meta, OpenError> {
     let path = dir.join(STATE_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Meta::default()),
-        Err(source) => return Err(OpenError::Io { path, source }),
-    };
     let corrupt = |reason: &str| OpenError::Corrupt { path: path.clone(), offset: 0, reason: reason.into() };
-    if bytes.len() < 12 || &bytes[..8] != STATE_MAGIC {
-        return Err(corrupt("not a Raft state file"));
-    }
-    let body = &bytes[12..];
-    if crc32c::crc32c(body) != u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) {
-        return Err(corrupt("its checksum does not match"));
-    }
-    let mut input = body;
+    let body = match sealed::read(&path, STATE_MAGIC) {
+        Ok(Some(body)) => body,
+        Ok(None) => return Ok(Meta::default()),
+        Err(ReadError::Io(source)) => return Err(OpenError::Io { path, source }),
+        Err(ReadError::Damaged(reason)) => return Err(corrupt(reason)),
+    };
+    let mut input = body.as_slice();
     let mut take = |len: usize| -> Result<&[u8], OpenError> {
         if input.len() < len {
             return Err(corrupt("it ends early"));

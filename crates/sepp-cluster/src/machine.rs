@@ -17,7 +17,6 @@
 //! exists, since openraft then purges the log behind it; and it starts from that snapshot when
 //! opened again, so a node that restarts has the state its purged log no longer holds.
 
-use std::fs::{self, File};
 use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,6 +26,7 @@ use openraft::{EntryPayload, StorageIOError, StoredMembership};
 use sepp_core::{Record, State};
 use sepp_log::frame::{self, Read};
 
+use crate::sealed::{self, ReadError};
 use crate::{Entry, LogId, NodeAddr, StorageError, TypeConfig};
 
 /// Records per frame of a snapshot.
@@ -53,10 +53,6 @@ struct Machine {
 const SNAPSHOT_FILE: &str = "raft-snapshot";
 const SNAPSHOT_MAGIC: &[u8; 8] = b"SEPPSNP1";
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
 /// Keeps `meta` and `data` in `dir` as the current snapshot, durably.
 fn save_snapshot(dir: &Path, meta: &Meta, data: &[u8]) -> io::Result<()> {
     let mut meta_bytes = Vec::new();
@@ -65,33 +61,22 @@ fn save_snapshot(dir: &Path, meta: &Meta, data: &[u8]) -> io::Result<()> {
     body.extend_from_slice(&(meta_bytes.len() as u32).to_le_bytes());
     body.extend_from_slice(&meta_bytes);
     body.extend_from_slice(data);
-    let temporary = dir.join(format!("{SNAPSHOT_FILE}.tmp"));
-    let mut bytes = SNAPSHOT_MAGIC.to_vec();
-    bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
-    bytes.extend_from_slice(&body);
-    fs::write(&temporary, &bytes)?;
-    File::open(&temporary)?.sync_all()?;
-    fs::rename(&temporary, dir.join(SNAPSHOT_FILE))?;
-    sync_dir(dir)
+    sealed::write(dir, SNAPSHOT_FILE, SNAPSHOT_MAGIC, &body)
 }
 
 /// The snapshot kept in `dir`, if there is one.
 fn load_snapshot(dir: &Path) -> io::Result<Option<(Meta, Vec<u8>)>> {
     let path = dir.join(SNAPSHOT_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(error),
-    };
     let damaged = |reason: &str| io::Error::other(format!("{} is damaged: {reason}", path.display()));
-    if bytes.len() < 16 || &bytes[..8] != SNAPSHOT_MAGIC {
-        return Err(damaged("not a snapshot file"));
-    }
-    let body = &bytes[12..];
-    if crc32c::crc32c(body) != u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) {
-        return Err(damaged("its checksum does not match"));
-    }
-    let meta_len = u32::from_le_bytes(body[..4].try_into().expect("4 bytes")) as usize;
+    let body = match sealed::read(&path, SNAPSHOT_MAGIC) {
+        Ok(Some(body)) => body,
+        Ok(None) => return Ok(None),
+        Err(ReadError::Io(error)) => return Err(error),
+        Err(ReadError::Damaged(reason)) => return Err(damaged(reason)),
+    };
+    let Some(meta_len) = body.first_chunk::<4>().map(|len| u32::from_le_bytes(*len) as usize) else {
+        return Err(damaged("it ends early"));
+    };
     let Some(meta_bytes) = body.get(4..4 + meta_len) else { return Err(damaged("it ends early")) };
     let meta: Meta = ciborium::from_reader(meta_bytes).map_err(|error| damaged(&error.to_string()))?;
     Ok(Some((meta, body[4 + meta_len..].to_vec())))

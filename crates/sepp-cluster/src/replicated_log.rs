@@ -17,8 +17,8 @@
 use std::collections::VecDeque;
 use std::io;
 
-use sepp_core::{JobId, Record, Snapshot, StoredPayload};
-use sepp_log::{Log, Relocations, frame};
+use sepp_core::{JobId, Record, StoredPayload};
+use sepp_log::{Log, frame};
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
 
@@ -120,25 +120,5 @@ impl Log for ReplicatedLog {
 
     fn read_payload(&mut self, _stored: &StoredPayload) -> io::Result<Vec<u8>> {
         Err(io::Error::other("a replicated log keeps payloads in memory; none is stored"))
-    }
-
-    fn wants_checkpoint(&self, _live_bytes: u64) -> bool {
-        false
-    }
-
-    fn checkpoint(&mut self, _snapshot: Snapshot) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn poll_checkpoint(&mut self) -> Relocations {
-        Relocations::default()
-    }
-
-    fn reclaim_due(&self) -> bool {
-        false
-    }
-
-    fn reclaim(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }

@@ -32,21 +32,24 @@ pub use sepp_core::PersistMode;
 /// [`Log::sync`], or with [`Log::start_sync`] and later [`Log::finish_sync`], between which the
 /// caller may prepare its next cycles (writing up to [`Log::max_in_flight`] frames; `write`
 /// waits for the oldest sync beyond that).
-/// An error from `write` or any sync is final: the caller must stop acknowledging writes (fsync
-/// failures cannot be retried), and acknowledge nothing that was written since the last
-/// successful sync.
+/// After an error from `write` or any sync the caller acknowledges nothing written since the last
+/// successful sync; when [`Log::failure_is_final`] (a local disk: fsync failures cannot be
+/// retried) it stops acknowledging writes at all.
+///
+/// A log that keeps no checkpoints (compaction is someone else's, or there is nothing to
+/// compact) leaves the checkpoint calls at their defaults, which never want one.
 pub trait Log: Send {
     /// Adds the records of one cycle, which become durable together or not at all.
     fn append(&mut self, records: &[Record]) -> io::Result<()>;
-    /// Writes everything appended so far, after waiting for a sync in flight, and returns where
-    /// the large payloads of those records now are (for `State::place_payload`). Not durable
-    /// until a sync finished.
+    /// Writes everything appended so far, after waiting for the oldest sync in flight when
+    /// [`Log::max_in_flight`] are, and returns where the large payloads of those records now are
+    /// (for `State::place_payload`). Not durable until a sync finished.
     fn write(&mut self) -> io::Result<Vec<(JobId, StoredPayload)>>;
     /// Makes everything written so far as durable as the persist mode promises, waiting for it.
     fn sync(&mut self) -> io::Result<()>;
     /// Starts making everything written so far durable, in the background.
     fn start_sync(&mut self);
-    /// Waits for the sync [`Log::start_sync`] started (at once when none is in flight).
+    /// Waits for the oldest sync [`Log::start_sync`] started (at once when none is in flight).
     fn finish_sync(&mut self) -> io::Result<()>;
     /// Whether running syncs in the background is worth its cost: they take long enough that a
     /// cycle would otherwise wait on them for longer than the next cycle takes to apply.
@@ -72,17 +75,27 @@ pub trait Log: Send {
     /// Reads back the bytes of a stored payload.
     fn read_payload(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>>;
     /// Whether a checkpoint now would reclaim space, given the live state's approximate size.
-    fn wants_checkpoint(&self, live_bytes: u64) -> bool;
+    fn wants_checkpoint(&self, _live_bytes: u64) -> bool {
+        false
+    }
     /// Starts a checkpoint of `snapshot`, the records that rebuild the current state.
-    fn checkpoint(&mut self, snapshot: Snapshot) -> io::Result<()>;
+    fn checkpoint(&mut self, _snapshot: Snapshot) -> io::Result<()> {
+        Ok(())
+    }
     /// When a checkpoint finished: the new places of the payloads it moved (apply them with
     /// `State::place_payload`, then call [`Log::reclaim`]). Empty otherwise, and also when the
     /// checkpoint moved nothing, which must be reclaimed all the same.
-    fn poll_checkpoint(&mut self) -> Relocations;
+    fn poll_checkpoint(&mut self) -> Relocations {
+        Relocations::default()
+    }
     /// Whether a finished checkpoint waits for [`Log::reclaim`].
-    fn reclaim_due(&self) -> bool;
+    fn reclaim_due(&self) -> bool {
+        false
+    }
     /// Deletes the files a finished checkpoint replaced (nothing when no checkpoint finished).
     /// Call after applying all its relocations; no checkpoint starts before this succeeded. An
     /// error leaves the finished checkpoint to be reclaimed by a later call.
-    fn reclaim(&mut self) -> io::Result<()>;
+    fn reclaim(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }

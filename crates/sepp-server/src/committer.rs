@@ -475,21 +475,6 @@ impl Log for NotLeading {
     fn read_payload(&mut self, _stored: &sepp_core::StoredPayload) -> std::io::Result<Vec<u8>> {
         Err(std::io::Error::other("this node does not lead"))
     }
-    fn wants_checkpoint(&self, _live_bytes: u64) -> bool {
-        false
-    }
-    fn checkpoint(&mut self, _snapshot: sepp_core::Snapshot) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn poll_checkpoint(&mut self) -> sepp_log::Relocations {
-        sepp_log::Relocations::default()
-    }
-    fn reclaim_due(&self) -> bool {
-        false
-    }
-    fn reclaim(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 impl Committer {
@@ -573,7 +558,9 @@ impl Committer {
         {
             histogram.record(started.elapsed().as_secs_f64() * 1000.0, &[]);
         }
-        self.send_answers();
+        // This cycle's answers (none when they wait for a background sync).
+        let answers = std::mem::take(&mut self.answers);
+        self.answer_all(answers);
         // Only now: answers hold jobs as they were when applied, whose payloads may sit in the
         // very files a finished checkpoint is about to let the log delete.
         self.maintain_log();
@@ -783,11 +770,11 @@ impl Committer {
         }
     }
 
-    /// Sends this cycle's answers (none when they wait for a background sync), and takes back
-    /// what callers that left did not take.
-    fn send_answers(&mut self) {
+    /// Sends `answers`, and takes back what callers that left did not take (into the next
+    /// cycle's records).
+    fn answer_all(&mut self, answers: Vec<Answer>) {
         let unclaimed: Vec<Unclaimed> =
-            self.answers.drain(..).filter_map(|answer| answer.send(self.log.as_mut())).collect();
+            answers.into_iter().filter_map(|answer| answer.send(self.log.as_mut())).collect();
         for unclaimed in unclaimed {
             self.take_back(unclaimed);
         }
@@ -795,16 +782,12 @@ impl Committer {
 
     /// Waits for the background syncs of the cycles in flight, oldest first, sending each
     /// cycle's answers as its sync finishes, until at most `keep` cycles are left in flight.
-    /// What their callers left behind is taken back into the next cycle's records.
     fn flush_pending(&mut self, keep: usize) -> std::io::Result<()> {
-        while self.pending.len() > keep {
+        while self.pending.len() > keep
+            && let Some(answers) = self.pending.pop_front()
+        {
             self.log.finish_sync()?;
-            let answers = self.pending.pop_front().unwrap_or_default();
-            let unclaimed: Vec<Unclaimed> =
-                answers.into_iter().filter_map(|answer| answer.send(self.log.as_mut())).collect();
-            for unclaimed in unclaimed {
-                self.take_back(unclaimed);
-            }
+            self.answer_all(answers);
         }
         Ok(())
     }
@@ -868,15 +851,12 @@ impl Committer {
     /// of adding to it, and no caller hears an answer before every frame up to its own cycle's
     /// is durable.
     fn persist(&mut self) -> std::io::Result<()> {
-        let wrote = !self.records.is_empty();
-        if wrote {
-            self.log.append(&self.records)?;
-            self.records.clear();
-        }
-        if !wrote {
+        if self.records.is_empty() {
             // This cycle's answers may rest on any cycle still in flight.
             return self.flush_pending(0);
         }
+        self.log.append(&self.records)?;
+        self.records.clear();
         // Room for this cycle's frame among those in flight.
         self.flush_pending(self.log.max_in_flight().max(1) - 1)?;
         let placed = self.log.write()?;

@@ -270,9 +270,6 @@ impl sepp_log::Log for TestLog {
     fn max_in_flight(&self) -> usize {
         self.in_flight_limit.max(1)
     }
-    fn reclaim_due(&self) -> bool {
-        false
-    }
     fn background_sync_pays(&self) -> bool {
         true
     }

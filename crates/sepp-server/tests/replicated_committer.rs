@@ -229,8 +229,8 @@ async fn enqueue_through_the_leader(members: &BTreeMap<u64, Member>, first: usiz
     acknowledged
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn when_the_leader_stops_another_member_serves_from_the_committed_state() {
+/// Three members in temporary directories on loopback ports, their cluster initialized.
+async fn three_members() -> (Vec<tempfile::TempDir>, Vec<std::net::SocketAddr>, BTreeMap<u64, Member>) {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let (listeners, addrs) = sepp_cluster::local::listeners(3).await.unwrap();
     let mut members = BTreeMap::new();
@@ -239,6 +239,12 @@ async fn when_the_leader_stops_another_member_serves_from_the_committed_state() 
         members.insert(id, member(id, dirs[position].path(), listener).await);
     }
     members[&1].node.raft.initialize(sepp_cluster::local::members(&addrs)).await.expect("initialize the cluster");
+    (dirs, addrs, members)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_leader_stops_another_member_serves_from_the_committed_state() {
+    let (dirs, addrs, mut members) = three_members().await;
     let mut acknowledged = enqueue_through_the_leader(&members, 0, 50).await;
     let first_leader = members.values().find(|member| *member.committer.leading().borrow()).expect("a leader").node.id;
     // A follower's committer refuses: its caller hears nothing.
@@ -284,14 +290,7 @@ async fn when_the_leader_stops_another_member_serves_from_the_committed_state() 
 /// sweep), which delivers the job again as attempt 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_and_idempotency_keys_keep_their_meaning_across_a_failover() {
-    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let (listeners, addrs) = sepp_cluster::local::listeners(3).await.unwrap();
-    let mut members = BTreeMap::new();
-    for (position, listener) in listeners.into_iter().enumerate() {
-        let id = position as u64 + 1;
-        members.insert(id, member(id, dirs[position].path(), listener).await);
-    }
-    members[&1].node.raft.initialize(sepp_cluster::local::members(&addrs)).await.expect("initialize the cluster");
+    let (_dirs, _addrs, mut members) = three_members().await;
 
     let old = serving(&members).await;
     let (kept, kept_job) = job(1);

@@ -199,22 +199,6 @@ impl DurableLog {
         let _ = self.segment.set_len(from).and_then(|()| self.segment.sync_all());
     }
 
-    /// Waits for the sync in flight, if any, taking back what it covered when it failed.
-    fn finish_sync_in_flight(&mut self) -> io::Result<()> {
-        match self.syncer.finish() {
-            Ok(took) => {
-                if let Some(took) = took {
-                    self.note_sync(took);
-                }
-                Ok(())
-            }
-            Err((error, unsynced)) => {
-                self.take_back(unsynced.from);
-                Err(error)
-            }
-        }
-    }
-
     fn note_sync(&mut self, took: std::time::Duration) {
         let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         self.sync_micros = (self.sync_micros.saturating_mul(7).saturating_add(micros)) / 8;
@@ -241,7 +225,7 @@ impl Log for DurableLog {
         // Nothing is written while a sync is in flight: a frame a power loss tears is then
         // always the last one, which recovery cuts, rather than one followed by intact frames,
         // which it refuses.
-        self.finish_sync_in_flight()?;
+        self.finish_sync()?;
         if self.buffer.is_empty() {
             return Ok(Vec::new());
         }
@@ -289,7 +273,7 @@ impl Log for DurableLog {
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.finish_sync_in_flight()?;
+        self.finish_sync()?;
         let Some(unsynced) = self.unsynced.take() else { return Ok(()) };
         let started = std::time::Instant::now();
         sync_segment(&self.segment, self.options.persist_mode, unsynced.grew).inspect_err(|_| {
@@ -316,8 +300,20 @@ impl Log for DurableLog {
         }
     }
 
+    /// Waits for the sync in flight, if any, taking back what it covered when it failed.
     fn finish_sync(&mut self) -> io::Result<()> {
-        self.finish_sync_in_flight()
+        match self.syncer.finish() {
+            Ok(took) => {
+                if let Some(took) = took {
+                    self.note_sync(took);
+                }
+                Ok(())
+            }
+            Err((error, unsynced)) => {
+                self.take_back(unsynced.from);
+                Err(error)
+            }
+        }
     }
 
     fn read_payload(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>> {
