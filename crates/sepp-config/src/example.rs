@@ -126,6 +126,27 @@ listen_addr = "127.0.0.1:9465"
 session_ttl_ms = 43200000
 stats_history_ms = 3600000
 
+[cluster]
+# Replication on Raft (docs/cluster.md): this node's id, from 1; unset runs a single node
+# and nothing else here is used (restart, like every key of this section).
+# node_id = 1
+# Where this node serves the other nodes: Raft and the `sepp cluster` commands.
+listen_addr = "0.0.0.0:50052"
+# The addresses the other nodes and the clients are told to use for this node (default: the
+# listen addresses, which then must not be wildcards).
+# advertise_addr = "10.0.0.1:50052"
+# api_addr = "10.0.0.1:50051"
+# The other nodes `sepp cluster init` starts the cluster with.
+# peers = [
+#   { id = 2, raft_addr = "10.0.0.2:50052", api_addr = "10.0.0.2:50051" },
+# ]
+# Leader heartbeats, and how long a follower waits without one before it stands for election
+# (at random between this and twice this).
+heartbeat_interval_ms = 100
+election_timeout_ms = 1000
+# Entries after which a node snapshots its state and drops the log before it.
+snapshot_after_entries = 20000
+
 # Declared queues. Each may override the limits above for itself; the rest come from [limits].
 # [[queues]]
 # name = "emails"
@@ -219,5 +240,7 @@ mod tests {
         assert_eq!(config.auth.api_keys.as_ref().map(Vec::len), Some(1));
         assert_eq!(config.admin.keys.as_ref().map(Vec::len), Some(1));
         assert_eq!(config.storage.worker_threads, Some(4));
+        assert_eq!(config.cluster.node_id, Some(1));
+        assert_eq!(config.cluster.peers.len(), 1);
     }
 }

@@ -63,6 +63,19 @@ const SECTIONS: &[(&str, &[&str])] = &[
         &["enabled", "listen_addr", "tls_cert_path", "tls_key_path", "keys", "session_ttl_ms", "stats_history_ms"],
     ),
     (
+        "cluster",
+        &[
+            "node_id",
+            "listen_addr",
+            "advertise_addr",
+            "api_addr",
+            "peers",
+            "heartbeat_interval_ms",
+            "election_timeout_ms",
+            "snapshot_after_entries",
+        ],
+    ),
+    (
         "queues[]",
         &[
             "name",
@@ -105,8 +118,11 @@ pub fn queue_override_fields() -> &'static [&'static str] {
 }
 
 /// The keys of the entries of the arrays of tables that hold key material.
-const ENTRY_KEYS: &[(&str, &[&str])] =
-    &[("auth.api_keys[]", &["name", "key"]), ("admin.keys[]", &["name", "key", "role"])];
+const ENTRY_KEYS: &[(&str, &[&str])] = &[
+    ("auth.api_keys[]", &["name", "key"]),
+    ("admin.keys[]", &["name", "key", "role"]),
+    ("cluster.peers[]", &["id", "raft_addr", "api_addr"]),
+];
 
 /// Every key of the configuration, dotted: `server.listen_addr`, `queues[].name`,
 /// `auth.api_keys[].key`. Sections themselves are not listed.
@@ -158,10 +174,10 @@ pub(crate) fn unknown_keys(document: &toml::Table) -> Vec<UnknownKey> {
     found
 }
 
-/// Reports the keys of `value` (when it is a table) that are not among `keys`. `[admin]` is
-/// checked by the typed load instead, which refuses its unknown keys.
+/// Reports the keys of `value` (when it is a table) that are not among `keys`. `[admin]` and
+/// `[cluster]` are checked by the typed load instead, which refuses their unknown keys.
 fn check_table(value: &Value, prefix: &str, keys: &[&str], found: &mut Vec<UnknownKey>) {
-    if prefix == "admin." {
+    if prefix == "admin." || prefix == "cluster." {
         return;
     }
     for name in value.as_table().into_iter().flat_map(|table| table.keys()) {

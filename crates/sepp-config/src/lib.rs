@@ -35,8 +35,9 @@ pub use load::{
 };
 pub use policy::RESTART_ONLY;
 pub use schema::{
-    AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, Config, KeyOverride, LimitsConfig, LogFormat, LoggingConfig,
-    MetricsConfig, QueueConfig, RetryBackoff, ServerConfig, StorageConfig, TracingConfig,
+    AdminConfig, AdminKey, AdminRole, ApiKey, AuthConfig, ClusterConfig, ClusterPeer, Config, KeyOverride,
+    LimitsConfig, LogFormat, LoggingConfig, MetricsConfig, QueueConfig, RetryBackoff, ServerConfig, StorageConfig,
+    TracingConfig,
 };
 pub use sepp_core::PersistMode;
 pub use watch::{ConfigWatcher, watch};

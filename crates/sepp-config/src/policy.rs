@@ -36,6 +36,7 @@ pub const RESTART_ONLY: &[&str] = &[
     "admin.listen_addr",
     "admin.tls_cert_path",
     "admin.tls_key_path",
+    "cluster",
 ];
 
 impl Config {
@@ -118,6 +119,7 @@ impl Config {
             "logging" => a.logging == b.logging,
             "tracing" => a.tracing == b.tracing,
             "metrics" => a.metrics == b.metrics,
+            "cluster" => a.cluster == b.cluster,
             "admin.enabled" => a.admin.enabled == b.admin.enabled,
             "admin.listen_addr" => a.admin.listen_addr == b.admin.listen_addr,
             "admin.tls_cert_path" => a.admin.tls_cert_path == b.admin.tls_cert_path,

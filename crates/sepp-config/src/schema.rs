@@ -28,6 +28,7 @@ pub struct Config {
     pub tracing: TracingConfig,
     pub metrics: MetricsConfig,
     pub admin: AdminConfig,
+    pub cluster: ClusterConfig,
     pub queues: Vec<QueueConfig>,
 }
 
@@ -307,6 +308,69 @@ impl Default for AdminConfig {
             stats_history_ms: 3_600_000,
         }
     }
+}
+
+/// `[cluster]`: replication on Raft (docs/cluster.md); restart-only. Without `node_id` the
+/// server is a single node and nothing else here is used.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// This node's id in the cluster, 1 or more; `None` runs a single node.
+    pub node_id: Option<u64>,
+    /// Where this node serves the other nodes (Raft and the `sepp cluster` commands).
+    pub listen_addr: SocketAddr,
+    /// The address the other nodes reach `listen_addr` at; defaults to `listen_addr`.
+    pub advertise_addr: Option<String>,
+    /// The address clients reach this node's queue service at, which a follower names to a
+    /// client that must go to the leader; defaults to `server.listen_addr`.
+    pub api_addr: Option<String>,
+    /// The other nodes `sepp cluster init` starts the cluster with.
+    pub peers: Vec<ClusterPeer>,
+    /// How often the leader tells the others it is alive.
+    pub heartbeat_interval_ms: u64,
+    /// How long a follower waits without hearing from a leader before it stands for election
+    /// (each node picks at random between this and twice this).
+    pub election_timeout_ms: u64,
+    /// A node snapshots its state after this many entries, and drops the log before the snapshot.
+    pub snapshot_after_entries: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            node_id: None,
+            listen_addr: v4(0, 0, 0, 0, 50052),
+            advertise_addr: None,
+            api_addr: None,
+            peers: Vec::new(),
+            heartbeat_interval_ms: 100,
+            election_timeout_ms: 1_000,
+            snapshot_after_entries: 20_000,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// The Raft address the other nodes are told to use for this one.
+    pub fn advertised(&self) -> String {
+        self.advertise_addr.clone().unwrap_or_else(|| self.listen_addr.to_string())
+    }
+
+    /// The queue address clients are told to use for this node.
+    pub fn advertised_api(&self, server: &ServerConfig) -> String {
+        self.api_addr.clone().unwrap_or_else(|| server.listen_addr.to_string())
+    }
+}
+
+/// One `cluster.peers` entry: another node of the initial cluster.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterPeer {
+    pub id: u64,
+    /// Its `cluster.advertise_addr`.
+    pub raft_addr: String,
+    /// Its `cluster.api_addr`.
+    pub api_addr: String,
 }
 
 /// What an admin key may do, from least to most.

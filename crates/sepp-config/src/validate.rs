@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use sepp_core::QueueLimits;
 
 use crate::policy::{global_limits, merged_limits, overrides};
-use crate::schema::{AdminConfig, AuthConfig, Config, LimitsConfig, QueueConfig, ServerConfig};
+use crate::schema::{AdminConfig, AuthConfig, ClusterConfig, Config, LimitsConfig, QueueConfig, ServerConfig};
 
 /// One step of a key path: a table key or an array index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +96,7 @@ pub(crate) fn problems(config: &Config) -> Vec<Problem> {
         storage(config),
         observability(config),
         admin(&config.admin),
+        cluster(&config.cluster, &config.server),
     ];
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for (index, queue) in config.queues.iter().enumerate() {
@@ -287,6 +288,83 @@ fn observability(config: &Config) -> Check {
     if metrics.enabled {
         non_empty(&key("metrics", "otlp_endpoint"), &metrics.otlp_endpoint)?;
         at_least(&key("metrics", "export_interval_ms"), metrics.export_interval_ms, 1)?;
+    }
+    Ok(())
+}
+
+/// A `host:port` other machines can dial: a port, and a host that is not a wildcard.
+fn dialable(k: &Key, addr: &str) -> Check {
+    let port = addr.rsplit_once(':').and_then(|(host, port)| (!host.is_empty()).then_some(port));
+    if port.is_none_or(|port| port.parse::<u16>().is_err()) {
+        return Err(problem(&[k], format!("{} must be a host:port address (got {addr:?})", k.label)));
+    }
+    if let Ok(socket) = addr.parse::<std::net::SocketAddr>()
+        && socket.ip().is_unspecified()
+    {
+        return Err(problem(&[k], format!("{} must name this node's own address, not {addr} (a wildcard)", k.label)));
+    }
+    Ok(())
+}
+
+/// The address the others are told (when not given, the listen address, which must then not
+/// be a wildcard).
+fn advertised(k: &Key, given: Option<&str>, listen: &Key, listen_addr: std::net::SocketAddr) -> Check {
+    match given {
+        Some(addr) => dialable(k, addr),
+        None if listen_addr.ip().is_unspecified() => Err(problem(
+            &[k, listen],
+            format!("{} must be set when {} is a wildcard ({listen_addr})", k.label, listen.label),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn cluster(cluster: &ClusterConfig, server: &ServerConfig) -> Check {
+    at_least(&key("cluster", "heartbeat_interval_ms"), cluster.heartbeat_interval_ms, 1)?;
+    let election = key("cluster", "election_timeout_ms");
+    if cluster.election_timeout_ms <= cluster.heartbeat_interval_ms {
+        let heartbeat = key("cluster", "heartbeat_interval_ms");
+        return Err(problem(
+            &[&election, &heartbeat],
+            format!(
+                "{} ({}) must be longer than {} ({})",
+                election.label, cluster.election_timeout_ms, heartbeat.label, cluster.heartbeat_interval_ms
+            ),
+        ));
+    }
+    at_least(&key("cluster", "snapshot_after_entries"), cluster.snapshot_after_entries, 1)?;
+    let Some(node_id) = cluster.node_id else {
+        return Ok(());
+    };
+    at_least(&key("cluster", "node_id"), node_id, 1)?;
+    let listen = key("cluster", "listen_addr");
+    advertised(&key("cluster", "advertise_addr"), cluster.advertise_addr.as_deref(), &listen, cluster.listen_addr)?;
+    let server_listen = key("server", "listen_addr");
+    advertised(&key("cluster", "api_addr"), cluster.api_addr.as_deref(), &server_listen, server.listen_addr)?;
+    if cluster.listen_addr == server.listen_addr && server.listen_addr.port() != 0 {
+        return Err(problem(
+            &[&listen, &server_listen],
+            format!("{} must differ from {} ({})", listen.label, server_listen.label, server.listen_addr),
+        ));
+    }
+    let mut ids: HashMap<u64, usize> = HashMap::new();
+    for (index, peer) in cluster.peers.iter().enumerate() {
+        let id = entry_key("cluster", "peers", index, "id");
+        at_least(&id, peer.id, 1)?;
+        if peer.id == node_id {
+            return Err(problem(
+                &[&id],
+                format!("{} is this node's own id ({node_id}); list only the others", id.label),
+            ));
+        }
+        if let Some(first) = ids.insert(peer.id, index) {
+            return Err(problem(
+                &[&id],
+                format!("{} {} is already used by cluster.peers[{first}]; ids must be unique", id.label, peer.id),
+            ));
+        }
+        dialable(&entry_key("cluster", "peers", index, "raft_addr"), &peer.raft_addr)?;
+        dialable(&entry_key("cluster", "peers", index, "api_addr"), &peer.api_addr)?;
     }
     Ok(())
 }

@@ -143,7 +143,8 @@ fn dedup_window_is_pinned_from_boot_config() {
 
 #[test]
 fn restart_only_is_the_list_of_spec_4_4() {
-    assert_eq!(RESTART_ONLY.len(), 23);
+    // The 23 of sepp 0.1, and `[cluster]`.
+    assert_eq!(RESTART_ONLY.len(), 24);
     for name in [
         "server.listen_addr",
         "limits.max_message_bytes",
@@ -153,6 +154,7 @@ fn restart_only_is_the_list_of_spec_4_4() {
         "tracing",
         "metrics",
         "admin.tls_key_path",
+        "cluster",
     ] {
         assert!(RESTART_ONLY.contains(&name), "{name}");
     }
@@ -185,6 +187,7 @@ fn each_restart_only_field_is_detected_on_its_own() {
         ("admin.listen_addr", |c| c.admin.listen_addr = "127.0.0.1:1".parse().unwrap()),
         ("admin.tls_cert_path", |c| c.admin.tls_cert_path = Some("/c".into())),
         ("admin.tls_key_path", |c| c.admin.tls_key_path = Some("/k".into())),
+        ("cluster", |c| c.cluster.node_id = Some(1)),
     ];
     assert_eq!(changes.len(), RESTART_ONLY.len());
     let base = config("[[queues]]\nname = \"q\"\n");

@@ -292,3 +292,49 @@ fn per_key_limits_need_a_limit_key_and_values_of_at_least_one() {
         load_str(&queue(body), &[]).unwrap_or_else(|error| panic!("{body}: {error}"));
     }
 }
+
+#[test]
+fn a_cluster_node_needs_addresses_others_can_dial_and_distinct_peers() {
+    let node =
+        "[server]\nlisten_addr = \"127.0.0.1:50051\"\n[cluster]\nnode_id = 1\nlisten_addr = \"127.0.0.1:50052\"\n";
+    let cases: &[(&str, &[&str])] = &[
+        ("[cluster]\nnode_id = 0", &["cluster.node_id"]),
+        ("[cluster]\nnode_id = 1", &["cluster.advertise_addr", "cluster.listen_addr"]),
+        ("[cluster]\nnode_id = 1\nadvertise_addr = \"10.0.0.1:50052\"", &["cluster.api_addr", "server.listen_addr"]),
+        ("[cluster]\nheartbeat_interval_ms = 0", &["cluster.heartbeat_interval_ms"]),
+        ("[cluster]\nelection_timeout_ms = 100", &["cluster.election_timeout_ms", "cluster.heartbeat_interval_ms"]),
+        ("[cluster]\nsnapshot_after_entries = 0", &["cluster.snapshot_after_entries"]),
+        ("[cluster]\nnode_ld = 1", &["node_ld"]),
+    ];
+    for (toml, keys) in cases {
+        assert_rejected_naming(toml, keys);
+    }
+    let with = |extra: &str| format!("{node}{extra}");
+    let bad: &[(&str, &[&str])] = &[
+        ("advertise_addr = \"0.0.0.0:50052\"", &["cluster.advertise_addr", "wildcard"]),
+        ("advertise_addr = \"no-port\"", &["cluster.advertise_addr", "host:port"]),
+        ("api_addr = \":50051\"", &["cluster.api_addr", "host:port"]),
+        ("peers = [{ id = 1, raft_addr = \"b:1\", api_addr = \"b:2\" }]", &["cluster.peers[0].id", "own id"]),
+        (
+            "peers = [{ id = 2, raft_addr = \"b:1\", api_addr = \"b:2\" }, { id = 2, raft_addr = \"c:1\", api_addr = \"c:2\" }]",
+            &["cluster.peers[1].id", "unique"],
+        ),
+        ("peers = [{ id = 2, raft_addr = \"b\", api_addr = \"b:2\" }]", &["cluster.peers[0].raft_addr"]),
+        ("peers = [{ id = 2, raft_addr = \"b:1\" }]", &["api_addr"]),
+    ];
+    for (extra, keys) in bad {
+        assert_rejected_naming(&with(extra), keys);
+    }
+    let same_port =
+        "[server]\nlisten_addr = \"127.0.0.1:50051\"\n[cluster]\nnode_id = 1\nlisten_addr = \"127.0.0.1:50051\"";
+    assert_rejected_naming(same_port, &["cluster.listen_addr", "server.listen_addr"]);
+
+    let good = with("peers = [{ id = 2, raft_addr = \"node-b:50052\", api_addr = \"node-b:50051\" }]");
+    let config = load_str(&good, &[]).expect("a valid cluster node");
+    assert_eq!(config.cluster.node_id, Some(1));
+    assert_eq!(config.cluster.advertised(), "127.0.0.1:50052");
+    assert_eq!(config.cluster.advertised_api(&config.server), "127.0.0.1:50051");
+    assert_eq!(config.cluster.peers[0].raft_addr, "node-b:50052");
+    // Without node_id nothing else of the section matters: wildcards are fine.
+    load_str("[cluster]\nlisten_addr = \"0.0.0.0:50052\"", &[]).expect("a single node");
+}
