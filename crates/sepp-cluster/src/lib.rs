@@ -7,15 +7,17 @@
 //! the records of committed entries, with the records that rebuild it as its snapshot. Then the
 //! network between nodes ([`network`]): openraft's calls over gRPC. A [`Node`] puts them together
 //! in a running process, and a leader's committer proposes its cycles through a
-//! [`ReplicatedLog`]; the committer's leader and follower modes, and the driver that switches
-//! them by Raft's leadership, are the server's (`sepp_server::cluster`). The `sepp` binary does
-//! not start any of it yet: cluster configuration, startup and the clients' part come next.
+//! [`ReplicatedLog`]; the committer's leader and follower modes, the driver that switches them
+//! by Raft's leadership, and the startup of a cluster node are the server's
+//! (`sepp_server::cluster`). The operator starts a cluster and changes its membership through
+//! the [`membership`] service, which `sepp cluster` calls.
 //!
 //! - `entry`: how one Raft entry (and a membership) is encoded on disk.
 //! - `log_store`: the segment files, recovery, and openraft's `RaftLogStorage`.
 //! - `machine`: openraft's `RaftStateMachine` over `sepp_core::State`.
 //! - `sealed`: small files written whole (the Raft state, the snapshot).
 //! - `network`: the `sepp.cluster.v1.Raft` service and openraft's `RaftNetwork` client.
+//! - `membership`: `sepp.cluster.v1.Membership` (init, add, remove, status) and a node's status.
 //! - `node`: one node in a process: log, state machine, `Raft`, and its server.
 //! - `local`: loopback listeners and memberships for nodes in one process (the tests').
 //! - `replicated_log`: `sepp_log::Log` for a leader's committer: cycles proposed as entries.
@@ -24,6 +26,7 @@ mod entry;
 pub mod local;
 mod log_store;
 mod machine;
+pub mod membership;
 pub mod network;
 mod node;
 mod replicated_log;

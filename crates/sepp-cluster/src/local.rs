@@ -18,10 +18,15 @@ pub async fn listeners(count: usize) -> io::Result<(Vec<TcpListener>, Vec<Socket
     Ok((listeners, addrs))
 }
 
-/// The membership of nodes 1, 2, ... whose Raft services are at `addrs`, in that order. Nodes
-/// in one process serve no clients: each one's API address is its Raft address.
+/// The membership of nodes 1, 2, ... whose Raft services are at `addrs`, in that order.
 pub fn members(addrs: &[SocketAddr]) -> BTreeMap<u64, NodeAddr> {
-    addrs.iter().zip(1..).map(|(addr, id)| (id, NodeAddr { raft: addr.to_string(), api: addr.to_string() })).collect()
+    addrs.iter().zip(1..).map(|(addr, id)| (id, node_addr(*addr))).collect()
+}
+
+/// A node in one process whose Raft service is at `addr`. Such nodes serve no clients: the
+/// API address is the Raft address.
+pub fn node_addr(addr: SocketAddr) -> NodeAddr {
+    NodeAddr { raft: addr.to_string(), api: addr.to_string() }
 }
 
 /// Raft settings for nodes on one machine: heartbeats every 50 ms, elections after 300 to

@@ -49,11 +49,15 @@ const MAX_ENTRY_BYTES: usize = 1 << 30;
 pub struct LogStoreOptions {
     /// A segment past this size is closed and the next entry starts a new one.
     pub segment_bytes: u64,
+    /// Whether an append is synced before openraft hears it is durable. Off (`persist_mode =
+    /// "buffer"`), an entry a node acknowledged survives a crash of the process but not of the
+    /// machine.
+    pub sync: bool,
 }
 
 impl Default for LogStoreOptions {
     fn default() -> Self {
-        LogStoreOptions { segment_bytes: 32 << 20 }
+        LogStoreOptions { segment_bytes: 32 << 20, sync: true }
     }
 }
 
@@ -288,7 +292,10 @@ impl Inner {
             self.tail = Some(index);
             appended = true;
         }
-        if appended && let Some((_, segment)) = self.segments.last_key_value() {
+        if appended
+            && self.options.sync
+            && let Some((_, segment)) = self.segments.last_key_value()
+        {
             segment.file.sync_data()?;
         }
         Ok(())

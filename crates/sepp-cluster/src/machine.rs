@@ -139,6 +139,16 @@ impl StateMachine {
         state
     }
 
+    /// The last entry applied, and a hash of the whole state as it made it (the same on every
+    /// node that applied the same entries): what `sepp cluster status --fingerprint` compares.
+    pub fn fingerprint(&self) -> (Option<u64>, u64) {
+        use std::hash::{Hash, Hasher};
+        let machine = self.lock();
+        let mut hasher = std::hash::DefaultHasher::new();
+        machine.state.fingerprint().hash(&mut hasher);
+        (machine.applied.map(|applied| applied.index), hasher.finish())
+    }
+
     /// Runs `read` on the state as it is now.
     pub fn with_state<T>(&self, read: impl FnOnce(&State) -> T) -> T {
         read(&self.lock().state)

@@ -1,5 +1,6 @@
 //! One node of a cluster in a running process: its Raft log and state machine in a directory,
-//! its `Raft`, and the `sepp.cluster.v1.Raft` service on a listener for the other nodes.
+//! its `Raft`, and on a listener the `sepp.cluster.v1.Raft` service for the other nodes and the
+//! `sepp.cluster.v1.Membership` service for the operator.
 
 use std::io;
 use std::path::Path;
@@ -8,8 +9,9 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
+use crate::membership::membership_service;
 use crate::network::{Network, service};
-use crate::{FreshState, LogStore, LogStoreOptions, Raft, StateMachine};
+use crate::{FreshState, LogStore, LogStoreOptions, NodeAddr, Raft, StateMachine};
 
 /// A started node.
 pub struct Node {
@@ -21,22 +23,25 @@ pub struct Node {
 }
 
 impl Node {
-    /// Starts node `id` on the Raft log and snapshot in `dir` (created when missing), serving
-    /// the other nodes on `listener`.
+    /// Starts node `id`, which the others reach at `me`, on the Raft log and snapshot in `dir`
+    /// (created when missing), serving the other nodes on `listener`.
     pub async fn start(
         id: u64,
+        me: NodeAddr,
         dir: &Path,
         config: Arc<openraft::Config>,
         fresh: FreshState,
         listener: TcpListener,
+        options: LogStoreOptions,
     ) -> io::Result<Node> {
-        let store = LogStore::open(dir, LogStoreOptions::default()).map_err(io::Error::other)?;
+        let store = LogStore::open(dir, options).map_err(io::Error::other)?;
         let machine = StateMachine::open(dir, fresh)?;
         let raft = Raft::new(id, config, Network, store, machine.clone()).await.map_err(io::Error::other)?;
         let (stop, stopped) = oneshot::channel::<()>();
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
         let serving = tonic::transport::Server::builder()
             .add_service(service(raft.clone()))
+            .add_service(membership_service(raft.clone(), me, machine.clone()))
             .serve_with_incoming_shutdown(incoming, async {
                 let _ = stopped.await;
             });

@@ -33,7 +33,7 @@ fn membership(term: u64, index: u64) -> Entry {
 
 /// Segments of about 200 bytes, so a few entries already span several files.
 fn small() -> LogStoreOptions {
-    LogStoreOptions { segment_bytes: 200 }
+    LogStoreOptions { segment_bytes: 200, ..LogStoreOptions::default() }
 }
 
 fn open(dir: &Path) -> LogStore {

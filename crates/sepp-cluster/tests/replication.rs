@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::SnapshotPolicy;
-use sepp_cluster::{Frame, Node, NodeAddr};
+use sepp_cluster::{Frame, LogStoreOptions, Node, NodeAddr};
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules};
 use tokio::net::TcpListener;
@@ -39,7 +39,10 @@ fn config() -> Arc<openraft::Config> {
 }
 
 async fn start(id: u64, dir: &Path, listener: TcpListener) -> Node {
-    Node::start(id, dir, config(), Arc::new(fresh), listener).await.expect("start the node")
+    let me = sepp_cluster::local::node_addr(listener.local_addr().expect("a bound listener"));
+    Node::start(id, me, dir, config(), Arc::new(fresh), listener, LogStoreOptions::default())
+        .await
+        .expect("start the node")
 }
 
 async fn wait_applied(node: &Node, index: u64) {

@@ -51,3 +51,267 @@ pub async fn follow_leadership(raft: Raft, machine: StateMachine, committer: Com
         }
     }
 }
+
+/// The metadata entry with which a follower names the leader's client address
+/// (`host:port`) to a client it refuses.
+pub const LEADER_METADATA: &str = "sepp-leader";
+
+/// What the queue service asks of cluster mode before it serves a call: whether this node's
+/// committer serves, and where the leader is when it does not.
+pub struct ClusterGate {
+    id: u64,
+    me: sepp_cluster::NodeAddr,
+    serving: tokio::sync::watch::Receiver<bool>,
+    metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<u64, sepp_cluster::NodeAddr>>,
+}
+
+impl ClusterGate {
+    pub fn new(raft: &Raft, me: sepp_cluster::NodeAddr, committer: &CommitterHandle) -> ClusterGate {
+        let metrics = raft.metrics();
+        let id = metrics.borrow().id;
+        ClusterGate { id, me, serving: committer.leading(), metrics }
+    }
+
+    /// `None` while this node serves; otherwise the status a call gets instead: UNAVAILABLE,
+    /// naming the leader's client address when another node leads. Nothing of the call ran.
+    pub fn refusal(&self) -> Option<tonic::Status> {
+        if *self.serving.borrow() {
+            return None;
+        }
+        let metrics = self.metrics.borrow();
+        let leader = metrics.current_leader.filter(|leader| *leader != self.id);
+        let address = leader.and_then(|leader| metrics.membership_config.membership().get_node(&leader).cloned());
+        Some(match (leader, address) {
+            (Some(_), Some(node)) => {
+                let mut status = tonic::Status::unavailable(format!(
+                    "this node is not the cluster's leader; the leader is at {}",
+                    node.api
+                ));
+                if let Ok(value) = tonic::metadata::MetadataValue::try_from(node.api.as_str()) {
+                    status.metadata_mut().insert(LEADER_METADATA, value);
+                }
+                status
+            }
+            _ if metrics.current_leader == Some(self.id) => {
+                tonic::Status::unavailable("this node was just elected the cluster's leader and is not serving yet")
+            }
+            _ => tonic::Status::unavailable("the cluster has no leader at the moment (an election is running)"),
+        })
+    }
+
+    /// The status of a call whose answer the committer dropped because this node stopped
+    /// leading while the call's records were being committed: they may or may not have been.
+    pub fn lost_leadership() -> tonic::Status {
+        tonic::Status::aborted(
+            "this node stopped leading the cluster while the call was committing; its outcome is unknown",
+        )
+    }
+
+    /// This node's view of the cluster, as `GetServerInfo` tells it.
+    pub fn info(&self) -> crate::proto::v1::ClusterInfo {
+        let status = self.status();
+        let last = status.last_log_index;
+        let members: Vec<crate::proto::v1::ClusterMember> = status
+            .members
+            .iter()
+            .map(|member| {
+                let address = member.member.clone().unwrap_or_default();
+                let lag = match (status.role.as_str(), last, member.matched_index) {
+                    ("leader", Some(last), Some(matched)) => Some(last.saturating_sub(matched)),
+                    ("leader", Some(last), None) => Some(last),
+                    _ => None,
+                };
+                crate::proto::v1::ClusterMember {
+                    id: address.id,
+                    addr: address.api_addr,
+                    voter: member.voter,
+                    replication_lag: lag,
+                }
+            })
+            .collect();
+        let leader_addr = status
+            .leader_id
+            .and_then(|leader| members.iter().find(|member| member.id == leader))
+            .map(|leader| leader.addr.clone())
+            .unwrap_or_default();
+        crate::proto::v1::ClusterInfo {
+            node_id: status.node_id,
+            role: status.role,
+            term: status.term,
+            leader_id: status.leader_id,
+            leader_addr,
+            last_applied_index: status.last_applied_index,
+            members,
+        }
+    }
+
+    /// This node's view of the cluster.
+    pub fn status(&self) -> sepp_cluster::network::proto::ClusterStatus {
+        sepp_cluster::membership::status(&self.metrics.borrow(), &self.me)
+    }
+}
+
+/// The queue service behind the [`ClusterGate`]: every call but `GetServerInfo` is refused
+/// while this node does not serve. Without a gate (a single node) calls pass straight through.
+#[derive(Clone)]
+pub struct LeaderOnly<S> {
+    inner: S,
+    gate: Option<std::sync::Arc<ClusterGate>>,
+}
+
+impl<S> LeaderOnly<S> {
+    pub fn new(inner: S, gate: Option<std::sync::Arc<ClusterGate>>) -> LeaderOnly<S> {
+        LeaderOnly { inner, gate }
+    }
+}
+
+/// Answered by any node, leader or not.
+const ANY_NODE: &str = "/sepp.v1.QueueService/GetServerInfo";
+
+impl<S, B> tonic::codegen::Service<tonic::codegen::http::Request<B>> for LeaderOnly<S>
+where
+    S: tonic::codegen::Service<
+            tonic::codegen::http::Request<B>,
+            Response = tonic::codegen::http::Response<tonic::body::Body>,
+        >,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = tonic::codegen::BoxFuture<S::Response, S::Error>;
+
+    fn poll_ready(&mut self, context: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(context)
+    }
+
+    fn call(&mut self, request: tonic::codegen::http::Request<B>) -> Self::Future {
+        if let Some(gate) = &self.gate
+            && request.uri().path() != ANY_NODE
+            && let Some(status) = gate.refusal()
+        {
+            return Box::pin(async move { Ok(status.into_http()) });
+        }
+        Box::pin(self.inner.call(request))
+    }
+}
+
+impl<S: tonic::server::NamedService> tonic::server::NamedService for LeaderOnly<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+/// A running cluster node: Raft, its services for the other nodes and the operator, and the
+/// driver that lets the committer serve while this node leads.
+pub struct ClusterNode {
+    node: sepp_cluster::Node,
+    driver: tokio::task::JoinHandle<()>,
+    pub gate: std::sync::Arc<ClusterGate>,
+}
+
+/// Why a cluster node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterStartError {
+    #[error("could not bind cluster.listen_addr {addr}: {source}")]
+    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("invalid [cluster] settings for Raft: {0}")]
+    Settings(String),
+    #[error("could not open the cluster's data in {path}: {source}")]
+    Open { path: std::path::PathBuf, source: std::io::Error },
+    #[error(
+        "{path} holds a single node's data, which cluster mode does not use; start a cluster node on an empty server.db_path"
+    )]
+    SingleNodeData { path: std::path::PathBuf },
+}
+
+/// The directory in `db_path` a cluster node keeps its Raft log and snapshot in.
+pub fn data_dir(db_path: &std::path::Path) -> std::path::PathBuf {
+    db_path.join("cluster")
+}
+
+/// Whether `db_path` holds a single node's log (segments or checkpoints).
+pub fn holds_single_node_data(db_path: &std::path::Path) -> bool {
+    std::fs::read_dir(db_path).into_iter().flatten().flatten().any(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        (name.starts_with("segment-") || name.starts_with("checkpoint-")) && !entry.path().is_dir()
+    })
+}
+
+/// openraft's settings from `[cluster]`.
+pub fn raft_config(cluster: &sepp_config::ClusterConfig) -> Result<openraft::Config, ClusterStartError> {
+    let config = openraft::Config {
+        cluster_name: "sepp".into(),
+        heartbeat_interval: cluster.heartbeat_interval_ms,
+        election_timeout_min: cluster.election_timeout_ms,
+        election_timeout_max: cluster.election_timeout_ms.saturating_mul(2),
+        // A snapshot of a large queue goes in chunks; each gets this long.
+        install_snapshot_timeout: 10_000,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(cluster.snapshot_after_entries),
+        max_in_snapshot_log_to_keep: cluster.snapshot_after_entries.min(1_000),
+        ..openraft::Config::default()
+    };
+    config.validate().map_err(|error| ClusterStartError::Settings(error.to_string()))
+}
+
+impl ClusterNode {
+    /// Starts node `[cluster] node_id` on `<db_path>/cluster`, serving the other nodes on
+    /// `cluster.listen_addr`, and the driver that hands `committer` the state while it leads.
+    /// `api` is where the queue service listens (its port, when the configuration says 0).
+    pub async fn start(
+        boot: &sepp_config::Config,
+        api: std::net::SocketAddr,
+        fresh: sepp_cluster::FreshState,
+        committer: CommitterHandle,
+    ) -> Result<ClusterNode, ClusterStartError> {
+        let cluster = &boot.cluster;
+        let id = cluster.node_id.expect("cluster mode has a node id");
+        let db_path = &boot.server.db_path;
+        if holds_single_node_data(db_path) {
+            return Err(ClusterStartError::SingleNodeData { path: db_path.clone() });
+        }
+        let dir = data_dir(db_path);
+        let config = std::sync::Arc::new(raft_config(cluster)?);
+        let addr = cluster.listen_addr;
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|source| ClusterStartError::Bind { addr, source })?;
+        let bound = listener.local_addr().map_err(|source| ClusterStartError::Bind { addr, source })?;
+        let options = sepp_cluster::LogStoreOptions {
+            sync: boot.storage.persist_mode != sepp_config::PersistMode::Buffer,
+            ..sepp_cluster::LogStoreOptions::default()
+        };
+        // A port of 0 in the configuration is the port bound (tests run nodes that way).
+        let advertised = |given: Option<&String>, configured: std::net::SocketAddr, bound: std::net::SocketAddr| {
+            given.cloned().unwrap_or_else(|| if configured.port() == 0 { bound } else { configured }.to_string())
+        };
+        let me = sepp_cluster::NodeAddr {
+            raft: advertised(cluster.advertise_addr.as_ref(), addr, bound),
+            api: advertised(cluster.api_addr.as_ref(), boot.server.listen_addr, api),
+        };
+        let node = sepp_cluster::Node::start(id, me.clone(), &dir, config, fresh, listener, options)
+            .await
+            .map_err(|source| ClusterStartError::Open { path: dir.clone(), source })?;
+        let gate = std::sync::Arc::new(ClusterGate::new(&node.raft, me.clone(), &committer));
+        let initialized = gate.status().initialized;
+        tracing::info!(
+            node_id = id,
+            addr = %bound,
+            advertise_addr = %me.raft,
+            api_addr = %me.api,
+            initialized,
+            "cluster node listening"
+        );
+        if !initialized {
+            tracing::info!(
+                "this node belongs to no cluster yet: run `sepp cluster init` on one node, or add it to a running cluster"
+            );
+        }
+        let driver = tokio::spawn(follow_leadership(node.raft.clone(), node.machine.clone(), committer));
+        Ok(ClusterNode { node, driver, gate })
+    }
+
+    /// Stops Raft and the cluster listener; what the node made durable stays in its directory.
+    pub async fn stop(self) {
+        self.driver.abort();
+        if let Err(error) = self.node.stop().await {
+            tracing::warn!(%error, "the cluster node did not stop cleanly");
+        }
+    }
+}

@@ -7,8 +7,9 @@
 //! - [`service`]: one handler per `sepp.v1.QueueService` RPC.
 //! - [`convert`]: proto <-> core conversions; [`status`]: outcomes -> gRPC statuses.
 //! - [`committer`]: the thread that owns the state, with group commit and parked reserves.
-//! - [`cluster`]: cluster mode's glue, which lets the committer serve only while its node leads
-//!   (not yet started by [`server`]).
+//! - [`cluster`]: cluster mode: the node [`server`] starts beside the committer, which serves
+//!   only while its node leads, and the gate that sends clients of a follower to the leader;
+//!   [`cluster_cli`]: `sepp cluster <verb>`, a client of a node's membership service.
 //! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
 //! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
 //!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
@@ -22,6 +23,7 @@ pub mod admin;
 pub mod admin_cli;
 pub mod auth;
 pub mod cluster;
+pub mod cluster_cli;
 pub mod committer;
 pub mod convert;
 pub mod live;

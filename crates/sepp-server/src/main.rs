@@ -35,6 +35,8 @@ enum Commands {
     },
     /// Operate a running server through its admin API (key from SEPP_ADMIN_KEY).
     Admin(Box<sepp_server::admin_cli::AdminArgs>),
+    /// Start a cluster, add and remove nodes, and see its status (cluster mode, docs/cluster.md).
+    Cluster(Box<sepp_server::cluster_cli::ClusterArgs>),
 }
 
 #[derive(Subcommand)]
@@ -59,6 +61,10 @@ fn main() -> ExitCode {
         }
         Some(Commands::Config { command: ConfigCommand::Check }) => return check_config(&source),
         Some(Commands::Admin(args)) => return sepp_server::admin_cli::run(*args),
+        Some(Commands::Cluster(args)) => {
+            let config = sepp_config::load(&source).map(|loaded| loaded.config).map_err(|error| error.to_string());
+            return sepp_server::cluster_cli::run(*args, config);
+        }
         None => {}
     }
     let sepp_config::Loaded { config, warnings } = match sepp_config::load(&source) {

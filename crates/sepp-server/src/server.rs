@@ -52,6 +52,12 @@ pub enum StartError {
     Telemetry(#[from] crate::telemetry::TelemetryError),
     #[error("could not bind the prometheus metrics endpoint {addr}: {source}")]
     PrometheusBind { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterStartError),
+    #[error(
+        "{path} holds a cluster node's data (its cluster/ directory); set cluster.node_id to run this node, or point server.db_path elsewhere"
+    )]
+    ClusterData { path: PathBuf },
 }
 
 /// Where the running configuration came from, for hot reload.
@@ -129,6 +135,15 @@ pub async fn run(
         tokio::spawn(crate::telemetry::observer::run(telemetry.clone(), swept));
     }
     let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: boot.server.listen_addr, source })?;
+    let cluster = match boot.cluster.node_id {
+        Some(_) => {
+            let (policy, rules) = (live.get().policy.clone(), storage_rules(boot));
+            let fresh: sepp_cluster::FreshState = Arc::new(move || State::new(policy.clone(), rules));
+            Some(crate::cluster::ClusterNode::start(boot, addr, fresh, committer.clone()).await?)
+        }
+        None => None,
+    };
+    let gate = cluster.as_ref().map(|cluster| cluster.gate.clone());
 
     let tls = boot.server.tls_cert_path.is_some();
     let auth = boot.auth.api_keys.is_some();
@@ -169,10 +184,13 @@ pub async fn run(
     }
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
-    let api = QueueApi { committer: committer.clone(), live: live.clone(), workers, clock, telemetry };
+    let api =
+        QueueApi { committer: committer.clone(), live: live.clone(), workers, clock, telemetry, cluster: gate.clone() };
     let queue_service = QueueServiceServer::new(api)
         .max_decoding_message_size(boot.limits.max_message_bytes as usize)
         .max_encoding_message_size(usize::MAX);
+    // In cluster mode a follower refuses the calls and names the leader.
+    let queue_service = crate::cluster::LeaderOnly::new(queue_service, gate);
     let api_key_check = ApiKeyCheck { live: live.clone() };
     let queue_service = tonic::service::interceptor::InterceptedService::new(queue_service, api_key_check.clone());
     let (reflection_v1, reflection_v1alpha) = reflection_services()?;
@@ -231,6 +249,9 @@ pub async fn run(
     let poisoned = committer.poison_reason();
     // Connections past the grace period may still hold handles; the committer stops anyway.
     let _ = committer.send(Command::Close).await;
+    if let Some(cluster) = cluster {
+        cluster.stop().await;
+    }
     drop(committer);
     drop(live);
     let _ = committer_closed.wait().await;
@@ -282,17 +303,36 @@ fn open_storage(
     clock: Arc<dyn Clock>,
     observe: Option<committer::Observe>,
 ) -> Result<(CommitterHandle, committer::Closed), StartError> {
+    let clustered = boot.cluster.node_id.is_some();
     let settings = CommitterSettings {
         command_queue_capacity: boot.storage.command_queue_capacity,
         sweep_interval_ms: boot.storage.sweep_interval_ms,
         relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
         clock,
         observe,
-        follows: false,
+        follows: clustered,
     };
     let boot = boot.clone();
     let policy = live.get().policy.clone();
+    if clustered {
+        // A cluster node's state comes from Raft (`cluster`), once it leads.
+        let empty = State::new(policy, storage_rules(&boot));
+        return committer::spawn(
+            move || Ok((empty, Box::new(committer::NotLeading) as Box<dyn sepp_log::Log>)),
+            settings,
+        );
+    }
+    if crate::cluster::data_dir(&boot.server.db_path).is_dir() {
+        return Err(StartError::ClusterData { path: boot.server.db_path.clone() });
+    }
     committer::spawn(move || recover(&boot, policy), settings)
+}
+
+fn storage_rules(boot: &Config) -> StorageRules {
+    StorageRules {
+        dead_letter_retention_ms: boot.storage.dead_letter_retention_ms,
+        sweep_limit: boot.storage.sweep_limit as usize,
+    }
 }
 
 /// Replays the data directory into a fresh state and reports what it found.
@@ -300,11 +340,7 @@ fn recover(boot: &Config, policy: Arc<sepp_core::Policy>) -> Result<(State, Box<
     tracing::info!("opening storage...");
     let started = Instant::now();
     let storage = &boot.storage;
-    let rules = StorageRules {
-        dead_letter_retention_ms: storage.dead_letter_retention_ms,
-        sweep_limit: storage.sweep_limit as usize,
-    };
-    let mut state = State::new(policy, rules);
+    let mut state = State::new(policy, storage_rules(boot));
     let persist_mode = storage.persist_mode;
     let (log, recovery) =
         DurableLog::open(&boot.server.db_path, LogOptions::new(persist_mode), |record| state.apply(record))?;

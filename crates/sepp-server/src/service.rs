@@ -50,6 +50,9 @@ pub struct QueueApi {
     pub workers: Option<Arc<crate::admin::workers::Workers>>,
     pub clock: Arc<dyn Clock>,
     pub telemetry: Telemetry,
+    /// Cluster mode: this node's view of the cluster; a dropped answer means this node stopped
+    /// leading mid-call.
+    pub cluster: Option<Arc<crate::cluster::ClusterGate>>,
 }
 
 impl QueueApi {
@@ -93,7 +96,11 @@ impl QueueApi {
     async fn ask<T>(&self, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ApiError> {
         let (reply, answer) = oneshot::channel();
         self.committer.send(command(reply)).await?;
-        Ok(answer.await?)
+        match answer.await {
+            Ok(answer) => Ok(answer),
+            Err(_) if self.cluster.is_some() => Err(crate::cluster::ClusterGate::lost_leadership().into()),
+            Err(dropped) => Err(dropped.into()),
+        }
     }
 
     /// Stages A to C for every job of a batch: each job gets an id and passes, or is rejected.
@@ -623,6 +630,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
             strict_queues: live.config.server.strict_queues,
             dead_letter_retention_enabled: self.live.boot.storage.dead_letter_retention_ms > 0,
             features: FEATURES.iter().map(|feature| (*feature).into()).collect(),
+            cluster: self.cluster.as_ref().map(|cluster| cluster.info()),
         }))
     }
 }

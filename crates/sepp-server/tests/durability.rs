@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::crash_load::{self, CRASH_LEASE_MS, Ledger, cancel_some, duration, new_job, produce, reserve, work};
 use common::*;
 use sepp_server::proto::v1 as pb;
 use tonic::Code;
@@ -39,15 +40,6 @@ fn kill9(server: &mut TestServer) {
     server.wait_exit(Duration::from_secs(20));
 }
 
-fn new_job(queue: &str, payload: &[u8]) -> pb::EnqueueRequest {
-    pb::EnqueueRequest {
-        queue: queue.into(),
-        job_type: "work".into(),
-        payload: Some(pb::Payload { data: payload.to_vec(), encoding: "application/octet-stream".into() }),
-        ..Default::default()
-    }
-}
-
 /// Enqueues one job and returns its id (panics on any rejection).
 async fn enqueue(client: &mut QueueServiceClient<Channel>, job: pb::EnqueueRequest) -> pb::EnqueueResponse {
     let response = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.expect("enqueue");
@@ -55,21 +47,6 @@ async fn enqueue(client: &mut QueueServiceClient<Channel>, job: pb::EnqueueReque
         pb::job_result::Outcome::Success(success) => success,
         pb::job_result::Outcome::Rejection(rejection) => panic!("rejected: {rejection:?}"),
     }
-}
-
-async fn reserve(client: &mut QueueServiceClient<Channel>, queue: &str, lease_ms: u64, wait_ms: u64) -> Vec<pb::Job> {
-    let request = pb::ReserveRequest {
-        queues: vec![queue.into()],
-        wait_timeout: Some(duration(wait_ms)),
-        lease_duration: Some(duration(lease_ms)),
-        worker_id: None,
-        max_jobs: Some(16),
-    };
-    client.reserve(request).await.expect("reserve").into_inner().jobs
-}
-
-fn duration(ms: u64) -> prost_types::Duration {
-    prost_types::Duration { seconds: (ms / 1000) as i64, nanos: ((ms % 1000) * 1_000_000) as i32 }
 }
 
 fn timestamp_in(ms: u64) -> prost_types::Timestamp {
@@ -388,29 +365,6 @@ async fn an_unknown_data_format_stops_the_binary_with_a_clear_message() {
     assert!(stderr.contains("it writes \"sepp-log 1\"") && stderr.contains("refusing to open"), "{stderr}");
 }
 
-/// What the clients of the crash loop saw acknowledged, in the order they saw it.
-#[derive(Default)]
-struct Ledger {
-    /// Ids whose enqueue was acknowledged, with the payload they carry.
-    enqueued: HashMap<String, Vec<u8>>,
-    /// Every payload a producer tried to enqueue (acknowledged or not).
-    attempted: HashSet<Vec<u8>>,
-    /// (event number, attempt) of every delivery, per id.
-    deliveries: HashMap<String, Vec<(u64, u32)>>,
-    /// The payload each delivered id carried.
-    delivered_payloads: HashMap<String, Vec<u8>>,
-    /// Event number at which each ack was acknowledged.
-    acked: HashMap<String, u64>,
-    /// The event number taken just before the reserve of each delivery, per id.
-    reserve_starts: HashMap<String, Vec<u64>>,
-    /// Ids a cancel was sent for.
-    cancel_sent: HashSet<String>,
-    /// Event number at which each cancel was acknowledged.
-    cancelled: HashMap<String, u64>,
-}
-
-const CRASH_LEASE_MS: u64 = 1_500;
-
 /// Lets the load in `tasks` work until `progress` has grown by `more` (at most 5 s), then crashes
 /// the server wherever it is (SIGKILL), stops the tasks and starts the server again: a crash
 /// after a varying amount of acknowledged work rather than after a fixed time.
@@ -432,104 +386,6 @@ async fn crash_after(
         let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
     }
     server.start_again();
-}
-
-async fn produce(addr: String, queue: String, ledger: Arc<Mutex<Ledger>>, stop: Arc<AtomicBool>, next: Arc<AtomicU64>) {
-    let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
-        return;
-    };
-    let mut client = QueueServiceClient::new(channel);
-    while !stop.load(Ordering::Relaxed) {
-        let payload = format!("job-{}", next.fetch_add(1, Ordering::Relaxed)).into_bytes();
-        ledger.lock().unwrap().attempted.insert(payload.clone());
-        let request = pb::EnqueueBatchRequest { jobs: vec![new_job(&queue, &payload)] };
-        match client.enqueue_batch(request).await {
-            Ok(response) => {
-                if let Some(pb::job_result::Outcome::Success(success)) = &response.get_ref().results[0].outcome {
-                    ledger.lock().unwrap().enqueued.insert(success.job_id.clone(), payload);
-                }
-            }
-            Err(_) => return,
-        }
-    }
-}
-
-async fn work(addr: String, queue: String, ledger: Arc<Mutex<Ledger>>, stop: Arc<AtomicBool>, clock: Arc<AtomicU64>) {
-    let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
-        return;
-    };
-    let mut client = QueueServiceClient::new(channel);
-    while !stop.load(Ordering::Relaxed) {
-        let request = pb::ReserveRequest {
-            queues: vec![queue.clone()],
-            wait_timeout: Some(duration(100)),
-            lease_duration: Some(duration(CRASH_LEASE_MS)),
-            worker_id: None,
-            max_jobs: Some(4),
-        };
-        let started = clock.fetch_add(1, Ordering::SeqCst);
-        let Ok(response) = client.reserve(request).await else {
-            return;
-        };
-        for job in response.into_inner().jobs {
-            let event = clock.fetch_add(1, Ordering::SeqCst);
-            let payload = job.payload.as_ref().map(|payload| payload.data.clone()).unwrap_or_default();
-            {
-                let mut ledger = ledger.lock().unwrap();
-                ledger.reserve_starts.entry(job.id.clone()).or_default().push(started);
-                ledger.deliveries.entry(job.id.clone()).or_default().push((event, job.attempt));
-                ledger.delivered_payloads.insert(job.id.clone(), payload);
-            }
-            // Leave a few jobs unacked so redelivery after a crash is exercised too.
-            if job.payload.as_ref().is_some_and(|payload| payload.data.ends_with(b"7")) && job.attempt == 1 {
-                continue;
-            }
-            let ack = pb::AckRequest { job_id: job.id.clone(), attempt: job.attempt, worker_id: None };
-            match client.ack(ack).await {
-                Ok(_) => {
-                    let event = clock.fetch_add(1, Ordering::SeqCst);
-                    ledger.lock().unwrap().acked.insert(job.id, event);
-                }
-                Err(status) if status.code() == Code::NotFound || status.code() == Code::FailedPrecondition => {}
-                Err(_) => return,
-            }
-        }
-    }
-}
-
-/// Cancels every acknowledged job whose payload ends in 3, queued or leased, whichever it is by
-/// then; remembers when each cancel was acknowledged.
-async fn cancel_some(addr: String, ledger: Arc<Mutex<Ledger>>, stop: Arc<AtomicBool>, clock: Arc<AtomicU64>) {
-    let Ok(channel) = Channel::from_shared(addr).unwrap().connect().await else {
-        return;
-    };
-    let mut client = QueueServiceClient::new(channel);
-    while !stop.load(Ordering::Relaxed) {
-        let next = {
-            let mut ledger = ledger.lock().unwrap();
-            let pick = ledger
-                .enqueued
-                .iter()
-                .find(|(id, payload)| payload.ends_with(b"3") && !ledger.cancel_sent.contains(*id))
-                .map(|(id, _)| id.clone());
-            if let Some(id) = &pick {
-                ledger.cancel_sent.insert(id.clone());
-            }
-            pick
-        };
-        let Some(job_id) = next else {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            continue;
-        };
-        match client.cancel_job(pb::CancelJobRequest { job_id: job_id.clone(), reason: None }).await {
-            Ok(_) => {
-                let event = clock.fetch_add(1, Ordering::SeqCst);
-                ledger.lock().unwrap().cancelled.insert(job_id, event);
-            }
-            Err(status) if status.code() == Code::NotFound => {} // acked before the cancel came
-            Err(_) => return,
-        }
-    }
 }
 
 /// Producers, workers and a canceller run while the server is killed with SIGKILL and
@@ -563,84 +419,10 @@ async fn a_crash_loop_under_load_loses_no_acknowledged_operation() {
         crash_after(&mut server, || ledger.lock().unwrap().enqueued.len(), more, &stop, tasks).await;
     }
 
-    // Drain: workers run until every acknowledged enqueue was delivered at least once.
-    let stop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<_> = (0..4)
-        .map(|_| tokio::spawn(work(server.addr(), queue.clone(), ledger.clone(), stop.clone(), clock.clone())))
-        .collect();
-    let drained_by = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < drained_by {
-        let delivered_all = {
-            let ledger = ledger.lock().unwrap();
-            ledger.enqueued.keys().all(|id| ledger.deliveries.contains_key(id) || ledger.cancel_sent.contains(id))
-        };
-        if delivered_all {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        let _ = worker.await;
-    }
-    // Whatever is still leased comes back when its lease ends; then the queue runs dry.
-    let mut client = server.raw_client().await;
-    loop {
-        let started = clock.fetch_add(1, Ordering::SeqCst);
-        let jobs = reserve(&mut client, &queue, 30_000, CRASH_LEASE_MS + 1_000).await;
-        if jobs.is_empty() {
-            break;
-        }
-        for job in jobs {
-            let event = clock.fetch_add(1, Ordering::SeqCst);
-            let payload = job.payload.map(|payload| payload.data).unwrap_or_default();
-            {
-                let mut ledger = ledger.lock().unwrap();
-                ledger.reserve_starts.entry(job.id.clone()).or_default().push(started);
-                ledger.deliveries.entry(job.id.clone()).or_default().push((event, job.attempt));
-                ledger.delivered_payloads.insert(job.id.clone(), payload);
-            }
-            let ack = pb::AckRequest { job_id: job.id, attempt: job.attempt, worker_id: None };
-            client.ack(ack).await.expect("ack after the crash loop");
-        }
-    }
+    crash_load::drain(server.addr(), &queue, &ledger, &clock).await;
 
     let ledger = ledger.lock().unwrap();
-    assert!(ledger.enqueued.len() as u64 >= CYCLES * 10, "too little work happened: {}", ledger.enqueued.len());
-    // An ack whose answer the crash swallowed may have completed a job without the worker
-    // knowing, so "delivered" (not "acked") is what an acknowledged enqueue promises.
-    // A cancel that failed in a crash may still have been applied: only a job nobody tried to
-    // cancel must have been delivered.
-    for (id, payload) in &ledger.enqueued {
-        assert!(
-            ledger.deliveries.contains_key(id) || ledger.cancel_sent.contains(id),
-            "acknowledged enqueue {id} ({payload:?}) was never delivered"
-        );
-    }
-    if !is_reference() {
-        // (0.1 has no CancelJob: its canceller stops at the first UNIMPLEMENTED.)
-        assert!(ledger.cancelled.len() as u64 >= CYCLES, "too few cancels happened: {}", ledger.cancelled.len());
-    }
-    for (id, cancelled_at) in &ledger.cancelled {
-        let starts = ledger.reserve_starts.get(id).map(Vec::as_slice).unwrap_or_default();
-        let after: Vec<_> = starts.iter().filter(|started| *started > cancelled_at).collect();
-        assert!(after.is_empty(), "{id} was delivered by a reserve sent after its cancel was acknowledged");
-    }
-    for (id, deliveries) in &ledger.deliveries {
-        let payload = &ledger.delivered_payloads[id];
-        assert!(ledger.attempted.contains(payload), "delivered {id} with {payload:?}, which nobody enqueued");
-        if let Some(enqueued) = ledger.enqueued.get(id) {
-            assert_eq!(enqueued, payload, "{id} came back with another payload");
-        }
-        for pair in deliveries.windows(2) {
-            assert!(pair[0].1 < pair[1].1, "attempts of {id} did not grow: {deliveries:?}");
-        }
-        assert!(deliveries[0].1 >= 1);
-        if let Some(acked_at) = ledger.acked.get(id) {
-            let after: Vec<_> = deliveries.iter().filter(|(event, _)| event > acked_at).collect();
-            assert!(after.is_empty(), "{id} was delivered again after its ack was acknowledged: {after:?}");
-        }
-    }
+    crash_load::check(&ledger, CYCLES * 10, (!is_reference()).then_some(CYCLES));
     eprintln!(
         "crash loop: {CYCLES} SIGKILLs, {} acknowledged enqueues, {} acknowledged cancels, {} deliveries, {:?}",
         ledger.enqueued.len(),

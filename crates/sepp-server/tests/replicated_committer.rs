@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sepp_cluster::{Node, ReplicatedLog};
+use sepp_cluster::{LogStoreOptions, Node, ReplicatedLog};
 use sepp_core::validate::ReservePlan;
 use sepp_core::{JobId, NewJob, Payload, Policy, State, StorageRules};
 use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings, SystemClock};
@@ -26,7 +26,10 @@ fn config() -> Arc<openraft::Config> {
 }
 
 async fn start(id: u64, dir: &Path, listener: TcpListener) -> Node {
-    Node::start(id, dir, config(), Arc::new(fresh), listener).await.expect("start the node")
+    let me = sepp_cluster::local::node_addr(listener.local_addr().expect("a bound listener"));
+    Node::start(id, me, dir, config(), Arc::new(fresh), listener, LogStoreOptions::default())
+        .await
+        .expect("start the node")
 }
 
 fn job(index: usize) -> (JobId, NewJob) {

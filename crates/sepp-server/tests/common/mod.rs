@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod crash_load;
 pub mod in_process;
 
 use std::io::{BufRead, BufReader, Read};

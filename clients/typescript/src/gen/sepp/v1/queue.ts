@@ -508,6 +508,35 @@ export interface GetServerInfoResponse {
    * A 0.1 server leaves it empty.
    */
   features: string[];
+  /** Cluster mode (added after 0.1): this node's view of its cluster. Unset on a single node. */
+  cluster: ClusterInfo | undefined;
+}
+
+/** A cluster as one node sees it (GetServerInfo answers on every node, leader or not). */
+export interface ClusterInfo {
+  nodeId: bigint;
+  /** "leader", "follower", "candidate", "learner" or "shutdown". */
+  role: string;
+  /** The Raft term: it grows with every election. */
+  term: bigint;
+  leaderId?:
+    | bigint
+    | undefined;
+  /** The leader's client address (host:port), when a leader is known. */
+  leaderAddr: string;
+  /** The last log entry this node has applied to its state. */
+  lastAppliedIndex?: bigint | undefined;
+  members: ClusterMember[];
+}
+
+export interface ClusterMember {
+  id: bigint;
+  /** Its client address (host:port). */
+  addr: string;
+  /** A voter counts towards the quorum; a learner only receives entries. */
+  voter: boolean;
+  /** Known on the leader only: how many entries of the leader's log this member lacks. */
+  replicationLag?: bigint | undefined;
 }
 
 function createBasePrimitiveValue(): PrimitiveValue {
@@ -4578,6 +4607,7 @@ function createBaseGetServerInfoResponse(): GetServerInfoResponse {
     strictQueues: false,
     deadLetterRetentionEnabled: false,
     features: [],
+    cluster: undefined,
   };
 }
 
@@ -4651,6 +4681,9 @@ export const GetServerInfoResponse: MessageFns<GetServerInfoResponse> = {
     }
     for (const v of message.features) {
       writer.uint32(170).string(v!);
+    }
+    if (message.cluster !== undefined) {
+      ClusterInfo.encode(message.cluster, writer.uint32(178).fork()).join();
     }
     return writer;
   },
@@ -4834,6 +4867,231 @@ export const GetServerInfoResponse: MessageFns<GetServerInfoResponse> = {
             }
 
             message.features.push(reader.string());
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.cluster = ClusterInfo.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseClusterInfo(): ClusterInfo {
+  return {
+    nodeId: 0n,
+    role: "",
+    term: 0n,
+    leaderId: undefined,
+    leaderAddr: "",
+    lastAppliedIndex: undefined,
+    members: [],
+  };
+}
+
+export const ClusterInfo: MessageFns<ClusterInfo> = {
+  encode(message: ClusterInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.nodeId !== 0n) {
+      if (BigInt.asUintN(64, message.nodeId) !== message.nodeId) {
+        throw new globalThis.Error("value provided for field message.nodeId of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.nodeId);
+    }
+    if (message.role !== "") {
+      writer.uint32(18).string(message.role);
+    }
+    if (message.term !== 0n) {
+      if (BigInt.asUintN(64, message.term) !== message.term) {
+        throw new globalThis.Error("value provided for field message.term of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.term);
+    }
+    if (message.leaderId !== undefined) {
+      if (BigInt.asUintN(64, message.leaderId) !== message.leaderId) {
+        throw new globalThis.Error("value provided for field message.leaderId of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.leaderId);
+    }
+    if (message.leaderAddr !== "") {
+      writer.uint32(42).string(message.leaderAddr);
+    }
+    if (message.lastAppliedIndex !== undefined) {
+      if (BigInt.asUintN(64, message.lastAppliedIndex) !== message.lastAppliedIndex) {
+        throw new globalThis.Error("value provided for field message.lastAppliedIndex of type uint64 too large");
+      }
+      writer.uint32(48).uint64(message.lastAppliedIndex);
+    }
+    for (const v of message.members) {
+      ClusterMember.encode(v!, writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClusterInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClusterInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.nodeId = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.term = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.leaderId = reader.uint64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.leaderAddr = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.lastAppliedIndex = reader.uint64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.members.push(ClusterMember.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseClusterMember(): ClusterMember {
+  return { id: 0n, addr: "", voter: false, replicationLag: undefined };
+}
+
+export const ClusterMember: MessageFns<ClusterMember> = {
+  encode(message: ClusterMember, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0n) {
+      if (BigInt.asUintN(64, message.id) !== message.id) {
+        throw new globalThis.Error("value provided for field message.id of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.id);
+    }
+    if (message.addr !== "") {
+      writer.uint32(18).string(message.addr);
+    }
+    if (message.voter !== false) {
+      writer.uint32(24).bool(message.voter);
+    }
+    if (message.replicationLag !== undefined) {
+      if (BigInt.asUintN(64, message.replicationLag) !== message.replicationLag) {
+        throw new globalThis.Error("value provided for field message.replicationLag of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.replicationLag);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClusterMember {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClusterMember();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.addr = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.voter = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.replicationLag = reader.uint64() as bigint;
             continue;
           }
         }
