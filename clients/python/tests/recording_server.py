@@ -2,8 +2,9 @@
 
 The real server is used wherever it can show a behaviour. This one exists for what it cannot
 show: the metadata and deadlines the client sends (user-agent, authorization, traceparent, the
-reserve deadline), and answers a correct server never gives (malformed jobs, missing outcomes,
-wrong result counts, transient failures to retry).
+reserve deadline), answers a correct server never gives (malformed jobs, missing outcomes,
+wrong result counts, transient failures to retry), and failures with metadata (`Abort`, e.g. a
+cluster follower's UNAVAILABLE naming the leader in `sepp-leader`).
 """
 
 from __future__ import annotations
@@ -36,8 +37,20 @@ METHODS = {
     "ListPauses": (pb.ListPausesRequest, pb.ListPausesResponse),
 }
 
-# An answer: a response message, a status code to fail with, or a function of the request.
+# An answer: a response message, a status code to fail with, an `Abort`, or a function of the
+# request.
 Answer = Any
+
+
+@dataclass(frozen=True)
+class Abort:
+    """An answer failing the call with `code` and `details`: `trailing` goes in the trailers;
+    `initial` is sent as the initial metadata first (else the failure is trailers-only)."""
+
+    code: grpc.StatusCode
+    details: str = ""
+    trailing: tuple[tuple[str, str], ...] = ()
+    initial: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -54,12 +67,19 @@ class RecordingServer:
     calls: list[Call] = field(default_factory=list)
     # Per method, the answers to give in turn; the last one repeats.
     script: dict[str, list[Answer]] = field(default_factory=dict)
+    server: grpc.aio.Server | None = None
 
     def answer(self, method: str, *answers: Answer) -> None:
         self.script[method] = list(answers)
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
+
+    async def stop(self) -> None:
+        """Stop serving (at once, failing calls in flight); the port then refuses connections."""
+        if self.server is not None:
+            server, self.server = self.server, None
+            await server.stop(None)
 
     def _handler(self, method: str) -> Callable[[Any, grpc.aio.ServicerContext], Any]:
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -73,6 +93,10 @@ class RecordingServer:
             answer = answers.pop(0) if len(answers) > 1 else answers[0]
             if isinstance(answer, grpc.StatusCode):
                 await context.abort(answer, f"scripted {answer.name}")
+            if isinstance(answer, Abort):
+                if answer.initial:
+                    await context.send_initial_metadata(answer.initial)
+                await context.abort(answer.code, answer.details, answer.trailing)
             if callable(answer):
                 answer = answer(request)
                 if inspect.isawaitable(answer):
@@ -83,7 +107,10 @@ class RecordingServer:
 
 
 @asynccontextmanager
-async def recording_server() -> AsyncIterator[RecordingServer]:
+async def recording_server(
+    tls: tuple[bytes, bytes] | None = None,
+) -> AsyncIterator[RecordingServer]:
+    """A recording server on a free port; with `tls` (key PEM, certificate PEM) it speaks TLS."""
     recorder = RecordingServer()
     server = grpc.aio.server()
     handlers = {
@@ -97,10 +124,15 @@ async def recording_server() -> AsyncIterator[RecordingServer]:
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler("sepp.v1.QueueService", handlers),)
     )
-    port = server.add_insecure_port("127.0.0.1:0")
+    port = (
+        server.add_insecure_port("127.0.0.1:0")
+        if tls is None
+        else server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([tls]))
+    )
     await server.start()
     recorder.addr = f"127.0.0.1:{port}"
+    recorder.server = server
     try:
         yield recorder
     finally:
-        await server.stop(None)
+        await recorder.stop()

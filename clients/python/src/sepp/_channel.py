@@ -7,10 +7,14 @@ Settings every channel gets, and why:
   up to its wait timeout, and proxies or load balancers drop connections that look idle;
 * `user-agent` `sepp-py/<version>`, which the server logs;
 * the receive limit, only when asked for (`max_receive_message_bytes`); gRPC's default is 4 MiB.
+
+The settings are kept in a `Dialer`, so a client following a cluster's leader opens the leader's
+channel exactly like the one to the address it was given.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -81,7 +85,26 @@ def channel_options(
     return options
 
 
-def build_channel(
+@dataclass(frozen=True)
+class Dialer:
+    """How to open a channel: to the configured address, and to any other node of a cluster
+    with the same settings (TLS and credentials, options)."""
+
+    credentials: grpc.ChannelCredentials | None  # None: plaintext
+    options: tuple[tuple[str, Any], ...]
+
+    @property
+    def tls(self) -> bool:
+        return self.credentials is not None
+
+    def dial(self, target: str) -> grpc.aio.Channel:
+        """A (not yet connected) channel to `target`."""
+        if self.credentials is None:
+            return grpc.aio.insecure_channel(target, options=list(self.options))
+        return grpc.aio.secure_channel(target, self.credentials, options=list(self.options))
+
+
+def channel_settings(
     addr: str,
     *,
     api_key: str | None,
@@ -90,8 +113,8 @@ def build_channel(
     tls_domain: str | None,
     credentials: grpc.ChannelCredentials | None,
     max_receive_message_bytes: int | None,
-) -> tuple[grpc.aio.Channel, str, bool, tuple[tuple[str, str], ...]]:
-    """A (not yet connected) channel, its target, whether it uses TLS, and the auth metadata."""
+) -> tuple[Dialer, str, tuple[tuple[str, str], ...]]:
+    """How to dial, the target `addr` names, and the auth metadata."""
     target, scheme_tls = parse_address(addr)
     wants_tls = tls or tls_ca_cert is not None or tls_domain is not None or credentials is not None
     if scheme_tls is False and wants_tls:
@@ -103,12 +126,12 @@ def build_channel(
             "an API key is configured without TLS: it will cross the network to %s in plaintext",
             target,
         )
-    options = channel_options(max_receive_message_bytes, tls_domain)
+    options = tuple(channel_options(max_receive_message_bytes, tls_domain))
     if not use_tls:
-        return grpc.aio.insecure_channel(target, options=options), target, False, metadata
+        return Dialer(None, options), target, metadata
     if credentials is None:
         root = tls_ca_cert.encode() if isinstance(tls_ca_cert, str) else tls_ca_cert
         credentials = grpc.ssl_channel_credentials(root_certificates=root)
     elif tls_ca_cert is not None:
         raise ValueError("give either credentials or tls_ca_cert, not both")
-    return grpc.aio.secure_channel(target, credentials, options=options), target, True, metadata
+    return Dialer(credentials, options), target, metadata

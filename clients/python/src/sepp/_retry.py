@@ -7,7 +7,9 @@ The two are unrelated except by name:
   call again after a backoff. It is opt-in (the default makes one attempt), never applies to
   reserve (a long poll) or to draining dead letters (destructive: a lost answer would lose the
   records), and for an enqueue with a job that has no idempotency key it leaves out the two codes
-  after which the jobs may already be committed.
+  after which the jobs may already be committed. Following a cluster follower's redirect to the
+  leader is no retry (the follower executed nothing) and happens within one attempt, for every
+  call (see `_cluster`).
 * `RetryDirective` is job-level: what a nack asks the server to do with the job.
 """
 

@@ -1,4 +1,4 @@
-"""`SeppClient`: one gRPC channel to a sepp server and every call of the queue service.
+"""`SeppClient`: a gRPC channel to a sepp server (or cluster) and every call of the queue service.
 
 Producer calls: `enqueue`, `enqueue_batch`, `enqueue_atomic`, `cancel`, and the recurring
 schedules `upsert_schedule`, `delete_schedule`, `list_schedules`. Consumer calls: `reserve`, then
@@ -11,6 +11,10 @@ timeout plus 10 s, so the server's own "nothing arrived" answer always comes bac
 deadline fires. The API key, when set, is sent on every call. Failed calls raise the exceptions of
 `sepp.errors`; the optional `RetryPolicy` retries transient failures first.
 
+Against a cluster, a node that is not the leader answers UNAVAILABLE naming the leader; the
+client then switches its channel to the leader and sends the call there at once (at most 3
+times per attempt), which is not a retry, so it holds for every call (see `_cluster`).
+
 With OpenTelemetry (the `otel` extra) each call runs in a CLIENT span `sepp.<operation>`, sends
 the span's W3C context as `traceparent`/`tracestate` metadata, and an enqueue stamps that context
 on every job that has none, so the worker's span can link back to the producer.
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
@@ -29,7 +33,8 @@ import grpc
 
 from . import _convert, _log, _otel
 from ._acks import AckPipeline
-from ._channel import auth_metadata, build_channel
+from ._channel import auth_metadata, channel_settings
+from ._cluster import Nodes, Unary
 from ._lease import Lease
 from ._pipeline import EnqueuePipeline
 from ._retry import RetryDirective, RetryPolicy
@@ -84,11 +89,11 @@ _OTEL = _otel.enabled()
 _NO_SPAN: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
 _Response = TypeVar("_Response")
-_Unary = Callable[..., Awaitable[Any]]
 
 
 class SeppClient:
-    """A connection to one sepp server. Create it with `await SeppClient.connect(addr)`."""
+    """A connection to a sepp server, or to the leader of a sepp cluster (which it follows).
+    Create it with `await SeppClient.connect(addr)`."""
 
     def __init__(
         self,
@@ -102,59 +107,16 @@ class SeppClient:
     ) -> None:
         if rpc_timeout <= timedelta(0):
             raise ValueError("rpc_timeout must be positive")
-        self._channel = channel
+        self._nodes = Nodes(channel, _bind)
         self._retry = retry_policy if retry_policy is not None else RetryPolicy()
         self._auth: tuple[tuple[str, str], ...] = tuple(auth_metadata or ())
         self._rpc_timeout = rpc_timeout.total_seconds()
-        self._enqueue_batch = self._channel.unary_unary(  # type: ignore[call-arg]
-            _SERVICE + "EnqueueBatch",
-            request_serializer=_serialize_batch,
-            response_deserializer=pb.EnqueueBatchResponse.FromString,
-            _registered_method=True,
-        )
-        self._enqueue_atomic = self._method(
-            "EnqueueAtomic", pb.EnqueueBatchRequest, pb.EnqueueAtomicResponse
-        )
-        self._reserve = self._method("Reserve", pb.ReserveRequest, pb.ReserveResponse)
-        self._ack = self._method("Ack", pb.AckRequest, pb.AckResponse)
-        self._ack_batch = self._method("AckBatch", pb.AckBatchRequest, pb.AckBatchResponse)
-        self._nack = self._method("Nack", pb.NackRequest, pb.NackResponse)
-        self._extend = self._method("Extend", pb.ExtendRequest, pb.ExtendResponse)
-        self._drain = self._method(
-            "DrainDeadLetters", pb.DrainDeadLettersRequest, pb.DrainDeadLettersResponse
-        )
-        self._cancel = self._method("CancelJob", pb.CancelJobRequest, pb.CancelJobResponse)
-        self._upsert_schedule = self._method(
-            "UpsertSchedule", pb.UpsertScheduleRequest, pb.ScheduleInfo
-        )
-        self._delete_schedule = self._method(
-            "DeleteSchedule", pb.DeleteScheduleRequest, pb.DeleteScheduleResponse
-        )
-        self._list_schedules = self._method(
-            "ListSchedules", pb.ListSchedulesRequest, pb.ListSchedulesResponse
-        )
-        self._pause_queue = self._method("PauseQueue", pb.PauseQueueRequest, pb.PauseQueueResponse)
-        self._resume_queue = self._method(
-            "ResumeQueue", pb.ResumeQueueRequest, pb.ResumeQueueResponse
-        )
-        self._list_pauses = self._method("ListPauses", pb.ListPausesRequest, pb.ListPausesResponse)
-        self._server_info = self._method(
-            "GetServerInfo", pb.GetServerInfoRequest, pb.GetServerInfoResponse
-        )
         self._pipeline = (
             EnqueuePipeline(self._send_enqueue, ENQUEUE_CALLS_IN_FLIGHT)
             if coalesce_enqueues
             else None
         )
         self._acks = AckPipeline(self._send_ack, self._send_ack_batch) if coalesce_acks else None
-
-    def _method(self, name: str, request: Any, response: Any) -> _Unary:
-        return self._channel.unary_unary(  # type: ignore[call-arg]
-            _SERVICE + name,
-            request_serializer=request.SerializeToString,
-            response_deserializer=response.FromString,
-            _registered_method=True,
-        )
 
     # ----------------------------------------------------------------------------------------
     # Connecting
@@ -191,8 +153,13 @@ class SeppClient:
         `coalesce_acks` (on by default) sends the acks made in one turn of the event loop (a
         Worker's acks of one reserve answer) as one `AckBatch` call, or one `Ack` each against
         a server without it.
+
+        `addr` may be any node of a cluster: a call that reaches a node which is not the leader
+        is sent again to the leader it names, over a channel with the same settings, and later
+        calls go to the leader directly. When the followed leader becomes unreachable, the next
+        attempt goes to `addr` again to learn who leads now.
         """
-        channel, target, use_tls, metadata = build_channel(
+        dialer, target, metadata = channel_settings(
             addr,
             api_key=api_key,
             tls=tls,
@@ -201,6 +168,7 @@ class SeppClient:
             credentials=credentials,
             max_receive_message_bytes=max_receive_message_bytes,
         )
+        channel = dialer.dial(target)
         try:
             await asyncio.wait_for(channel.channel_ready(), connect_timeout.total_seconds())
         except asyncio.TimeoutError:
@@ -212,9 +180,12 @@ class SeppClient:
             await channel.close()
             raise
         _log.info(
-            "connected to sepp server at %s (tls=%s, api key=%s)", target, use_tls, bool(metadata)
+            "connected to sepp server at %s (tls=%s, api key=%s)",
+            target,
+            dialer.tls,
+            bool(metadata),
         )
-        return cls(
+        client = cls(
             channel,
             retry_policy,
             metadata,
@@ -222,6 +193,8 @@ class SeppClient:
             coalesce_enqueues=coalesce_enqueues,
             coalesce_acks=coalesce_acks,
         )
+        client._nodes.follow_leaders(dialer, target)
+        return client
 
     @classmethod
     def from_channel(
@@ -234,7 +207,11 @@ class SeppClient:
         coalesce_enqueues: bool = True,
         coalesce_acks: bool = True,
     ) -> SeppClient:
-        """Wrap a channel you built yourself (interceptors, custom options, ...)."""
+        """Wrap a channel you built yourself (interceptors, custom options, ...).
+
+        Such a client cannot dial another address, so it does not follow a cluster's leader: a
+        node that is not the leader makes the call fail with `TransportError` (UNAVAILABLE).
+        """
         metadata = auth_metadata(api_key) if api_key is not None else None
         return cls(
             channel,
@@ -247,12 +224,14 @@ class SeppClient:
 
     @property
     def channel(self) -> grpc.aio.Channel:
-        """The underlying gRPC channel."""
-        return self._channel
+        """The gRPC channel calls go to now: once the client follows a cluster's leader, the
+        leader's (a channel switched away from is closed once its calls have ended)."""
+        return self._nodes.channel
 
     async def close(self) -> None:
-        """Close the channel. Calls still running fail with a cancellation."""
-        await self._channel.close()
+        """Close the channel (and any still closing). Calls still running fail with a
+        cancellation."""
+        await self._nodes.close()
 
     async def __aenter__(self) -> SeppClient:
         return self
@@ -279,27 +258,26 @@ class SeppClient:
     async def _call(
         self,
         operation: str,
-        method: _Unary,
+        rpc: str,
         request: Any,
         codes: frozenset[grpc.StatusCode],
         timeout: float | None = None,
     ) -> Any:
-        """One unary call under the retry policy. Raises the last `grpc.aio.AioRpcError`."""
+        """One unary call of the RPC `rpc` under the retry policy, each attempt following the
+        cluster's leader (see `_cluster`). Raises the last `grpc.aio.AioRpcError`."""
         metadata = self._metadata() if _OTEL else (self._auth or None)
         deadline = self._rpc_timeout if timeout is None else timeout
         try:
-            return await method(request, timeout=deadline, metadata=metadata)
+            return await self._nodes.call(rpc, request, deadline, metadata)
         except grpc.aio.AioRpcError as err:
-            return await self._retry_failed(
-                operation, method, request, codes, deadline, metadata, err
-            )
+            return await self._retry_failed(operation, rpc, request, codes, deadline, metadata, err)
         except grpc.aio.UsageError as err:
             raise ClientError(f"{operation} failed: {err}") from err
 
     async def _retry_failed(
         self,
         operation: str,
-        method: _Unary,
+        rpc: str,
         request: Any,
         codes: frozenset[grpc.StatusCode],
         deadline: float | None,
@@ -329,7 +307,7 @@ class SeppClient:
             await asyncio.sleep(delay)
             attempt += 1
             try:
-                return await method(request, timeout=deadline, metadata=metadata)
+                return await self._nodes.call(rpc, request, deadline, metadata)
             except grpc.aio.AioRpcError as again:
                 err = again
             except grpc.aio.UsageError as usage:
@@ -339,7 +317,6 @@ class SeppClient:
         self,
         operation: str,
         rpc: str,
-        method: _Unary,
         request: Any,
         to_error: Callable[[grpc.aio.AioRpcError], Exception],
         attributes: dict[str, str | int] | None = None,
@@ -349,7 +326,7 @@ class SeppClient:
         span = _otel.client_span(operation, rpc, attributes) if _OTEL else _NO_SPAN
         with span:
             try:
-                return await self._call(operation, method, request, RETRYABLE_CODES)
+                return await self._call(operation, rpc, request, RETRYABLE_CODES)
             except grpc.aio.AioRpcError as err:
                 raise to_error(err) from err
 
@@ -410,7 +387,7 @@ class SeppClient:
     ) -> pb.EnqueueBatchResponse:
         codes = RETRYABLE_CODES if keyed else KEYLESS_ENQUEUE_RETRYABLE_CODES
         response: pb.EnqueueBatchResponse = await self._call(
-            "enqueue", self._enqueue_batch, request, codes
+            "enqueue", "EnqueueBatch", request, codes
         )
         return response
 
@@ -432,7 +409,7 @@ class SeppClient:
                 _stamp_trace(batch)
             codes = RETRYABLE_CODES if keyed else KEYLESS_ENQUEUE_RETRYABLE_CODES
             try:
-                response = await self._call("enqueue_atomic", self._enqueue_atomic, batch, codes)
+                response = await self._call("enqueue_atomic", "EnqueueAtomic", batch, codes)
             except grpc.aio.AioRpcError as err:
                 raise client_error_from_rpc(err) from err
         outcome = response.WhichOneof("outcome")
@@ -474,7 +451,6 @@ class SeppClient:
         response = await self._traced_call(
             "cancel",
             "CancelJob",
-            self._cancel,
             request,
             cancel_error_from_rpc,
             {"messaging.message.id": job_id},
@@ -504,7 +480,6 @@ class SeppClient:
         response = await self._traced_call(
             "upsert_schedule",
             "UpsertSchedule",
-            self._upsert_schedule,
             request,
             schedule_error_from_rpc,
             {"sepp.schedule.id": schedule.id},
@@ -522,7 +497,6 @@ class SeppClient:
         response = await self._traced_call(
             "delete_schedule",
             "DeleteSchedule",
-            self._delete_schedule,
             request,
             schedule_error_from_rpc,
             {"sepp.schedule.id": schedule_id},
@@ -538,7 +512,6 @@ class SeppClient:
         response = await self._traced_call(
             "list_schedules",
             "ListSchedules",
-            self._list_schedules,
             pb.ListSchedulesRequest(),
             schedule_error_from_rpc,
         )
@@ -574,7 +547,6 @@ class SeppClient:
         response = await self._traced_call(
             "pause_queue",
             "PauseQueue",
-            self._pause_queue,
             request,
             client_error_from_rpc,
             {"messaging.destination.name": queue},
@@ -598,7 +570,6 @@ class SeppClient:
         response = await self._traced_call(
             "resume_queue",
             "ResumeQueue",
-            self._resume_queue,
             request,
             client_error_from_rpc,
             {"messaging.destination.name": queue},
@@ -614,7 +585,6 @@ class SeppClient:
         response = await self._traced_call(
             "list_pauses",
             "ListPauses",
-            self._list_pauses,
             pb.ListPausesRequest(),
             client_error_from_rpc,
         )
@@ -633,7 +603,8 @@ class SeppClient:
     async def reserve(self, options: ReserveOptions) -> list[Job] | None:
         """Lease up to `options.max_jobs` jobs, waiting up to `options.wait_timeout` for one.
 
-        Returns None when the wait ended with nothing ready. Never retried: call it again.
+        Returns None when the wait ended with nothing ready. Never retried: call it again. (A
+        follower's redirect to the cluster's leader is followed: the follower leased nothing.)
         Raises `UnknownQueuesError` when the server only serves declared queues and one is not.
         """
         return await self.reserve_request(
@@ -647,7 +618,7 @@ class SeppClient:
         deadline = (wait_timeout + RESERVE_DEADLINE_SLACK).total_seconds()
         with _otel.client_span("reserve", "Reserve") if _OTEL else _NO_SPAN:
             try:
-                response = await self._reserve(request, timeout=deadline, metadata=self._metadata())
+                response = await self._nodes.call("Reserve", request, deadline, self._metadata())
             except grpc.aio.AioRpcError as err:
                 raise reserve_error_from_rpc(err) from err
             except grpc.aio.UsageError as err:
@@ -677,7 +648,7 @@ class SeppClient:
                 try:
                     if _otel.trace_metadata() or self._acks is None:
                         # A traced ack keeps its own gRPC call, so the server's span is its child.
-                        await self._call("ack", self._ack, request, RETRYABLE_CODES)
+                        await self._call("ack", "Ack", request, RETRYABLE_CODES)
                     else:
                         await self._ack_coalesced(self._acks, request)
                 except grpc.aio.AioRpcError as err:
@@ -687,7 +658,7 @@ class SeppClient:
             if self._acks is not None:
                 await self._ack_coalesced(self._acks, request)
             else:
-                await self._call("ack", self._ack, request, RETRYABLE_CODES)
+                await self._call("ack", "Ack", request, RETRYABLE_CODES)
         except grpc.aio.AioRpcError as err:
             raise lease_error_from_rpc(err) from err
 
@@ -699,7 +670,7 @@ class SeppClient:
         except grpc.aio.AioRpcError as first:
             await self._retry_failed(
                 "ack",
-                self._ack,
+                "Ack",
                 request,
                 RETRYABLE_CODES,
                 self._rpc_timeout,
@@ -710,11 +681,11 @@ class SeppClient:
             raise ClientError(f"ack failed: {err}") from err
 
     async def _send_ack(self, request: pb.AckRequest) -> None:
-        await self._ack(request, timeout=self._rpc_timeout, metadata=self._auth or None)
+        await self._nodes.call("Ack", request, self._rpc_timeout, self._auth or None)
 
     async def _send_ack_batch(self, request: pb.AckBatchRequest) -> pb.AckBatchResponse:
-        response: pb.AckBatchResponse = await self._ack_batch(
-            request, timeout=self._rpc_timeout, metadata=self._auth or None
+        response: pb.AckBatchResponse = await self._nodes.call(
+            "AckBatch", request, self._rpc_timeout, self._auth or None
         )
         return response
 
@@ -736,7 +707,7 @@ class SeppClient:
             request.worker_id = lease.worker_id
         with _otel.client_span("nack", "Nack") if _OTEL else _NO_SPAN:
             try:
-                response = await self._call("nack", self._nack, request, RETRYABLE_CODES)
+                response = await self._call("nack", "Nack", request, RETRYABLE_CODES)
             except grpc.aio.AioRpcError as err:
                 raise lease_error_from_rpc(err) from err
         return bool(response.dead_lettered)
@@ -757,7 +728,7 @@ class SeppClient:
             request.worker_id = lease.worker_id
         with _otel.client_span("extend", "Extend") if _OTEL else _NO_SPAN:
             try:
-                response = await self._call("extend", self._extend, request, RETRYABLE_CODES)
+                response = await self._call("extend", "Extend", request, RETRYABLE_CODES)
             except grpc.aio.AioRpcError as err:
                 raise lease_error_from_rpc(err) from err
         expires_at = (
@@ -780,7 +751,7 @@ class SeppClient:
         with _otel.client_span("get_server_info", "GetServerInfo") if _OTEL else _NO_SPAN:
             try:
                 response = await self._call(
-                    "get_server_info", self._server_info, pb.GetServerInfoRequest(), RETRYABLE_CODES
+                    "get_server_info", "GetServerInfo", pb.GetServerInfoRequest(), RETRYABLE_CODES
                 )
             except grpc.aio.AioRpcError as err:
                 raise client_error_from_rpc(err) from err
@@ -794,7 +765,8 @@ class SeppClient:
     ) -> list[DeadLetterRecord]:
         """Remove and return up to `max_records` of the oldest dead-letter records.
 
-        Destructive, so never retried: a lost answer would lose the records. `max_records=0`
+        Destructive, so never retried: a lost answer would lose the records (a follower's
+        redirect to the cluster's leader is followed: it removed nothing). `max_records=0`
         returns [] without calling the server. An empty result can also mean the server keeps
         no dead letters (see `ServerInfo.dead_letter_retention_enabled`).
         """
@@ -809,7 +781,9 @@ class SeppClient:
             request.queue = queue
         with _otel.client_span("drain_dead_letters", "DrainDeadLetters") if _OTEL else _NO_SPAN:
             try:
-                response = await self._call("drain_dead_letters", self._drain, request, frozenset())
+                response = await self._call(
+                    "drain_dead_letters", "DrainDeadLetters", request, frozenset()
+                )
             except grpc.aio.AioRpcError as err:
                 raise client_error_from_rpc(err) from err
         records: list[DeadLetterRecord] = []
@@ -827,6 +801,55 @@ class SeppClient:
 def _serialize_batch(request: pb.EnqueueBatchRequest | bytes) -> bytes:
     """A batch for the wire; coalesced batches arrive already serialized and joined."""
     return request if isinstance(request, bytes) else request.SerializeToString()
+
+
+# The queue service's methods: per RPC, the request's serializer and the response's parser.
+_METHODS: dict[str, tuple[Callable[[Any], bytes], Callable[[bytes], Any]]] = {
+    "EnqueueBatch": (_serialize_batch, pb.EnqueueBatchResponse.FromString),
+    "EnqueueAtomic": (
+        pb.EnqueueBatchRequest.SerializeToString,
+        pb.EnqueueAtomicResponse.FromString,
+    ),
+    "Reserve": (pb.ReserveRequest.SerializeToString, pb.ReserveResponse.FromString),
+    "Ack": (pb.AckRequest.SerializeToString, pb.AckResponse.FromString),
+    "AckBatch": (pb.AckBatchRequest.SerializeToString, pb.AckBatchResponse.FromString),
+    "Nack": (pb.NackRequest.SerializeToString, pb.NackResponse.FromString),
+    "Extend": (pb.ExtendRequest.SerializeToString, pb.ExtendResponse.FromString),
+    "DrainDeadLetters": (
+        pb.DrainDeadLettersRequest.SerializeToString,
+        pb.DrainDeadLettersResponse.FromString,
+    ),
+    "CancelJob": (pb.CancelJobRequest.SerializeToString, pb.CancelJobResponse.FromString),
+    "UpsertSchedule": (pb.UpsertScheduleRequest.SerializeToString, pb.ScheduleInfo.FromString),
+    "DeleteSchedule": (
+        pb.DeleteScheduleRequest.SerializeToString,
+        pb.DeleteScheduleResponse.FromString,
+    ),
+    "ListSchedules": (
+        pb.ListSchedulesRequest.SerializeToString,
+        pb.ListSchedulesResponse.FromString,
+    ),
+    "PauseQueue": (pb.PauseQueueRequest.SerializeToString, pb.PauseQueueResponse.FromString),
+    "ResumeQueue": (pb.ResumeQueueRequest.SerializeToString, pb.ResumeQueueResponse.FromString),
+    "ListPauses": (pb.ListPausesRequest.SerializeToString, pb.ListPausesResponse.FromString),
+    "GetServerInfo": (
+        pb.GetServerInfoRequest.SerializeToString,
+        pb.GetServerInfoResponse.FromString,
+    ),
+}
+
+
+def _bind(channel: grpc.aio.Channel) -> dict[str, Unary]:
+    """The queue service's methods on `channel`, by RPC name."""
+    return {
+        name: channel.unary_unary(  # type: ignore[call-arg]
+            _SERVICE + name,
+            request_serializer=serialize,
+            response_deserializer=parse,
+            _registered_method=True,
+        )
+        for name, (serialize, parse) in _METHODS.items()
+    }
 
 
 def _stamp_trace(batch: pb.EnqueueBatchRequest) -> bool:
