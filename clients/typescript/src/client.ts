@@ -8,10 +8,12 @@
  * Every call has a deadline (`rpcTimeout`, or for reserve its wait plus 10 s), sends the API key and
  * the active trace context as metadata, and runs in an OpenTelemetry client span `sepp.<call>` when
  * the API is installed. Enqueue, cancel, the schedule and pause calls, ack, nack, extend and
- * getServerInfo follow the retry policy; reserve and drainDeadLetters are never retried.
+ * getServerInfo follow the retry policy; reserve and drainDeadLetters are never retried. Every call
+ * follows a cluster follower's redirect to the leader (see `cluster.ts`), which is no retry.
  */
 import * as grpc from "@grpc/grpc-js";
 import { AckPipeline } from "./acks.js";
+import { type Connection, Connections, isLeaderless, leaderFrom, MAX_REDIRECTS } from "./cluster.js";
 import {
   authorizationHeader,
   type ConnectOptions,
@@ -105,18 +107,19 @@ export class SeppClient {
   readonly rpcTimeout: number;
   /** Where the client's diagnostics go (the Worker's too, unless it is given its own). */
   readonly logger: Logger;
-  readonly #grpc: grpc.Client;
+  /** The connection calls go to: the configured address, or the cluster leader it redirected to. */
+  readonly #connections: Connections;
   readonly #authorization: string | undefined;
   /** The ack coalescing pipeline, unless `coalesceAcks` is false. */
   readonly #acks: AckPipeline | undefined;
 
   private constructor(
-    channel: grpc.Client,
+    connections: Connections,
     options: ConnectOptions,
     authorization: string | undefined,
     rpcTimeout: number,
   ) {
-    this.#grpc = channel;
+    this.#connections = connections;
     this.#authorization = authorization;
     this.retryPolicy = options.retryPolicy ?? new RetryPolicy();
     this.rpcTimeout = rpcTimeout;
@@ -158,8 +161,11 @@ export class SeppClient {
     if (authorization !== undefined && !tls) {
       logger.warn("API key configured without TLS; it will be sent to the server in plaintext", { addr });
     }
-    const channel = new grpc.Client(target, channelCredentials, settings);
-    const client = new SeppClient(channel, options, authorization, rpcTimeout);
+    // A cluster leader a follower redirects to is dialed just like the configured address.
+    const dial = (to: string) => new grpc.Client(to, channelCredentials, settings);
+    const channel = dial(target);
+    const connections = new Connections(target, channel, dial, logger);
+    const client = new SeppClient(connections, options, authorization, rpcTimeout);
     try {
       await connectChannel(channel, addr, timeout);
     } catch (error) {
@@ -171,9 +177,9 @@ export class SeppClient {
     return client;
   }
 
-  /** Closes the connection; calls in flight fail with a `TransportError`. */
+  /** Closes the connection (every one, after redirects); calls in flight fail with a `TransportError`. */
   close(): void {
-    this.#grpc.close();
+    this.#connections.close();
   }
 
   // ---- producer ----
@@ -643,11 +649,51 @@ export class SeppClient {
     throw mapped(outcome.error, map);
   }
 
-  /** One attempt of a call: rejects with the grpc-js status error. */
-  #call<Req, Resp>(
+  /**
+   * One attempt of a call: rejects with the grpc-js status error. A cluster follower's UNAVAILABLE
+   * naming the leader (`sepp-leader`) switches the client to the leader and re-sends the call at
+   * once, up to MAX_REDIRECTS times, within the same deadline: the follower executed nothing, so this
+   * is no retry and holds for every call. An UNAVAILABLE naming no leader from a followed leader
+   * sends the next attempt (the retry policy's, or the next call) back to the configured address.
+   */
+  async #call<Req, Resp>(
     method: Method<Req, Resp>,
     request: Req,
     deadlineMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Resp> {
+    const deadline = Date.now() + deadlineMs;
+    const operation = method.path.slice(method.path.lastIndexOf("/") + 1);
+    for (let redirects = 0; ; redirects++) {
+      const connection = this.#connections.current;
+      try {
+        return await this.#send(connection, method, request, deadline, signal);
+      } catch (error) {
+        const leader = leaderFrom(error);
+        if (leader !== undefined) {
+          if (redirects < MAX_REDIRECTS) {
+            if (this.#connections.follow(connection, leader, operation)) continue;
+            throw error;
+          }
+          this.logger.warn(`giving up on following the cluster leader after ${MAX_REDIRECTS} redirects`, {
+            operation,
+            addr: connection.target,
+            leader,
+          });
+        } else if (isLeaderless(error)) {
+          this.#connections.returnToSeed(connection, operation);
+        }
+        throw error;
+      }
+    }
+  }
+
+  /** One call on `connection`: rejects with the grpc-js status error. */
+  #send<Req, Resp>(
+    connection: Connection,
+    method: Method<Req, Resp>,
+    request: Req,
+    deadline: number,
     signal: AbortSignal | undefined,
   ) {
     return new Promise<Resp>((resolve, reject) => {
@@ -666,16 +712,18 @@ export class SeppClient {
         call.cancel();
         setImmediate(() => call.cancel());
       };
+      connection.begin();
       try {
-        call = this.#grpc.makeUnaryRequest(
+        call = connection.grpc.makeUnaryRequest(
           method.path,
           method.requestSerialize,
           method.responseDeserialize,
           request,
           metadata,
-          { deadline: Date.now() + deadlineMs },
+          { deadline },
           (error, response) => {
             signal?.removeEventListener("abort", onAbort);
+            connection.end();
             if (error) reject(error);
             else if (response === undefined)
               reject({ code: grpc.status.INTERNAL, details: "empty response" });
@@ -683,6 +731,7 @@ export class SeppClient {
           },
         );
       } catch (error) {
+        connection.end();
         // grpc-js throws when the channel was closed.
         reject({
           code: grpc.status.CANCELLED,

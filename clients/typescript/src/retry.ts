@@ -4,7 +4,8 @@
  * Retries are opt-in: the default policy makes one attempt. Only transient codes are retried
  * (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED); reserve and dead-letter drains never
  * are, and an enqueue carrying a job without an idempotency key does not retry the ambiguous codes
- * (DEADLINE_EXCEEDED, ABORTED), after which its jobs may already be written.
+ * (DEADLINE_EXCEEDED, ABORTED), after which its jobs may already be written. Following a cluster
+ * follower's redirect to the leader happens below this, in every call, and is no retry (`cluster.ts`).
  */
 import { status as Status } from "@grpc/grpc-js";
 import { ValidationError } from "./errors.js";

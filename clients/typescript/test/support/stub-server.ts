@@ -1,7 +1,8 @@
 /**
  * A stand-in QueueService on grpc-js, for what the real server cannot be made to do on demand:
- * fail with a chosen status, answer with malformed data, or never answer. It records every call
- * (method, request, metadata, deadline) so tests can check what the client put on the wire.
+ * fail with a chosen status (with metadata, such as a cluster follower's `sepp-leader`), answer
+ * with malformed data, or never answer. It records every call (method, request, metadata, deadline)
+ * so tests can check what the client put on the wire.
  */
 import { EventEmitter, once } from "node:events";
 import * as grpc from "@grpc/grpc-js";
@@ -10,8 +11,23 @@ import { QueueServiceService } from "../../src/gen/sepp/v1/queue.js";
 type Methods = typeof QueueServiceService;
 export type MethodName = keyof Methods;
 
-/** What a stub method does with one call: answer, fail with a status, or hang until the call ends. */
-export type StubAnswer = { response: unknown } | { code: grpc.status; details?: string } | "hang";
+/**
+ * What a stub method does with one call: answer, fail with a status (and metadata), or hang until
+ * the call ends.
+ */
+export type StubAnswer =
+  | { response: unknown }
+  | { code: grpc.status; details?: string; metadata?: Record<string, string> }
+  | "hang";
+
+/** The answer of a cluster follower that knows the leader is at `leader` (`host:port`). */
+export function redirectTo(leader: string): StubAnswer {
+  return {
+    code: grpc.status.UNAVAILABLE,
+    details: `this node is not the cluster's leader; the leader is at ${leader}`,
+    metadata: { "sepp-leader": leader },
+  };
+}
 
 export interface RecordedCall {
   method: MethodName;
@@ -58,9 +74,19 @@ export class StubServer {
         events.emit("call");
         const answer = answers[name]?.(call.request) ?? { code: grpc.status.UNIMPLEMENTED, details: "stub" };
         if (answer === "hang") return;
-        if ("response" in answer) callback(null, answer.response);
-        else
-          callback({ code: answer.code, details: answer.details ?? "stub failure", name: "", message: "" });
+        if ("response" in answer) {
+          callback(null, answer.response);
+          return;
+        }
+        const metadata = new grpc.Metadata();
+        for (const [key, value] of Object.entries(answer.metadata ?? {})) metadata.set(key, value);
+        callback({
+          code: answer.code,
+          details: answer.details ?? "stub failure",
+          metadata,
+          name: "",
+          message: "",
+        });
       };
     }
     server.addService(QueueServiceService as unknown as grpc.ServiceDefinition, implementation);
@@ -84,5 +110,15 @@ export class StubServer {
 
   stop(): void {
     this.server.forceShutdown();
+  }
+
+  /**
+   * Stops like a node going away: no new calls, and resolves once every connection is closed, so
+   * a client's next call to this address is refused.
+   */
+  stopGracefully(): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.server.tryShutdown((error) => (error ? reject(error) : resolve())),
+    );
   }
 }
