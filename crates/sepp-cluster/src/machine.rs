@@ -270,6 +270,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             save_snapshot(dir, meta, &data)
                 .map_err(|error| StorageError::from(StorageIOError::write_snapshot(Some(meta.signature()), &error)))?;
         }
+        tracing::info!(
+            snapshot = %meta.snapshot_id,
+            last_index = meta.last_log_id.map(|log_id| log_id.index),
+            bytes = data.len(),
+            "installed a snapshot from the leader"
+        );
         machine.state = state;
         machine.applied = meta.last_log_id;
         machine.membership = meta.last_membership.clone();

@@ -4,7 +4,6 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,9 +34,7 @@ fn bounce(server: &mut TestServer, stop: Stop) {
 }
 
 fn kill9(server: &mut TestServer) {
-    let sent = Command::new("kill").arg("-KILL").arg(server.pid().to_string()).status().expect("run kill");
-    assert!(sent.success(), "kill -KILL failed");
-    server.wait_exit(Duration::from_secs(20));
+    server.sigkill_and_wait();
 }
 
 /// Enqueues one job and returns its id (panics on any rejection).

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod crash_load;
 pub mod in_process;
 
@@ -462,6 +463,18 @@ impl TestServer {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Kills the server with SIGKILL (it dies wherever it is) and waits for it to be gone.
+    pub fn sigkill_and_wait(&mut self) {
+        let sent = Command::new("kill").arg("-KILL").arg(self.pid().to_string()).status().expect("run kill");
+        assert!(sent.success(), "kill -KILL failed");
+        self.wait_exit(Duration::from_secs(20));
+    }
+
+    /// Whether the server process runs (it was started and has not been stopped).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Stops the server gracefully and starts it again on the same data directory and config.

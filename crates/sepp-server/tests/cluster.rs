@@ -1,0 +1,217 @@
+//! Cluster mode with real binaries: three `sepp` processes on loopback made one cluster by
+//! `sepp cluster init`. Followers send clients to the leader; twenty SIGKILLs of the leader
+//! under load lose no acknowledged operation (the single node's crash check, run against the
+//! cluster); a node that missed a compacted log, and a node added to the running cluster, catch
+//! up from a snapshot; and every node ends with the same state.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::cluster::{ELECTION_TIMEOUT, TestCluster, sepp, start_node};
+use common::crash_load::{self, Ledger, cancel_some, produce, work};
+use common::*;
+use sepp_server::proto::v1 as pb;
+use tonic::Code;
+
+/// The followers of a cluster answer queue calls UNAVAILABLE and name the leader's client
+/// address; every node answers GetServerInfo with the same membership; `sepp cluster status`
+/// tells roles and replication.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_name_the_leader_and_every_node_describes_the_cluster() {
+    let cluster = TestCluster::start(3, "", "");
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    let leader_addr = format!("127.0.0.1:{}", cluster.node(leader).port());
+    for follower in (1..=3).filter(|id| *id != leader) {
+        let mut client = cluster.node(follower).raw_client().await;
+        let job = crash_load::new_job("q", b"to a follower");
+        let refused = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+        let named = refused.metadata().get("sepp-leader").and_then(|value| value.to_str().ok());
+        assert_eq!(named, Some(leader_addr.as_str()), "{refused:?}");
+        // A reserve, which clients never retry, is refused the same way: nothing ran.
+        let request = pb::ReserveRequest { queues: vec!["q".into()], ..Default::default() };
+        let refused = client.reserve(request).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+        assert!(refused.metadata().get("sepp-leader").is_some());
+
+        let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("any node answers").into_inner();
+        let view = info.cluster.expect("a cluster node describes its cluster");
+        assert_eq!(view.node_id, follower);
+        assert_eq!(view.role, "follower");
+        assert_eq!(view.leader_id, Some(leader));
+        assert_eq!(view.leader_addr, leader_addr);
+        assert_eq!(view.members.len(), 3);
+        assert!(view.members.iter().all(|member| member.voter));
+    }
+    let mut client = cluster.node(leader).raw_client().await;
+    let info = client.get_server_info(pb::GetServerInfoRequest {}).await.unwrap().into_inner();
+    let view = info.cluster.expect("the leader describes its cluster");
+    assert_eq!(view.role, "leader");
+    assert!(view.members.iter().all(|member| member.replication_lag.is_some()), "{view:?}");
+
+    let out = sepp(&["cluster", "status", "--json", "--node", &cluster.raft[leader as usize - 1]]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status is JSON");
+    assert_eq!(status["role"], "leader");
+    assert_eq!(status["members"].as_array().map(Vec::len), Some(3));
+    let text = sepp(&["cluster", "status", "--node", &cluster.raft[0]]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("leader") && text.contains(&leader_addr), "{text}");
+
+    // init again is refused: the nodes already belong to a cluster.
+    let again = sepp(&["cluster", "init", "--node", &cluster.raft[0]]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already belongs to a cluster"));
+}
+
+/// Producers, workers and a canceller run against the leader while it is killed with SIGKILL
+/// 20 times (and started again, as a follower). Afterwards every acknowledged enqueue that was
+/// not cancelled was delivered, nothing was delivered after its ack or cancel was acknowledged,
+/// each job's attempts only grew, and the three nodes hold the same state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_leader_kills_under_load_lose_no_acknowledged_operation() {
+    const KILLS: u64 = 20;
+    let mut cluster = TestCluster::start(3, "[limits]\ndefault_max_attempts = 100\n", "");
+    let queue = unique("failover");
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let next_payload = Arc::new(AtomicU64::new(0));
+    let clock = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut failovers = Vec::new();
+    let (mut leader, _, _) = cluster.serving_leader("probe").await;
+    for kill in 0..KILLS {
+        let stop = Arc::new(AtomicBool::new(false));
+        let addr = cluster.node(leader).addr();
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let producer = produce(addr.clone(), queue.clone(), ledger.clone(), stop.clone(), next_payload.clone());
+            tasks.push(tokio::spawn(producer));
+            let worker = work(addr.clone(), queue.clone(), ledger.clone(), stop.clone(), clock.clone());
+            tasks.push(tokio::spawn(worker));
+        }
+        tasks.push(tokio::spawn(cancel_some(addr.clone(), ledger.clone(), stop.clone(), clock.clone())));
+        // Kill after a varying amount of acknowledged work, not after a fixed time.
+        let target = ledger.lock().unwrap().enqueued.len() + 10 + (kill as usize * 7) % 30;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while ledger.lock().unwrap().enqueued.len() < target && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        cluster.node_mut(leader).sigkill_and_wait();
+        let killed_at = Instant::now();
+        // The two others elect a leader that serves: the failover, until a write is
+        // acknowledged again.
+        let (next, probe, _) = cluster.serving_leader("probe").await;
+        failovers.push(killed_at.elapsed());
+        assert_ne!(next, leader);
+        assert!(!probe.is_empty());
+        stop.store(true, Ordering::Relaxed);
+        for task in tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+        cluster.node_mut(leader).start_again();
+        leader = next;
+    }
+
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    crash_load::drain(cluster.node(leader).addr(), &queue, &ledger, &clock).await;
+    let ledger = ledger.lock().unwrap();
+    crash_load::check(&ledger, KILLS * 10, Some(KILLS));
+
+    // Every node applied the same entries into the same state.
+    let (_, last, _) = cluster.serving_leader("probe").await;
+    assert!(!last.is_empty());
+    let applied = cluster.status(leader, false).await.expect("leader status").last_applied_index.unwrap();
+    let fingerprints = cluster.fingerprints_at(applied).await;
+    assert!(fingerprints.windows(2).all(|pair| pair[0].1 == pair[1].1), "the nodes' states differ: {fingerprints:?}");
+
+    failovers.sort();
+    eprintln!(
+        "cluster crash loop: {KILLS} leader SIGKILLs, {} acknowledged enqueues, {} acknowledged cancels, \
+         {} deliveries, failover (kill to the next acknowledged write) median {:?}, max {:?}, in {:?}",
+        ledger.enqueued.len(),
+        ledger.cancelled.len(),
+        ledger.deliveries.values().map(Vec::len).sum::<usize>(),
+        failovers[failovers.len() / 2],
+        failovers.last().unwrap(),
+        started.elapsed()
+    );
+}
+
+/// With snapshots every 20 entries: a follower stopped while 300 jobs are enqueued finds the
+/// entries it missed dropped, and catches up from the leader's snapshot; so does a fourth
+/// node added to the running cluster (`sepp cluster add`), which then votes. A removed node
+/// leaves the membership. Every node ends with the same state, and the catching-up nodes
+/// serve every job once they lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_returning_follower_and_a_new_node_catch_up_from_snapshots() {
+    const KEYS: &str = "snapshot_after_entries = 20\n";
+    let mut cluster = TestCluster::start(3, "", KEYS);
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    let away = (1..=3).find(|id| *id != leader).unwrap();
+    cluster.node_mut(away).sigterm_and_wait();
+
+    let mut client = cluster.node(leader).raw_client().await;
+    let mut enqueued = HashMap::new();
+    for n in 0..300 {
+        let payload = format!("job-{n}");
+        let job = crash_load::new_job("catch-up", payload.as_bytes());
+        let response = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.unwrap();
+        let Some(pb::job_result::Outcome::Success(success)) = &response.get_ref().results[0].outcome else {
+            panic!("enqueue {n} failed: {response:?}");
+        };
+        enqueued.insert(success.job_id.clone(), payload);
+    }
+    let status = cluster.status(leader, false).await.unwrap();
+    assert!(status.snapshot_index.is_some(), "the leader took no snapshot: {status:?}");
+
+    // (A started process's output is new: waiting from its first line.)
+    cluster.node_mut(away).start_again();
+    let installed = cluster.node(away).wait_for_log("installed a snapshot from the leader", ELECTION_TIMEOUT);
+    assert!(installed.await.is_some(), "the returning node did not install a snapshot\n{}", cluster.node(away).logs());
+
+    // A fourth node joins through the real CLI, asked of a follower (which names the leader).
+    let (fourth, fourth_raft) = start_node(4, "", KEYS);
+    let follower = (1..=3).find(|id| *id != leader).unwrap();
+    let added = sepp(&["cluster", "add", &fourth_raft, "--json", "--node", &cluster.raft[follower as usize - 1]]);
+    assert!(added.status.success(), "sepp cluster add failed: {}", String::from_utf8_lossy(&added.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&added.stdout).unwrap();
+    let members = status["members"].as_array().unwrap();
+    assert_eq!(members.len(), 4);
+    assert!(members.iter().all(|member| member["voter"] == true), "{status}");
+    let joined = fourth.wait_for_log("installed a snapshot from the leader", ELECTION_TIMEOUT).await;
+    assert!(joined.is_some(), "the new node did not install a snapshot\n{}", fourth.logs());
+    cluster.nodes.push(fourth);
+    cluster.raft.push(fourth_raft);
+
+    let applied = cluster.status(leader, false).await.unwrap().last_applied_index.unwrap();
+    let fingerprints = cluster.fingerprints_at(applied).await;
+    assert_eq!(fingerprints.len(), 4);
+    assert!(fingerprints.windows(2).all(|pair| pair[0].1 == pair[1].1), "the nodes' states differ: {fingerprints:?}");
+
+    // The old leader leaves the membership; the others elect one of themselves, and it serves
+    // every job once (so the returning node's or the new node's state serves if it leads).
+    let removed = sepp(&["cluster", "remove", &leader.to_string(), "--json", "--node", &cluster.raft[3]]);
+    assert!(removed.status.success(), "sepp cluster remove failed: {}", String::from_utf8_lossy(&removed.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&removed.stdout).unwrap();
+    assert_eq!(status["members"].as_array().map(Vec::len), Some(3), "{status}");
+    cluster.node_mut(leader).sigterm_and_wait();
+    let (next, _, _) = cluster.serving_leader("probe").await;
+    assert_ne!(next, leader);
+    let mut client = cluster.node(next).raw_client().await;
+    let mut served = HashMap::new();
+    loop {
+        let jobs = crash_load::reserve(&mut client, "catch-up", 60_000, 0).await;
+        if jobs.is_empty() {
+            break;
+        }
+        for job in jobs {
+            let payload = String::from_utf8(job.payload.unwrap().data).unwrap();
+            assert!(served.insert(job.id, payload).is_none(), "a job was served twice");
+        }
+    }
+    assert_eq!(served, enqueued);
+}
