@@ -118,15 +118,12 @@ async fn twenty_leader_kills_under_load_lose_no_acknowledged_operation() {
 
     let (leader, _, _) = cluster.serving_leader("probe").await;
     crash_load::drain(cluster.node(leader).addr(), &queue, &ledger, &clock).await;
-    let ledger = ledger.lock().unwrap();
-    crash_load::check(&ledger, KILLS * 10, Some(KILLS));
-
     // Every node applied the same entries into the same state.
-    let (_, last, _) = cluster.serving_leader("probe").await;
-    assert!(!last.is_empty());
     let applied = cluster.status(leader, false).await.expect("leader status").last_applied_index.unwrap();
     let fingerprints = cluster.fingerprints_at(applied).await;
     assert!(fingerprints.windows(2).all(|pair| pair[0].1 == pair[1].1), "the nodes' states differ: {fingerprints:?}");
+    let ledger = ledger.lock().unwrap();
+    crash_load::check(&ledger, KILLS * 10, Some(KILLS));
 
     failovers.sort();
     eprintln!(
@@ -214,4 +211,77 @@ async fn a_returning_follower_and_a_new_node_catch_up_from_snapshots() {
         }
     }
     assert_eq!(served, enqueued);
+}
+
+/// Acknowledged enqueues of `count` jobs to `queue` on node `id`, by payload.
+async fn enqueue_acknowledged(cluster: &TestCluster, id: u64, queue: &str, prefix: &str, count: usize) -> Vec<String> {
+    let mut client = QueueServiceClient::new(cluster.node(id).channel().await);
+    let mut payloads = Vec::new();
+    for n in 0..count {
+        let payload = format!("{prefix}-{n}");
+        let job = crash_load::new_job(queue, payload.as_bytes());
+        let response = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.expect("enqueue");
+        assert!(matches!(response.get_ref().results[0].outcome, Some(pb::job_result::Outcome::Success(_))));
+        payloads.push(payload);
+    }
+    payloads
+}
+
+/// Each node in its own network namespace. The leader, cut off from the other two, stops
+/// acknowledging writes; the two elect a leader and serve; after the link comes back every
+/// node converges to one state, which holds every acknowledged write and none of the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_minority_stops_acknowledging_and_the_majority_serves() {
+    let netns = match common::netns::Netns::create(3) {
+        Ok(netns) => netns,
+        Err(why) => {
+            eprintln!("skipped: network namespaces are not available here ({why})");
+            return;
+        }
+    };
+    let cluster = TestCluster::start_in(&netns, "");
+    let (old, _, _) = cluster.serving_leader("probe").await;
+    let mut acknowledged = enqueue_acknowledged(&cluster, old, "split", "before", 20).await;
+
+    netns.cut(old);
+    // The minority acknowledges nothing: each write waits for a quorum it cannot reach.
+    let mut minority = QueueServiceClient::new(cluster.node(old).channel().await);
+    let mut unacknowledged = Vec::new();
+    for n in 0..3 {
+        let payload = format!("minority-{n}");
+        let job = crash_load::new_job("split", payload.as_bytes());
+        let mut request = tonic::Request::new(pb::EnqueueBatchRequest { jobs: vec![job] });
+        request.set_timeout(Duration::from_secs(2));
+        let refused = minority.enqueue_batch(request).await;
+        assert!(refused.is_err(), "the cut-off leader acknowledged a write: {refused:?}");
+        unacknowledged.push(payload);
+    }
+    let majority: Vec<u64> = (1..=3).filter(|id| *id != old).collect();
+    let (new, _, _) = cluster.serving_leader_among(&majority, "probe").await;
+    acknowledged.extend(enqueue_acknowledged(&cluster, new, "split", "during", 20).await);
+    assert!(cluster.try_enqueue(old, "probe").await.is_none(), "the minority acknowledged a write");
+
+    netns.heal(old);
+    let applied = cluster.status(new, false).await.unwrap().last_applied_index.unwrap();
+    let fingerprints = cluster.fingerprints_at(applied).await;
+    assert_eq!(fingerprints.len(), 3);
+    assert!(fingerprints.windows(2).all(|pair| pair[0].1 == pair[1].1), "the nodes' states differ: {fingerprints:?}");
+    // The old leader follows now, and names the new one.
+    let info = cluster.node(old).raw_client().await.get_server_info(pb::GetServerInfoRequest {}).await.unwrap();
+    let view = info.into_inner().cluster.unwrap();
+    assert_eq!((view.role.as_str(), view.leader_id), ("follower", Some(new)));
+
+    let mut client = cluster.node(new).raw_client().await;
+    let mut served = Vec::new();
+    loop {
+        let jobs = crash_load::reserve(&mut client, "split", 60_000, 0).await;
+        if jobs.is_empty() {
+            break;
+        }
+        served.extend(jobs.into_iter().map(|job| String::from_utf8(job.payload.unwrap().data).unwrap()));
+    }
+    served.sort();
+    acknowledged.sort();
+    assert_eq!(served, acknowledged, "the jobs after healing are not exactly the acknowledged ones");
+    assert!(unacknowledged.iter().all(|payload| !served.contains(payload)));
 }

@@ -11,6 +11,7 @@ use sepp_cluster::network::proto::{ClusterStatus, StatusRequest};
 use sepp_server::proto::v1 as pb;
 use tonic::transport::Channel;
 
+use super::netns::Netns;
 use super::{QueueServiceClient, STARTUP_TIMEOUT, TestServer, loopback_port, sepp_command};
 
 /// Raft timings for nodes on one machine: elections within about a second.
@@ -63,7 +64,28 @@ pub fn sepp(args: &[&str]) -> Output {
 impl TestCluster {
     /// `count` nodes with `extra` and `cluster_keys` (see [`start_node`]), made one cluster.
     pub fn start(count: u64, extra: &str, cluster_keys: &str) -> TestCluster {
-        let (nodes, raft): (Vec<_>, Vec<_>) = (1..=count).map(|id| start_node(id, extra, cluster_keys)).unzip();
+        let (nodes, raft) = (1..=count).map(|id| start_node(id, extra, cluster_keys)).unzip();
+        TestCluster::init(nodes, raft)
+    }
+
+    /// A cluster of one node in each of `netns`'s namespaces: Raft on the cluster network,
+    /// clients on the client network.
+    pub fn start_in(netns: &Netns, extra: &str) -> TestCluster {
+        let (nodes, raft) = (1..=netns.count())
+            .map(|id| {
+                let (api, raft) = (netns.api_ip(id), netns.cluster_ip(id));
+                let fragment = format!(
+                    "{extra}\n[server]\nlisten_addr = \"{api}:50051\"\n\
+                     [cluster]\nnode_id = {id}\nlisten_addr = \"{raft}:50052\"\n{TIMINGS}"
+                );
+                (TestServer::start_in_netns(&netns.name(id), &api, &fragment), format!("{raft}:50052"))
+            })
+            .unzip();
+        TestCluster::init(nodes, raft)
+    }
+
+    /// Makes `nodes` one cluster with `sepp cluster init`.
+    fn init(nodes: Vec<TestServer>, raft: Vec<String>) -> TestCluster {
         let mut args = vec!["cluster", "init", "--node", raft[0].as_str()];
         for peer in &raft[1..] {
             args.extend(["--peer", peer.as_str()]);
@@ -97,9 +119,14 @@ impl TestCluster {
     /// Waits until a running node serves writes: an enqueue of one job to `queue` is
     /// acknowledged. Returns that node, the job's id, and how long it took.
     pub async fn serving_leader(&self, queue: &str) -> (u64, String, Duration) {
+        self.serving_leader_among(&self.running(), queue).await
+    }
+
+    /// Like [`TestCluster::serving_leader`], asking only the nodes `among`.
+    pub async fn serving_leader_among(&self, among: &[u64], queue: &str) -> (u64, String, Duration) {
         let started = Instant::now();
         loop {
-            for id in self.running() {
+            for id in among.iter().copied() {
                 if let Some(job_id) = self.try_enqueue(id, queue).await {
                     return (id, job_id, started.elapsed());
                 }
@@ -126,10 +153,15 @@ impl TestCluster {
     /// Waits until every running node has applied at least `index`, and returns their state
     /// fingerprints by node, taken at the same applied entry.
     pub async fn fingerprints_at(&self, index: u64) -> Vec<(u64, u64)> {
+        self.fingerprints_among(&self.running(), index).await
+    }
+
+    /// Like [`TestCluster::fingerprints_at`], of the nodes `among`.
+    pub async fn fingerprints_among(&self, among: &[u64], index: u64) -> Vec<(u64, u64)> {
         let started = Instant::now();
         loop {
             let mut found = Vec::new();
-            for id in self.running() {
+            for id in among.iter().copied() {
                 if let Ok(status) = self.status(id, true).await
                     && status.fingerprint_index.is_some_and(|applied| applied >= index)
                 {
@@ -137,7 +169,7 @@ impl TestCluster {
                 }
             }
             let same_index = found.windows(2).all(|pair| pair[0].1 == pair[1].1);
-            if found.len() == self.running().len() && same_index {
+            if found.len() == among.len() && same_index {
                 return found.into_iter().map(|(id, _, fingerprint)| (id, fingerprint)).collect();
             }
             assert!(started.elapsed() < ELECTION_TIMEOUT, "the nodes did not all apply entry {index}: {found:?}");

@@ -9,6 +9,7 @@
 pub mod cluster;
 pub mod crash_load;
 pub mod in_process;
+pub mod netns;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -55,7 +56,19 @@ pub const PARKING_LOG: (&str, &str) = ("RUST_LOG", "sepp=info,sepp_server::commi
 /// A `Command` for the binary under test with a clean environment: no `SEPP_*` variable of the
 /// test process leaks into the server's configuration.
 pub fn sepp_command() -> Command {
-    let mut command = Command::new(sepp_bin());
+    sepp_command_in(None)
+}
+
+/// Like [`sepp_command`], run in the network namespace `netns` when given (`ip netns exec`).
+pub fn sepp_command_in(netns: Option<&str>) -> Command {
+    let mut command = match netns {
+        Some(netns) => {
+            let mut command = Command::new("ip");
+            command.args(["netns", "exec", netns]).arg(sepp_bin());
+            command
+        }
+        None => Command::new(sepp_bin()),
+    };
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().to_ascii_uppercase().starts_with("SEPP_") {
             command.env_remove(name);
@@ -233,6 +246,10 @@ pub struct TestServer {
     env: Vec<(String, String)>,
     /// The largest file the server may write (`RLIMIT_FSIZE`), when limited.
     file_size_limit: Option<u64>,
+    /// The network namespace the server runs in, and the address it serves at there (the
+    /// loopback address otherwise).
+    netns: Option<String>,
+    host: String,
 }
 
 impl TestServer {
@@ -286,7 +303,21 @@ impl TestServer {
             port: 0,
             env,
             file_size_limit: None,
+            netns: None,
+            host: "127.0.0.1".into(),
         }
+    }
+
+    /// Like [`TestServer::start`], in the network namespace `netns`, where the configuration
+    /// (`toml_extra`) makes it listen on `host`.
+    pub fn start_in_netns(netns: &str, host: &str, toml_extra: &str) -> TestServer {
+        let dir = TempDir::new().expect("temporary directory");
+        let contents = render_config(dir.path(), toml_extra);
+        let mut server = TestServer::unstarted(dir, &contents, &[]);
+        server.netns = Some(netns.into());
+        server.host = host.into();
+        server.spawn();
+        server
     }
 
     /// Starts later runs of this server without a file size limit.
@@ -295,7 +326,7 @@ impl TestServer {
     }
 
     fn spawn(&mut self) {
-        let mut command = sepp_command();
+        let mut command = sepp_command_in(self.netns.as_deref());
         if let Some(bytes) = self.file_size_limit {
             limit_file_size(&mut command, bytes);
         }
@@ -319,7 +350,11 @@ impl TestServer {
                 self.stderr.text()
             );
         };
-        self.port = loopback_port(&line).unwrap_or_else(|| panic!("no 127.0.0.1:<port> in {line:?}"));
+        let host = format!("{}:", self.host);
+        let port = line.find(&host).and_then(|at| {
+            line[at + host.len()..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()
+        });
+        self.port = port.unwrap_or_else(|| panic!("no {host}<port> in {line:?}"));
     }
 
     pub fn port(&self) -> u16 {
@@ -343,7 +378,7 @@ impl TestServer {
     }
 
     pub fn addr(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}:{}", self.host, self.port)
     }
 
     pub fn dir(&self) -> &Path {
