@@ -82,7 +82,8 @@
 //!
 //! ## Behaviour worth knowing
 //!
-//! - **Connecting** is eager (5 s timeout). The address may be `host:port`, `http://…` or
+//! - **Connecting** to the given address is eager (5 s timeout); a cluster leader the client
+//!   is redirected to is dialed on its first call. The address may be `host:port`, `http://…` or
 //!   `https://…`; `https://` or any TLS option turns TLS on (cargo feature `tls`: rustls with
 //!   the platform roots, a custom CA, or a server-name override). HTTP/2 keepalive pings every
 //!   30 s (10 s timeout), also while idle, so long polls survive proxies. The `user-agent` is
@@ -95,6 +96,8 @@
 //!   RESOURCE_EXHAUSTED only. Reserve and dead-letter drains are never retried, and an enqueue
 //!   in which any job lacks an idempotency key (an empty key counts as none) does not retry
 //!   DEADLINE_EXCEEDED or ABORTED, after which its jobs may already exist.
+//! - **Clusters**: a call that reaches a node which is not the leader is sent to the leader at
+//!   once, whatever the retry policy (see [Clusters](#clusters)).
 //! - **Message size**: responses are limited to tonic's 4 MiB unless
 //!   [`max_receive_message_bytes`](client::SeppClientBuilder::max_receive_message_bytes) says
 //!   otherwise; the server allows 16 MiB. A reserve answer over the limit fails after the server
@@ -108,11 +111,60 @@
 //!   lease is lost is aborted and its job left alone. Shutdown waits for every in-flight job,
 //!   without a deadline: bound your handlers (for example with `tokio::time::timeout`).
 //!
+//! ## Clusters
+//!
+//! A sepp cluster runs three or more nodes, and only its leader serves the queue calls. Give
+//! [`SeppClient::connect`](client::SeppClient::connect) (or the builder) the address of any
+//! node. A node that is not the leader refuses each call with UNAVAILABLE before doing any of
+//! it and, when it knows the leader, names the leader's address (`host:port`, in the response
+//! metadata entry `sepp-leader`). The client then switches to the leader and sends the same call
+//! there at once:
+//!
+//! - The leader's channel gets everything the client was configured with: plaintext or TLS
+//!   (with the same trusted roots or CA, the same TLS configuration and the same server-name
+//!   override), the API key, the connect timeout, keepalive, user agent and receive limit; the
+//!   call keeps its deadline, which covers the redirects. With TLS, each node's certificate must
+//!   be valid for the name the client checks: the node's host, or the override when one is set.
+//!   The leader's channel connects on its first call (within the 5 s connect timeout), so a
+//!   leader that is down fails that call quickly.
+//! - Each switch is logged at info level, `following the cluster leader` with the fields `to`
+//!   and `from`. Later calls, from every clone of the client and from a
+//!   [`Worker`](worker::Worker) built on it, go straight to the leader. The channel switched
+//!   away from closes when the calls still running on it have ended; those calls finish or fail
+//!   normally. When several calls are redirected at once, one of them switches and the others
+//!   follow it.
+//! - Sending a redirected call again is not a retry, because the node that refused it executed
+//!   nothing: it does not use up an attempt of the [`RetryPolicy`](client::RetryPolicy), it
+//!   happens with the default policy (one attempt), and it applies to every call, reserve and
+//!   `drain_dead_letters` included, although those two are otherwise never retried.
+//! - An attempt follows at most 3 redirects, because nodes that disagree during an election can
+//!   send a call round in a circle (a warning is logged). After that the UNAVAILABLE fails the
+//!   attempt like any other: the retry policy may try again (and each new attempt may again
+//!   follow up to 3 redirects), or the call fails with
+//!   [`ClientError::Transport`](client::ClientError::Transport).
+//! - A node that knows no leader, because an election is running, answers a plain UNAVAILABLE:
+//!   a transient failure like any other, for the retry policy.
+//! - When a leader the client followed fails with UNAVAILABLE and names no leader (it stopped, so
+//!   the connection is refused, or it lost its leadership), the call fails or is retried as
+//!   usual, and the client goes back to the address it was configured with: the retry policy's
+//!   next attempt, or the next call, asks that node who leads now. Until the election that
+//!   follows has ended, the other nodes still name the old leader, or none. To get through a
+//!   failover without errors, give the client a retry policy whose backoffs add up to more than
+//!   the cluster's election time (a few election timeouts).
+//! - A leader that loses its leadership while a write is being committed answers ABORTED: the
+//!   outcome is unknown. The retry rules treat it like any other ABORTED, so an enqueue with a
+//!   job that has no idempotency key is not retried.
+//!
+//! A client made with [`SeppClient::from_channel`](client::SeppClient::from_channel) cannot dial
+//! another address, so it does not follow the leader: a node that is not the leader fails its
+//! calls with [`ClientError::Transport`](client::ClientError::Transport) (UNAVAILABLE, with a
+//! message that names the leader). Give such a client a channel to the leader, or use `connect`.
+//!
 //! ## Logging and OpenTelemetry
 //!
-//! Logs are `tracing` events (info: connect, worker start and stop; warn: retries, skipped
-//! jobs, reserve errors, unhandled types, handler errors; error: connect failures, panics, lost
-//! leases, failed acks and nacks). Every call runs in a `tracing` span named `sepp.<call>`
+//! Logs are `tracing` events (info: connect, following a cluster's leader, worker start and
+//! stop; warn: retries, giving up on redirects, skipped jobs, reserve errors, unhandled types,
+//! handler errors; error: connect failures, panics, lost leases, failed acks and nacks). Every call runs in a `tracing` span named `sepp.<call>`
 //! (`sepp.enqueue`, `sepp.reserve`, `sepp.ack`, …) with `otel.kind = "client"`, and each job
 //! the Worker handles runs in a root span `sepp.process` with `otel.kind = "consumer"`.
 //!
@@ -142,7 +194,8 @@
 //!   only zero.
 //! - Additions: accessors such as [`JobCtx::lease_expiry`], [`EnqueueRequest::queue`],
 //!   [`ReserveOptions::queues`], [`JobRejection::is_transient`] and
-//!   [`Worker::worker_id`](worker::Worker::worker_id).
+//!   [`Worker::worker_id`](worker::Worker::worker_id); following a cluster's leader (see
+//!   [Clusters](#clusters)).
 //!
 //! Compared with the Python client, this crate treats an empty idempotency key as none, makes
 //! no call for `drain_dead_letters(_, 0)`, refuses jobs without `enqueued_at` or
@@ -156,8 +209,8 @@ mod otel;
 mod types;
 pub mod worker;
 
-/// The generated wire types and client stub of `sepp.v1`.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
+/// The generated wire types of `sepp.v1` (the client sends them itself: see `client::wire`).
+#[allow(missing_docs, dead_code, clippy::all, clippy::pedantic)]
 mod proto {
     tonic::include_proto!("sepp.v1");
 }

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
-use tonic::transport::Endpoint;
 #[cfg(feature = "tls")]
 use tonic::transport::{Certificate, ClientTlsConfig};
+use tonic::transport::{Channel, Endpoint};
 
+use super::cluster::Route;
+use super::wire::Node;
 use super::{ClientError, RetryPolicy, SeppClient};
 
 /// How long the initial connection may take.
@@ -137,43 +139,41 @@ impl SeppClientBuilder {
         self
     }
 
-    /// Connects (eagerly, within 5 s) and returns the client.
+    /// Connects (eagerly, within 5 s) and returns the client. In a cluster, `addr` may be any
+    /// node: calls follow the leader it names (see [`SeppClient`]).
     pub async fn connect(self) -> Result<SeppClient, ClientError> {
         let interceptor = match &self.api_key {
             Some(key) => ApiKeyInterceptor::new(key)?,
             None => ApiKeyInterceptor::none(),
         };
-        let (uri, tls) = target(&self.addr, self.tls_requested())
-            .map_err(|reason| ClientError::Connect { addr: self.addr.clone(), reason })?;
+        let connect_error = |reason: String| ClientError::Connect { addr: self.addr.clone(), reason };
+        let (host_port, tls) = target(&self.addr, self.tls_requested()).map_err(connect_error)?;
         let auth = interceptor.header.is_some();
         if auth && !tls {
             tracing::warn!(addr = %self.addr, "API key configured without TLS; it will be sent to the server in plaintext");
         }
-        let connect_error =
-            |error: &dyn std::error::Error| ClientError::Connect { addr: self.addr.clone(), reason: root_cause(error) };
-        let endpoint = Endpoint::from_shared(uri)
-            .map_err(|error| connect_error(&error))?
-            .connect_timeout(CONNECT_TIMEOUT)
-            .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
-            .keep_alive_timeout(KEEPALIVE_TIMEOUT)
-            .keep_alive_while_idle(true)
-            .user_agent(USER_AGENT)
-            .map_err(|error| connect_error(&error))?;
-        let endpoint = self.with_tls(endpoint, tls)?;
-        let channel = match endpoint.connect().await {
+        let dialer = Dialer {
+            tls,
+            #[cfg(feature = "tls")]
+            tls_config: self.effective_tls_config(tls),
+            interceptor,
+            max_receive_message_bytes: self.max_receive_message_bytes,
+        };
+        #[cfg(not(feature = "tls"))]
+        if tls {
+            return Err(connect_error("TLS (an https:// address) needs sepp-client's `tls` cargo feature".to_owned()));
+        }
+        let channel = match dialer.endpoint(&host_port).map_err(connect_error)?.connect().await {
             Ok(channel) => channel,
             Err(error) => {
-                let error = connect_error(&error);
+                let error = connect_error(root_cause(&error));
                 tracing::error!(%error, "could not connect to the sepp server");
                 return Err(error);
             }
         };
         tracing::info!(addr = %self.addr, tls, auth, "connected to the sepp server");
-        let mut client = SeppClient::with_interceptor(channel, interceptor, self.retry_policy, self.rpc_timeout);
-        if let Some(limit) = self.max_receive_message_bytes {
-            client.inner = client.inner.max_decoding_message_size(limit);
-        }
-        Ok(client)
+        let node = dialer.node(host_port.clone(), channel);
+        Ok(SeppClient::new(Route::following(host_port, dialer, node), self.retry_policy, self.rpc_timeout))
     }
 
     #[cfg(feature = "tls")]
@@ -186,10 +186,11 @@ impl SeppClientBuilder {
         false
     }
 
+    /// The TLS configuration every channel gets, when `tls`.
     #[cfg(feature = "tls")]
-    fn with_tls(&self, endpoint: Endpoint, tls: bool) -> Result<Endpoint, ClientError> {
+    fn effective_tls_config(&self, tls: bool) -> Option<ClientTlsConfig> {
         if !tls {
-            return Ok(endpoint);
+            return None;
         }
         let options = &self.tls;
         let mut config = match &options.config {
@@ -203,20 +204,61 @@ impl SeppClientBuilder {
         if let Some(domain) = &options.domain {
             config = config.domain_name(domain.clone());
         }
-        endpoint
-            .tls_config(config)
-            .map_err(|error| ClientError::Connect { addr: self.addr.clone(), reason: root_cause(&error) })
+        Some(config)
     }
+}
 
-    #[cfg(not(feature = "tls"))]
-    fn with_tls(&self, endpoint: Endpoint, tls: bool) -> Result<Endpoint, ClientError> {
-        if tls {
-            return Err(ClientError::Connect {
-                addr: self.addr.clone(),
-                reason: "TLS (an https:// address) needs sepp-client's `tls` cargo feature".to_owned(),
-            });
+/// How to open a channel to a node: the settings of the configured address (TLS and its
+/// configuration, timeouts, keepalive, user agent, API key, receive limit), applied to it and
+/// to every cluster leader the client follows.
+pub(crate) struct Dialer {
+    tls: bool,
+    #[cfg(feature = "tls")]
+    tls_config: Option<ClientTlsConfig>,
+    interceptor: ApiKeyInterceptor,
+    max_receive_message_bytes: Option<usize>,
+}
+
+impl Dialer {
+    /// The endpoint of `host_port` (an address without a scheme), with every setting.
+    fn endpoint(&self, host_port: &str) -> Result<Endpoint, String> {
+        let uri = format!("{}://{host_port}", if self.tls { "https" } else { "http" });
+        let endpoint = Endpoint::from_shared(uri)
+            .map_err(|error| root_cause(&error))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+            .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+            .keep_alive_while_idle(true)
+            .user_agent(USER_AGENT)
+            .map_err(|error| root_cause(&error))?;
+        #[cfg(feature = "tls")]
+        if let Some(config) = &self.tls_config {
+            return endpoint.tls_config(config.clone()).map_err(|error| root_cause(&error));
         }
         Ok(endpoint)
+    }
+
+    /// A plaintext dialer without an API key, for tests.
+    #[cfg(test)]
+    pub(crate) fn plain() -> Self {
+        Self {
+            tls: false,
+            #[cfg(feature = "tls")]
+            tls_config: None,
+            interceptor: ApiKeyInterceptor::none(),
+            max_receive_message_bytes: None,
+        }
+    }
+
+    /// The node `host_port` on `channel`.
+    fn node(&self, host_port: String, channel: Channel) -> Node {
+        Node::new(Some(host_port), channel, self.interceptor.clone(), self.max_receive_message_bytes)
+    }
+
+    /// A node on a new channel to `host_port`. The channel connects on its first call (within
+    /// the connect timeout), so an address that is down fails that call with UNAVAILABLE.
+    pub(crate) fn dial(&self, host_port: &str) -> Result<Node, String> {
+        Ok(self.node(host_port.to_owned(), self.endpoint(host_port)?.connect_lazy()))
     }
 }
 
@@ -233,8 +275,8 @@ impl fmt::Debug for SeppClientBuilder {
     }
 }
 
-/// The URI to dial and whether it uses TLS. `host:port` is accepted as well as `http://` and
-/// `https://` addresses; `https://` or an explicit TLS option means TLS.
+/// The `host:port` to dial and whether it uses TLS. `host:port` is accepted as well as `http://`
+/// and `https://` addresses; `https://` or an explicit TLS option means TLS.
 pub(crate) fn target(addr: &str, tls_requested: bool) -> Result<(String, bool), String> {
     let (rest, scheme_tls) = if let Some(rest) = strip_scheme(addr, "https://") {
         (rest, true)
@@ -250,8 +292,7 @@ pub(crate) fn target(addr: &str, tls_requested: bool) -> Result<(String, bool), 
     if rest.contains("://") {
         return Err("only http:// and https:// addresses are supported".to_owned());
     }
-    let tls = scheme_tls || tls_requested;
-    Ok((format!("{}://{rest}", if tls { "https" } else { "http" }), tls))
+    Ok((rest.to_owned(), scheme_tls || tls_requested))
 }
 
 fn strip_scheme<'a>(addr: &'a str, scheme: &str) -> Option<&'a str> {
@@ -312,16 +353,16 @@ mod tests {
 
     #[test]
     fn addresses_with_and_without_a_scheme_are_accepted() {
-        assert_eq!(target("127.0.0.1:50051", false), Ok(("http://127.0.0.1:50051".into(), false)));
-        assert_eq!(target("http://127.0.0.1:50051", false), Ok(("http://127.0.0.1:50051".into(), false)));
-        assert_eq!(target("HTTP://host:1/", false), Ok(("http://host:1".into(), false)));
-        assert_eq!(target("localhost:50051", true), Ok(("https://localhost:50051".into(), true)));
+        assert_eq!(target("127.0.0.1:50051", false), Ok(("127.0.0.1:50051".into(), false)));
+        assert_eq!(target("http://127.0.0.1:50051", false), Ok(("127.0.0.1:50051".into(), false)));
+        assert_eq!(target("HTTP://host:1/", false), Ok(("host:1".into(), false)));
+        assert_eq!(target("localhost:50051", true), Ok(("localhost:50051".into(), true)));
     }
 
     #[test]
     fn https_implies_tls_and_a_tls_option_upgrades_http() {
-        assert_eq!(target("https://sepp.example:443", false), Ok(("https://sepp.example:443".into(), true)));
-        assert_eq!(target("http://sepp.example:443", true), Ok(("https://sepp.example:443".into(), true)));
+        assert_eq!(target("https://sepp.example:443", false), Ok(("sepp.example:443".into(), true)));
+        assert_eq!(target("http://sepp.example:443", true), Ok(("sepp.example:443".into(), true)));
     }
 
     #[test]

@@ -5,16 +5,22 @@
 //! Every call runs in a `tracing` span named `sepp.<call>` (`otel.kind = "client"`), carries
 //! the current trace context as `traceparent`/`tracestate` metadata (with the `opentelemetry`
 //! feature), and has a deadline: `rpc_timeout` (30 s), or for reserve its wait plus 10 s.
+//! Against a cluster, every call follows a follower's redirect to the leader (see the crate's
+//! Clusters section), which is no retry.
 
 mod builder;
+mod cluster;
 mod error;
 mod retry;
+mod wire;
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use tonic::service::interceptor::InterceptedService;
+use prost::Message;
+use prost::bytes::Bytes;
 use tonic::transport::Channel;
 use tonic::{Response, Status};
 use tracing::Instrument;
@@ -24,23 +30,23 @@ pub use builder::{ApiKeyInterceptor, SeppClientBuilder};
 pub use error::{CancelError, ClientError, EnqueueError, LeaseError, ReserveError};
 pub use retry::{RetryDirective, RetryPolicy};
 
-use crate::proto::queue_service_client::QueueServiceClient;
 use crate::types::Lease;
 use crate::{
     AtomicEnqueueError, DeadLetterRecord, EnqueueAck, EnqueueRequest, Job, JobCtx, JobRejection, JobValidationError,
     ReserveOptions, ServerInfo, convert, otel, proto as pb,
 };
+use cluster::Route;
 use retry::{RetryScope, with_retries};
-
-type Inner = QueueServiceClient<InterceptedService<Channel, ApiKeyInterceptor>>;
+use wire::{Node, Rpc};
 
 /// Slack added to a reserve's wait for its call deadline, so the server answers (empty) before
 /// the deadline fires.
 const RESERVE_DEADLINE_SLACK: Duration = Duration::from_secs(10);
 
-/// A connection to a sepp server. Cheap to clone: clones share the channel, the retry policy and
-/// the timeout, and it is `Send + Sync`. There is nothing to close: dropping the last clone
-/// closes the connection.
+/// A connection to a sepp server, or to the leader of a sepp cluster, which it follows (see the
+/// crate's [Clusters](crate#clusters) section). Cheap to clone: clones share the channel (and
+/// follow the leader together), the retry policy and the timeout, and it is `Send + Sync`. There
+/// is nothing to close: dropping the last clone closes the connection.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -66,7 +72,7 @@ const RESERVE_DEADLINE_SLACK: Duration = Duration::from_secs(10);
 /// ```
 #[derive(Clone)]
 pub struct SeppClient {
-    inner: Inner,
+    route: Arc<Route>,
     retry_policy: RetryPolicy,
     rpc_timeout: Duration,
 }
@@ -74,6 +80,7 @@ pub struct SeppClient {
 impl fmt::Debug for SeppClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SeppClient")
+            .field("addr", &self.route.current().name())
             .field("retry_policy", &self.retry_policy)
             .field("rpc_timeout", &self.rpc_timeout)
             .finish_non_exhaustive()
@@ -96,18 +103,18 @@ impl SeppClient {
     }
 
     /// Wraps an existing channel: no API key, no retries, the 30 s call deadline.
+    ///
+    /// Such a client cannot dial another address, so it does not follow a cluster's leader: a
+    /// node that is not the leader fails its calls with [`ClientError::Transport`]
+    /// (UNAVAILABLE, with a message that names the leader). Give it a channel to the leader, or
+    /// use [`connect`](Self::connect) or [`builder`](Self::builder).
     pub fn from_channel(channel: Channel) -> Self {
-        Self::with_interceptor(channel, ApiKeyInterceptor::none(), RetryPolicy::default(), Self::DEFAULT_RPC_TIMEOUT)
+        let node = Node::new(None, channel, ApiKeyInterceptor::none(), None);
+        Self::new(Route::fixed(node), RetryPolicy::default(), Self::DEFAULT_RPC_TIMEOUT)
     }
 
-    pub(crate) fn with_interceptor(
-        channel: Channel,
-        interceptor: ApiKeyInterceptor,
-        retry_policy: RetryPolicy,
-        rpc_timeout: Duration,
-    ) -> Self {
-        let inner = QueueServiceClient::with_interceptor(channel, interceptor);
-        Self { inner, retry_policy, rpc_timeout }
+    pub(crate) fn new(route: Route, retry_policy: RetryPolicy, rpc_timeout: Duration) -> Self {
+        Self { route: Arc::new(route), retry_policy, rpc_timeout }
     }
 
     /// The retry policy.
@@ -136,11 +143,7 @@ impl SeppClient {
         let call = async {
             let expected = jobs.len();
             let (request, scope) = batch_request(jobs);
-            let (result, _) = self
-                .unary("enqueue", Some(scope), self.rpc_timeout, request, |mut inner, request| async move {
-                    inner.enqueue_batch(request).await
-                })
-                .await;
+            let (result, _) = self.unary(wire::ENQUEUE_BATCH, Some(scope), self.rpc_timeout, request).await;
             let results = result?.into_inner().results;
             if results.len() != expected {
                 return Err(ClientError::BatchResultCountMismatch { expected, got: results.len() });
@@ -186,11 +189,7 @@ impl SeppClient {
         let call = async {
             let expected = jobs.len();
             let (request, scope) = batch_request(jobs);
-            let (result, _) = self
-                .unary("enqueue_atomic", Some(scope), self.rpc_timeout, request, |mut inner, request| async move {
-                    inner.enqueue_atomic(request).await
-                })
-                .await;
+            let (result, _) = self.unary(wire::ENQUEUE_ATOMIC, Some(scope), self.rpc_timeout, request).await;
             match result.map_err(ClientError::from)?.into_inner().outcome {
                 Some(pb::enqueue_atomic_response::Outcome::Success(success)) => {
                     if success.responses.len() != expected {
@@ -237,11 +236,7 @@ impl SeppClient {
                 max_jobs: options.max_jobs(),
             };
             let deadline = options.wait_timeout().saturating_add(RESERVE_DEADLINE_SLACK);
-            let (result, _) =
-                self.unary("reserve", None, deadline, request, |mut inner, request| async move {
-                    inner.reserve(request).await
-                })
-                .await;
+            let (result, _) = self.unary(wire::RESERVE, None, deadline, request).await;
             let wire_jobs = result.map_err(|status| ReserveError::from_status(&status))?.into_inner().jobs;
             let worker_id = options.worker_id().map(str::to_owned);
             let jobs: Vec<Job> = wire_jobs
@@ -268,11 +263,8 @@ impl SeppClient {
         let span = lease_span("sepp.ack", ctx);
         let call = async {
             let request = pb::AckRequest { job_id: ctx.id.clone(), attempt: ctx.attempt, worker_id: worker_id(ctx) };
-            let (result, attempts) = self
-                .unary("ack", Some(RetryScope::Transient), self.rpc_timeout, request, |mut inner, request| async move {
-                    inner.ack(request).await
-                })
-                .await;
+            let (result, attempts) =
+                self.unary(wire::ACK, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             result.map(drop).map_err(|status| lease_error("ack", &status, attempts))
         };
         traced(span, call).await
@@ -302,15 +294,8 @@ impl SeppClient {
                 retry: Some(pb::NackRetry { strategy: Some(strategy) }),
                 worker_id: worker_id(ctx),
             };
-            let (result, attempts) = self
-                .unary(
-                    "nack",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.nack(request).await },
-                )
-                .await;
+            let (result, attempts) =
+                self.unary(wire::NACK, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             result
                 .map(|response| response.into_inner().dead_lettered)
                 .map_err(|status| lease_error("nack", &status, attempts))
@@ -330,15 +315,8 @@ impl SeppClient {
                 lease_duration: Some(convert::duration(extension)),
                 worker_id: worker_id(ctx),
             };
-            let (result, attempts) = self
-                .unary(
-                    "extend",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.extend(request).await },
-                )
-                .await;
+            let (result, attempts) =
+                self.unary(wire::EXTEND, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             let response = result.map_err(|status| lease_error("extend", &status, attempts))?.into_inner();
             let expiry = response
                 .lease_expires_at
@@ -356,15 +334,8 @@ impl SeppClient {
         let span = tracing::info_span!("sepp.get_server_info", otel.kind = "client", otel.status_code = Empty);
         let call = async {
             let request = pb::GetServerInfoRequest {};
-            let (result, _) = self
-                .unary(
-                    "get_server_info",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.get_server_info(request).await },
-                )
-                .await;
+            let (result, _) =
+                self.unary(wire::GET_SERVER_INFO, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             Ok(convert::server_info(result?.into_inner())?)
         };
         traced(span, call).await
@@ -382,15 +353,8 @@ impl SeppClient {
         let span = tracing::info_span!("sepp.cancel_job", otel.kind = "client", job_id, otel.status_code = Empty);
         let call = async {
             let request = pb::CancelJobRequest { job_id: job_id.to_owned(), reason: reason.map(str::to_owned) };
-            let (result, _) = self
-                .unary(
-                    "cancel_job",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.cancel_job(request).await },
-                )
-                .await;
+            let (result, _) =
+                self.unary(wire::CANCEL_JOB, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             result.map(|response| response.into_inner().was_leased).map_err(|status| CancelError::from_status(&status))
         };
         traced(span, call).await
@@ -411,15 +375,8 @@ impl SeppClient {
         );
         let call = async {
             let request = pb::UpsertScheduleRequest { schedule: Some(convert::schedule_definition(definition)) };
-            let (result, _) = self
-                .unary(
-                    "upsert_schedule",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.upsert_schedule(request).await },
-                )
-                .await;
+            let (result, _) =
+                self.unary(wire::UPSERT_SCHEDULE, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             Ok(convert::schedule_info(result?.into_inner()))
         };
         traced(span, call).await
@@ -430,15 +387,8 @@ impl SeppClient {
         let span = tracing::info_span!("sepp.delete_schedule", otel.kind = "client", id, otel.status_code = Empty);
         let call = async {
             let request = pb::DeleteScheduleRequest { id: id.to_owned() };
-            let (result, _) = self
-                .unary(
-                    "delete_schedule",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.delete_schedule(request).await },
-                )
-                .await;
+            let (result, _) =
+                self.unary(wire::DELETE_SCHEDULE, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             Ok(result?.into_inner().deleted)
         };
         traced(span, call).await
@@ -460,15 +410,8 @@ impl SeppClient {
                 until: until.and_then(convert::timestamp),
                 reason: reason.map(str::to_owned),
             };
-            let (result, _) = self
-                .unary(
-                    "pause_queue",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.pause_queue(request).await },
-                )
-                .await;
+            let (result, _) =
+                self.unary(wire::PAUSE_QUEUE, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             result?;
             Ok(())
         };
@@ -481,15 +424,8 @@ impl SeppClient {
         let span = tracing::info_span!("sepp.resume_queue", otel.kind = "client", queue, otel.status_code = Empty);
         let call = async {
             let request = pb::ResumeQueueRequest { queue: queue.to_owned() };
-            let (result, _) = self
-                .unary(
-                    "resume_queue",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    request,
-                    |mut inner, request| async move { inner.resume_queue(request).await },
-                )
-                .await;
+            let (result, _) =
+                self.unary(wire::RESUME_QUEUE, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             Ok(result?.into_inner().resumed)
         };
         traced(span, call).await
@@ -501,13 +437,7 @@ impl SeppClient {
         let span = tracing::info_span!("sepp.list_pauses", otel.kind = "client", otel.status_code = Empty);
         let call = async {
             let (result, _) = self
-                .unary(
-                    "list_pauses",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    pb::ListPausesRequest {},
-                    |mut inner, request| async move { inner.list_pauses(request).await },
-                )
+                .unary(wire::LIST_PAUSES, Some(RetryScope::Transient), self.rpc_timeout, pb::ListPausesRequest {})
                 .await;
             Ok(result?
                 .into_inner()
@@ -524,13 +454,7 @@ impl SeppClient {
         let span = tracing::info_span!("sepp.list_schedules", otel.kind = "client", otel.status_code = Empty);
         let call = async {
             let (result, _) = self
-                .unary(
-                    "list_schedules",
-                    Some(RetryScope::Transient),
-                    self.rpc_timeout,
-                    pb::ListSchedulesRequest {},
-                    |mut inner, request| async move { inner.list_schedules(request).await },
-                )
+                .unary(wire::LIST_SCHEDULES, Some(RetryScope::Transient), self.rpc_timeout, pb::ListSchedulesRequest {})
                 .await;
             Ok(result?.into_inner().schedules.into_iter().map(convert::schedule_info).collect())
         };
@@ -560,11 +484,7 @@ impl SeppClient {
         );
         let call = async {
             let request = pb::DrainDeadLettersRequest { queue: queue.map(str::to_owned), max: Some(max) };
-            let (result, _) = self
-                .unary("drain_dead_letters", None, self.rpc_timeout, request, |mut inner, request| async move {
-                    inner.drain_dead_letters(request).await
-                })
-                .await;
+            let (result, _) = self.unary(wire::DRAIN_DEAD_LETTERS, None, self.rpc_timeout, request).await;
             let records: Vec<DeadLetterRecord> = result?
                 .into_inner()
                 .records
@@ -585,33 +505,28 @@ impl SeppClient {
     }
 
     /// One unary call with a deadline, trace metadata and, when `scope` is given, the retry
-    /// policy. Returns the last result and the number of attempts.
-    async fn unary<Req, Resp, F, Fut>(
+    /// policy; each attempt follows a cluster's leader (see `cluster`). Returns the last result
+    /// and the number of attempts (redirects are no attempts).
+    async fn unary<Req, Resp>(
         &self,
-        operation: &'static str,
+        rpc: Rpc<Req, Resp>,
         scope: Option<RetryScope>,
         deadline: Duration,
         message: Req,
-        call: F,
     ) -> (Result<Response<Resp>, Status>, u32)
     where
-        Req: Clone,
-        F: Fn(Inner, tonic::Request<Req>) -> Fut,
-        Fut: Future<Output = Result<Response<Resp>, Status>>,
+        Req: Message,
+        Resp: Message + Default + Send + Sync + 'static,
     {
-        // Each attempt sends its own copy of the message, except the last one possible, which
-        // takes the message itself: with the default policy (one attempt) nothing is copied.
-        let mut message = Some(message);
-        let mut attempt = |last: bool| {
-            let inner = self.inner.clone();
-            let message = if last { message.take() } else { message.clone() };
-            let mut request = tonic::Request::new(message.expect("no attempt follows the last"));
-            request.set_timeout(deadline);
-            otel::inject(request.metadata_mut());
-            let call = &call;
+        // Encoded once: every attempt, and every redirect within one, sends these bytes.
+        let body = Bytes::from(message.encode_to_vec());
+        let operation = rpc.operation;
+        let attempt = || {
+            let body = body.clone();
             async move {
-                // The header tells the server; this bounds the wait on our side too.
-                match tokio::time::timeout(deadline, call(inner, request)).await {
+                // The header tells the server; this bounds the wait on our side too, redirects
+                // included.
+                match tokio::time::timeout(deadline, self.route.send(rpc, body, deadline)).await {
                     Ok(result) => result,
                     Err(_) => Err(Status::deadline_exceeded(format!("{operation} exceeded its {deadline:?} deadline"))),
                 }
@@ -619,7 +534,7 @@ impl SeppClient {
         };
         match scope {
             Some(scope) => with_retries(&self.retry_policy, operation, scope, attempt).await,
-            None => (attempt(true).await, 1),
+            None => (attempt().await, 1),
         }
     }
 }
@@ -727,12 +642,8 @@ mod tests {
         // A socket that completes the TCP handshake but never speaks: every call hangs.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", listener.local_addr().unwrap()));
-        let client = SeppClient::with_interceptor(
-            endpoint.unwrap().connect_lazy(),
-            ApiKeyInterceptor::none(),
-            RetryPolicy::default(),
-            Duration::from_millis(50),
-        );
+        let node = Node::new(None, endpoint.unwrap().connect_lazy(), ApiKeyInterceptor::none(), None);
+        let client = SeppClient::new(Route::fixed(node), RetryPolicy::default(), Duration::from_millis(50));
         let result = client.get_server_info().await;
         assert!(matches!(&result, Err(ClientError::Transport(_))), "{result:?}");
     }

@@ -4,6 +4,8 @@
 //! (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED), reserve and dead-letter drains
 //! never are, and an enqueue that carries a job without an idempotency key does not retry the
 //! ambiguous codes (DEADLINE_EXCEEDED, ABORTED), after which the jobs may already be written.
+//! Following a cluster follower's redirect to the leader is no retry (the follower executed
+//! nothing) and happens within one attempt, for every call (see `cluster`).
 
 use std::future::Future;
 use std::time::Duration;
@@ -28,7 +30,8 @@ pub enum RetryDirective {
 ///
 /// The delay before retry *n* is the current backoff times a random factor in `[0.5, 1.0)`
 /// (or exactly the backoff without jitter); after each retry the backoff is multiplied by
-/// `multiplier`, up to `max_backoff`. Each retry is logged at warn.
+/// `multiplier`, up to `max_backoff`. Each retry is logged at warn. Re-sending a call to the
+/// cluster leader a follower names is not a retry and uses up no attempt.
 ///
 /// ```
 /// use std::time::Duration;
@@ -165,13 +168,13 @@ pub(crate) async fn with_retries<T, F, Fut>(
     mut call: F,
 ) -> (Result<T, Status>, u32)
 where
-    F: FnMut(bool) -> Fut,
+    F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Status>>,
 {
     let mut backoff = policy.first_backoff();
     let mut attempt = 1;
     loop {
-        match call(attempt >= policy.max_attempts).await {
+        match call().await {
             Err(status) if attempt < policy.max_attempts && scope.allows(status.code()) => {
                 let delay = policy.delay(backoff, fastrand::f64());
                 tracing::warn!(
@@ -260,32 +263,13 @@ mod tests {
 
     async fn failing_then_ok(policy: &RetryPolicy, scope: RetryScope, failures: u32, code: Code) -> (bool, u32) {
         let calls = AtomicU32::new(0);
-        let (result, attempts) = with_retries(policy, "test", scope, |_| async {
+        let (result, attempts) = with_retries(policy, "test", scope, || async {
             let call = calls.fetch_add(1, Ordering::SeqCst);
             if call < failures { Err(Status::new(code, "no")) } else { Ok(()) }
         })
         .await;
         assert_eq!(attempts, calls.load(Ordering::SeqCst));
         (result.is_ok(), attempts)
-    }
-
-    /// The caller may hand its message to the attempt told it is the last, instead of a copy.
-    #[tokio::test]
-    async fn only_the_last_possible_attempt_is_told_it_is_the_last() {
-        async fn lasts(policy: &RetryPolicy, failures: usize) -> Vec<bool> {
-            let seen = std::sync::Mutex::new(Vec::new());
-            let _ = with_retries(policy, "test", RetryScope::Transient, |last| {
-                seen.lock().unwrap().push(last);
-                let failed = seen.lock().unwrap().len() <= failures;
-                async move { if failed { Err(Status::unavailable("no")) } else { Ok(()) } }
-            })
-            .await;
-            seen.into_inner().unwrap()
-        }
-        let three = RetryPolicy::default().with_max_attempts(3).with_initial_backoff(Duration::from_millis(1));
-        assert_eq!(lasts(&three, 5).await, [false, false, true]);
-        assert_eq!(lasts(&three, 1).await, [false, false]);
-        assert_eq!(lasts(&RetryPolicy::default(), 5).await, [true]);
     }
 
     #[tokio::test]
