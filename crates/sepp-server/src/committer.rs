@@ -632,6 +632,10 @@ impl Committer {
             }
             // A follower refuses what needs the state: its caller hears no answer.
             Command::SetPolicy(_) | Command::Shutdown | Command::Close => command,
+            // The stats publisher is the committer's own, kept across leading and following.
+            Command::Admin(admin) if matches!(*admin, crate::admin::commands::AdminCommand::PublishStats(_)) => {
+                Command::Admin(admin)
+            }
             _ if self.following => return,
             command => command,
         };

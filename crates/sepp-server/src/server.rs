@@ -172,6 +172,7 @@ pub async fn run(
         clock: clock.clone(),
         snapshots,
         metrics: telemetry.metrics.clone(),
+        cluster: gate.clone(),
     })
     .await?;
 

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use common::cluster::{ELECTION_TIMEOUT, TestCluster, sepp, start_node};
 use common::crash_load::{self, Ledger, cancel_some, produce, work};
 use common::*;
+use sepp_client::client::{RetryPolicy, SeppClient};
+use sepp_client::{EnqueueRequest, ReserveOptions};
 use sepp_server::proto::v1 as pb;
 use tonic::Code;
 
@@ -284,4 +286,76 @@ async fn a_partitioned_minority_stops_acknowledging_and_the_majority_serves() {
     acknowledged.sort();
     assert_eq!(served, acknowledged, "the jobs after healing are not exactly the acknowledged ones");
     assert!(unacknowledged.iter().all(|payload| !served.contains(payload)));
+}
+
+/// Our Rust client, given a follower's address, follows the leader; when the leader is killed,
+/// its retry policy takes it back through the address it was given to the new leader, where the
+/// job it enqueued before the kill is still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_client_follows_the_leader_through_a_failover() {
+    let mut cluster = TestCluster::start(3, "", "");
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    let seed = (1..=3).find(|id| *id != leader).unwrap();
+    let policy = RetryPolicy::default()
+        .with_max_attempts(50)
+        .with_initial_backoff(Duration::from_millis(50))
+        .with_max_backoff(Duration::from_millis(200));
+    let client = SeppClient::builder(cluster.node(seed).addr()).retry_policy(policy).connect().await.unwrap();
+    let before =
+        client.enqueue(EnqueueRequest::new("follow", "before").unwrap()).await.expect("enqueue via the leader");
+
+    cluster.node_mut(leader).sigkill_and_wait();
+    let after = client.enqueue(EnqueueRequest::new("follow", "after").unwrap()).await.expect("enqueue after failover");
+
+    let options = ReserveOptions::new(["follow"], Duration::from_secs(30)).unwrap().with_max_jobs(10);
+    let jobs = client.reserve(&options).await.expect("reserve on the new leader").unwrap_or_default();
+    let mut ids: Vec<String> = jobs.iter().map(|job| job.ctx.id.clone()).collect();
+    ids.sort();
+    let mut expected = vec![before.job_id, after.job_id];
+    expected.sort();
+    assert_eq!(ids, expected);
+    for job in &jobs {
+        client.ack(&job.ctx).await.expect("ack on the new leader");
+    }
+}
+
+/// The admin API of every node describes the cluster; a follower refuses the data routes with
+/// 503 `not_leader` and names the leader, while the leader serves them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_api_shows_the_cluster_and_a_follower_names_the_leader() {
+    let cluster = TestCluster::start(3, "[admin]\nenabled = true\nlisten_addr = \"127.0.0.1:0\"\n", "");
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    let http = reqwest::Client::new();
+    let get = |id: u64, path: &str| {
+        let url = format!("{}/admin/api/v1{path}", cluster.node(id).admin_url());
+        let request = http.get(url);
+        async move {
+            let response = request.send().await.expect("admin API answers");
+            let status = response.status();
+            (status, response.json::<serde_json::Value>().await.expect("JSON"))
+        }
+    };
+    let (status, view) = get(leader, "/cluster").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (view["enabled"].as_bool(), view["role"].as_str(), view["serving"].as_bool()),
+        (Some(true), Some("leader"), Some(true))
+    );
+    assert_eq!(view["members"].as_array().map(Vec::len), Some(3));
+    assert!(view["members"].as_array().unwrap().iter().all(|member| member["replication_lag"].is_u64()), "{view}");
+    let (status, _) = get(leader, "/queues").await;
+    assert_eq!(status, 200);
+
+    let follower = (1..=3).find(|id| *id != leader).unwrap();
+    let (status, view) = get(follower, "/cluster").await;
+    assert_eq!(status, 200);
+    assert_eq!((view["role"].as_str(), view["serving"].as_bool()), (Some("follower"), Some(false)));
+    assert_eq!(view["leader_id"].as_u64(), Some(leader));
+    let leader_addr = format!("127.0.0.1:{}", cluster.node(leader).port());
+    let (status, refused) = get(follower, "/queues").await;
+    assert_eq!(status, 503, "{refused}");
+    assert_eq!(refused["code"], "not_leader");
+    assert_eq!(refused["leader_addr"].as_str(), Some(leader_addr.as_str()));
+    let (status, _) = get(follower, "/server-info").await;
+    assert_eq!(status, 200);
 }

@@ -125,6 +125,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
         stopping: stopping_receiver.clone(),
         live: setup.live.clone(),
         metrics: setup.metrics.clone(),
+        cluster: setup.cluster.clone(),
     });
     log_listening(&state, addr, bind);
     let router = routes::router(state);

@@ -21,6 +21,7 @@
 
 pub mod access;
 pub mod audit;
+pub mod cluster;
 pub mod commands;
 pub mod config_api;
 pub mod config_file;
@@ -74,6 +75,8 @@ pub struct AdminShared {
     pub stopping: watch::Receiver<bool>,
     /// The server's metrics, when they are on (operator dead-letters are counted).
     pub metrics: Option<Arc<crate::telemetry::Metrics>>,
+    /// Cluster mode: this node's view of the cluster, and whether it serves.
+    pub cluster: Option<Arc<crate::cluster::ClusterGate>>,
 }
 
 /// The handlers' state: a cheap handle on [`AdminShared`].
@@ -130,4 +133,5 @@ pub struct AdminSetup {
     /// The stats snapshots the committer publishes (`server::run` started the publisher).
     pub snapshots: tokio::sync::watch::Receiver<Arc<stats::StatsSnapshot>>,
     pub metrics: Option<Arc<crate::telemetry::Metrics>>,
+    pub cluster: Option<Arc<crate::cluster::ClusterGate>>,
 }

@@ -20,7 +20,7 @@ use axum::routing::{delete, get, post, put};
 
 use crate::admin::errors::AdminError;
 use crate::admin::{
-    AdminState, access, audit, config_api, events, jobs, overview, pauses, queues, schedules, ui, workers,
+    AdminState, access, audit, cluster, config_api, events, jobs, overview, pauses, queues, schedules, ui, workers,
 };
 
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
@@ -57,7 +57,9 @@ pub fn router(state: AdminState) -> Router {
         .route("/auth/keys/{name}", delete(config_api::revoke_key))
         .route("/workers", get(workers::list))
         .route("/events", get(events::events))
+        .route("/cluster", get(cluster::view))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), cluster::leader_only))
         .layer(middleware::from_fn(refuse_cross_site));
     Router::new()
         .route("/", get(|| async { Redirect::temporary("/admin/") }))

@@ -1,0 +1,79 @@
+//! `GET /cluster`: the cluster as this node sees it; and the refusal of the data routes on a
+//! node that does not serve (a follower), which names the leader instead.
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::admin::AdminState;
+use crate::admin::access::Viewer;
+
+/// `GET /cluster`: `{"enabled": false}` on a single node; otherwise this node's id, role, term,
+/// whether it serves, the leader, and each member with its addresses and (on the leader) how
+/// many entries it lacks.
+pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Value> {
+    let Some(gate) = &state.cluster else {
+        return Json(json!({ "enabled": false }));
+    };
+    let info = gate.info();
+    let status = gate.status();
+    let members: Vec<Value> = info
+        .members
+        .iter()
+        .map(|member| {
+            let raft = status
+                .members
+                .iter()
+                .filter_map(|known| known.member.as_ref())
+                .find(|known| known.id == member.id)
+                .map(|known| known.raft_addr.clone());
+            json!({
+                "id": member.id,
+                "addr": member.addr,
+                "raft_addr": raft,
+                "voter": member.voter,
+                "leader": Some(member.id) == info.leader_id,
+                "replication_lag": member.replication_lag,
+            })
+        })
+        .collect();
+    Json(json!({
+        "enabled": true,
+        "node_id": info.node_id,
+        "role": info.role,
+        "serving": gate.refusal().is_none(),
+        "term": info.term,
+        "leader_id": info.leader_id,
+        "leader_addr": (!info.leader_addr.is_empty()).then_some(info.leader_addr),
+        "last_applied_index": info.last_applied_index,
+        "last_log_index": status.last_log_index,
+        "snapshot_index": status.snapshot_index,
+        "members": members,
+    }))
+}
+
+/// The routes a node answers whether it serves or not: they read or change this node's own
+/// files and sessions, not the queue.
+const ANY_NODE: &[&str] = &["/session", "/cluster", "/server-info", "/config", "/auth/keys", "/events"];
+
+/// On a node that does not serve, every other route answers 503 with code `not_leader` and
+/// the leader's client address when one is known.
+pub async fn leader_only(State(state): State<AdminState>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let open = ANY_NODE.iter().any(|route| path == *route || path.starts_with(&format!("{route}/")));
+    if let Some(gate) = &state.cluster
+        && !open
+        && let Some(refusal) = gate.refusal()
+    {
+        let leader = refusal.metadata().get(crate::cluster::LEADER_METADATA).and_then(|value| value.to_str().ok());
+        let mut body = json!({ "error": refusal.message(), "code": "not_leader" });
+        if let Some(leader) = leader {
+            body["leader_addr"] = json!(leader);
+        }
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+    }
+    next.run(request).await
+}
