@@ -151,7 +151,7 @@ fn init_logging(config: &Config, otel: Option<&Tracing>) {
     let filter = from_env
         .as_ref()
         .and_then(|(valid, directives)| valid.then(|| EnvFilter::new(directives)))
-        .or_else(|| EnvFilter::try_new(&config.logging.level).ok())
+        .or_else(|| EnvFilter::try_new(quiet_raft(&config.logging.level)).ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
     let ansi = colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok());
     match otel {
@@ -180,6 +180,13 @@ fn init_logging(config: &Config, otel: Option<&Tracing>) {
     if let Some((false, directives)) = &from_env {
         tracing::warn!(rust_log = %Bounded(directives), "RUST_LOG is not a valid filter; using logging.level instead");
     }
+}
+
+/// `logging.level`, with openraft's own lines cut to errors unless the level names openraft:
+/// its warnings (a vote that arrived after the term moved on, a peer that did not answer) are
+/// the normal course of an election, which sepp reports in its own words.
+fn quiet_raft(level: &str) -> String {
+    if level.contains("openraft") { level.to_owned() } else { format!("{level},openraft=error") }
 }
 
 /// Whether text logs carry ANSI colours: on a terminal, unless `NO_COLOR` is set; elsewhere
@@ -212,6 +219,12 @@ mod tests {
 
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |name| pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string())
+    }
+
+    #[test]
+    fn openraft_logs_only_errors_unless_the_level_names_it() {
+        assert_eq!(super::quiet_raft("info"), "info,openraft=error");
+        assert_eq!(super::quiet_raft("debug,openraft=info"), "debug,openraft=info");
     }
 
     #[test]
