@@ -582,22 +582,12 @@ async fn a_crash_loop_keeps_limits_pauses_and_schedules() {
     let workers: Vec<_> = (0..4)
         .map(|_| tokio::spawn(work_limited(server.addr(), ledger.clone(), stop.clone(), clock.clone())))
         .collect();
-    let drained_by = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < drained_by {
-        let delivered_all = {
-            let ledger = ledger.lock().unwrap();
-            let delivered: HashSet<&String> = ledger.leases.iter().map(|lease| &lease.5).collect();
-            ledger.enqueued.keys().all(|id| delivered.contains(id))
-        };
-        if delivered_all {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        let _ = worker.await;
-    }
+    let delivered_all = || {
+        let ledger = ledger.lock().unwrap();
+        let delivered: HashSet<&String> = ledger.leases.iter().map(|lease| &lease.5).collect();
+        ledger.enqueued.keys().all(|id| delivered.contains(id))
+    };
+    crash_load::run_until(delivered_all, &stop, workers).await;
 
     let ledger = ledger.lock().unwrap();
     let delivered: HashSet<&String> = ledger.leases.iter().map(|lease| &lease.5).collect();

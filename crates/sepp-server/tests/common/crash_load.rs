@@ -176,6 +176,19 @@ pub async fn cancel_some(addr: String, ledger: Arc<Mutex<Ledger>>, stop: Arc<Ato
     }
 }
 
+/// Lets `tasks` run until `done` holds (at most a minute), then stops them through `stop` and
+/// waits for them to end.
+pub async fn run_until(done: impl Fn() -> bool, stop: &AtomicBool, tasks: Vec<tokio::task::JoinHandle<()>>) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
 /// Workers run at `addr` until every acknowledged enqueue was delivered at least once (at most
 /// a minute); then whatever is still leased comes back when its lease ends, until the queue
 /// runs dry.
@@ -184,21 +197,11 @@ pub async fn drain(addr: String, queue: &str, ledger: &Arc<Mutex<Ledger>>, clock
     let workers: Vec<_> = (0..4)
         .map(|_| tokio::spawn(work(addr.clone(), queue.to_owned(), ledger.clone(), stop.clone(), clock.clone())))
         .collect();
-    let drained_by = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < drained_by {
-        let delivered_all = {
-            let ledger = ledger.lock().unwrap();
-            ledger.enqueued.keys().all(|id| ledger.deliveries.contains_key(id) || ledger.cancel_sent.contains(id))
-        };
-        if delivered_all {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        let _ = worker.await;
-    }
+    let delivered_all = || {
+        let ledger = ledger.lock().unwrap();
+        ledger.enqueued.keys().all(|id| ledger.deliveries.contains_key(id) || ledger.cancel_sent.contains(id))
+    };
+    run_until(delivered_all, &stop, workers).await;
     // Whatever is still leased comes back when its lease ends; then the queue runs dry.
     let mut client =
         QueueServiceClient::new(Channel::from_shared(addr).unwrap().connect().await.expect("connect for the drain"));
