@@ -1,6 +1,7 @@
 // Starts the real `sepp` binary ($SEPP_BIN) for a browser test: a temporary data directory and
 // config file, both listeners on port 0, admin keys for each role. Reads the bound ports from the
-// server's `queue server listening` and `admin UI listening` log lines.
+// server's `queue server listening` and `admin UI listening` log lines (and, in cluster mode,
+// `cluster node listening`).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -20,8 +21,9 @@ function portFrom(line) {
 }
 
 /**
- * @param {{ extraToml?: string, env?: Record<string,string> }} [options]
- * @returns {Promise<{ grpcAddr: string, adminUrl: string, configPath: string, dir: string, logs: string[], stop: () => Promise<void> }>}
+ * `adminKeys: false` leaves out `[admin] keys`: the loopback admin listener then needs no sign-in.
+ * @param {{ extraToml?: string, env?: Record<string,string>, adminKeys?: boolean }} [options]
+ * @returns {Promise<{ grpcAddr: string, adminUrl: string, raftAddr: string | null, configPath: string, dir: string, logs: string[], stop: () => Promise<void> }>}
  */
 export async function startServer(options = {}) {
   const bin = process.env.SEPP_BIN
@@ -44,9 +46,7 @@ sweep_interval_ms = 200
 [admin]
 listen_addr = "127.0.0.1:0"
 stats_history_ms = 120000
-keys = [
-${keys}
-]
+${options.adminKeys === false ? '' : `keys = [\n${keys}\n]`}
 ${options.extraToml ?? ''}
 `)
   const child = spawn(bin, ['--config', configPath], {
@@ -57,12 +57,14 @@ ${options.extraToml ?? ''}
   const logs = []
   let grpcPort = null
   let adminPort = null
+  let raftPort = null
   const ready = new Promise((resolve, reject) => {
     const onLine = (raw) => {
       const line = raw.replace(ANSI, '')
       logs.push(line)
       if (line.includes('queue server listening')) grpcPort = portFrom(line)
       if (line.includes('admin UI listening')) adminPort = portFrom(line)
+      if (line.includes('cluster node listening')) raftPort = portFrom(line)
       if (grpcPort && adminPort) resolve()
     }
     let buffered = ''
@@ -85,6 +87,7 @@ ${options.extraToml ?? ''}
   return {
     grpcAddr: `127.0.0.1:${grpcPort}`,
     adminUrl: `http://127.0.0.1:${adminPort}`,
+    raftAddr: raftPort ? `127.0.0.1:${raftPort}` : null,
     configPath,
     dir,
     logs,

@@ -5,5 +5,7 @@ declare module 'vue-router' {
   interface RouteMeta {
     public?: boolean
     title?: string
+    /** Shown on a cluster node that does not serve the queue (a follower), too. */
+    anyNode?: boolean
   }
 }

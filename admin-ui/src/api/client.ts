@@ -5,7 +5,7 @@
  */
 import type {
   AuditPage, AuditQuery, ConfigChange, ConfigView, EnqueueRequest, Job, JobPage, JobState,
-  LoginResult, Overview, Queue, QueueLimits, Rejection, ScheduleBody, ScheduleInfo, ServerInfo, Session, WorkerInfo, WriteResult, BulkActionName, CustomValue,
+  ClusterInfo, LoginResult, Overview, Queue, QueueLimits, Rejection, ScheduleBody, ScheduleInfo, ServerInfo, Session, WorkerInfo, WriteResult, BulkActionName, CustomValue,
 } from './types'
 import { filterToQuery, type JobFilter } from '../lib/filters'
 
@@ -16,13 +16,16 @@ export class ApiError extends Error {
   readonly status: number
   readonly code: string
   readonly rejection: Rejection | null
+  /** On a node that does not serve (code `not_leader`): the leader's client address, if known. */
+  readonly leaderAddr: string | null
 
-  constructor(status: number, code: string, message: string, rejection: Rejection | null) {
+  constructor(status: number, code: string, message: string, rejection: Rejection | null, leaderAddr: string | null = null) {
     super(message)
     this.name = 'ApiError'
     this.status = status
     this.code = code
     this.rejection = rejection
+    this.leaderAddr = leaderAddr
   }
 }
 
@@ -40,6 +43,14 @@ const unauthorizedListeners = new Set<() => void>()
 export function onUnauthorized(listener: () => void): () => void {
   unauthorizedListeners.add(listener)
   return () => unauthorizedListeners.delete(listener)
+}
+
+/** Listeners told when a call answers 503 `not_leader`: this node of a cluster does not serve. */
+const notLeaderListeners = new Set<(error: ApiError) => void>()
+
+export function onNotLeader(listener: (error: ApiError) => void): () => void {
+  notLeaderListeners.add(listener)
+  return () => notLeaderListeners.delete(listener)
 }
 
 function seg(part: string): string {
@@ -62,9 +73,10 @@ function buildUrl(path: string, query?: CallOptions['query']): string {
 async function errorFrom(response: Response): Promise<ApiError> {
   const text = await response.text()
   try {
-    const body = JSON.parse(text) as { error?: string; code?: string; rejection?: Rejection }
+    const body = JSON.parse(text) as { error?: string; code?: string; rejection?: Rejection; leader_addr?: string }
     if (typeof body.error === 'string') {
-      return new ApiError(response.status, body.code ?? 'unknown', body.error, body.rejection ?? null)
+      const leader = typeof body.leader_addr === 'string' && body.leader_addr ? body.leader_addr : null
+      return new ApiError(response.status, body.code ?? 'unknown', body.error, body.rejection ?? null, leader)
     }
   } catch {
     // Not the JSON envelope: the framework answered in plain text.
@@ -91,6 +103,7 @@ async function call<T>(method: Method, path: string, options: CallOptions = {}):
   if (!response.ok) {
     const error = await errorFrom(response)
     if (response.status === 401 && path !== '/session') unauthorizedListeners.forEach((l) => l())
+    if (response.status === 503 && error.code === 'not_leader') notLeaderListeners.forEach((l) => l(error))
     throw error
   }
   if (response.status === 204) return undefined as T
@@ -141,6 +154,8 @@ export const api = {
   overview: (history: boolean) =>
     call<Overview>('GET', '/overview', { query: history ? undefined : { history: false } }),
   serverInfo: () => call<ServerInfo>('GET', '/server-info'),
+  /** This node's view of the cluster; `{enabled: false}` on a single node. */
+  cluster: () => call<ClusterInfo>('GET', '/cluster'),
 
   queues: () => call<Queue[]>('GET', '/queues'),
   queue: (name: string) => call<Queue>('GET', `/queues/${seg(name)}`),

@@ -297,3 +297,38 @@ export interface ScheduleBody {
   overlap?: 'skip' | 'allow'
   catch_up?: 'latest' | 'none'
 }
+
+/** One member of the cluster as the node asked sees it. */
+export interface ClusterMember {
+  id: number
+  /** Its client (gRPC) address. */
+  addr: string
+  /** Its cluster (Raft) address; null when this node does not know it. */
+  raft_addr: string | null
+  /** A voter, else a learner (catching up before it votes). */
+  voter: boolean
+  leader: boolean
+  /** Log entries the member lacks; known on the leader only (null elsewhere). */
+  replication_lag: number | null
+}
+
+/** `GET /cluster` on a node in cluster mode. */
+export interface ClusterNode {
+  enabled: true
+  node_id: number
+  /** `leader`, `follower`, `candidate`, `learner`, ... as the node reports it. */
+  role: string
+  /** Whether this node's queue serves (the leader, once it is ready). */
+  serving: boolean
+  term: number
+  leader_id: number | null
+  /** The leader's client (gRPC) address; its admin address is not known here. */
+  leader_addr: string | null
+  last_applied_index: number | null
+  last_log_index: number | null
+  snapshot_index: number | null
+  members: ClusterMember[]
+}
+
+/** `GET /cluster`: `{enabled: false}` on a single node. */
+export type ClusterInfo = { enabled: false } | ClusterNode
