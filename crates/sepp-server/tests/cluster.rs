@@ -359,3 +359,23 @@ async fn the_admin_api_shows_the_cluster_and_a_follower_names_the_leader() {
     let (status, _) = get(follower, "/server-info").await;
     assert_eq!(status, 200);
 }
+
+/// With admin keys, a follower's admin UI can be signed in to: the login, which cannot join the
+/// cluster's audit log there (only the leader writes it), is logged on the node instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_in_to_a_followers_admin_api_works() {
+    let admin = "[admin]\nenabled = true\nlisten_addr = \"127.0.0.1:0\"\n\
+                 keys = [{ name = \"ana\", key = \"ana-admin-key-7f3a\" }]\n";
+    let cluster = TestCluster::start(3, admin, "");
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    let follower = (1..=3).find(|id| *id != leader).unwrap();
+    let login = reqwest::Client::new()
+        .post(format!("{}/admin/api/v1/session", cluster.node(follower).admin_url()))
+        .json(&serde_json::json!({ "name": "ana", "key": "ana-admin-key-7f3a" }))
+        .send()
+        .await
+        .expect("the follower answers");
+    assert_eq!(login.status(), 200, "{:?}", login.text().await);
+    let logged = cluster.node(follower).wait_for_log("not in the cluster's audit log", ELECTION_TIMEOUT).await;
+    assert!(logged.is_some_and(|line| line.contains("session.login")), "{}", cluster.node(follower).logs());
+}

@@ -97,14 +97,29 @@ impl AdminState {
     }
 
     /// Appends an audit entry for an action that changed no queue state, waits until it is
-    /// persisted, and announces it.
-    pub async fn audit(&self, actor: &Actor, action: &'static str, details: Value) -> AdminResult<Arc<AuditEntry>> {
+    /// persisted, and announces it. On a cluster node that does not lead, whose own sessions and
+    /// files these actions are, the entry cannot join the cluster's audit log (only the leader
+    /// writes it): the action is logged on this node instead.
+    pub async fn audit(&self, actor: &Actor, action: &'static str, details: Value) -> AdminResult<()> {
+        if let Some(gate) = &self.cluster
+            && gate.refusal().is_some()
+        {
+            tracing::info!(
+                target: "sepp::audit",
+                actor = %Bounded(actor.name.as_deref().unwrap_or("local")),
+                role = ?actor.role,
+                action,
+                details = %Bounded(&details.to_string()),
+                "admin action on a node that does not lead (not in the cluster's audit log)"
+            );
+            return Ok(());
+        }
         let actor = actor.clone();
         let entry =
             commands::ask(&self.committer, |reply| commands::AdminCommand::Audit { actor, action, details, reply })
                 .await?;
         self.announce(&entry);
-        Ok(entry)
+        Ok(())
     }
 
     /// Logs a persisted audit entry and sends it to the SSE subscribers.
