@@ -38,7 +38,9 @@ impl Node {
         let machine = StateMachine::open(dir, fresh)?;
         let raft = Raft::new(id, config, Network, store, machine.clone()).await.map_err(io::Error::other)?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        // Accepted sockets get TCP_NODELAY (the builder's setting covers only listeners it binds
+        // itself): without it a follower's small answer can wait out a delayed ACK.
+        let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
         let serving = tonic::transport::Server::builder()
             .add_service(service(raft.clone()))
             .add_service(membership_service(raft.clone(), me, machine.clone()))
