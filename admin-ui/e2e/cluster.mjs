@@ -26,8 +26,6 @@ export async function startCluster(size = 3) {
 [cluster]
 node_id = ${i + 1}
 listen_addr = "127.0.0.1:0"
-heartbeat_interval_ms = 50
-election_timeout_ms = 400
 `,
   })))
   const nodes = started.filter((s) => s.status === 'fulfilled').map((s) => s.value)

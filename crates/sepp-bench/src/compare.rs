@@ -1,9 +1,10 @@
 //! Side by side in one run: every scenario against every target, alternating, then latency and
 //! the large-backlog scenario.
 //!
-//! Each measurement gets a freshly started server with an empty data directory, and the order of
-//! the targets rotates from round to round, so slow drifts of a shared, noisy machine fall on
-//! every target alike. Ratios are later taken within a round, never across runs.
+//! Each measurement gets a freshly started server with an empty data directory (a cluster
+//! target: a fresh cluster, see [`crate::cluster`]), and the order of the targets rotates from
+//! round to round, so slow drifts of a shared, noisy machine fall on every target alike. Ratios
+//! are later taken within a round, never across runs.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -13,18 +14,26 @@ use tokio::runtime::Runtime;
 use crate::BenchError;
 use crate::ceiling::CEILING_VERSION;
 use crate::client::{Connection, LoadClient};
+use crate::cluster::{Cluster, DEFAULT_TIMINGS, NodeSetup};
 use crate::phases;
 use crate::procfs;
 use crate::results::{BacklogRun, LatencyRun, Results, Scenario, ThroughputRun};
-use crate::server::{PersistMode, Program, ServerProcess};
+use crate::server::{PersistMode, Program, Sampled, ServerProcess};
+
+/// The family name of the three-node cluster targets (`cluster3 sync_all`, ...).
+pub const CLUSTER3: &str = "cluster3";
 
 /// A server to measure and the client library that loads it, by name (`ours sync_all`,
-/// `0.1.1 buffer`, `ceiling`; with the sepp-rs client `ours sync_all via sepp-rs`, ...).
+/// `0.1.1 buffer`, `cluster3 sync_all`, `ceiling`; with the sepp-rs client
+/// `ours sync_all via sepp-rs`, ...).
 #[derive(Clone, Debug)]
 pub struct Target {
     pub name: String,
     pub program: Program,
     pub client: LoadClient,
+    /// `Some(n)`: `n` nodes of the program (a [`Program::Sepp`]) made one cluster, loaded at
+    /// its leader; `None`: one server.
+    pub cluster_nodes: Option<u64>,
 }
 
 /// What a target's name says of the client that loads it: nothing for ours.
@@ -41,11 +50,22 @@ impl Target {
             name: format!("{family} {}{}", persist_mode.name(), client_suffix(client)),
             program: Program::Sepp { binary, persist_mode },
             client,
+            cluster_nodes: None,
         }
     }
 
+    /// Three nodes of our `binary` in `persist_mode`, made one cluster (`cluster3 sync_all`).
+    pub fn cluster3(binary: std::path::PathBuf, persist_mode: PersistMode, client: LoadClient) -> Target {
+        Target { cluster_nodes: Some(3), ..Target::sepp(CLUSTER3, binary, persist_mode, client) }
+    }
+
     pub fn ceiling(binary: std::path::PathBuf, client: LoadClient) -> Target {
-        Target { name: format!("ceiling{}", client_suffix(client)), program: Program::Ceiling { binary }, client }
+        Target {
+            name: format!("ceiling{}", client_suffix(client)),
+            program: Program::Ceiling { binary },
+            client,
+            cluster_nodes: None,
+        }
     }
 
     fn is_sepp(&self) -> bool {
@@ -108,7 +128,9 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<Results, BenchError> {
     for scenario in &plan.scenarios {
         for round in 0..plan.rounds {
             for target in rotated(&plan.targets, round) {
-                let run = throughput(runtime, target, scenario, round)?;
+                let what = format!("{} round {round}", scenario.name);
+                let run =
+                    attempts(target, &what, &mut results.repeated, || throughput(runtime, target, scenario, round))?;
                 eprintln!(
                     "{:<11} round {round} {:<15} enqueue {:>9.0} jobs/s  drain {:>9.0} jobs/s  cpu {:>7.1} us/job",
                     scenario.name,
@@ -124,7 +146,9 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<Results, BenchError> {
     if plan.latency_rounds > 0 {
         for round in 0..plan.rounds {
             for target in rotated(&plan.targets, round) {
-                let run = latency(runtime, target, plan.latency_rounds, round)?;
+                let what = format!("latency round {round}");
+                let measure = || latency(runtime, target, plan.latency_rounds, round);
+                let run = attempts(target, &what, &mut results.repeated, measure)?;
                 eprintln!(
                     "latency     round {round} {:<15} p50 {:>8.0} us  p99 {:>8.0} us  p999 {:>8.0} us",
                     target.name, run.p50_us, run.p99_us, run.p999_us
@@ -134,8 +158,15 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<Results, BenchError> {
         }
     }
     if plan.backlog_jobs > 0 {
-        // The backlog measures the server's memory and restart, which no client changes.
-        for target in plan.targets.iter().filter(|target| target.is_sync_all() && target.client == LoadClient::Ours) {
+        // The backlog measures the server's memory and restart, which no client changes. It
+        // skips the cluster targets: it restarts one server (`failover` restarts cluster nodes).
+        let single = |target: &&Target| target.cluster_nodes.is_none();
+        for target in plan
+            .targets
+            .iter()
+            .filter(single)
+            .filter(|target| target.is_sync_all() && target.client == LoadClient::Ours)
+        {
             let run = backlog(runtime, target, plan.backlog_jobs, plan.backlog_churn_jobs, plan.backlog_drain_jobs)?;
             eprintln!(
                 "backlog     {:<15} rss {:>5} MB  disk {:>5} MB  restart {:>6.2} s  drain {:>8.0} jobs/s",
@@ -149,6 +180,35 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<Results, BenchError> {
         }
     }
     Ok(results)
+}
+
+/// How many times a cluster target's measurement is attempted: an election in the middle of
+/// one (a follower that missed heartbeats on a busy machine) fails its calls, and it is then
+/// repeated on a fresh cluster. A single server gets one attempt.
+const CLUSTER_ATTEMPTS: usize = 3;
+
+/// Runs `measure` (the measurement `what` of `target`) until it succeeds, at most
+/// [`CLUSTER_ATTEMPTS`] times for a cluster target; each failure repeated is noted in
+/// `repeated`.
+fn attempts<T>(
+    target: &Target,
+    what: &str,
+    repeated: &mut Vec<String>,
+    mut measure: impl FnMut() -> Result<T, BenchError>,
+) -> Result<T, BenchError> {
+    let allowed = if target.cluster_nodes.is_some() { CLUSTER_ATTEMPTS } else { 1 };
+    let mut attempt = 1;
+    loop {
+        match measure() {
+            Err(error) if attempt < allowed => {
+                let note = format!("{}, {what}: {error}", target.name);
+                eprintln!("repeating on a fresh cluster: {note}");
+                repeated.push(note);
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
 }
 
 /// The targets in round-robin order, starting at a different one each round.
@@ -168,18 +228,51 @@ fn client_cpu_seconds() -> f64 {
     procfs::sample(std::process::id()).map_or(0.0, |sample| sample.cpu_seconds)
 }
 
-/// Starts a fresh server for `target` and runs `scenario` on it: enqueue, then drain.
+/// Starts a fresh server (or cluster) for `target` and runs `scenario` on it: enqueue, then
+/// drain.
 pub fn throughput(
     runtime: &Runtime,
     target: &Target,
     scenario: &Scenario,
     round: usize,
 ) -> Result<ThroughputRun, BenchError> {
+    if let Some(nodes) = target.cluster_nodes {
+        return cluster_throughput(runtime, target, nodes, scenario, round);
+    }
     let mut server = ServerProcess::start(&target.program)?;
     let mut run = throughput_at(runtime, server.addr(), Some(&server), scenario, round, target.client)?;
     run.target = target.name.clone();
     server.stop()?;
     Ok(run)
+}
+
+/// Starts a fresh cluster of `nodes` for `target` and runs `scenario` at its leader, sampling
+/// every node (see [`Cluster`]'s [`Sampled`]: CPU summed over the nodes, the largest node's peak
+/// RSS, the leader's data directory).
+fn cluster_throughput(
+    runtime: &Runtime,
+    target: &Target,
+    nodes: u64,
+    scenario: &Scenario,
+    round: usize,
+) -> Result<ThroughputRun, BenchError> {
+    let mut cluster = start_cluster(runtime, target, nodes)?;
+    let mut run =
+        throughput_of(runtime, cluster.leader_addr(), Some(&cluster as &dyn Sampled), scenario, round, target.client)?;
+    run.target = target.name.clone();
+    cluster.stop()?;
+    Ok(run)
+}
+
+/// Starts the cluster of a cluster target and waits until its leader serves.
+fn start_cluster(runtime: &Runtime, target: &Target, nodes: u64) -> Result<Cluster, BenchError> {
+    let Program::Sepp { binary, persist_mode } = &target.program else {
+        return Err(BenchError::Unexpected(format!("{}: only sepp servers run as a cluster", target.name)));
+    };
+    let setup = NodeSetup { binary: binary.clone(), persist_mode: *persist_mode, timings: DEFAULT_TIMINGS };
+    let mut cluster = Cluster::start(&setup, nodes)?;
+    runtime.block_on(cluster.wait_for_leader(&queue_name("leader-probe", 0)))?;
+    Ok(cluster)
 }
 
 /// Runs `scenario` against a server at `addr`, sampling `server` when the harness started it.
@@ -191,15 +284,28 @@ pub fn throughput_at(
     round: usize,
     client: LoadClient,
 ) -> Result<ThroughputRun, BenchError> {
+    throughput_of(runtime, addr, server.map(|server| server as &dyn Sampled), scenario, round, client)
+}
+
+/// Runs `scenario` against a server at `addr`, sampling `server` (one process or a cluster)
+/// when the harness started it.
+fn throughput_of(
+    runtime: &Runtime,
+    addr: SocketAddr,
+    server: Option<&dyn Sampled>,
+    scenario: &Scenario,
+    round: usize,
+    client: LoadClient,
+) -> Result<ThroughputRun, BenchError> {
     let queue = scenario.queue.clone().unwrap_or_else(|| queue_name(&scenario.name, round));
     let connections = runtime.block_on(phases::connect_all(addr, scenario.connections, client))?;
     let version = runtime.block_on(connections[0].clone().server_info())?;
-    let sample = || server.and_then(ServerProcess::sample);
+    let sample = || server.and_then(Sampled::sample);
     let client_before = client_cpu_seconds();
     let before = sample();
     let enqueued = runtime.block_on(phases::enqueue(&connections, &queue, scenario.jobs, scenario.enqueue_batch))?;
     let between = sample();
-    let data_dir_bytes = server.and_then(ServerProcess::data_dir_bytes);
+    let data_dir_bytes = server.and_then(Sampled::data_dir_bytes);
     let drained = runtime.block_on(phases::drain(&connections, &queue, scenario.jobs, scenario.reserve_batch))?;
     let after = sample();
     let client_cpu_seconds = client_cpu_seconds() - client_before;
@@ -224,8 +330,16 @@ pub fn throughput_at(
     })
 }
 
-/// Starts a fresh server for `target` and measures sequential round trips on one connection.
+/// Starts a fresh server (or cluster, loaded at its leader) for `target` and measures
+/// sequential round trips on one connection.
 pub fn latency(runtime: &Runtime, target: &Target, rounds: usize, round: usize) -> Result<LatencyRun, BenchError> {
+    if let Some(nodes) = target.cluster_nodes {
+        let mut cluster = start_cluster(runtime, target, nodes)?;
+        let mut run = latency_at(runtime, cluster.leader_addr(), rounds, round, target.client)?;
+        run.target = target.name.clone();
+        cluster.stop()?;
+        return Ok(run);
+    }
     let mut server = ServerProcess::start(&target.program)?;
     let mut run = latency_at(runtime, server.addr(), rounds, round, target.client)?;
     run.target = target.name.clone();
@@ -389,8 +503,28 @@ mod tests {
                 name: name.to_string(),
                 program: Program::Ceiling { binary: "x".into() },
                 client: LoadClient::Ours,
+                cluster_nodes: None,
             })
             .collect()
+    }
+
+    #[test]
+    fn only_a_cluster_measurement_is_repeated_and_each_repeat_is_noted() {
+        let mut single = targets(&["one"]).remove(0);
+        let failing = |failures: usize| {
+            let mut calls = 0;
+            move || {
+                calls += 1;
+                if calls <= failures { Err(BenchError::Unexpected(format!("failure {calls}"))) } else { Ok(calls) }
+            }
+        };
+        let mut repeated = Vec::new();
+        assert!(attempts(&single, "x", &mut repeated, failing(1)).is_err());
+        assert!(repeated.is_empty());
+        single.cluster_nodes = Some(3);
+        assert_eq!(attempts(&single, "single/50 round 2", &mut repeated, failing(2)).unwrap(), 3);
+        assert_eq!(repeated, ["one, single/50 round 2: failure 1", "one, single/50 round 2: failure 2"]);
+        assert!(attempts(&single, "x", &mut repeated, failing(3)).is_err());
     }
 
     #[test]

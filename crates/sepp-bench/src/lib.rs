@@ -9,6 +9,9 @@
 //! - [`procfs`]: server CPU seconds, RSS and data directory size from `/proc` and the disk.
 //! - [`ceiling`]: the do-nothing `QueueService` on the same tonic stack.
 //! - [`compare`]: every scenario against every target, alternating; latency; the backlog.
+//! - [`cluster`]: three nodes of our server made one cluster (the `cluster3` targets).
+//! - [`failover`]: a cluster's leader SIGKILLed under load: how long until writes are
+//!   acknowledged again, and that no acknowledged job was lost.
 //! - [`clients`]: the client libraries (Rust, TypeScript, Python, sepp-py 0.1) side by side on
 //!   one server, each through its own benchmark program.
 //! - [`results`], [`report`], [`chart`]: the raw results (JSON), the Markdown tables, the SVG.
@@ -24,7 +27,9 @@ pub mod ceiling;
 pub mod chart;
 pub mod client;
 pub mod clients;
+pub mod cluster;
 pub mod compare;
+pub mod failover;
 pub mod nats_driver;
 pub mod obs_cost;
 pub mod peers;

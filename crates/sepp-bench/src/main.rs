@@ -1,7 +1,7 @@
 //! The `sepp-bench` command line: `compare` (the published benchmark), `smoke` (the CI check),
 //! `run` (one scenario against any address or binary), `ceiling` (the do-nothing server),
-//! `peers` (sepp beside BullMQ, pg-boss, RabbitMQ and NATS JetStream) and `report` (re-render
-//! tables and chart from a results file).
+//! `peers` (sepp beside BullMQ, pg-boss, RabbitMQ and NATS JetStream), `failover` (a cluster's
+//! leader killed under load) and `report` (re-render tables and chart from a results file).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -145,6 +145,11 @@ enum Commands {
         #[arg(long = "payload-bytes", default_value_t = 256)]
         payload_bytes: usize,
     },
+    /// A three-node cluster of our server under a steady producer load, its leader SIGKILLed
+    /// --kills times: each time until a write is acknowledged again (the failover), the killed
+    /// node restarted on its ports and data directory; at the end the leader is drained, to show
+    /// that no acknowledged job was lost. Writes failover.json and failover.md.
+    Failover(FailoverArgs),
     /// Re-render results.md and throughput.svg from a results.json.
     Report {
         #[arg(long)]
@@ -166,7 +171,8 @@ struct CompareArgs {
     /// One round, fewer latency round trips, and a backlog of --jobs jobs.
     #[arg(long)]
     quick: bool,
-    /// Which servers: any of ours, 0.1.1, ceiling.
+    /// Which servers: any of ours, 0.1.1, cluster3 (three nodes of ours made one cluster, the
+    /// load at its leader; it skips the large-backlog scenario), ceiling.
     #[arg(long, value_delimiter = ',', default_value = "ours,0.1.1,ceiling")]
     targets: Vec<String>,
     /// Persist modes of the sepp servers: sync_all, buffer.
@@ -200,6 +206,28 @@ struct CompareArgs {
     #[arg(long, value_delimiter = ',')]
     scenarios: Vec<String>,
     /// Output directory (default: docs/benchmarks of this workspace).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct FailoverArgs {
+    /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
+    #[arg(long)]
+    ours_bin: Option<PathBuf>,
+    /// How many times the leader is killed.
+    #[arg(long, default_value_t = 10)]
+    kills: usize,
+    /// Persist mode of every node (and so of its Raft log): sync_all, buffer.
+    #[arg(long, default_value = "sync_all")]
+    mode: String,
+    /// Producer connections, each enqueueing one job per call.
+    #[arg(long, default_value_t = 4)]
+    connections: usize,
+    /// Seconds of load before the first kill and after each rejoin.
+    #[arg(long, default_value_t = 1.0)]
+    load_seconds: f64,
+    /// Output directory (default: docs/benchmarks/failover of this workspace).
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -326,6 +354,7 @@ fn main() -> ExitCode {
         Commands::ObsCost(args) => obs_cost_command(args),
         Commands::Report { results, out } => report_command(&results, out),
         Commands::Peers(args) => peers_command(args),
+        Commands::Failover(args) => failover_command(args),
         Commands::SeppDriver { url, phase, jobs, concurrency, batch, queue, _payload_bytes } => {
             sepp_driver(url, &phase, jobs, concurrency, batch, &queue)
         }
@@ -563,6 +592,35 @@ fn sepp_driver(
     println!("{}", serde_json::to_string(&report).map_err(|error| BenchError::Unexpected(error.to_string()))?);
     if phase == "drain" {
         runtime.block_on(phases::expect_empty(&connections[0], queue))?;
+    }
+    Ok(())
+}
+
+fn failover_command(args: FailoverArgs) -> Result<(), BenchError> {
+    use sepp_bench::failover;
+    let persist_mode = PersistMode::parse(&args.mode)
+        .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {}", args.mode)))?;
+    if !(args.load_seconds.is_finite() && args.load_seconds >= 0.0) {
+        return Err(BenchError::Unexpected("--load-seconds must be 0 or more".into()));
+    }
+    let plan = failover::Plan {
+        binary: ours_binary(args.ours_bin)?,
+        persist_mode,
+        kills: args.kills,
+        connections: args.connections.max(1),
+        load_between: std::time::Duration::from_secs_f64(args.load_seconds),
+    };
+    let results = failover::run(&plan, &runtime()?)?;
+    let out = args.out.unwrap_or_else(|| workspace_dir().join("docs").join("benchmarks").join("failover"));
+    std::fs::create_dir_all(&out)?;
+    let json = serde_json::to_string_pretty(&results).map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    std::fs::write(out.join("failover.json"), json + "\n")?;
+    let tables = failover::markdown(&results);
+    std::fs::write(out.join("failover.md"), &tables)?;
+    println!("{tables}");
+    eprintln!("wrote {}", out.display());
+    if results.missing > 0 {
+        return Err(BenchError::Unexpected(format!("{} acknowledged jobs were not drained", results.missing)));
     }
     Ok(())
 }
@@ -835,9 +893,9 @@ fn run_command(args: RunArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// The targets named by `families` (ours, 0.1.1, ceiling) in each of `modes`, loaded by each of
-/// `clients`, ordered so that alternation interleaves them: ours and 0.1.1 per mode and client,
-/// then the ceiling (loaded by our client only).
+/// The targets named by `families` (ours, 0.1.1, cluster3, ceiling) in each of `modes`, loaded
+/// by each of `clients`, ordered so that alternation interleaves them: ours, 0.1.1 and cluster3
+/// per mode and client, then the ceiling (loaded by our client only).
 fn targets(
     families: &[String],
     modes: &[String],
@@ -853,12 +911,17 @@ fn targets(
         })
         .collect::<Result<Vec<_>, _>>()?;
     for family in families {
-        if !["ours", "0.1.1", "ceiling"].contains(&family.as_str()) {
-            return Err(BenchError::Unexpected(format!("unknown target {family}: use ours, 0.1.1 or ceiling")));
+        if !["ours", "0.1.1", compare::CLUSTER3, "ceiling"].contains(&family.as_str()) {
+            return Err(BenchError::Unexpected(format!(
+                "unknown target {family}: use ours, 0.1.1, {} or ceiling",
+                compare::CLUSTER3
+            )));
         }
     }
     let wants = |family: &str| families.iter().any(|name| name == family);
-    let ours = if wants("ours") { Some(ours_binary(ours_bin)?) } else { None };
+    let binary = if wants("ours") || wants(compare::CLUSTER3) { Some(ours_binary(ours_bin)?) } else { None };
+    let ours = binary.clone().filter(|_| wants("ours"));
+    let cluster = binary.filter(|_| wants(compare::CLUSTER3));
     let reference = if wants("0.1.1") { Some(reference_binary(reference_bin)?) } else { None };
     let mut targets = Vec::new();
     for mode in modes {
@@ -870,6 +933,9 @@ fn targets(
             }
             if let Some(binary) = &reference {
                 targets.push(Target::sepp("0.1.1", binary.clone(), mode, *client));
+            }
+            if let Some(binary) = &cluster {
+                targets.push(Target::cluster3(binary.clone(), mode, *client));
             }
         }
     }
@@ -933,4 +999,51 @@ fn reference_binary(given: Option<PathBuf>) -> Result<PathBuf, BenchError> {
         }
     }
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(families: &[&str], modes: &[&str], clients: &[&str]) -> Vec<String> {
+        let strings = |names: &[&str]| names.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        let targets = targets(&strings(families), &strings(modes), &strings(clients), Some("sepp".into()), None);
+        targets.expect("known targets").into_iter().map(|target| target.name).collect()
+    }
+
+    #[test]
+    fn cluster3_targets_follow_ours_in_each_mode_and_client() {
+        assert_eq!(
+            names(&["ours", "cluster3"], &["sync_all", "buffer"], &["ours", "sepp-rs"]),
+            [
+                "ours sync_all",
+                "cluster3 sync_all",
+                "ours sync_all via sepp-rs",
+                "cluster3 sync_all via sepp-rs",
+                "ours buffer",
+                "cluster3 buffer",
+                "ours buffer via sepp-rs",
+                "cluster3 buffer via sepp-rs",
+            ]
+        );
+        assert_eq!(names(&["cluster3"], &["sync_all"], &["ours"]), ["cluster3 sync_all"]);
+        assert_eq!(names(&["ours"], &["sync_all"], &["ours"]), ["ours sync_all"]);
+    }
+
+    #[test]
+    fn only_cluster3_targets_run_as_a_cluster() {
+        let strings = |names: &[&str]| names.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        let targets = targets(
+            &strings(&["ours", "cluster3"]),
+            &strings(&["sync_all"]),
+            &strings(&["ours"]),
+            Some("sepp".into()),
+            None,
+        )
+        .expect("known targets");
+        let nodes: Vec<Option<u64>> = targets.iter().map(|target| target.cluster_nodes).collect();
+        assert_eq!(nodes, [None, Some(3)]);
+        let unknown = super::targets(&strings(&["cluster5"]), &strings(&["sync_all"]), &strings(&["ours"]), None, None);
+        assert!(unknown.is_err_and(|error| error.to_string().contains("cluster3")));
+    }
 }

@@ -151,7 +151,7 @@ pub async fn latency(connection: &Connection, queue: &str, rounds: usize) -> Res
 }
 
 /// Nearest-rank percentile of sorted samples.
-fn percentile(sorted: &[f64], quantile: f64) -> f64 {
+pub fn percentile(sorted: &[f64], quantile: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use crate::client::LoadClient;
-use crate::compare::client_suffix;
+use crate::compare::{CLUSTER3, client_suffix};
 use crate::results::{Results, ThroughputRun};
 
 pub const OURS: &str = "ours";
@@ -92,7 +92,8 @@ impl<'a> Summary<'a> {
     }
 
     /// The comparisons that make sense for the targets present: ours against 0.1.1 in each
-    /// mode, and each sepp target against the ceiling.
+    /// mode, the three-node cluster against one node of ours, and each sepp target against the
+    /// ceiling.
     pub fn ratio_columns(&self) -> Vec<(String, String)> {
         let mut columns = Vec::new();
         for mode in MODES {
@@ -105,11 +106,29 @@ impl<'a> Summary<'a> {
                 }
             }
         }
+        columns.extend(self.cluster_columns());
         for mode in MODES {
             for family in [OURS, REFERENCE] {
                 let target = format!("{family} {mode}");
                 if self.has_target(&target) && self.has_target(CEILING) {
                     columns.push((target, CEILING.to_string()));
+                }
+            }
+        }
+        columns
+    }
+
+    /// Each three-node cluster against one node of ours in the same mode, loaded by the same
+    /// client: what replication costs.
+    pub fn cluster_columns(&self) -> Vec<(String, String)> {
+        let mut columns = Vec::new();
+        for mode in MODES {
+            for client in [LoadClient::Ours, LoadClient::SeppRs] {
+                let suffix = client_suffix(client);
+                let cluster = format!("{CLUSTER3} {mode}{suffix}");
+                let ours = format!("{OURS} {mode}{suffix}");
+                if self.has_target(&cluster) && self.has_target(&ours) {
+                    columns.push((cluster, ours));
                 }
             }
         }
@@ -134,7 +153,20 @@ pub fn markdown(results: &Results) -> String {
         backlog_table(&mut out, results);
     }
     goals_table(&mut out, &summary);
+    repeated_note(&mut out, results);
     out
+}
+
+/// The cluster measurements repeated after a failed attempt, if any.
+fn repeated_note(out: &mut String, results: &Results) {
+    if results.repeated.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Measurements repeated on a fresh cluster after a failed attempt:\n");
+    for note in &results.repeated {
+        let _ = writeln!(out, "- {note}");
+    }
+    out.push('\n');
 }
 
 fn machine(out: &mut String, results: &Results) {
@@ -215,6 +247,7 @@ fn cpu_table(out: &mut String, summary: &Summary) {
             }
         }
     }
+    ratio_columns.extend(summary.cluster_columns());
     columns.extend(ratio_columns.iter().map(|(top, bottom)| format!("{top} / {bottom}")));
     header(out, &columns);
     for scenario in summary.scenarios() {
@@ -233,7 +266,15 @@ fn cpu_table(out: &mut String, summary: &Summary) {
         );
         let _ = writeln!(out, "| {scenario} | {jobs} | {} |", cells.join(" | "));
     }
+    if has_cluster(summary) {
+        let _ = writeln!(out, "\n{CLUSTER3}: the CPU of its three nodes together.");
+    }
     out.push('\n');
+}
+
+/// Whether a cluster target ran (its tables get a note on what its figures cover).
+fn has_cluster(summary: &Summary) -> bool {
+    summary.results.targets.iter().any(|target| target.starts_with(CLUSTER3))
 }
 
 fn footprint_table(out: &mut String, summary: &Summary) {
@@ -259,6 +300,9 @@ fn footprint_table(out: &mut String, summary: &Summary) {
             })
             .collect();
         let _ = writeln!(out, "| {scenario} | {jobs} | {} |", cells.join(" | "));
+    }
+    if has_cluster(summary) {
+        let _ = writeln!(out, "\n{CLUSTER3}: the largest node's peak RSS, the leader's data directory.");
     }
     out.push('\n');
 }
@@ -487,6 +531,53 @@ mod tests {
             out.contains("| more jobs through it (rounds of 20,000 enqueued, then drained) | jobs/s | 10 (10 jobs) |"),
             "{out}"
         );
+    }
+
+    /// A throughput run of `target` in `round` taking `seconds` for each phase.
+    fn run(target: &str, round: usize, seconds: f64) -> ThroughputRun {
+        ThroughputRun {
+            scenario: crate::compare::standard_scenarios(1_000).remove(2),
+            target: target.into(),
+            round,
+            enqueue_seconds: seconds,
+            drain_seconds: seconds,
+            enqueue_server_cpu_seconds: Some(seconds),
+            drain_server_cpu_seconds: Some(seconds),
+            client_cpu_seconds: 0.0,
+            peak_rss_bytes: Some(1),
+            data_dir_bytes: Some(1),
+        }
+    }
+
+    #[test]
+    fn a_cluster_is_compared_with_one_node_of_ours_within_each_round() {
+        let mut results = Results {
+            targets: vec!["ours sync_all".into(), "cluster3 sync_all".into()],
+            rounds: 2,
+            ..Results::default()
+        };
+        results.throughput =
+            vec![run("ours sync_all", 0, 1.0), run("cluster3 sync_all", 0, 2.0), run("ours sync_all", 1, 2.0)];
+        results.throughput.push(run("cluster3 sync_all", 1, 8.0));
+        let summary = Summary::new(&results);
+        let column = ("cluster3 sync_all".to_string(), "ours sync_all".to_string());
+        assert_eq!(summary.ratio_columns(), [column]);
+        // Rounds 0.5x and 0.25x: the median of the per-round ratios.
+        assert_eq!(summary.ratio("single/50", "cluster3 sync_all", "ours sync_all", Metric::Enqueue), Some(0.375));
+        let tables = markdown(&results);
+        assert!(tables.contains("| scenario | phase | cluster3 sync_all / ours sync_all |"), "{tables}");
+        assert!(tables.contains("cluster3: the CPU of its three nodes together."), "{tables}");
+        assert!(!tables.contains("repeated"), "{tables}");
+        results.repeated.push("cluster3 sync_all, single/50 round 1: call failed".into());
+        let tables = markdown(&results);
+        assert!(tables.contains("after a failed attempt:\n\n- cluster3 sync_all, single/50 round 1: call failed\n"));
+        results.repeated.clear();
+        // Without the cluster, neither the column nor the notes.
+        results.targets.pop();
+        results.throughput.retain(|run| run.target == "ours sync_all");
+        let tables = markdown(&results);
+        assert!(!tables.contains("cluster3"), "{tables}");
+        assert!(Summary::new(&results).ratio_columns().is_empty());
     }
 
     #[test]

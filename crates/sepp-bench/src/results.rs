@@ -15,6 +15,10 @@ pub struct Results {
     pub throughput: Vec<ThroughputRun>,
     pub latency: Vec<LatencyRun>,
     pub backlog: Vec<BacklogRun>,
+    /// Cluster measurements that failed (an election interrupted them) and were repeated on a
+    /// fresh cluster: target, measurement and error of each failed attempt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeated: Vec<String>,
 }
 
 /// The machine the run happened on.

@@ -3,7 +3,8 @@
 //! A sepp binary (ours or 0.1.1) gets a fresh temporary directory with a config file and an
 //! empty data directory; the ceiling is this binary's `ceiling` subcommand. Either way the
 //! harness reads the bound address from the `queue server listening` line on stdout, and can
-//! sample the process in `/proc`, stop it with SIGTERM and start it again on the same port.
+//! sample the process in `/proc`, stop it with SIGTERM (or kill it with SIGKILL) and start it
+//! again on the same port.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
@@ -82,6 +83,38 @@ impl ServerProcess {
         }
     }
 
+    /// Whether the process still runs (it has not exited, or been killed, and reaped).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The program a later [`ServerProcess::start_again`] or [`ServerProcess::restart`] runs, in
+    /// place of the one it was started with (a cluster node's, with its ports pinned).
+    pub fn set_program(&mut self, program: Program) {
+        self.program = program;
+    }
+
+    /// Sends SIGKILL and waits until the process is reaped; returns when the signal was sent.
+    pub fn kill(&mut self) -> Result<Instant, BenchError> {
+        let sent = Instant::now();
+        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+        unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGKILL) };
+        self.child.wait()?;
+        Ok(sent)
+    }
+
+    /// Starts the program again, after it exited, on the same port and data directory, and
+    /// waits for its listening line.
+    pub fn start_again(&mut self) -> Result<(), BenchError> {
+        let (child, addr, output) = spawn(&self.program, self.dir.path(), self.addr)?;
+        if addr != self.addr {
+            return Err(BenchError::Server(format!("came back on {addr}, not {}", self.addr)));
+        }
+        self.child = child;
+        self.output = output;
+        Ok(())
+    }
+
     /// Sends SIGTERM and waits for the process to exit; returns how long that took.
     pub fn stop(&mut self) -> Result<Duration, BenchError> {
         let started = Instant::now();
@@ -154,6 +187,25 @@ impl ServerProcess {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+}
+
+/// What the harness reads of a server it started, one process or several: CPU and memory, and
+/// the size of the data directory.
+pub trait Sampled {
+    /// CPU and memory now; `None` when a process is gone.
+    fn sample(&self) -> Option<ProcessSample>;
+    /// Bytes on disk under the data directory; `None` for servers without one.
+    fn data_dir_bytes(&self) -> Option<u64>;
+}
+
+impl Sampled for ServerProcess {
+    fn sample(&self) -> Option<ProcessSample> {
+        ServerProcess::sample(self)
+    }
+
+    fn data_dir_bytes(&self) -> Option<u64> {
+        ServerProcess::data_dir_bytes(self)
     }
 }
 
