@@ -174,11 +174,12 @@ where
             tonic::codegen::http::Request<B>,
             Response = tonic::codegen::http::Response<tonic::body::Body>,
         >,
-    S::Future: Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = tonic::codegen::BoxFuture<S::Response, S::Error>;
+    /// A refusal is ready at once; a call that passes is the service's own future, unboxed, so
+    /// a single node's calls cost what they did before cluster mode.
+    type Future = futures_util::future::Either<std::future::Ready<Result<S::Response, S::Error>>, S::Future>;
 
     fn poll_ready(&mut self, context: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), S::Error>> {
         self.inner.poll_ready(context)
@@ -189,9 +190,9 @@ where
             && request.uri().path() != ANY_NODE
             && let Some(status) = gate.refusal()
         {
-            return Box::pin(async move { Ok(status.into_http()) });
+            return futures_util::future::Either::Left(std::future::ready(Ok(status.into_http())));
         }
-        Box::pin(self.inner.call(request))
+        futures_util::future::Either::Right(self.inner.call(request))
     }
 }
 
