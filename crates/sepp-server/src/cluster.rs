@@ -228,14 +228,6 @@ pub fn data_dir(db_path: &std::path::Path) -> std::path::PathBuf {
     db_path.join("cluster")
 }
 
-/// Whether `db_path` holds a single node's log (segments or checkpoints).
-pub fn holds_single_node_data(db_path: &std::path::Path) -> bool {
-    std::fs::read_dir(db_path).into_iter().flatten().flatten().any(|entry| {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        (name.starts_with("segment-") || name.starts_with("checkpoint-")) && !entry.path().is_dir()
-    })
-}
-
 /// openraft's settings from `[cluster]`.
 pub fn raft_config(cluster: &sepp_config::ClusterConfig) -> Result<openraft::Config, ClusterStartError> {
     let config = openraft::Config {
@@ -265,7 +257,7 @@ impl ClusterNode {
         let cluster = &boot.cluster;
         let id = cluster.node_id.expect("cluster mode has a node id");
         let db_path = &boot.server.db_path;
-        if holds_single_node_data(db_path) {
+        if sepp_log::DurableLog::holds_log(db_path) {
             return Err(ClusterStartError::SingleNodeData { path: db_path.clone() });
         }
         let dir = data_dir(db_path);

@@ -121,9 +121,9 @@ async fn execute(args: &ClusterArgs, config: Option<&sepp_config::Config>) -> Re
         }
         Verb::Add { raft_addr } => {
             let member = identity(&mut connect(raft_addr).await?, raft_addr).await?;
-            membership_change(&node, &|| Change::Add(member.clone())).await
+            membership_change(&node, Change::Add(member)).await
         }
-        Verb::Remove { id } => membership_change(&node, &|| Change::Remove(*id)).await,
+        Verb::Remove { id } => membership_change(&node, Change::Remove(*id)).await,
     }
 }
 
@@ -133,17 +133,18 @@ async fn identity(client: &mut MembershipClient<tonic::transport::Channel>, addr
     status.this_node.ok_or_else(|| format!("the node at {addr} did not say who it is"))
 }
 
+#[derive(Clone)]
 enum Change {
     Add(Member),
     Remove(u64),
 }
 
 /// Asks `node` for a membership change; a follower names the leader, which is asked instead.
-async fn membership_change(node: &str, change: &dyn Fn() -> Change) -> Result<ClusterStatus, String> {
-    match send_change(node, change()).await {
+async fn membership_change(node: &str, change: Change) -> Result<ClusterStatus, String> {
+    match send_change(node, change.clone()).await {
         Err(status) if status.metadata().get(LEADER_RAFT_METADATA).is_some() => {
             let leader = status.metadata().get(LEADER_RAFT_METADATA).and_then(|value| value.to_str().ok());
-            answer(send_change(leader.unwrap_or_default(), change()).await)
+            answer(send_change(leader.unwrap_or_default(), change).await)
         }
         other => answer(other),
     }

@@ -658,3 +658,19 @@ async fn dedup_windows_stay_pinned_when_the_configuration_lengthens_them() {
     drop(client);
     server.stop().await;
 }
+
+/// A data directory belongs to one mode: a cluster node refuses a single node's log, and a
+/// single node refuses a directory a cluster node used; neither touches what it finds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_directory_of_the_other_mode_is_refused() {
+    let server = stopped_server_with_jobs().await;
+    server.write_config("[cluster]\nnode_id = 1\nlisten_addr = \"127.0.0.1:0\"\n");
+    let stderr = refused_start(&server);
+    assert!(stderr.contains("holds a single node's data"), "{stderr}");
+    assert!(!server.dir().join("db").join("cluster").exists());
+
+    server.write_config("");
+    std::fs::create_dir(server.dir().join("db").join("cluster")).expect("a cluster directory");
+    let stderr = refused_start(&server);
+    assert!(stderr.contains("holds a cluster node's data"), "{stderr}");
+}

@@ -20,6 +20,13 @@ use super::syncer::Syncer;
 use super::{DurableLog, LogOptions, OpenError, Recovery, SEGMENT_MAGIC};
 
 impl DurableLog {
+    /// Whether `dir` holds a log's segments or checkpoints (a directory that does not exist,
+    /// or cannot be read, holds none).
+    pub fn holds_log(dir: &Path) -> bool {
+        super::files::list(dir, false)
+            .is_ok_and(|(segments, checkpoints)| !segments.is_empty() || !checkpoints.is_empty())
+    }
+
     /// Opens (or creates) the log in `dir`, feeding every recovered record to `apply` in order.
     pub fn open(
         dir: &Path,

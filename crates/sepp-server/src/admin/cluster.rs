@@ -55,19 +55,11 @@ pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Va
     }))
 }
 
-/// The routes a node answers whether it serves or not: they read or change this node's own
-/// files and sessions, not the queue.
-const ANY_NODE: &[&str] = &["/session", "/cluster", "/server-info", "/config", "/auth/keys", "/events"];
-
-/// On a node that does not serve, every other route answers 503 with code `not_leader` and
-/// the leader's client address when one is known.
+/// In front of the routes of the queue's data and changes (`routes::router` says which): on a
+/// node that does not serve, they answer 503 with code `not_leader` and the leader's client
+/// address when one is known.
 pub async fn leader_only(State(state): State<AdminState>, request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    let open = ANY_NODE.iter().any(|route| path == *route || path.starts_with(&format!("{route}/")));
-    if let Some(gate) = &state.cluster
-        && !open
-        && let Some(refusal) = gate.refusal()
-    {
+    if let Some(refusal) = state.cluster.as_ref().and_then(|gate| gate.refusal()) {
         let leader = refusal.metadata().get(crate::cluster::LEADER_METADATA).and_then(|value| value.to_str().ok());
         let mut body = json!({ "error": refusal.message(), "code": "not_leader" });
         if let Some(leader) = leader {

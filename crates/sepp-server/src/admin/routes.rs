@@ -29,10 +29,19 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsa
 
 /// The whole admin listener.
 pub fn router(state: AdminState) -> Router {
-    let api = Router::new()
+    // What any node answers: this node's own sessions, files and view of the cluster. The
+    // queue's data and changes are the leader's: on a cluster node that does not serve, those
+    // routes answer 503 `not_leader`.
+    let any_node = Router::new()
         .route("/session", post(access::login).get(access::whoami).delete(access::logout))
-        .route("/overview", get(overview::overview))
         .route("/server-info", get(overview::server_info))
+        .route("/config", get(config_api::get).put(config_api::put))
+        .route("/auth/keys", post(config_api::add_key).delete(config_api::disable_auth))
+        .route("/auth/keys/{name}", delete(config_api::revoke_key))
+        .route("/events", get(events::events))
+        .route("/cluster", get(cluster::view));
+    let leader_only = Router::new()
+        .route("/overview", get(overview::overview))
         .route("/queues", get(queues::list))
         .route("/queues/{name}", get(queues::get).put(queues::put).delete(queues::delete))
         .route("/queues:pause", post(pauses::pause_all))
@@ -52,15 +61,9 @@ pub fn router(state: AdminState) -> Router {
         .route("/jobs/{id}", get(jobs::job))
         .route("/jobs/{id}/cancel", post(jobs::cancel))
         .route("/audit", get(audit::list))
-        .route("/config", get(config_api::get).put(config_api::put))
-        .route("/auth/keys", post(config_api::add_key).delete(config_api::disable_auth))
-        .route("/auth/keys/{name}", delete(config_api::revoke_key))
         .route("/workers", get(workers::list))
-        .route("/events", get(events::events))
-        .route("/cluster", get(cluster::view))
-        .fallback(not_found)
-        .layer(middleware::from_fn_with_state(state.clone(), cluster::leader_only))
-        .layer(middleware::from_fn(refuse_cross_site));
+        .route_layer(middleware::from_fn_with_state(state.clone(), cluster::leader_only));
+    let api = any_node.merge(leader_only).fallback(not_found).layer(middleware::from_fn(refuse_cross_site));
     Router::new()
         .route("/", get(|| async { Redirect::temporary("/admin/") }))
         .route("/admin", get(ui::shell))
