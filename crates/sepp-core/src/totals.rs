@@ -72,6 +72,11 @@ impl State {
         self.totals.counting = true;
     }
 
+    /// Whether [`State::count_totals`] turned counting on.
+    pub fn counts_totals(&self) -> bool {
+        self.totals.counting
+    }
+
     /// The totals of every queue that did anything since counting started (and was not
     /// forgotten since).
     pub fn totals(&self) -> impl Iterator<Item = (&Arc<str>, &QueueTotals)> {

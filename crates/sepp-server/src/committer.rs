@@ -807,9 +807,13 @@ impl Committer {
     }
 
     /// Starts serving from `state` (the committed state), proposing through `log`. The state
-    /// gets the policy the committer was last given.
+    /// gets the policy the committer was last given, and counts totals from now on if the one it
+    /// replaces did (the state machine's copy never counts them).
     fn lead(&mut self, mut state: State, log: Box<dyn Log>) {
         state.set_policy(self.state.policy().clone());
+        if self.state.counts_totals() {
+            state.count_totals();
+        }
         self.state = state;
         self.log = log;
         self.following = false;
@@ -828,7 +832,10 @@ impl Committer {
         self.pending.clear();
         self.records.clear();
         self.answer_waiters_empty();
-        let empty = State::new(self.state.policy().clone(), self.state.rules());
+        let mut empty = State::new(self.state.policy().clone(), self.state.rules());
+        if self.state.counts_totals() {
+            empty.count_totals();
+        }
         self.state = empty;
         self.log = Box::new(NotLeading);
         self.relocating = sepp_log::Relocations::default();

@@ -360,6 +360,31 @@ async fn the_admin_api_shows_the_cluster_and_a_follower_names_the_leader() {
     assert_eq!(status, 200);
 }
 
+/// A leader counts its queues' totals for the dashboard: the committed state it leads from
+/// keeps counting what the committer counted before it led (they used to read zero).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaders_dashboard_counts_its_queues_totals() {
+    let cluster = TestCluster::start(3, "[admin]\nenabled = true\nlisten_addr = \"127.0.0.1:0\"\n", "");
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    for _ in 0..5 {
+        assert!(cluster.try_enqueue(leader, "counted").await.is_some(), "the leader acknowledges");
+    }
+    let url = format!("{}/admin/api/v1/overview?history=false", cluster.node(leader).admin_url());
+    let http = reqwest::Client::new();
+    // The stats snapshot is published every 250 ms: wait for the one that holds the enqueues.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let overview: serde_json::Value =
+            http.get(&url).send().await.expect("admin API answers").json().await.expect("JSON");
+        let enqueued = overview["frame"]["queues"]["counted"]["totals"]["enqueued"].as_u64();
+        if enqueued == Some(5) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the leader's totals never counted the enqueues: {overview}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// With admin keys, a follower's admin UI can be signed in to: the login, which cannot join the
 /// cluster's audit log there (only the leader writes it), is logged on the node instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
