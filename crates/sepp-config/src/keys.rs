@@ -1,10 +1,10 @@
 //! Every key the configuration knows, and the report of the keys a file or the environment sets
 //! that it does not know.
 //!
-//! The loader accepts unknown keys (so that files written for sepp 0.1 keep loading), but an
-//! operator who typed `listen_adr` must hear about it: [`unknown_keys`] lists each one with the
-//! closest known key as a suggestion. Keys inside `[admin]` and inside key entries are not
-//! reported here: there an unknown key is an error of the typed load, as in 0.1.
+//! The loader refuses unknown keys (a typo such as `listen_adr` would otherwise leave the
+//! server on a default): [`unknown_keys`] lists each one with the closest known key as a
+//! suggestion. Keys inside `[admin]`, `[cluster]` and key entries are not reported here: there
+//! an unknown key is an error of the typed load, as in 0.1.
 
 use toml::Value;
 

@@ -10,7 +10,7 @@
 //!
 //! - `schema`: the typed sections and their defaults (docs/configuration.md#keys).
 //! - `keys`: every known key, and the report of unknown ones with a "did you mean".
-//! - `load`: discovery, the layering pipeline, [`ConfigError`] and [`ConfigWarning`].
+//! - `load`: discovery, the layering pipeline, and [`ConfigError`].
 //! - `env`: the environment-variable convention and value parsing.
 //! - `validate`: every rule of docs/configuration.md#keys, including the per-queue merged limits.
 //! - `policy`: the merge into `sepp_core::Policy`, boot-pinned dedup windows, restart-only fields.
@@ -30,8 +30,8 @@ pub use env::env_key;
 pub use example::example;
 pub use keys::{UnknownKey, known_keys, queue_override_fields};
 pub use load::{
-    CheckReport, ConfigError, ConfigSource, ConfigWarning, Loaded, check_with_env, discover, load, load_str,
-    load_str_as, load_with_env, process_env,
+    CheckReport, ConfigError, ConfigSource, Loaded, check_with_env, discover, load, load_str, load_str_as,
+    load_with_env, process_env,
 };
 pub use policy::RESTART_ONLY;
 pub use schema::{

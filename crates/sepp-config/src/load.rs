@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use toml::{Table, Value};
 
 use crate::env::{self, EnvOverride};
-use crate::keys::{self, UnknownKey};
+use crate::keys;
 use crate::schema::Config;
 use crate::validate::{self, KeyPath, Problem, Seg};
 
@@ -59,34 +59,16 @@ pub fn discover(flag: Option<PathBuf>, env: &dyn Fn(&str) -> Option<String>) -> 
     }
 }
 
-/// A configuration that loaded, with what the operator should hear about it.
+/// A configuration that loaded.
 #[derive(Debug)]
 pub struct Loaded {
     pub config: Config,
-    /// Keys that were set but mean nothing to this server (typos, most likely).
-    pub warnings: Vec<ConfigWarning>,
 }
 
-/// A key set in the file or the environment that the configuration does not know. The file
-/// still loads (0.1 ignored such keys silently); the server logs each one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigWarning {
-    /// The file, or `environment variable SEPP_...`, that set the key.
-    pub origin: String,
-    pub unknown: UnknownKey,
-}
-
-impl std::fmt::Display for ConfigWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.origin, self.unknown)
-    }
-}
-
-/// Everything wrong with a configuration, for `sepp config check`: every warning, and the
+/// Everything wrong with a configuration, for `sepp config check`: every unknown key, and the
 /// first error of each part of the file (a file that does not parse has just that error).
 #[derive(Debug, Default)]
 pub struct CheckReport {
-    pub warnings: Vec<ConfigWarning>,
     pub errors: Vec<ConfigError>,
 }
 
@@ -107,7 +89,7 @@ pub fn load(source: &ConfigSource) -> Result<Loaded, ConfigError> {
 pub fn load_with_env(source: &ConfigSource, env: &[(String, String)]) -> Result<Loaded, ConfigError> {
     let Checked { mut report, config } = check_source(source, env);
     match config {
-        Some(config) => Ok(Loaded { config, warnings: report.warnings }),
+        Some(config) => Ok(Loaded { config }),
         None => Err(report.errors.swap_remove(0)),
     }
 }
@@ -137,7 +119,7 @@ struct Checked {
 
 impl Checked {
     fn failed(error: ConfigError) -> Checked {
-        Checked { report: CheckReport { warnings: Vec::new(), errors: vec![error] }, config: None }
+        Checked { report: CheckReport { errors: vec![error] }, config: None }
     }
 }
 
@@ -168,15 +150,17 @@ fn check_text(text: &str, file_label: &str, env: &[(String, String)]) -> Checked
         }
     };
     let mut layers = Layers { file_label: file_label.to_owned(), file, env: env::overrides(env) };
-    let warnings = layers.unknown_keys();
+    let mut errors = layers.unknown_keys();
     let config = match layers.deserialize() {
         Ok(config) => config,
-        Err(error) => return Checked { report: CheckReport { warnings, errors: vec![error] }, config: None },
+        Err(error) => {
+            errors.push(error);
+            return Checked { report: CheckReport { errors }, config: None };
+        }
     };
-    let errors: Vec<ConfigError> =
-        validate::problems(&config).into_iter().map(|problem| layers.invalid(problem)).collect();
+    errors.extend(validate::problems(&config).into_iter().map(|problem| layers.invalid(problem)));
     let config = errors.is_empty().then_some(config);
-    Checked { report: CheckReport { warnings, errors }, config }
+    Checked { report: CheckReport { errors }, config }
 }
 
 /// The parser's message and position, without the quoted line the default display adds (it
@@ -210,10 +194,11 @@ enum Origin<'a> {
 }
 
 impl Layers {
-    /// The keys the merged document sets that the configuration does not know, each with the
-    /// file or variable that set it. A variable without a section (`SEPP_BIN`, `SEPP_ADMIN_KEY`)
-    /// is taken to be some other program's setting, not a typo, and is not reported.
-    fn unknown_keys(&self) -> Vec<ConfigWarning> {
+    /// An error for each key the merged document sets that the configuration does not know,
+    /// naming the file or variable that set it. A variable without a section (`SEPP_BIN`,
+    /// `SEPP_ADMIN_KEY`) is taken to be some other program's setting, not a typo, and is not
+    /// reported.
+    fn unknown_keys(&self) -> Vec<ConfigError> {
         let mut merged = self.file.clone();
         env::apply(&mut merged, &self.env);
         keys::unknown_keys(&merged)
@@ -225,7 +210,7 @@ impl Layers {
                     Origin::Env(var) => format!("environment variable {var}"),
                     Origin::File | Origin::Default => self.file_label.clone(),
                 };
-                Some(ConfigWarning { origin, unknown })
+                Some(ConfigError::Invalid { origin, message: unknown.to_string() })
             })
             .collect()
     }

@@ -2,8 +2,8 @@
 //!
 //! This module owns the *shape* of the file and its defaults. It does not read files or the
 //! environment (`load`), check values against each other (`validate`) or build the core's
-//! `Policy` (`policy`). Unknown keys are ignored by serde except where docs/configuration.md#unknown-keys says they are
-//! rejected: inside `[admin]` and inside `auth.api_keys[]` / `admin.keys[]` entries.
+//! `Policy` (`policy`). Unknown keys are ignored by serde except inside `[admin]`, `[cluster]` and
+//! `auth.api_keys[]` / `admin.keys[]` entries; `load` refuses the others (docs/configuration.md#unknown-keys).
 //!
 //! Types that hold key material have a hand-written `Debug` that never prints the key, and their
 //! `Serialize` skips it.
@@ -36,6 +36,7 @@ pub struct Config {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct ServerConfig {
+    #[serde(deserialize_with = "listen_addr")]
     pub listen_addr: SocketAddr,
     pub db_path: PathBuf,
     pub tls_cert_path: Option<PathBuf>,
@@ -267,6 +268,7 @@ pub struct MetricsConfig {
     pub otlp_endpoint: String,
     pub export_interval_ms: u64,
     pub prometheus_enabled: bool,
+    #[serde(deserialize_with = "listen_addr")]
     pub prometheus_listen_addr: SocketAddr,
 }
 
@@ -287,6 +289,7 @@ impl Default for MetricsConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     pub enabled: bool,
+    #[serde(deserialize_with = "listen_addr")]
     pub listen_addr: SocketAddr,
     pub tls_cert_path: Option<PathBuf>,
     pub tls_key_path: Option<PathBuf>,
@@ -318,6 +321,7 @@ pub struct ClusterConfig {
     /// This node's id in the cluster, 1 or more; `None` runs a single node.
     pub node_id: Option<u64>,
     /// Where this node serves the other nodes (Raft and the `sepp cluster` commands).
+    #[serde(deserialize_with = "listen_addr")]
     pub listen_addr: SocketAddr,
     /// The address the other nodes reach `listen_addr` at; defaults to `listen_addr`.
     pub advertise_addr: Option<String>,
@@ -492,6 +496,39 @@ impl fmt::Debug for Redacted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<redacted>")
     }
+}
+
+/// A listen address: an IP address and port (`127.0.0.1:50051`, `[::1]:50051`), or a host name
+/// and port (`localhost:50051`) resolved once, when the configuration loads, to its first IPv4
+/// address (else its first address).
+fn listen_addr<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<SocketAddr, D::Error> {
+    use serde::de::Error;
+    let text = String::deserialize(deserializer)?;
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let Some((host, port)) = text.rsplit_once(':').filter(|(host, _)| !host.is_empty()) else {
+        return Err(D::Error::custom(format!(
+            "`{text}` is not an address and port: give an IP address and port such as 127.0.0.1:50051, or a host name and port such as localhost:50051"
+        )));
+    };
+    let Ok(port) = port.parse::<u16>() else {
+        return Err(D::Error::custom(format!("`{text}` does not end in a port number (0 to 65535)")));
+    };
+    let resolved = std::net::ToSocketAddrs::to_socket_addrs(&(host, port));
+    let addrs: Vec<SocketAddr> = match resolved {
+        Ok(addrs) => addrs.collect(),
+        Err(error) => {
+            return Err(D::Error::custom(format!(
+                "the host name `{host}` could not be resolved ({error}): give an IP address such as 127.0.0.1:{port}"
+            )));
+        }
+    };
+    addrs.iter().find(|addr| addr.is_ipv4()).or(addrs.first()).copied().ok_or_else(|| {
+        D::Error::custom(format!(
+            "the host name `{host}` resolved to no address: give an IP address such as 127.0.0.1:{port}"
+        ))
+    })
 }
 
 fn v4(a: u8, b: u8, c: u8, d: u8, port: u16) -> SocketAddr {

@@ -292,16 +292,22 @@ fn unknown_key_in_a_key_entry_is_rejected() {
 }
 
 #[test]
-fn unknown_key_elsewhere_is_ignored() {
-    let c = load_str(
-        "top = 1\n[server]\nthreads = 4\n[auth]\nmode = \"x\"\n[limits]\nfoo = 1\n\
-         [storage]\nengine = \"fjall\"\n[logging]\ncolor = true\n[tracing]\nx = 1\n\
-         [metrics]\ny = 2\n[future]\nz = 3\n[[queues]]\nname = \"a\"\nweight = 3\n",
-        &[],
-    )
-    .unwrap();
-    assert_eq!(c.queues.len(), 1);
-    assert_eq!(Config { queues: Vec::new(), ..c }, Config::default());
+fn an_unknown_key_in_any_section_is_an_error() {
+    for (text, key) in [
+        ("top = 1\n", "top"),
+        ("[server]\nthreads = 4\n", "server.threads"),
+        ("[auth]\nmode = \"x\"\n", "auth.mode"),
+        ("[limits]\nfoo = 1\n", "limits.foo"),
+        ("[storage]\nengine = \"fjall\"\n", "storage.engine"),
+        ("[logging]\ncolor = true\n", "logging.color"),
+        ("[tracing]\nx = 1\n", "tracing.x"),
+        ("[metrics]\ny = 2\n", "metrics.y"),
+        ("[future]\nz = 3\n", "future"),
+        ("[[queues]]\nname = \"a\"\nweight = 3\n", "queues[0].weight"),
+    ] {
+        let error = error_of(text);
+        assert!(error.contains(&format!("{key} is not a known key")), "{text}: {error}");
+    }
 }
 
 #[test]
@@ -342,18 +348,26 @@ fn type_errors_use_the_words_of_a_toml_file() {
 }
 
 #[test]
-fn unknown_keys_load_with_a_warning_naming_the_file_and_the_nearest_key() {
+fn unknown_keys_are_errors_naming_the_file_and_the_nearest_key() {
     let dir = tempfile::tempdir().unwrap();
     let source = file_with(dir.path(), "[server]\nlisten_adr = \"127.0.0.1:6001\"\n[servr]\nstrict_queues = true\n");
-    let loaded = load_with_env(&source, &[]).unwrap();
-    assert_eq!(loaded.config, Config::default());
     let file = source.path.display().to_string();
-    let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    let error = load_with_env(&source, &[]).unwrap_err().to_string();
     assert_eq!(
-        warnings,
+        error,
+        format!(
+            "invalid configuration in {file}: server.listen_adr is not a known key; did you mean server.listen_addr?"
+        )
+    );
+    let errors: Vec<String> =
+        sepp_config::check_with_env(&source, &[]).errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
         [
-            format!("{file}: server.listen_adr is not a known key; did you mean server.listen_addr?"),
-            format!("{file}: servr is not a known key; did you mean server?"),
+            format!(
+                "invalid configuration in {file}: server.listen_adr is not a known key; did you mean server.listen_addr?"
+            ),
+            format!("invalid configuration in {file}: servr is not a known key; did you mean server?"),
         ]
     );
 }
@@ -362,35 +376,43 @@ fn unknown_keys_load_with_a_warning_naming_the_file_and_the_nearest_key() {
 fn an_unknown_key_from_the_environment_names_its_variable() {
     let dir = tempfile::tempdir().unwrap();
     let source = ConfigSource { path: dir.path().join("sepp.toml"), explicit: false };
-    let loaded = load_with_env(
+    let error = load_with_env(
         &source,
         &env(&[("SEPP_STORAGE__PERSIST_MOD", "buffer"), ("SEPP_BIN", "/usr/bin/sepp"), ("SEPP_ADMIN_KEY", "k")]),
     )
-    .unwrap();
-    let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    .unwrap_err()
+    .to_string();
     assert_eq!(
-        warnings,
-        [
-            "environment variable SEPP_STORAGE__PERSIST_MOD: storage.persist_mod is not a known key; did you mean storage.persist_mode?"
-        ]
+        error,
+        "invalid configuration in environment variable SEPP_STORAGE__PERSIST_MOD: storage.persist_mod is not a known key; did you mean storage.persist_mode?"
     );
+    // Variables without a section are other programs' settings.
+    assert!(load_with_env(&source, &env(&[("SEPP_BIN", "/usr/bin/sepp"), ("SEPP_ADMIN_KEY", "k")])).is_ok());
 }
 
 #[test]
-fn a_check_reports_every_warning_and_the_first_error_of_each_part() {
+fn a_host_name_in_a_listen_address_is_resolved_at_load() {
+    let config = sepp_config::load_str("[server]\nlisten_addr = \"localhost:6001\"\n", &[]).unwrap();
+    assert!(config.server.listen_addr.ip().is_loopback(), "{}", config.server.listen_addr);
+    assert_eq!(config.server.listen_addr.port(), 6001);
+    let error = sepp_config::load_str("[admin]\nlisten_addr = \"localhost\"\n", &[]).unwrap_err().to_string();
+    assert!(error.contains("admin.listen_addr") && error.contains("give an IP address and port"), "{error}");
+}
+
+#[test]
+fn a_check_reports_every_unknown_key_and_the_first_error_of_each_part() {
     let dir = tempfile::tempdir().unwrap();
     let source = file_with(
         dir.path(),
         "[limits]\ndefault_priority = 12\nmax_reserve_bach = 3\n[storage]\nsweep_limit = 0\n[[queues]]\nname = \"a/b\"\n",
     );
     let report = sepp_config::check_with_env(&source, &[]);
-    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
-    assert_eq!(report.warnings[0].unknown.suggestion.as_deref(), Some("limits.max_reserve_batch"));
     let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-    assert_eq!(errors.len(), 3, "{errors:?}");
-    assert!(errors[0].contains("limits.default_priority"), "{errors:?}");
-    assert!(errors[1].contains("storage.sweep_limit"), "{errors:?}");
-    assert!(errors[2].contains("queues[0].name"), "{errors:?}");
+    assert_eq!(errors.len(), 4, "{errors:?}");
+    assert!(errors[0].contains("did you mean limits.max_reserve_batch?"), "{errors:?}");
+    assert!(errors[1].contains("limits.default_priority"), "{errors:?}");
+    assert!(errors[2].contains("storage.sweep_limit"), "{errors:?}");
+    assert!(errors[3].contains("queues[0].name"), "{errors:?}");
 }
 
 #[test]
@@ -398,7 +420,6 @@ fn a_check_of_a_file_that_does_not_parse_has_that_one_error() {
     let dir = tempfile::tempdir().unwrap();
     let source = file_with(dir.path(), "[server\n");
     let report = sepp_config::check_with_env(&source, &[]);
-    assert!(report.warnings.is_empty());
     assert_eq!(report.errors.len(), 1);
     assert!(matches!(report.errors[0], ConfigError::Parse { .. }), "{:?}", report.errors);
 }

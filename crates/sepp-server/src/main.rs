@@ -44,7 +44,7 @@ enum ConfigCommand {
     /// Print a commented example configuration, equal to the defaults.
     Example,
     /// Check a configuration file, with the environment's SEPP_* overrides applied: print every
-    /// warning and error, and exit 1 if there is an error.
+    /// error (unknown keys included), and exit 1 if there is one.
     Check,
 }
 
@@ -67,7 +67,7 @@ fn main() -> ExitCode {
         }
         None => {}
     }
-    let sepp_config::Loaded { config, warnings } = match sepp_config::load(&source) {
+    let sepp_config::Loaded { config } = match sepp_config::load(&source) {
         Ok(loaded) => loaded,
         Err(error) => return fail(&error),
     };
@@ -90,9 +90,6 @@ fn main() -> ExitCode {
         );
     }
     tracing::info!(version = SERVER_VERSION, "starting sepp");
-    for warning in &warnings {
-        tracing::warn!("{warning}");
-    }
     tracing::debug!("configuration loaded");
     let result = runtime.block_on(async move {
         let shutdown = shutdown_signal().map_err(sepp_server::server::StartError::Signals)?;
@@ -120,21 +117,18 @@ fn ignore_file_size_signal() {
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
 }
 
-/// `sepp config check`: every warning and error of the configuration `source` names, with the
-/// environment overlay, on stdout; exit 1 when there is an error.
+/// `sepp config check`: every error of the configuration `source` names, with the environment
+/// overlay, on stdout; exit 1 when there is one.
 fn check_config(source: &sepp_config::ConfigSource) -> ExitCode {
     let report = sepp_config::check_with_env(source, &sepp_config::process_env());
     let shown = source.path.display();
     let defaults = !source.explicit && !source.path.exists();
-    for warning in &report.warnings {
-        println!("warning: {warning}");
-    }
     for error in &report.errors {
         println!("error: {error}");
     }
-    let (warnings, errors) = (report.warnings.len(), report.errors.len());
+    let errors = report.errors.len();
     let file = if defaults { format!("{shown} (not found: the defaults)") } else { format!("{shown}") };
-    println!("{file}: {errors} error(s), {warnings} warning(s)");
+    println!("{file}: {errors} error(s)");
     if errors > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 

@@ -412,12 +412,7 @@ fn watch_config(
     let on_change = move || {
         let attempt = || {
             let candidate = match sepp_config::load(&source) {
-                Ok(loaded) => {
-                    for warning in &loaded.warnings {
-                        tracing::warn!("{warning}");
-                    }
-                    loaded.config
-                }
+                Ok(loaded) => loaded.config,
                 Err(error) => {
                     tracing::error!(%error, "config reload failed; keeping the running configuration");
                     return;

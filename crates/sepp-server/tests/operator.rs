@@ -1,4 +1,4 @@
-//! What an operator meets around the queue itself: warnings for unknown config keys, `sepp
+//! What an operator meets around the queue itself: unknown config keys refused, `sepp
 //! config check`, log lines a client cannot inflate, colour only on a terminal, storage errors
 //! that name the problem, and gRPC reflection for generic tools.
 
@@ -24,41 +24,81 @@ fn write_config(dir: &TempDir, extra: &str) -> String {
 
 // ---- unknown keys and `config check` ------------------------------------------------------
 
-#[tokio::test]
-async fn a_typo_in_a_key_is_logged_at_startup_and_on_reload_with_the_nearest_key() {
+#[test]
+fn a_typo_in_a_key_refuses_to_start_naming_the_file_and_the_nearest_key() {
     if is_reference() {
         return; // 0.1 ignores unknown keys silently.
     }
-    let server = TestServer::start("[storage]\npersist_mod = \"buffer\"\n");
-    let config = server.config_path().display().to_string();
-    let line = server.wait_for_log("is not a known key", WAIT).await.expect("a warning at startup");
-    assert!(line.contains("WARN"), "{line}");
+    let dir = TempDir::new().unwrap();
+    let config = write_config(&dir, "[server]\nlisten_adr = \"127.0.0.1:6001\"\n");
+    let run = run_to_exit(&["--config", &config], dir.path(), &[]);
+    assert_eq!(run.status.code(), Some(1), "{}\n{}", run.stdout, run.stderr);
     assert!(
-        line.contains(&format!("{config}: storage.persist_mod is not a known key; did you mean storage.persist_mode?")),
-        "{line}"
+        run.stderr.contains(&format!(
+            "error: invalid configuration in {config}: server.listen_adr is not a known key; did you mean server.listen_addr?"
+        )),
+        "{}",
+        run.stderr
     );
+    assert!(!run.stdout.contains("listening"), "{}", run.stdout);
+    // So does a mistyped environment variable, named as such.
+    let config = write_config(&dir, "");
+    let run = run_to_exit(&["--config", &config], dir.path(), &[("SEPP_STORAGE__PERSIST_MOD", "buffer")]);
+    assert_eq!(run.status.code(), Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains(
+            "environment variable SEPP_STORAGE__PERSIST_MOD: storage.persist_mod is not a known key; did you mean storage.persist_mode?"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_reload_with_a_typo_keeps_the_running_configuration() {
+    if is_reference() {
+        return;
+    }
+    let server = TestServer::start("");
     server.wait_for_log("watching config file for hot reload", WAIT).await.expect("watching");
     let mark = server.stdout().len();
     server.write_config("[servr]\nstrict_queues = true\n");
-    let line = server.wait_for_log_since(mark, "is not a known key", WAIT).await.expect("a warning on reload");
+    let line = server.wait_for_log_since(mark, "config reload failed", WAIT).await.expect("the reload is refused");
     assert!(line.contains("servr is not a known key; did you mean server?"), "{line}");
 }
 
+#[tokio::test]
+async fn a_host_name_in_a_listen_address_is_resolved() {
+    let server = TestServer::start("[server]\nlisten_addr = \"localhost:0\"\n");
+    let mut client = server.raw_client().await;
+    client.enqueue_batch(batch(vec![job("q", "t")])).await.expect("enqueue through a server listening on localhost");
+    let dir = TempDir::new().unwrap();
+    let config = write_config(&dir, "[server]\nlisten_addr = \"no-such-host.invalid:6001\"\n");
+    let run = run_to_exit(&["config", "check", "--config", &config], dir.path(), &[]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stdout);
+    assert!(run.stdout.contains("server.listen_addr"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("could not be resolved") && run.stdout.contains("give an IP address"),
+        "{}",
+        run.stdout
+    );
+}
+
 #[test]
-fn config_check_prints_warnings_and_passes_a_valid_file() {
+fn config_check_reports_an_unknown_key_as_an_error() {
     if is_reference() {
         return;
     }
     let dir = TempDir::new().unwrap();
     let config = write_config(&dir, "[server]\nlisten_adr = \"127.0.0.1:6001\"\n");
     let run = run_to_exit(&["config", "check", "--config", &config], dir.path(), &[]);
-    assert_eq!(run.status.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{}\n{}", run.stdout, run.stderr);
     assert!(
-        run.stdout.contains("warning: ") && run.stdout.contains("did you mean server.listen_addr?"),
+        run.stdout.contains("error: ") && run.stdout.contains("did you mean server.listen_addr?"),
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("0 error(s), 1 warning(s)"), "{}", run.stdout);
+    assert!(run.stdout.contains(": 1 error(s)"), "{}", run.stdout);
     // It checks; it does not start a server.
     assert!(!run.stdout.contains("queue server listening"));
 }
