@@ -170,6 +170,11 @@ impl LogStore {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Whether the log holds an entry, or purged some: whether this node has been in a cluster.
+    pub fn holds_entries(&self) -> bool {
+        self.lock().last_log_id().is_some()
+    }
+
     /// The entries with indexes in `range` that the log holds, in order.
     pub fn entries(&self, range: impl RangeBounds<u64>) -> io::Result<Vec<Entry>> {
         self.lock().read(range)

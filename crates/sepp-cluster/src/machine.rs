@@ -124,6 +124,11 @@ impl StateMachine {
         Ok(machine)
     }
 
+    /// Whether the state machine started from a snapshot.
+    pub fn holds_snapshot(&self) -> bool {
+        self.lock().current.is_some()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Machine> {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

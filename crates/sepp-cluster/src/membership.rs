@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use openraft::error::{ClientWriteError, ForwardToLeader, RaftError};
+use openraft::error::{ClientWriteError, ForwardToLeader, InitializeError, RaftError};
 use openraft::{ChangeMembers, RaftMetrics, ServerState};
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
@@ -149,8 +149,18 @@ impl Membership for Operator {
                 tracing::info!("cluster initialized");
                 Ok(Response::new(self.status()))
             }
-            Err(RaftError::APIError(error)) => {
-                Err(Status::failed_precondition(format!("this node already belongs to a cluster: {error}")))
+            Err(RaftError::APIError(InitializeError::NotAllowed(not_allowed))) => {
+                let term = not_allowed.vote.leader_id().term;
+                let index =
+                    not_allowed.last_log_id.map_or_else(|| "none".to_owned(), |log_id| log_id.index.to_string());
+                Err(Status::failed_precondition(format!(
+                    "this node already belongs to a cluster (term {term}, last log entry {index}): a cluster is \
+                     initialized once, on a node with no cluster data; `sepp cluster status` shows it, and \
+                     `sepp cluster add` adds a node to it"
+                )))
+            }
+            Err(RaftError::APIError(InitializeError::NotInMembers(_))) => {
+                Err(Status::invalid_argument(format!("the members must include this node ({own})")))
             }
             Err(RaftError::Fatal(fatal)) => Err(Status::unavailable(format!("Raft stopped: {fatal}"))),
         }

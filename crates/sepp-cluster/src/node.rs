@@ -18,6 +18,10 @@ pub struct Node {
     pub id: u64,
     pub raft: Raft,
     pub machine: StateMachine,
+    /// Whether the directory held a Raft log or a snapshot when the node started: the node
+    /// belonged to a cluster before, and rejoins it. (Raft's metrics say so only once Raft has
+    /// started, a moment later.)
+    pub restored: bool,
     stop: oneshot::Sender<()>,
     server: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
 }
@@ -36,6 +40,7 @@ impl Node {
     ) -> io::Result<Node> {
         let store = LogStore::open(dir, options).map_err(io::Error::other)?;
         let machine = StateMachine::open(dir, fresh)?;
+        let restored = store.holds_entries() || machine.holds_snapshot();
         let raft = Raft::new(id, config, Network, store, machine.clone()).await.map_err(io::Error::other)?;
         let (stop, stopped) = oneshot::channel::<()>();
         // Accepted sockets get TCP_NODELAY (the builder's setting covers only listeners it binds
@@ -47,7 +52,7 @@ impl Node {
             .serve_with_incoming_shutdown(incoming, async {
                 let _ = stopped.await;
             });
-        Ok(Node { id, raft, machine, stop, server: tokio::spawn(serving) })
+        Ok(Node { id, raft, machine, restored, stop, server: tokio::spawn(serving) })
     }
 
     /// Stops Raft and the server; the directory keeps what the node made durable.

@@ -282,7 +282,7 @@ impl ClusterNode {
             .await
             .map_err(|source| ClusterStartError::Open { path: dir.clone(), source })?;
         let gate = std::sync::Arc::new(ClusterGate::new(&node.raft, me.clone(), &committer));
-        let initialized = gate.status().initialized;
+        let initialized = node.restored || gate.status().initialized;
         tracing::info!(
             node_id = id,
             addr = %bound,
@@ -291,7 +291,9 @@ impl ClusterNode {
             initialized,
             "cluster node listening"
         );
-        if !initialized {
+        if initialized {
+            tracing::info!("this node belongs to a cluster and rejoins it");
+        } else {
             tracing::info!(
                 "this node belongs to no cluster yet: run `sepp cluster init` on one node, or add it to a running cluster"
             );

@@ -67,7 +67,35 @@ async fn followers_name_the_leader_and_every_node_describes_the_cluster() {
     // init again is refused: the nodes already belong to a cluster.
     let again = sepp(&["cluster", "init", "--node", &cluster.raft[0]]);
     assert!(!again.status.success());
-    assert!(String::from_utf8_lossy(&again.stderr).contains("already belongs to a cluster"));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("already belongs to a cluster"), "{stderr}");
+    // A sentence, not Raft's debug form of its log ids and votes.
+    assert!(!stderr.contains("LogId") && !stderr.contains("leader_id"), "{stderr}");
+    assert!(stderr.contains("a cluster is initialized once"), "{stderr}");
+}
+
+/// A node killed with SIGKILL and started again says it rejoins its cluster (not that it
+/// belongs to none), as after SIGTERM, and follows the leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_started_again_after_a_kill_says_it_rejoins_its_cluster() {
+    let mut cluster = TestCluster::start(3, "", "");
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    let follower = (1..=3).find(|id| *id != leader).unwrap();
+    for kill in [true, false] {
+        let node = cluster.node_mut(follower);
+        if kill {
+            node.sigkill_and_wait();
+        } else {
+            assert!(node.sigterm_and_wait().success());
+        }
+        // The log is the new process's.
+        node.start_again();
+        let node = cluster.node(follower);
+        let said = node.wait_for_log("this node belongs to", ELECTION_TIMEOUT).await.expect("a word on its cluster");
+        assert!(said.contains("belongs to a cluster and rejoins it"), "after a kill: {kill}: {said}");
+        let status = cluster.status(follower, false).await.expect("status");
+        assert!(status.initialized, "{status:?}");
+    }
 }
 
 /// Producers, workers and a canceller run against the leader while it is killed with SIGKILL
