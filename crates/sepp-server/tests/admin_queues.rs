@@ -46,6 +46,26 @@ async fn queues_are_listed_by_name_with_depths_overrides_and_effective_limits() 
     assert_eq!(unknown["depths"]["ready"], 0);
 }
 
+/// A queue change names only its own restart-only fields, not those an earlier change left
+/// pending (as 0.1.1 answers).
+#[tokio::test]
+async fn a_queue_change_requires_a_restart_for_its_own_fields_only() {
+    let admin = AdminServer::start("");
+    let etag = admin.etag().await;
+    let body = json!({ "etag": etag, "changes": [{ "path": "storage.dedup_window_ms", "value": 60_000 }] });
+    let written = admin.put("/config", ADMIN_KEY, body).await.expect(StatusCode::OK);
+    assert_eq!(written["requires_restart"], json!(["storage.dedup_window_ms"]));
+    let body = json!({ "etag": written["etag"], "overrides": { "dedup_window_ms": 5_000 } });
+    let written = admin.put("/queues/windowed", ADMIN_KEY, body).await.expect(StatusCode::OK);
+    assert_eq!(written["requires_restart"], json!(["queues[].dedup_window_ms"]));
+    let body = json!({ "etag": written["etag"], "overrides": { "max_queue_depth": 7 } });
+    let written = admin.put("/queues/windowed", ADMIN_KEY, body).await.expect(StatusCode::OK);
+    assert_eq!(written["requires_restart"], json!([]));
+    // Both stay pending until a restart.
+    let view = admin.get("/config", VIEWER_KEY).await.expect(StatusCode::OK);
+    assert_eq!(view["pending_restart"], json!(["storage.dedup_window_ms", "queues[].dedup_window_ms"]));
+}
+
 #[tokio::test]
 async fn putting_a_queue_declares_it_in_the_file_keeping_comments_and_applies_it() {
     let admin = AdminServer::start("");

@@ -41,7 +41,7 @@ pub struct Current {
 pub struct Written {
     /// The running configuration now equals the file.
     pub applied: bool,
-    /// Restart-only fields the file changed from what the server runs with.
+    /// Restart-only fields this edit changed, which now differ from what the server runs with.
     pub requires_restart: Vec<String>,
     pub etag: String,
 }
@@ -142,7 +142,17 @@ impl ConfigFile {
     ) -> AdminResult<Written> {
         let text = document.to_string();
         let candidate = self.check(&text)?;
-        let requires_restart = live.boot.restart_only_changes(&candidate);
+        // This edit's restart-only fields: those it changes in the file that then differ from
+        // what the server runs with (not those an earlier edit left pending).
+        let before = self.read().ok().and_then(|current| self.check(&current.text).ok());
+        let pending = live.boot.restart_only_changes(&candidate);
+        let requires_restart = match before {
+            Some(before) => {
+                let changed = before.restart_only_changes(&candidate);
+                pending.into_iter().filter(|field| changed.contains(field)).collect()
+            }
+            None => pending,
+        };
         let mut reloads = live.subscribe_reloads();
         write_atomically(&self.path, text.as_bytes())
             .map_err(|error| AdminError::internal(format!("could not write the config file: {error}")))?;
