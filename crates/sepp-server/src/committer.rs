@@ -12,8 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sepp_core::validate::{NackStrategy, ReservePlan};
 use sepp_core::{
-    AtomicOutcome, DeadLetter, Delivery, Enqueued, Job, JobId, LeaseError, Nacked, NewJob, PayloadData, Policy, Record,
-    Rejection, State, SweepReport, TimeMs,
+    AtomicOutcome, DeadLetter, DeadLetterCause, Delivery, Enqueued, Job, JobId, LeaseError, Nacked, NewJob,
+    PayloadData, Policy, Record, Rejection, State, SweepReport, TimeMs,
 };
 use tokio::sync::oneshot;
 
@@ -134,6 +134,9 @@ pub struct Swept {
     /// The queue of each idempotency window that ended.
     pub dedup_expired: Vec<Arc<str>>,
     pub dead_letters_expired: usize,
+    /// The queue of each job dead-lettered as cancelled: by a cancel, by its worker's next
+    /// call on the cancelled lease, or when that lease ran out.
+    pub cancelled: Vec<Arc<str>>,
 }
 
 /// An answer computed in this cycle, sent once the cycle's records are persisted.
@@ -591,16 +594,24 @@ impl Committer {
     /// The jobs a sweep moved, for telemetry.
     fn swept(&self, report: &SweepReport, first_record: usize, expiring: Vec<(Arc<Job>, u32)>) -> Swept {
         let live = |ids: &[JobId]| ids.iter().filter_map(|id| self.state.live_job(id)).collect();
+        // Read before the sweep: without retention a dead-lettered job is gone after it. The
+        // sweep took the expired leases in this same order, so the leases it dead-lettered, and
+        // the cancelled ones it ended, are subsequences of them.
+        let mut dead = report.lease_dead_lettered.iter().peekable();
+        let mut cancelled = report.cancelled_expired.iter().peekable();
+        let mut dead_lettered = Vec::new();
+        let mut cancelled_expired = Vec::new();
+        for (job, attempt) in expiring {
+            if dead.next_if(|id| **id == job.id).is_some() {
+                dead_lettered.push((job, attempt));
+            } else if cancelled.next_if(|id| **id == job.id).is_some() {
+                cancelled_expired.push(job.queue.clone());
+            }
+        }
         Swept {
             promoted: live(&report.promoted),
             redelivered: live(&report.redelivered),
-            dead_lettered: {
-                // Read before the sweep: without retention a dead-lettered job is gone after
-                // it. The sweep took the expired leases in this same order, so its dead
-                // letters are a subsequence of them.
-                let mut dead = report.lease_dead_lettered.iter().peekable();
-                expiring.into_iter().filter(|(job, _)| dead.next_if(|id| **id == job.id).is_some()).collect()
-            },
+            dead_lettered,
             dedup_expired: self.records[first_record..]
                 .iter()
                 .filter_map(|record| match record {
@@ -609,6 +620,7 @@ impl Committer {
                 })
                 .collect(),
             dead_letters_expired: report.dead_letters_expired,
+            cancelled: cancelled_expired,
         }
     }
 
@@ -639,6 +651,8 @@ impl Committer {
             _ if self.following => return,
             command => command,
         };
+        let first_record = self.records.len();
+        let cancelling = self.cancelling(&command);
         let records = &mut self.records;
         let answer = match command {
             Command::Enqueue { jobs, reply } => Answer::Enqueue(reply, self.state.enqueue(now_ms, jobs, records)),
@@ -717,7 +731,42 @@ impl Committer {
             }
             Command::Lead { .. } | Command::Follow => unreachable!("taken above"),
         };
+        if let Some((job_id, queue)) = cancelling {
+            self.observe_cancelled(first_record, job_id, queue);
+        }
         self.answers.push(answer);
+    }
+
+    /// The job a command may dead-letter as cancelled (a cancel, or a lease operation on a
+    /// cancelled lease), with its queue, when telemetry counts sweeps.
+    fn cancelling(&self, command: &Command) -> Option<(JobId, Arc<str>)> {
+        use crate::admin::commands::AdminCommand;
+        self.observe.as_ref()?.sweeps.as_ref()?;
+        let job_id = match command {
+            Command::Cancel { job_id, .. }
+            | Command::Ack { job_id, .. }
+            | Command::Nack { job_id, .. }
+            | Command::Extend { job_id, .. } => *job_id,
+            Command::Admin(admin) => match admin.as_ref() {
+                AdminCommand::Cancel { job_id, .. } => *job_id,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        self.state.live_job(&job_id).map(|(job, _)| (job_id, job.queue.clone()))
+    }
+
+    /// Hands telemetry the cancellation of `job_id` when the records from `first_record` on
+    /// dead-letter it as cancelled.
+    fn observe_cancelled(&self, first_record: usize, job_id: JobId, queue: Arc<str>) {
+        let cancelled = self.records[first_record..].iter().any(|record| {
+            matches!(record, Record::DeadLettered { job_id: id, cause: DeadLetterCause::Cancelled, .. } if *id == job_id)
+        });
+        if let Some(sweeps) = self.observe.as_ref().and_then(|observe| observe.sweeps.as_ref())
+            && cancelled
+        {
+            let _ = sweeps.send(Swept { cancelled: vec![queue], ..Swept::default() });
+        }
     }
 
     /// Offers newly ready jobs to parked reserves in arrival order, and answers those whose wait

@@ -632,3 +632,36 @@ async fn expired_idempotency_windows_and_dead_letters_are_counted() {
         Some(1.0)
     );
 }
+
+/// A cancelled job is counted as a dead letter with cause `cancelled`, however it ends: at the
+/// cancel (it was queued), at its worker's next call (it was leased), or when the cancelled
+/// lease runs out. (Before, the counter of that cause did not exist and counting one stopped
+/// the telemetry task.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_jobs_are_counted_as_dead_letters_with_their_own_cause() {
+    let server = TestServer::start(PROMETHEUS_ON);
+    let url = format!("http://127.0.0.1:{}/metrics", prometheus_port(&server));
+    let mut client = server.raw_client().await;
+    let queue = unique("cancelled");
+    let cancel = |job_id: &str| pb::CancelJobRequest { job_id: job_id.to_owned(), reason: None };
+    let enqueue = pb::EnqueueBatchRequest { jobs: vec![job(&queue, None), job(&queue, None)] };
+    client.enqueue_batch(enqueue).await.expect("enqueue");
+    // Leased for a minute: cancelled, then its worker acks.
+    let held = client.reserve(reserve(&queue, 1, 60_000)).await.expect("reserve").into_inner().jobs;
+    // Leased for a millisecond: cancelled as its lease runs out (before or after).
+    let lapsing = client.reserve(reserve(&queue, 1, 1)).await.expect("reserve").into_inner().jobs;
+    assert_eq!((held.len(), lapsing.len()), (1, 1));
+    let enqueue = pb::EnqueueBatchRequest { jobs: vec![job(&queue, None)] };
+    let results = client.enqueue_batch(enqueue).await.expect("enqueue").into_inner().results;
+    let Some(pb::job_result::Outcome::Success(queued)) = &results[0].outcome else { panic!("{results:?}") };
+    let queued = [queued.job_id.clone()];
+    client.cancel_job(cancel(&queued[0])).await.expect("cancel a queued job");
+    client.cancel_job(cancel(&held[0].id)).await.expect("cancel a leased job");
+    client.cancel_job(cancel(&lapsing[0].id)).await.expect("cancel a leased job");
+    client.ack(ack(&held[0])).await.expect_err("the ack of a cancelled lease is refused");
+    scrape_until(&url, |samples| {
+        value(samples, "sepp_jobs_dead_lettered_total", &[("queue", &queue), ("cause", "cancelled")]) == Some(3.0)
+            && value(samples, "sepp_queue_dead_lettered", &[("queue", &queue)]) == Some(3.0)
+    })
+    .await;
+}

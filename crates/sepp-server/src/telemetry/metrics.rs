@@ -70,7 +70,7 @@ const CAUSES: [DeadLetterCause; 5] = [
 pub struct QueueEntry {
     label: Value,
     counts: [AtomicU64; 9],
-    dead_lettered: [AtomicU64; 4],
+    dead_lettered: [AtomicU64; CAUSES.len()],
 }
 
 impl QueueEntry {

@@ -30,6 +30,9 @@ pub fn record(telemetry: &Telemetry, swept: &Swept) {
         let mut dead = PerQueue::default();
         swept.dead_lettered.iter().for_each(|(job, _)| dead.add(&job.queue));
         dead.each(|queue, count| metrics.dead_lettered(queue, DeadLetterCause::LeaseExpired, count));
+        let mut cancelled = PerQueue::default();
+        swept.cancelled.iter().for_each(|queue| cancelled.add(queue));
+        cancelled.each(|queue, count| metrics.dead_lettered(queue, DeadLetterCause::Cancelled, count));
         let mut dedup = PerQueue::default();
         swept.dedup_expired.iter().for_each(|queue| dedup.add(queue));
         dedup.each(|queue, count| metrics.dedup_expired(queue, count));
