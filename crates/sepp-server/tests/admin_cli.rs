@@ -134,6 +134,11 @@ async fn purge_asks_for_confirmation_and_refusals_exit_with_the_api_error() {
     let wrong_key = sepp_admin(&admin, "not-a-key", &["queues"]).await;
     assert_eq!(wrong_key.status.code(), Some(1));
     assert!(wrong_key.stderr.contains("authentication required"), "{}", wrong_key.stderr);
+    assert!(wrong_key.stderr.contains("the key in SEPP_ADMIN_KEY is not one of"), "{}", wrong_key.stderr);
+    // Without a key at all, the error says where one goes.
+    let no_key = sepp_admin(&admin, "", &["queues"]).await;
+    assert_eq!(no_key.status.code(), Some(1));
+    assert!(no_key.stderr.contains("set SEPP_ADMIN_KEY to one of the server's admin.keys"), "{}", no_key.stderr);
     let rejected = sepp_admin(&admin, OPERATOR_KEY, &["--json", "enqueue", "q", "--type", ""]).await;
     assert_eq!(rejected.status.code(), Some(1));
     let body: Value = serde_json::from_str(&rejected.stdout).unwrap();
@@ -163,7 +168,15 @@ async fn pause_resume_and_pauses_manage_queue_pauses() {
     let run = sepp_admin(&admin, OPERATOR_KEY, &["pause", "mail", "--reason", "migration"]).await;
     assert_eq!(succeeded(&run).trim(), "paused queue \"mail\" until resumed");
     let run = sepp_admin(&admin, OPERATOR_KEY, &["pause", "--all", "--for", "3600"]).await;
-    assert!(succeeded(&run).starts_with("paused every queue until "), "{}", run.stdout);
+    let until = succeeded(&run).trim().strip_prefix("paused every queue until ").expect("the end").to_owned();
+    // UTC in RFC 3339, such as 2026-12-04T15:04:05.123Z, not milliseconds since the epoch.
+    let bytes = until.as_bytes();
+    assert!(
+        until.len() == 24 && bytes[4] == b'-' && bytes[10] == b'T' && bytes[13] == b':' && until.ends_with('Z'),
+        "{until}"
+    );
+    let listing = succeeded(&sepp_admin(&admin, VIEWER_KEY, &["pauses"]).await).to_owned();
+    assert!(listing.contains(&until), "{listing}");
     let run = sepp_admin(&admin, VIEWER_KEY, &["pauses"]).await;
     let listing = succeeded(&run);
     assert!(listing.contains("(every queue)") && listing.contains("mail"), "{listing}");

@@ -68,6 +68,21 @@ async fn a_leased_job_is_refused_to_its_worker_with_the_cancelled_trailer() {
     assert_eq!(drained(&mut client, "mail").await[0].cause, pb::DeadLetterCause::Cancelled as i32);
 }
 
+/// Without dead-letter retention a cancelled job is deleted, so a second cancel finds nothing:
+/// `NOT_FOUND`, as for an acked job (with retention, `FAILED_PRECONDITION`: a dead letter).
+#[tokio::test]
+async fn a_second_cancel_without_retention_answers_not_found() {
+    if is_reference() {
+        return;
+    }
+    let server = TestServer::start("[storage]\ndead_letter_retention_ms = 0\n");
+    let mut client = server.raw_client().await;
+    let id = enqueue_one(&mut client, job("mail", "send")).await;
+    client.cancel_job(cancel(&id)).await.expect("cancel");
+    let again = client.cancel_job(cancel(&id)).await.expect_err("a second cancel");
+    assert_eq!((again.code(), again.message()), (Code::NotFound, "job not found"));
+}
+
 #[tokio::test]
 async fn bad_ids_dead_letters_and_long_reasons_are_refused() {
     if is_reference() {

@@ -18,7 +18,7 @@ use hyper::Method;
 use serde_json::{Map, Value, json};
 
 use http::{Answer, Client};
-use output::{cell, table, time_ms};
+use output::{cell, rfc3339_ms, table, time_ms};
 
 /// Keys sent per request when a command is given more (the API takes at most 100).
 const KEYS_PER_REQUEST: usize = 100;
@@ -272,11 +272,12 @@ pub fn run(args: AdminArgs) -> ExitCode {
         Err(error) => return failed(&format!("cannot start: {error}")),
     };
     let key = std::env::var("SEPP_ADMIN_KEY").ok().filter(|key| !key.is_empty());
+    let keyed = key.is_some();
     let client = match Client::new(&args.url, key, args.ca_cert.as_deref()) {
         Ok(client) => client,
         Err(message) => return failed(&message),
     };
-    let session = Session { client, json: args.json };
+    let session = Session { client, json: args.json, keyed };
     match runtime.block_on(session.run(args.verb)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => failed(&message),
@@ -328,6 +329,8 @@ fn filter_pairs(filter: &FilterArgs) -> Result<Vec<(String, String)>, String> {
 struct Session {
     client: Client,
     json: bool,
+    /// Whether `SEPP_ADMIN_KEY` gave a key.
+    keyed: bool,
 }
 
 impl Session {
@@ -348,7 +351,12 @@ impl Session {
         }
         let message = body["error"].as_str().map(str::to_owned).unwrap_or_else(|| text.trim().to_owned());
         let code = body["code"].as_str().map(|code| format!(" ({code})")).unwrap_or_default();
-        Err(format!("{message}{code} [HTTP {}]", status.as_u16()))
+        let hint = match (status.as_u16(), self.keyed) {
+            (401, false) => "; set SEPP_ADMIN_KEY to one of the server's admin.keys",
+            (401, true) => "; the key in SEPP_ADMIN_KEY is not one of the server's admin.keys",
+            _ => "",
+        };
+        Err(format!("{message}{code} [HTTP {}]{hint}", status.as_u16()))
     }
 
     fn print_json(&self, value: &Value) {
@@ -625,7 +633,7 @@ impl Session {
         }
         let scope = pause_scope(&answer);
         match answer["until_ms"].as_i64() {
-            Some(until_ms) => println!("paused {scope} until {until_ms} (ms since the epoch)"),
+            Some(until_ms) => println!("paused {scope} until {}", rfc3339_ms(until_ms)),
             None => println!("paused {scope} until resumed"),
         }
         Ok(())
@@ -709,9 +717,9 @@ impl Session {
             self.print_json(&answer);
         } else {
             println!(
-                "schedule {} set; it fires next at {} (ms since the epoch)",
+                "schedule {} set; it fires next at {}",
                 args.id,
-                cell(&answer["next_fire_at_ms"])
+                answer["next_fire_at_ms"].as_i64().map_or_else(|| "-".to_owned(), rfc3339_ms)
             );
         }
         Ok(())
@@ -735,7 +743,7 @@ impl Session {
             self.print_json(&answer);
             return Ok(());
         }
-        let until = |value: &Value| value.as_i64().map_or_else(|| "until resumed".to_owned(), |ms| ms.to_string());
+        let until = |value: &Value| value.as_i64().map_or_else(|| "until resumed".to_owned(), rfc3339_ms);
         let mut rows = Vec::new();
         if answer["all_queues"].is_object() {
             rows.push(vec!["(every queue)".to_owned(), until(&answer["all_queues"]["until_ms"])]);
@@ -746,7 +754,7 @@ impl Session {
         if rows.is_empty() {
             println!("no queue is paused");
         } else {
-            table(&["QUEUE", "UNTIL_MS"], &rows);
+            table(&["QUEUE", "UNTIL"], &rows);
         }
         Ok(())
     }

@@ -40,6 +40,11 @@ pub fn time_ms(value: &Value) -> String {
     format!("{year:04}-{month:02}-{day:02} {hours:02}:{minutes:02}:{seconds:02}.{millis:03}Z")
 }
 
+/// Milliseconds since the Unix epoch as RFC 3339 in UTC: `YYYY-MM-DDThh:mm:ss.mmmZ`.
+pub fn rfc3339_ms(ms: i64) -> String {
+    time_ms(&Value::from(ms)).replacen(' ', "T", 1)
+}
+
 /// The calendar date of a day number (days since 1970-01-01), in the proleptic Gregorian calendar.
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let shifted = days + 719_468;

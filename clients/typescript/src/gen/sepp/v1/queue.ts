@@ -504,7 +504,8 @@ export interface GetServerInfoResponse {
   /**
    * What this server offers beyond the 0.1 protocol, by name: "ack_batch" (the AckBatch call),
    * "cancel" (CancelJob), "schedules" (UpsertSchedule, DeleteSchedule, ListSchedules), "pause"
-   * (PauseQueue, ResumeQueue, ListPauses).
+   * (PauseQueue, ResumeQueue, ListPauses), "in_flight_limits", "rate_limits" and "key_limits"
+   * (the server enforces the [[queues]] limits max_in_flight, rate_limit and the per-key ones).
    * A 0.1 server leaves it empty.
    */
   features: string[];
