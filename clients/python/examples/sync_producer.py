@@ -21,7 +21,15 @@ def main() -> None:
             )
         )
         print("enqueued job", ack.job_id)
-        results = client.enqueue_batch(EnqueueRequest("emails", "send_receipt") for _ in range(3))
+        # Jobs that examples/worker.py (and cli_worker.py) handle: welcomes for three more users.
+        results = client.enqueue_batch(
+            EnqueueRequest(
+                "emails",
+                "send_welcome",
+                payload=Payload(f'{{"user": {user}}}'.encode(), "application/json"),
+            )
+            for user in (8, 9, 10)
+        )
         print("batch:", [str(r) for r in results])
 
 

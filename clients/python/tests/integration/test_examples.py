@@ -100,6 +100,9 @@ async def test_sync_producer(fresh: tuple[SeppServer, SeppClient]) -> None:
     assert "enqueued job" in output and "batch:" in output
     jobs = await client.reserve(ReserveOptions(["emails"], _lease(), max_jobs=10))
     assert jobs is not None and len(jobs) == 4
+    # Every one is a job examples/worker.py handles (a welcome, with its user).
+    assert {job.ctx.job_type for job in jobs} == {"send_welcome"}
+    assert all(job.payload is not None and b'"user"' in job.payload.data for job in jobs)
 
 
 async def test_manual(fresh: tuple[SeppServer, SeppClient]) -> None:
