@@ -79,6 +79,9 @@ from .v1 import queue_pb2 as pb
 __all__ = ["Lease", "RetryDirective", "RetryPolicy", "SeppClient"]
 
 _SERVICE = "/sepp.v1.QueueService/"
+# The deadline of every call but reserve, unless `connect(rpc_timeout=...)` sets another.
+_DEFAULT_RPC_TIMEOUT = timedelta(seconds=30)
+
 # Reserve's deadline is its wait timeout plus this, so an empty long poll ends cleanly.
 RESERVE_DEADLINE_SLACK = timedelta(seconds=10)
 
@@ -100,7 +103,7 @@ class SeppClient:
         channel: grpc.aio.Channel,
         retry_policy: RetryPolicy | None = None,
         auth_metadata: Sequence[tuple[str, str]] | None = None,
-        rpc_timeout: timedelta = timedelta(seconds=30),
+        rpc_timeout: timedelta = _DEFAULT_RPC_TIMEOUT,
         *,
         coalesce_enqueues: bool = True,
         coalesce_acks: bool = True,
@@ -134,7 +137,7 @@ class SeppClient:
         tls_domain: str | None = None,
         credentials: grpc.ChannelCredentials | None = None,
         connect_timeout: timedelta = timedelta(seconds=5),
-        rpc_timeout: timedelta = timedelta(seconds=30),
+        rpc_timeout: timedelta = _DEFAULT_RPC_TIMEOUT,
         max_receive_message_bytes: int | None = None,
         coalesce_enqueues: bool = True,
         coalesce_acks: bool = True,
@@ -202,7 +205,7 @@ class SeppClient:
         channel: grpc.aio.Channel,
         *,
         retry_policy: RetryPolicy | None = None,
-        rpc_timeout: timedelta = timedelta(seconds=30),
+        rpc_timeout: timedelta = _DEFAULT_RPC_TIMEOUT,
         api_key: str | None = None,
         coalesce_enqueues: bool = True,
         coalesce_acks: bool = True,

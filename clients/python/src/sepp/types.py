@@ -201,7 +201,7 @@ class EnqueueRequest:
         if not self.queue:
             raise ValueError("queue must be a non-empty name")
         if not self.job_type:
-            raise ValueError("job_type must be a non-empty name")
+            raise ValueError("job type (job_type) must be a non-empty name")
         if self.priority is not None and not isinstance(self.priority, Priority):
             self.priority = Priority(self.priority)
 
