@@ -25,6 +25,11 @@ interface RetryPolicyOptions {
     multiplier?: number;
     /** Whether each sleep is the backoff times a random factor in [0.5, 1) (default true). */
     jitter?: boolean;
+    /**
+     * How long a call to a cluster keeps being retried, once the attempts are used up, while the
+     * cluster fails over (default 15 000 ms; 0 turns it off). See the module's comment.
+     */
+    failoverWindow?: number;
 }
 /**
  * How often, and how patiently, the client retries a failed call. The delay before retry n is the
@@ -37,6 +42,7 @@ declare class RetryPolicy {
     readonly maxBackoff: number;
     readonly multiplier: number;
     readonly jitter: boolean;
+    readonly failoverWindow: number;
     constructor(options?: RetryPolicyOptions);
     /** The sleep before a retry whose backoff is `backoff`, given a uniform random number in [0, 1). */
     delay(backoff: number, random: number): number;
@@ -638,7 +644,8 @@ declare class SeppClient {
     listPauses(): Promise<QueuePause[]>;
     /**
      * Reserves up to `maxJobs` ready jobs from the first listed queue that has any, waiting up to
-     * `waitTimeout`; resolves with `null` when nothing became ready. Never retried (call it again).
+     * `waitTimeout`; resolves with `null` when nothing became ready. Not retried under the retry policy
+     * (call it again), but on UNAVAILABLE while a cluster fails over, within its failover window.
      * Malformed jobs in the answer are skipped with a warning. Strict-mode servers reject undeclared
      * queues with `UnknownQueuesError`.
      */
@@ -661,7 +668,11 @@ declare class SeppClient {
      * the new deadline, which `ctx.leaseExpiresAt` reflects from then on.
      */
     extend(ctx: JobCtx, extensionMs: number): Promise<Date>;
-    /** The server's version, clock and limits. */
+    /**
+     * The server's version, clock, limits and, on a cluster's node, its view of the cluster. An answer
+     * with a cluster tells the client that it talks to a cluster: its calls ride a failover from then on
+     * (`RetryPolicy.failoverWindow`), and may ask any member who leads.
+     */
     getServerInfo(): Promise<ServerInfo>;
     /**
      * Removes and returns up to `max` (default 1) of the oldest dead-letter records, of one queue or

@@ -399,6 +399,13 @@ var Connections = class {
   /** Connections switched away from that still have calls in flight. */
   #retired = /* @__PURE__ */ new Set();
   #closed = false;
+  /**
+   * Whether the client knows it talks to a cluster (a node named the leader, or `getServerInfo`
+   * answered with `cluster`): its calls then ride a failover (see `retry.ts`).
+   */
+  #inCluster = false;
+  /** The members' client addresses, sorted, from the last `getServerInfo` that listed them. */
+  #members = [];
   /** The connection a call starts on. */
   get current() {
     return this.#current;
@@ -419,18 +426,37 @@ var Connections = class {
     });
     return true;
   }
+  /** Whether the client knows it talks to a cluster. */
+  get inCluster() {
+    return this.#inCluster;
+  }
+  /** Records that the client talks to a cluster, and its members' client addresses (an empty list keeps those known). */
+  learnedCluster(members) {
+    this.#inCluster = true;
+    const known = [...new Set(members.filter((member) => member !== ""))].sort();
+    if (known.length > 0) this.#members = known;
+  }
   /**
-   * After `from`, a followed leader (not the seed), failed UNAVAILABLE naming no leader: the next
-   * attempt goes to the seed again, to ask it who leads now.
+   * After `from` failed UNAVAILABLE naming no leader (it is down, or lost its leadership): the next
+   * attempt asks another node who leads now. That is the seed after a leader this client followed,
+   * or, once the members are known (from `getServerInfo`), the next member, so that a client given
+   * the leader's own address reaches the others when that leader dies.
    */
-  returnToSeed(from, operation) {
-    if (this.#closed || from !== this.#current || from.target === this.seed) return;
-    if (!this.#switchTo(this.seed, operation)) return;
-    this.logger.info?.(`the cluster leader ${from.target} is unavailable; returning to ${this.seed}`, {
+  lost(from, operation) {
+    if (this.#closed || from !== this.#current) return;
+    const target = this.#nextAfter(from.target);
+    if (target === void 0 || !this.#switchTo(target, operation)) return;
+    this.logger.info?.(`the cluster node ${from.target} is unavailable; asking ${target} who leads`, {
       operation,
       from: from.target,
+      to: target,
       seed: this.seed
     });
+  }
+  #nextAfter(target) {
+    if (this.#members.length === 0) return target === this.seed ? void 0 : this.seed;
+    const next = this.#members[(this.#members.indexOf(target) + 1) % this.#members.length];
+    return next === target ? void 0 : next;
   }
   /** Closes every connection; calls in flight fail. */
   close() {
@@ -5854,12 +5880,14 @@ function injectTraceMetadata(metadata) {
 
 // src/retry.ts
 import { status as Status4 } from "@grpc/grpc-js";
+var FAILOVER_MAX_BACKOFF_MS = 1e3;
 var RetryPolicy = class {
   maxAttempts;
   initialBackoff;
   maxBackoff;
   multiplier;
   jitter;
+  failoverWindow;
   constructor(options = {}) {
     const attempts = options.maxAttempts ?? 1;
     if (!Number.isFinite(attempts))
@@ -5870,6 +5898,7 @@ var RetryPolicy = class {
     const multiplier = options.multiplier ?? 2;
     this.multiplier = multiplier >= 1 ? multiplier : 1;
     this.jitter = options.jitter ?? true;
+    this.failoverWindow = milliseconds("retryPolicy.failoverWindow", options.failoverWindow ?? 15e3);
   }
   /** The sleep before a retry whose backoff is `backoff`, given a uniform random number in [0, 1). */
   delay(backoff, random) {
@@ -5917,29 +5946,52 @@ var RetryDirective = class _RetryDirective {
   }
 };
 function retryAllows(scope, code) {
+  if (scope === "reserve") return false;
   if (code === Status4.UNAVAILABLE || code === Status4.RESOURCE_EXHAUSTED) return true;
   return scope === "transient" && (code === Status4.DEADLINE_EXCEEDED || code === Status4.ABORTED);
 }
-async function withRetries(policy, operation, scope, logger, call, random = Math.random, sleep = defaultSleep) {
+function ridesFailover(scope, code) {
+  if (scope === "reserve") return code === Status4.UNAVAILABLE;
+  return code !== Status4.RESOURCE_EXHAUSTED && retryAllows(scope, code);
+}
+async function withRetries(policy, operation, scope, logger, call, random = Math.random, sleep = defaultSleep, inCluster = () => false, now = Date.now) {
   let backoff = policy.firstBackoff();
+  let failoverBackoff = Math.min(policy.initialBackoff, FAILOVER_MAX_BACKOFF_MS);
+  let failoverEnds;
   for (let attempt = 1; ; attempt++) {
     try {
       return { ok: true, value: await call(), attempts: attempt };
     } catch (error) {
       const code = error.code;
-      if (attempt >= policy.maxAttempts || typeof code !== "number" || !retryAllows(scope, code)) {
+      if (typeof code !== "number") return { ok: false, error, attempts: attempt };
+      let delay;
+      if (attempt < policy.maxAttempts && retryAllows(scope, code)) {
+        delay = policy.delay(backoff, random());
+        backoff = policy.nextBackoff(backoff);
+        logger.warn("retrying sepp call after a transient failure", {
+          operation,
+          attempt,
+          code: Status4[code],
+          message: error.details,
+          delayMs: Math.round(delay)
+        });
+      } else if (policy.failoverWindow > 0 && ridesFailover(scope, code) && inCluster()) {
+        const at = now();
+        failoverEnds ??= at + policy.failoverWindow;
+        if (at >= failoverEnds) return { ok: false, error, attempts: attempt };
+        delay = Math.min(policy.delay(failoverBackoff, random()), failoverEnds - at);
+        failoverBackoff = Math.min(failoverBackoff * policy.multiplier, FAILOVER_MAX_BACKOFF_MS);
+        logger.warn("retrying sepp call while the cluster fails over", {
+          operation,
+          attempt,
+          code: Status4[code],
+          message: error.details,
+          delayMs: Math.round(delay)
+        });
+      } else {
         return { ok: false, error, attempts: attempt };
       }
-      const delay = policy.delay(backoff, random());
-      logger.warn("retrying sepp call after a transient failure", {
-        operation,
-        attempt,
-        code: Status4[code],
-        message: error.details,
-        delayMs: Math.round(delay)
-      });
       await sleep(delay);
-      backoff = policy.nextBackoff(backoff);
     }
   }
 }
@@ -6270,7 +6322,8 @@ var SeppClient = class _SeppClient {
   // ---- consumer ----
   /**
    * Reserves up to `maxJobs` ready jobs from the first listed queue that has any, waiting up to
-   * `waitTimeout`; resolves with `null` when nothing became ready. Never retried (call it again).
+   * `waitTimeout`; resolves with `null` when nothing became ready. Not retried under the retry policy
+   * (call it again), but on UNAVAILABLE while a cluster fails over, within its failover window.
    * Malformed jobs in the answer are skipped with a warning. Strict-mode servers reject undeclared
    * queues with `UnknownQueuesError`.
    */
@@ -6279,12 +6332,13 @@ var SeppClient = class _SeppClient {
     const wait = options.waitTimeout ?? DEFAULT_WAIT_TIMEOUT_MS;
     const attributes = { "sepp.queues": options.queues.join(","), "sepp.worker_id": options.workerId };
     return inClientSpan("sepp.reserve", attributes, async (span) => {
-      let response;
-      try {
-        response = await this.#call(Q.reserve, request, wait + RESERVE_DEADLINE_SLACK_MS, options.signal);
-      } catch (error) {
-        throw mapped(error, reserveErrorFromStatus);
-      }
+      const outcome = await this.#withRetries(
+        "reserve",
+        "reserve",
+        () => this.#call(Q.reserve, request, wait + RESERVE_DEADLINE_SLACK_MS, options.signal)
+      );
+      if (!outcome.ok) throw mapped(outcome.error, reserveErrorFromStatus);
+      const response = outcome.value;
       const jobs = [];
       for (const job of response.jobs) {
         try {
@@ -6376,7 +6430,11 @@ var SeppClient = class _SeppClient {
     });
   }
   // ---- server info and dead letters ----
-  /** The server's version, clock and limits. */
+  /**
+   * The server's version, clock, limits and, on a cluster's node, its view of the cluster. An answer
+   * with a cluster tells the client that it talks to a cluster: its calls ride a failover from then on
+   * (`RetryPolicy.failoverWindow`), and may ask any member who leads.
+   */
   async getServerInfo() {
     return inClientSpan("sepp.get_server_info", {}, async () => {
       const response = await this.#unary(
@@ -6386,11 +6444,15 @@ var SeppClient = class _SeppClient {
         "transient",
         this.rpcTimeout
       );
+      let info;
       try {
-        return serverInfoFromWire(response);
+        info = serverInfoFromWire(response);
       } catch (error) {
         throw new MalformedResponseError(`malformed server info: ${error.message}`);
       }
+      if (info.cluster !== void 0)
+        this.#connections.learnedCluster(info.cluster.members.map((m) => m.addr));
+      return info;
     });
   }
   /**
@@ -6435,7 +6497,7 @@ var SeppClient = class _SeppClient {
   }
   /** Attempts of an ack, nack or extend under the retry policy, the failure mapped to a lease error. */
   async #leaseAttempts(operation, attempt) {
-    const outcome = await withRetries(this.retryPolicy, operation, "transient", this.logger, attempt);
+    const outcome = await this.#withRetries(operation, "transient", attempt);
     if (outcome.ok) return outcome.value;
     const error = mapped(outcome.error, leaseErrorFromStatus);
     if (outcome.attempts > 1 && error instanceof JobNotFoundError) {
@@ -6448,15 +6510,27 @@ var SeppClient = class _SeppClient {
   }
   /** A call retried under the policy within `scope`, its failure mapped to a client error. */
   async #unary(operation, method, request, scope, deadlineMs, map = errorFromStatus) {
-    const outcome = await withRetries(
-      this.retryPolicy,
+    const outcome = await this.#withRetries(
       operation,
       scope,
-      this.logger,
       () => this.#call(method, request, deadlineMs, void 0)
     );
     if (outcome.ok) return outcome.value;
     throw mapped(outcome.error, map);
+  }
+  /** `call` under the retry policy, riding a failover once the client knows it talks to a cluster. */
+  #withRetries(operation, scope, call) {
+    const inCluster = () => this.#connections.inCluster;
+    return withRetries(
+      this.retryPolicy,
+      operation,
+      scope,
+      this.logger,
+      call,
+      Math.random,
+      void 0,
+      inCluster
+    );
   }
   /**
    * One attempt of a call: rejects with the grpc-js status error. A cluster follower's UNAVAILABLE
@@ -6475,6 +6549,7 @@ var SeppClient = class _SeppClient {
       } catch (error) {
         const leader = leaderFrom(error);
         if (leader !== void 0) {
+          this.#connections.learnedCluster([]);
           if (redirects < MAX_REDIRECTS) {
             if (this.#connections.follow(connection, leader, operation)) continue;
             throw error;
@@ -6485,7 +6560,7 @@ var SeppClient = class _SeppClient {
             leader
           });
         } else if (isLeaderless(error)) {
-          this.#connections.returnToSeed(connection, operation);
+          this.#connections.lost(connection, operation);
         }
         throw error;
       }
