@@ -94,4 +94,5 @@ if [[ ! -d "$legacy/sepp_py-0.1.0/tests" ]]; then
     rm -rf "$legacy/sepp_py-0.1.0/src"
 fi
 (cd "$legacy/sepp_py-0.1.0" && "$dev/python" -m pytest -q -p no:cacheprovider \
+    -o asyncio_default_fixture_loop_scope=function \
     tests/test_errors.py tests/test_types.py)
