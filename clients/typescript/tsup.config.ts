@@ -6,7 +6,8 @@ export default defineConfig([
     entry: { index: "src/index.ts" },
     format: ["esm", "cjs"],
     dts: true,
-    sourcemap: true,
+    // No source maps: the package ships dist/ only, and the build is committed (see README).
+    sourcemap: false,
     clean: true,
     target: "node20",
     platform: "node",

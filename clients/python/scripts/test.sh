@@ -2,7 +2,9 @@
 # Tests of the Python client: the stub check, ruff, mypy --strict, the whole pytest suite twice
 # (once with the otel extra, once without it), and finally the repository's conformance suite
 # for the official sepp-py 0.1 (tests/conformance/python), run with this client in its place to
-# show that code written for sepp-py 0.1 runs on it unchanged.
+# show that code written for sepp-py 0.1 runs on it unchanged, and sepp-py 0.1.0's own unit tests
+# of its errors and types (test_errors.py, test_types.py, from its sdist on PyPI, fetched once
+# into the cache), run with this client installed as `sepp` in place of 0.1.0's.
 #
 #   SEPP_BIN=/path/to/sepp clients/python/scripts/test.sh [pytest args...]
 #
@@ -82,3 +84,15 @@ echo "== python client: tests without the otel extra"
 "$cache/plain/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
 echo "== python client: the conformance suite written for sepp-py 0.1, run with this client"
 (cd "$here/../../tests/conformance/python" && "$dev/python" -m pytest -q -p no:cacheprovider .)
+echo "== python client: sepp-py 0.1.0's test_errors.py and test_types.py, run with this client"
+legacy="$cache/sepp-py-0.1.0"
+if [[ ! -d "$legacy/sepp_py-0.1.0/tests" ]]; then
+    quiet "$dev/python" -m pip download -q --disable-pip-version-check --no-deps \
+        --no-binary :all: sepp-py==0.1.0 -d "$legacy"
+    tar -xzf "$legacy/sepp_py-0.1.0.tar.gz" -C "$legacy"
+    # Without 0.1.0's own sources, `import sepp` can only find this client.
+    rm -rf "$legacy/sepp_py-0.1.0/src"
+fi
+(cd "$legacy/sepp_py-0.1.0" && "$dev/python" -m pytest -q -p no:cacheprovider \
+    -o asyncio_default_fixture_loop_scope=function \
+    tests/test_errors.py tests/test_types.py)

@@ -4,7 +4,8 @@
 #   SEPP_BIN=/path/to/sepp clients/typescript/scripts/test.sh
 #
 # Installs the locked dependencies (npm ci), checks that src/gen matches a fresh generation from
-# the repository's proto, typechecks (strict), lints, builds the package, then runs the unit tests
+# the repository's proto, typechecks (strict), lints, builds the package and checks that the
+# committed dist/ equals that build, then runs the unit tests
 # and the integration tests (the real server on port 0 with temporary data directories, the packed
 # package without OpenTelemetry, the examples, and every README example). Quiet on success; a
 # failing step prints its output.
@@ -45,7 +46,16 @@ if ! diff -r "$scratch/src/gen" src/gen >"$log" 2>&1; then
 fi
 step "typecheck" npx tsc --noEmit
 step "lint" npx biome ci --colors=off .
+# dist/ is committed, so that installing the package from a checkout needs no build step; it must
+# be exactly what the build makes from the sources today.
+mkdir -p "$scratch/committed-dist"
+if [[ -d dist ]]; then cp -r dist/. "$scratch/committed-dist/"; fi
 step "build" npm run build
+if ! diff -r "$scratch/committed-dist" dist >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "test.sh: the committed dist/ differs from a fresh build; run 'npm run build' and commit dist/" >&2
+  exit 1
+fi
 
 tests=(test/unit/*.test.ts test/integration/*.test.ts)
 if ! node --import tsx --test --test-timeout=120000 --test-reporter=spec "${tests[@]}" >"$log" 2>&1; then

@@ -448,7 +448,8 @@ export class SeppClient {
 
   /**
    * Reserves up to `maxJobs` ready jobs from the first listed queue that has any, waiting up to
-   * `waitTimeout`; resolves with `null` when nothing became ready. Never retried (call it again).
+   * `waitTimeout`; resolves with `null` when nothing became ready. Not retried under the retry policy
+   * (call it again), but on UNAVAILABLE while a cluster fails over, within its failover window.
    * Malformed jobs in the answer are skipped with a warning. Strict-mode servers reject undeclared
    * queues with `UnknownQueuesError`.
    */
@@ -457,12 +458,12 @@ export class SeppClient {
     const wait = options.waitTimeout ?? DEFAULT_WAIT_TIMEOUT_MS;
     const attributes = { "sepp.queues": options.queues.join(","), "sepp.worker_id": options.workerId };
     return inClientSpan("sepp.reserve", attributes, async (span) => {
-      let response: wire.ReserveResponse;
-      try {
-        response = await this.#call(Q.reserve, request, wait + RESERVE_DEADLINE_SLACK_MS, options.signal);
-      } catch (error) {
-        throw mapped(error, reserveErrorFromStatus);
-      }
+      // Not retried under the policy (a long poll), but through a cluster's failover on UNAVAILABLE.
+      const outcome = await this.#withRetries("reserve", "reserve", () =>
+        this.#call(Q.reserve, request, wait + RESERVE_DEADLINE_SLACK_MS, options.signal),
+      );
+      if (!outcome.ok) throw mapped(outcome.error, reserveErrorFromStatus);
+      const response = outcome.value;
       const jobs: Job[] = [];
       for (const job of response.jobs) {
         try {
@@ -558,7 +559,11 @@ export class SeppClient {
 
   // ---- server info and dead letters ----
 
-  /** The server's version, clock and limits. */
+  /**
+   * The server's version, clock, limits and, on a cluster's node, its view of the cluster. An answer
+   * with a cluster tells the client that it talks to a cluster: its calls ride a failover from then on
+   * (`RetryPolicy.failoverWindow`), and may ask any member who leads.
+   */
   async getServerInfo(): Promise<ServerInfo> {
     return inClientSpan("sepp.get_server_info", {}, async () => {
       const response = await this.#unary(
@@ -568,11 +573,16 @@ export class SeppClient {
         "transient",
         this.rpcTimeout,
       );
+      let info: ServerInfo;
       try {
-        return serverInfoFromWire(response);
+        info = serverInfoFromWire(response);
       } catch (error) {
         throw new MalformedResponseError(`malformed server info: ${(error as Error).message}`);
       }
+      // From now on calls ride a failover, and may ask any member who leads.
+      if (info.cluster !== undefined)
+        this.#connections.learnedCluster(info.cluster.members.map((m) => m.addr));
+      return info;
     });
   }
 
@@ -621,7 +631,7 @@ export class SeppClient {
 
   /** Attempts of an ack, nack or extend under the retry policy, the failure mapped to a lease error. */
   async #leaseAttempts<Resp>(operation: string, attempt: () => Promise<Resp>): Promise<Resp> {
-    const outcome = await withRetries(this.retryPolicy, operation, "transient", this.logger, attempt);
+    const outcome = await this.#withRetries(operation, "transient", attempt);
     if (outcome.ok) return outcome.value;
     const error = mapped(outcome.error, leaseErrorFromStatus);
     if (outcome.attempts > 1 && error instanceof JobNotFoundError) {
@@ -642,11 +652,26 @@ export class SeppClient {
     deadlineMs: number,
     map: (status: StatusLike) => Error = errorFromStatus,
   ): Promise<Resp> {
-    const outcome = await withRetries(this.retryPolicy, operation, scope, this.logger, () =>
+    const outcome = await this.#withRetries(operation, scope, () =>
       this.#call(method, request, deadlineMs, undefined),
     );
     if (outcome.ok) return outcome.value;
     throw mapped(outcome.error, map);
+  }
+
+  /** `call` under the retry policy, riding a failover once the client knows it talks to a cluster. */
+  #withRetries<T>(operation: string, scope: RetryScope, call: () => Promise<T>) {
+    const inCluster = () => this.#connections.inCluster;
+    return withRetries(
+      this.retryPolicy,
+      operation,
+      scope,
+      this.logger,
+      call,
+      Math.random,
+      undefined,
+      inCluster,
+    );
   }
 
   /**
@@ -671,6 +696,7 @@ export class SeppClient {
       } catch (error) {
         const leader = leaderFrom(error);
         if (leader !== undefined) {
+          this.#connections.learnedCluster([]);
           if (redirects < MAX_REDIRECTS) {
             if (this.#connections.follow(connection, leader, operation)) continue;
             throw error;
@@ -681,7 +707,7 @@ export class SeppClient {
             leader,
           });
         } else if (isLeaderless(error)) {
-          this.#connections.returnToSeed(connection, operation);
+          this.#connections.lost(connection, operation);
         }
         throw error;
       }

@@ -102,6 +102,13 @@ export class Connections {
   /** Connections switched away from that still have calls in flight. */
   readonly #retired = new Set<Connection>();
   #closed = false;
+  /**
+   * Whether the client knows it talks to a cluster (a node named the leader, or `getServerInfo`
+   * answered with `cluster`): its calls then ride a failover (see `retry.ts`).
+   */
+  #inCluster = false;
+  /** The members' client addresses, sorted, from the last `getServerInfo` that listed them. */
+  #members: string[] = [];
 
   constructor(
     /** The address the client was configured with. */
@@ -136,18 +143,40 @@ export class Connections {
     return true;
   }
 
+  /** Whether the client knows it talks to a cluster. */
+  get inCluster(): boolean {
+    return this.#inCluster;
+  }
+
+  /** Records that the client talks to a cluster, and its members' client addresses (an empty list keeps those known). */
+  learnedCluster(members: string[]): void {
+    this.#inCluster = true;
+    const known = [...new Set(members.filter((member) => member !== ""))].sort();
+    if (known.length > 0) this.#members = known;
+  }
+
   /**
-   * After `from`, a followed leader (not the seed), failed UNAVAILABLE naming no leader: the next
-   * attempt goes to the seed again, to ask it who leads now.
+   * After `from` failed UNAVAILABLE naming no leader (it is down, or lost its leadership): the next
+   * attempt asks another node who leads now. That is the seed after a leader this client followed,
+   * or, once the members are known (from `getServerInfo`), the next member, so that a client given
+   * the leader's own address reaches the others when that leader dies.
    */
-  returnToSeed(from: Connection, operation: string): void {
-    if (this.#closed || from !== this.#current || from.target === this.seed) return;
-    if (!this.#switchTo(this.seed, operation)) return;
-    this.logger.info?.(`the cluster leader ${from.target} is unavailable; returning to ${this.seed}`, {
+  lost(from: Connection, operation: string): void {
+    if (this.#closed || from !== this.#current) return;
+    const target = this.#nextAfter(from.target);
+    if (target === undefined || !this.#switchTo(target, operation)) return;
+    this.logger.info?.(`the cluster node ${from.target} is unavailable; asking ${target} who leads`, {
       operation,
       from: from.target,
+      to: target,
       seed: this.seed,
     });
+  }
+
+  #nextAfter(target: string): string | undefined {
+    if (this.#members.length === 0) return target === this.seed ? undefined : this.seed;
+    const next = this.#members[(this.#members.indexOf(target) + 1) % this.#members.length];
+    return next === target ? undefined : next;
   }
 
   /** Closes every connection; calls in flight fail. */

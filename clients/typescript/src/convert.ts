@@ -14,6 +14,7 @@ import { type CustomValue, Payload } from "./payload.js";
 import type { JobRejection } from "./rejection.js";
 import { type TraceContext, traceparentProblem } from "./trace.js";
 import {
+  type ClusterInfo,
   DeadLetterCause,
   DeadLetterRecord,
   type EnqueueRequest,
@@ -354,6 +355,24 @@ export function serverInfoFromWire(info: wire.GetServerInfoResponse): ServerInfo
     strictQueues: info.strictQueues,
     deadLetterRetentionEnabled: info.deadLetterRetentionEnabled,
     features: [...info.features],
+    ...(info.cluster === undefined ? {} : { cluster: clusterFromWire(info.cluster) }),
+  };
+}
+
+function clusterFromWire(cluster: wire.ClusterInfo): ClusterInfo {
+  return {
+    nodeId: Number(cluster.nodeId),
+    role: cluster.role,
+    term: Number(cluster.term),
+    ...(cluster.leaderId === undefined ? {} : { leaderId: Number(cluster.leaderId) }),
+    leaderAddr: cluster.leaderAddr,
+    ...(cluster.lastAppliedIndex === undefined ? {} : { lastAppliedIndex: Number(cluster.lastAppliedIndex) }),
+    members: cluster.members.map((member) => ({
+      id: Number(member.id),
+      addr: member.addr,
+      voter: member.voter,
+      ...(member.replicationLag === undefined ? {} : { replicationLag: Number(member.replicationLag) }),
+    })),
   };
 }
 

@@ -53,6 +53,8 @@ export {
   ALL_QUEUES,
   type CancelOptions,
   type CancelResult,
+  type ClusterInfo,
+  type ClusterMember,
   DeadLetterCause,
   type DeadLetterFields,
   DeadLetterRecord,

@@ -6,6 +6,12 @@
  * are, and an enqueue carrying a job without an idempotency key does not retry the ambiguous codes
  * (DEADLINE_EXCEEDED, ABORTED), after which its jobs may already be written. Following a cluster
  * follower's redirect to the leader happens below this, in every call, and is no retry (`cluster.ts`).
+ *
+ * A client that knows it talks to a cluster (a node named the leader, or `getServerInfo` answered with
+ * `cluster`) rides a failover on top of the policy: once the policy's attempts are used up, a call that
+ * failed with a code its scope retries (never RESOURCE_EXHAUSTED, which is overload, not failover; a
+ * reserve on UNAVAILABLE) goes again until `failoverWindow` (15 s by default) has passed since the
+ * first such failure, every `initialBackoff` at first and at most every second.
  */
 import { status as Status } from "@grpc/grpc-js";
 import { ValidationError } from "./errors.js";
@@ -23,7 +29,15 @@ export interface RetryPolicyOptions {
   multiplier?: number;
   /** Whether each sleep is the backoff times a random factor in [0.5, 1) (default true). */
   jitter?: boolean;
+  /**
+   * How long a call to a cluster keeps being retried, once the attempts are used up, while the
+   * cluster fails over (default 15 000 ms; 0 turns it off). See the module's comment.
+   */
+  failoverWindow?: number;
 }
+
+/** The longest backoff between the retries that ride a cluster failover. */
+export const FAILOVER_MAX_BACKOFF_MS = 1_000;
 
 /**
  * How often, and how patiently, the client retries a failed call. The delay before retry n is the
@@ -36,6 +50,7 @@ export class RetryPolicy {
   readonly maxBackoff: number;
   readonly multiplier: number;
   readonly jitter: boolean;
+  readonly failoverWindow: number;
 
   constructor(options: RetryPolicyOptions = {}) {
     const attempts = options.maxAttempts ?? 1;
@@ -48,6 +63,7 @@ export class RetryPolicy {
     // biome-ignore lint/complexity/useMathMinMax: Math.max would keep NaN, which fails this comparison.
     this.multiplier = multiplier >= 1 ? multiplier : 1;
     this.jitter = options.jitter ?? true;
+    this.failoverWindow = milliseconds("retryPolicy.failoverWindow", options.failoverWindow ?? 15_000);
   }
 
   /** The sleep before a retry whose backoff is `backoff`, given a uniform random number in [0, 1). */
@@ -110,12 +126,19 @@ export class RetryDirective {
  * Which failures a call may retry: `transient` allows every transient code; `keylessEnqueue` (an
  * enqueue with a job that has no idempotency key) only those that mean the request was not processed.
  */
-export type RetryScope = "transient" | "keylessEnqueue";
+export type RetryScope = "transient" | "keylessEnqueue" | "reserve";
 
-/** Whether a call in `scope` may retry after a failure with `code`. */
+/** Whether a call in `scope` may retry after a failure with `code` (a reserve never may). */
 export function retryAllows(scope: RetryScope, code: number): boolean {
+  if (scope === "reserve") return false;
   if (code === Status.UNAVAILABLE || code === Status.RESOURCE_EXHAUSTED) return true;
   return scope === "transient" && (code === Status.DEADLINE_EXCEEDED || code === Status.ABORTED);
+}
+
+/** Whether a failure with `code` is one a cluster's failover causes and a call in `scope` may ride. */
+export function ridesFailover(scope: RetryScope, code: number): boolean {
+  if (scope === "reserve") return code === Status.UNAVAILABLE;
+  return code !== Status.RESOURCE_EXHAUSTED && retryAllows(scope, code);
 }
 
 /** The outcome of {@link withRetries}: the last attempt's result, and how many attempts were made. */
@@ -135,26 +158,46 @@ export async function withRetries<T>(
   call: () => Promise<T>,
   random: () => number = Math.random,
   sleep: (ms: number) => Promise<void> = defaultSleep,
+  inCluster: () => boolean = () => false,
+  now: () => number = Date.now,
 ): Promise<Attempted<T>> {
   let backoff = policy.firstBackoff();
+  let failoverBackoff = Math.min(policy.initialBackoff, FAILOVER_MAX_BACKOFF_MS);
+  let failoverEnds: number | undefined;
   for (let attempt = 1; ; attempt++) {
     try {
       return { ok: true, value: await call(), attempts: attempt };
     } catch (error) {
       const code = (error as { code?: unknown }).code;
-      if (attempt >= policy.maxAttempts || typeof code !== "number" || !retryAllows(scope, code)) {
+      if (typeof code !== "number") return { ok: false, error, attempts: attempt };
+      let delay: number;
+      if (attempt < policy.maxAttempts && retryAllows(scope, code)) {
+        delay = policy.delay(backoff, random());
+        backoff = policy.nextBackoff(backoff);
+        logger.warn("retrying sepp call after a transient failure", {
+          operation,
+          attempt,
+          code: Status[code],
+          message: (error as { details?: string }).details,
+          delayMs: Math.round(delay),
+        });
+      } else if (policy.failoverWindow > 0 && ridesFailover(scope, code) && inCluster()) {
+        const at = now();
+        failoverEnds ??= at + policy.failoverWindow;
+        if (at >= failoverEnds) return { ok: false, error, attempts: attempt };
+        delay = Math.min(policy.delay(failoverBackoff, random()), failoverEnds - at);
+        failoverBackoff = Math.min(failoverBackoff * policy.multiplier, FAILOVER_MAX_BACKOFF_MS);
+        logger.warn("retrying sepp call while the cluster fails over", {
+          operation,
+          attempt,
+          code: Status[code],
+          message: (error as { details?: string }).details,
+          delayMs: Math.round(delay),
+        });
+      } else {
         return { ok: false, error, attempts: attempt };
       }
-      const delay = policy.delay(backoff, random());
-      logger.warn("retrying sepp call after a transient failure", {
-        operation,
-        attempt,
-        code: Status[code],
-        message: (error as { details?: string }).details,
-        delayMs: Math.round(delay),
-      });
       await sleep(delay);
-      backoff = policy.nextBackoff(backoff);
     }
   }
 }

@@ -113,6 +113,35 @@ export interface ServerInfo {
    * `"schedules"`, `"pause"`); empty on 0.1.
    */
   features: string[];
+  /** The answering node's view of its cluster; `undefined` on a single node (and on 0.1). */
+  cluster?: ClusterInfo;
+}
+
+/** A cluster as the answering node sees it (every node answers, leader or not). */
+export interface ClusterInfo {
+  nodeId: number;
+  /** `"leader"`, `"follower"`, `"candidate"`, `"learner"` or `"shutdown"`. */
+  role: string;
+  /** The Raft term: it grows with every election. */
+  term: number;
+  /** The leader's node id, when a leader is known. */
+  leaderId?: number;
+  /** The leader's client address (`host:port`), when a leader is known; else `""`. */
+  leaderAddr: string;
+  /** The last log entry this node has applied to its state. */
+  lastAppliedIndex?: number;
+  members: ClusterMember[];
+}
+
+/** A member of the cluster, as the answering node knows it. */
+export interface ClusterMember {
+  id: number;
+  /** Its client address (`host:port`). */
+  addr: string;
+  /** A voter counts towards the quorum; a learner only receives entries. */
+  voter: boolean;
+  /** Known on the leader only: how many entries of the leader's log this member lacks. */
+  replicationLag?: number;
 }
 
 /** Why a job was dead-lettered. */

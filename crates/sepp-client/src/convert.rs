@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::proto as pb;
 use crate::types::Lease;
 use crate::{
-    DeadLetterCause, DeadLetterRecord, EnqueueAck, EnqueueRequest, Job, JobConversionError, JobCtx, JobRejection,
-    Payload, Primitive, Priority, ServerInfo, ServerInfoError, TraceContext,
+    ClusterInfo, ClusterMember, DeadLetterCause, DeadLetterRecord, EnqueueAck, EnqueueRequest, Job, JobConversionError,
+    JobCtx, JobRejection, Payload, Primitive, Priority, ServerInfo, ServerInfoError, TraceContext,
 };
 
 /// A wire timestamp for `at`; `None` before the Unix epoch (such a time is not sent).
@@ -273,7 +273,30 @@ pub(crate) fn server_info(info: pb::GetServerInfoResponse) -> Result<ServerInfo,
         max_lease_duration: from_duration(info.max_lease_duration.as_ref()),
         strict_queues: info.strict_queues,
         dead_letter_retention_enabled: info.dead_letter_retention_enabled,
+        features: info.features,
+        cluster: info.cluster.map(cluster_info),
     })
+}
+
+fn cluster_info(cluster: pb::ClusterInfo) -> ClusterInfo {
+    ClusterInfo {
+        node_id: cluster.node_id,
+        role: cluster.role,
+        term: cluster.term,
+        leader_id: cluster.leader_id,
+        leader_addr: cluster.leader_addr,
+        last_applied_index: cluster.last_applied_index,
+        members: cluster
+            .members
+            .into_iter()
+            .map(|member| ClusterMember {
+                id: member.id,
+                addr: member.addr,
+                voter: member.voter,
+                replication_lag: member.replication_lag,
+            })
+            .collect(),
+    }
 }
 
 pub(crate) fn schedule_definition(definition: crate::ScheduleDefinition) -> pb::ScheduleDefinition {
@@ -512,6 +535,39 @@ mod tests {
         assert_eq!(server_info(no_time), Err(ServerInfoError::MissingField("server_time")));
         let early = pb::GetServerInfoResponse { server_time: at(-3), ..info };
         assert_eq!(server_info(early), Err(ServerInfoError::InvalidServerTime(-3)));
+    }
+
+    #[test]
+    fn server_info_carries_the_features_and_the_cluster_as_the_node_sees_it() {
+        let info = pb::GetServerInfoResponse {
+            server_version: "1.0".into(),
+            server_time: at(5),
+            features: vec!["cancel".into()],
+            ..Default::default()
+        };
+        let single = server_info(info.clone()).unwrap();
+        assert_eq!(single.features, ["cancel"]);
+        assert_eq!(single.cluster, None);
+        let member =
+            |id, lag| pb::ClusterMember { id, addr: format!("10.0.0.{id}:50051"), voter: true, replication_lag: lag };
+        let cluster = pb::ClusterInfo {
+            node_id: 2,
+            role: "follower".into(),
+            term: 7,
+            leader_id: Some(1),
+            leader_addr: "10.0.0.1:50051".into(),
+            last_applied_index: Some(40),
+            members: vec![member(1, Some(0)), member(2, None)],
+        };
+        let decoded =
+            server_info(pb::GetServerInfoResponse { cluster: Some(cluster), ..info }).unwrap().cluster.unwrap();
+        assert!(!decoded.is_leader());
+        assert_eq!((decoded.node_id, decoded.role.as_str(), decoded.term), (2, "follower", 7));
+        assert_eq!((decoded.leader_id, decoded.leader_addr.as_str()), (Some(1), "10.0.0.1:50051"));
+        assert_eq!(decoded.last_applied_index, Some(40));
+        let members: Vec<_> =
+            decoded.members.iter().map(|m| (m.id, m.addr.as_str(), m.voter, m.replication_lag)).collect();
+        assert_eq!(members, [(1, "10.0.0.1:50051", true, Some(0)), (2, "10.0.0.2:50051", true, None)]);
     }
 
     #[test]

@@ -91,7 +91,8 @@
 //!   call, and a warning is logged when it would travel without TLS.
 //! - **Deadlines**: every call has `rpc_timeout` (30 s); a reserve has its wait plus 10 s, so
 //!   the server answers an idle long poll before the deadline fires.
-//! - **Retries** are opt-in ([`RetryPolicy`](client::RetryPolicy)): exponential backoff with a
+//! - **Retries** are opt-in ([`RetryPolicy`](client::RetryPolicy)), except through a cluster's
+//!   failover (see [Riding a failover](#riding-a-failover)): exponential backoff with a
 //!   `[0.5, 1.0)` jitter factor, on UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED and
 //!   RESOURCE_EXHAUSTED only. Reserve and dead-letter drains are never retried, and an enqueue
 //!   in which any job lacks an idempotency key (an empty key counts as none) does not retry
@@ -144,13 +145,12 @@
 //!   [`ClientError::Transport`](client::ClientError::Transport).
 //! - A node that knows no leader, because an election is running, answers a plain UNAVAILABLE:
 //!   a transient failure like any other, for the retry policy.
-//! - When a leader the client followed fails with UNAVAILABLE and names no leader (it stopped, so
-//!   the connection is refused, or it lost its leadership), the call fails or is retried as
-//!   usual, and the client goes back to the address it was configured with: the retry policy's
-//!   next attempt, or the next call, asks that node who leads now. Until the election that
-//!   follows has ended, the other nodes still name the old leader, or none. To get through a
-//!   failover without errors, give the client a retry policy whose backoffs add up to more than
-//!   the cluster's election time (a few election timeouts).
+//! - When the node calls go to fails with UNAVAILABLE and names no leader (it stopped, so the
+//!   connection is refused, or it lost its leadership), the next attempt, or the next call, asks
+//!   another node who leads now: the address the client was configured with, after a leader it
+//!   followed, or, once `get_server_info` has listed the members, the next member (in address
+//!   order, round). Each such switch is logged at info level. Until the election that follows
+//!   has ended, the other nodes still name the old leader, or none.
 //! - A leader that loses its leadership while a write is being committed answers ABORTED: the
 //!   outcome is unknown. The retry rules treat it like any other ABORTED, so an enqueue with a
 //!   job that has no idempotency key is not retried.
@@ -159,6 +159,28 @@
 //! another address, so it does not follow the leader: a node that is not the leader fails its
 //! calls with [`ClientError::Transport`](client::ClientError::Transport) (UNAVAILABLE, with a
 //! message that names the leader). Give such a client a channel to the leader, or use `connect`.
+//! It does not ride failovers either, since its retries could not reach a new leader.
+//!
+//! ### Riding a failover
+//!
+//! When a leader goes down, the cluster serves again after an election (a few seconds with the
+//! default timings). With the default [`RetryPolicy`](client::RetryPolicy) the client rides
+//! that gap without the application seeing it, once it knows it talks to a cluster: a node has
+//! named it the leader (any redirect), or `get_server_info` answered with
+//! [`cluster`](ServerInfo::cluster). From then on a call that fails with a code it may retry
+//! goes again, after the policy's own attempts are used up, until the policy's
+//! [`failover_window`](client::RetryPolicy::with_failover_window) (15 s by default) has passed
+//! since its first such failure; the sleeps start at the initial backoff (100 ms) and double up
+//! to 1 s, with jitter, and each is logged at warn (`retrying sepp call while the cluster fails
+//! over`). That is every call the policy may retry, with the codes it may retry except
+//! RESOURCE_EXHAUSTED (overload, not a failover), so an enqueue with a job that has no
+//! idempotency key rides only UNAVAILABLE; a reserve (and so a Worker) rides UNAVAILABLE only;
+//! `drain_dead_letters` never rides. A call still failing when the window has passed fails as
+//! usual. `with_failover_window(Duration::ZERO)` turns this off; a longer window rides a slower
+//! failover. A client given the leader's own address has met no redirect: call
+//! `get_server_info` once after connecting, so that it knows, and knows the other members to ask
+//! when that leader dies. The same answer serves health checks: `cluster` is `None` on a single
+//! server, and otherwise a [`ClusterInfo`] with the node's id, role, term, leader and members.
 //!
 //! ## Logging and OpenTelemetry
 //!

@@ -49,6 +49,8 @@ async fn connects_with_or_without_a_scheme_and_reads_server_info() {
         assert_eq!(info.max_schedule_horizon, Duration::from_secs(30 * 24 * 3600));
         assert!(info.dead_letter_retention_enabled);
         assert!(!info.strict_queues);
+        assert!(info.features.iter().any(|feature| feature == "cancel"), "{info:?}");
+        assert_eq!(info.cluster, None, "a single node is in no cluster");
     }
     let wrapped = SeppClient::from_channel(
         tonic::transport::Endpoint::from_shared(server.url()).unwrap().connect().await.unwrap(),

@@ -367,7 +367,9 @@ async fn a_redirect_loop_gives_up_after_three_redirects_with_the_transport_error
     let a = Node::start(Answer::Serve).await;
     let b = Node::start(Answer::Redirect(a.addr.clone())).await;
     a.set(Answer::Redirect(b.addr.clone()));
-    let client = SeppClient::connect(a.url()).await.unwrap();
+    // Without a failover window: with one, the call would ride the loop as a failover.
+    let no_failover = RetryPolicy::default().with_failover_window(Duration::ZERO);
+    let client = SeppClient::builder(a.url()).retry_policy(no_failover).connect().await.unwrap();
 
     let error = client.enqueue(job("emails")).await.unwrap_err();
     assert!(matches!(&error, EnqueueError::Client(e) if is_unavailable_transport(e)), "{error:?}");
@@ -375,14 +377,19 @@ async fn a_redirect_loop_gives_up_after_three_redirects_with_the_transport_error
     assert_eq!(a.methods().len(), 2);
     assert_eq!(b.methods().len(), 2);
 
-    // A reserve (never retried) gives up the same way.
+    // A reserve (not retried by the policy) gives up the same way.
     let error = client.reserve(&now_options()).await.unwrap_err();
     assert!(matches!(&error, ReserveError::Client(e) if is_unavailable_transport(e)), "{error:?}");
     assert_eq!(a.methods().len() + b.methods().len(), 8);
 
     // With retries, each attempt may follow three redirects again.
     let retrying = SeppClient::builder(a.url())
-        .retry_policy(RetryPolicy::default().with_max_attempts(2).with_initial_backoff(Duration::from_millis(1)))
+        .retry_policy(
+            RetryPolicy::default()
+                .with_max_attempts(2)
+                .with_initial_backoff(Duration::from_millis(1))
+                .with_failover_window(Duration::ZERO),
+        )
         .connect()
         .await
         .unwrap();
@@ -419,10 +426,11 @@ async fn after_the_followed_leader_stops_the_next_attempt_asks_the_configured_no
 async fn a_followed_leader_that_names_no_leader_sends_the_next_call_to_the_configured_node() {
     let b = Node::start(Answer::Serve).await;
     let a = Node::start(Answer::Redirect(b.addr.clone())).await;
-    let client = SeppClient::connect(a.url()).await.unwrap();
+    let no_failover = RetryPolicy::default().with_failover_window(Duration::ZERO);
+    let client = SeppClient::builder(a.url()).retry_policy(no_failover).connect().await.unwrap();
     client.enqueue(job("emails")).await.unwrap();
 
-    // B lost its leadership and knows no leader yet: the call fails as it did before.
+    // B lost its leadership and knows no leader yet: without a failover window the call fails.
     b.set(Answer::Unavailable);
     let error = client.enqueue(job("emails")).await.unwrap_err();
     assert!(matches!(&error, EnqueueError::Client(ClientError::Transport(_))), "{error:?}");
@@ -432,6 +440,29 @@ async fn a_followed_leader_that_names_no_leader_sends_the_next_call_to_the_confi
     client.enqueue(job("emails")).await.unwrap();
     assert_eq!(a.methods(), ["EnqueueBatch"; 2]);
     assert_eq!(b.methods().len(), 3);
+}
+
+/// With the default policy, a client that has met the cluster rides a failover: a call that
+/// meets a leader that lost its leadership (a plain UNAVAILABLE) goes again, back through the
+/// configured node, until a leader serves it; the application sees only the success.
+#[tokio::test]
+async fn the_default_policy_rides_a_failover_until_a_leader_serves() {
+    let mut b = Node::start(Answer::Serve).await;
+    let a = Node::start(Answer::Redirect(b.addr.clone())).await;
+    let client = SeppClient::connect(a.url()).await.unwrap();
+    client.enqueue(job("emails")).await.unwrap();
+    assert_eq!(b.events.recv().await, Some("EnqueueBatch"));
+
+    b.set(Answer::Unavailable);
+    let call = tokio::spawn(async move { client.enqueue(job("emails")).await });
+    for _ in 0..2 {
+        let refused = tokio::time::timeout(WAIT, b.events.recv()).await.expect("B is asked again");
+        assert_eq!(refused, Some("EnqueueBatch"));
+    }
+    b.set(Answer::Serve);
+    let ack = tokio::time::timeout(WAIT, call).await.expect("the call ends").unwrap();
+    assert!(ack.is_ok(), "{ack:?}");
+    assert!(a.methods().len() >= 2, "the retries went back through the configured node: {:?}", a.methods());
 }
 
 #[tokio::test]

@@ -66,6 +66,8 @@ from .errors import (
 )
 from .types import (
     ALL_QUEUES,
+    ClusterInfo,
+    ClusterMember,
     DeadLetterCause,
     DeadLetterRecord,
     EnqueueAck,
@@ -115,6 +117,8 @@ __all__ = [
     "ALL_QUEUES",
     "QueuePause",
     "ServerInfo",
+    "ClusterInfo",
+    "ClusterMember",
     "DeadLetterCause",
     "DeadLetterRecord",
     "SeppError",

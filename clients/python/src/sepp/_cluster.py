@@ -11,9 +11,11 @@ every attempt of every call goes through `Nodes.call`, which:
   there at once, at most `MAX_REDIRECTS` times per attempt; then the UNAVAILABLE is raised like
   any other. A re-sent call is not a retry: the follower executed nothing, so this holds for
   every call, reserve and draining dead letters too;
-* on UNAVAILABLE without `sepp-leader` from a leader it followed (the leader died, or lost its
-  leadership), goes back to the configured address for the next attempt, which asks that node
-  who leads now. The UNAVAILABLE itself is raised for the retry policy to judge.
+* on UNAVAILABLE without `sepp-leader` (the node died, or lost its leadership), points the next
+  attempt at another node, which names the new leader once there is one: the configured address
+  after a leader it followed, or, once `get_server_info` listed the members, the next member.
+  The UNAVAILABLE itself is raised for the retry policy to judge, and, once the client knows it
+  talks to a cluster, for the policy's failover window (see `_retry`).
 
 A client built on a channel of the user's (`from_channel`) has no way to dial another address:
 it raises the UNAVAILABLE as it is.
@@ -88,12 +90,41 @@ class Nodes:
         self._current = Node(channel, None, bind)
         self._retired: set[Node] = set()  # switched away from, not yet closed
         self._closed = False
+        # Whether the client knows it talks to a cluster (a node named the leader, or
+        # get_server_info answered with `cluster`): its calls then ride a failover.
+        self._in_cluster = False
+        # The members' client addresses, from the last get_server_info that listed them.
+        self._members: list[str] = []
 
     def follow_leaders(self, dialer: Dialer, seed: str) -> None:
         """Let calls follow redirects: the current channel was opened by `dialer` to `seed`."""
         self._dialer = dialer
         self._seed = seed
         self._current.target = seed
+
+    @property
+    def in_cluster(self) -> bool:
+        """Whether the client knows it talks to a cluster and can follow its leader (a channel
+        of the user's cannot, so retrying through a failover would not reach the new leader)."""
+        return self._in_cluster and self._dialer is not None
+
+    def learned_cluster(self, members: list[str]) -> None:
+        """Records that the client talks to a cluster, and its members' client addresses (an
+        empty list keeps those known)."""
+        self._in_cluster = True
+        members = sorted({member for member in members if member})
+        if members:
+            self._members = members
+
+    def _next_after(self, node: Node) -> str | None:
+        """Where to ask who leads after `node` failed naming no leader: the member after it in
+        the known members (in address order, round), or, while none are known, the configured
+        address unless `node` is that."""
+        if not self._members:
+            return None if node.target == self._seed else self._seed
+        at = self._members.index(node.target) if node.target in self._members else -1
+        following = self._members[(at + 1) % len(self._members)]
+        return None if following == node.target else following
 
     @property
     def channel(self) -> grpc.aio.Channel:
@@ -122,6 +153,7 @@ class Nodes:
                 if leader is None:
                     self._lost(node, err)
                     raise
+                self._in_cluster = True
                 if not self._follow(node, leader, redirects):
                     raise
                 redirects += 1
@@ -151,23 +183,23 @@ class Nodes:
         return True
 
     def _lost(self, node: Node, err: grpc.aio.AioRpcError) -> None:
-        """`node` answered UNAVAILABLE naming no leader: if it is a leader this client followed,
-        the next attempt asks the configured node who leads now."""
-        if (
-            self._dialer is None
-            or self._seed is None
-            or self._closed
-            or self._current is not node
-            or node.target == self._seed
-        ):
+        """`node` answered UNAVAILABLE naming no leader (it is down, or lost its leadership):
+        the next attempt asks another node who leads now. That is the configured address when
+        `node` was a leader this client followed, or, once the members are known (from
+        get_server_info), the next member, so that a client given the leader's own address
+        reaches the others when that leader dies."""
+        if self._dialer is None or self._seed is None or self._closed or self._current is not node:
+            return
+        target = self._next_after(node)
+        if target is None:
             return
         _log.info(
-            "the cluster leader at %s is unavailable (%s); going back to %s",
+            "the cluster node at %s is unavailable (%s); asking %s who leads",
             node.name,
             err.details(),
-            self._seed,
+            target,
         )
-        self._switch(Node(self._dialer.dial(self._seed), self._seed, self._bind))
+        self._switch(Node(self._dialer.dial(target), target, self._bind))
 
     def _switch(self, node: Node) -> None:
         """Make `node` the current one. The calling attempt still runs on the old one, so the

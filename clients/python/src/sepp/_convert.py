@@ -42,6 +42,8 @@ from .errors import (
     UnknownRejection,
 )
 from .types import (
+    ClusterInfo,
+    ClusterMember,
     DeadLetterCause,
     DeadLetterRecord,
     EnqueueRequest,
@@ -472,6 +474,31 @@ def server_info_from_pb(message: pb.GetServerInfoResponse) -> ServerInfo:
         strict_queues=message.strict_queues,
         dead_letter_retention_enabled=message.dead_letter_retention_enabled,
         features=list(message.features),
+        cluster=_cluster_from_pb(message.cluster) if message.HasField("cluster") else None,
+    )
+
+
+def _cluster_from_pb(message: pb.ClusterInfo) -> ClusterInfo:
+    return ClusterInfo(
+        node_id=message.node_id,
+        role=message.role,
+        term=message.term,
+        leader_id=message.leader_id if message.HasField("leader_id") else None,
+        leader_addr=message.leader_addr,
+        last_applied_index=(
+            message.last_applied_index if message.HasField("last_applied_index") else None
+        ),
+        members=[
+            ClusterMember(
+                id=member.id,
+                addr=member.addr,
+                voter=member.voter,
+                replication_lag=(
+                    member.replication_lag if member.HasField("replication_lag") else None
+                ),
+            )
+            for member in message.members
+        ],
     )
 
 

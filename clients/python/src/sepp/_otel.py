@@ -35,6 +35,9 @@ except ImportError:  # the `otel` extra is not installed
 else:
     _ENABLED = True
 
+# Whether the `otel` extra is importable (the name sepp-py 0.1 gave it; `enabled()` says the same).
+OTEL_AVAILABLE = _ENABLED
+
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 

@@ -11,12 +11,19 @@ The two are unrelated except by name:
   leader is no retry (the follower executed nothing) and happens within one attempt, for every
   call (see `_cluster`).
 * `RetryDirective` is job-level: what a nack asks the server to do with the job.
+
+A client that knows it talks to a cluster (a node named the leader, or `get_server_info`
+answered with `cluster`) rides a failover on top of the policy: once the policy's attempts are
+used up, a call that failed with a code it may retry (never RESOURCE_EXHAUSTED, which is
+overload, not failover; a reserve on UNAVAILABLE) goes again until `failover_window` (15 s by
+default) has passed since the first such failure, every `initial_backoff` at first and at most
+every second.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import ClassVar, Literal
 
@@ -40,6 +47,9 @@ class RetryPolicy:
     max_backoff: timedelta = timedelta(seconds=10)
     multiplier: float = 2.0
     jitter: bool = True
+    #: How long a call to a cluster keeps being retried, once the attempts are used up, while
+    #: the cluster fails over; `timedelta(0)` turns it off (see the module).
+    failover_window: timedelta = timedelta(seconds=15)
 
     def __post_init__(self) -> None:
         self.max_attempts = max(1, int(self.max_attempts))
@@ -56,6 +66,21 @@ class RetryPolicy:
     def delays(self, rng: random.Random | None = None) -> _Delays:
         """The sleeps before retries 1, 2, ... (an endless iterator), in seconds."""
         return _Delays(self, rng or _rng)
+
+    def failover_delays(self, rng: random.Random | None = None) -> _Delays:
+        """The sleeps between the retries that ride a cluster failover: from `initial_backoff`,
+        growing by `multiplier`, to at most `FAILOVER_MAX_BACKOFF`."""
+        capped = replace(
+            self,
+            initial_backoff=min(self.initial_backoff, FAILOVER_MAX_BACKOFF),
+            max_backoff=FAILOVER_MAX_BACKOFF,
+        )
+        return _Delays(capped, rng or _rng)
+
+
+# The longest backoff between the retries that ride a cluster failover, so that a call reaches
+# the new leader within about a second of its election.
+FAILOVER_MAX_BACKOFF = timedelta(seconds=1)
 
 
 _rng = random.Random()

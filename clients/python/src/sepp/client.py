@@ -79,8 +79,14 @@ from .v1 import queue_pb2 as pb
 __all__ = ["Lease", "RetryDirective", "RetryPolicy", "SeppClient"]
 
 _SERVICE = "/sepp.v1.QueueService/"
+# The deadline of every call but reserve, unless `connect(rpc_timeout=...)` sets another.
+_DEFAULT_RPC_TIMEOUT = timedelta(seconds=30)
+
 # Reserve's deadline is its wait timeout plus this, so an empty long poll ends cleanly.
 RESERVE_DEADLINE_SLACK = timedelta(seconds=10)
+
+# What a reserve retries through a cluster's failover (it is never retried under the policy).
+_RESERVE_FAILOVER_CODES = frozenset({grpc.StatusCode.UNAVAILABLE})
 
 # Enqueue calls a client keeps in flight before further enqueues wait and share the next call.
 ENQUEUE_CALLS_IN_FLIGHT = 4
@@ -100,7 +106,7 @@ class SeppClient:
         channel: grpc.aio.Channel,
         retry_policy: RetryPolicy | None = None,
         auth_metadata: Sequence[tuple[str, str]] | None = None,
-        rpc_timeout: timedelta = timedelta(seconds=30),
+        rpc_timeout: timedelta = _DEFAULT_RPC_TIMEOUT,
         *,
         coalesce_enqueues: bool = True,
         coalesce_acks: bool = True,
@@ -134,7 +140,7 @@ class SeppClient:
         tls_domain: str | None = None,
         credentials: grpc.ChannelCredentials | None = None,
         connect_timeout: timedelta = timedelta(seconds=5),
-        rpc_timeout: timedelta = timedelta(seconds=30),
+        rpc_timeout: timedelta = _DEFAULT_RPC_TIMEOUT,
         max_receive_message_bytes: int | None = None,
         coalesce_enqueues: bool = True,
         coalesce_acks: bool = True,
@@ -202,7 +208,7 @@ class SeppClient:
         channel: grpc.aio.Channel,
         *,
         retry_policy: RetryPolicy | None = None,
-        rpc_timeout: timedelta = timedelta(seconds=30),
+        rpc_timeout: timedelta = _DEFAULT_RPC_TIMEOUT,
         api_key: str | None = None,
         coalesce_enqueues: bool = True,
         coalesce_acks: bool = True,
@@ -290,20 +296,37 @@ class SeppClient:
         delays = policy.delays()
         attempt = 1
         err = failed
+        failover_ends: float | None = None  # the end of the failover window, once it began
+        failover_delays = policy.failover_delays()
         while True:
             code = err.code()
-            if not policy.should_retry(code, attempt, codes):
+            if policy.should_retry(code, attempt, codes):
+                delay = next(delays)
+                _log.warning(
+                    "%s failed with %s (%s); retrying in %.3f s (attempt %d of %d)",
+                    operation,
+                    code.name,
+                    err.details(),
+                    delay,
+                    attempt + 1,
+                    policy.max_attempts,
+                )
+            elif self._rides_failover(code, codes):
+                now = asyncio.get_running_loop().time()
+                if failover_ends is None:
+                    failover_ends = now + policy.failover_window.total_seconds()
+                if now >= failover_ends:
+                    raise err
+                delay = min(next(failover_delays), failover_ends - now)
+                _log.warning(
+                    "%s failed with %s (%s) while the cluster fails over; retrying in %.3f s",
+                    operation,
+                    code.name,
+                    err.details(),
+                    delay,
+                )
+            else:
                 raise err
-            delay = next(delays)
-            _log.warning(
-                "%s failed with %s (%s); retrying in %.3f s (attempt %d of %d)",
-                operation,
-                code.name,
-                err.details(),
-                delay,
-                attempt + 1,
-                policy.max_attempts,
-            )
             await asyncio.sleep(delay)
             attempt += 1
             try:
@@ -312,6 +335,16 @@ class SeppClient:
                 err = again
             except grpc.aio.UsageError as usage:
                 raise ClientError(f"{operation} failed: {usage}") from usage
+
+    def _rides_failover(self, code: grpc.StatusCode, codes: frozenset[grpc.StatusCode]) -> bool:
+        """Whether a failure with `code` of a call that may retry `codes` is one a cluster's
+        failover causes, for a client that knows it talks to a cluster."""
+        return (
+            code in codes
+            and code != grpc.StatusCode.RESOURCE_EXHAUSTED
+            and self._nodes.in_cluster
+            and self._retry.failover_window > timedelta(0)
+        )
 
     async def _traced_call(
         self,
@@ -620,7 +653,21 @@ class SeppClient:
             try:
                 response = await self._nodes.call("Reserve", request, deadline, self._metadata())
             except grpc.aio.AioRpcError as err:
-                raise reserve_error_from_rpc(err) from err
+                # Not retried under the policy (a long poll), but through a cluster's failover.
+                if not self._rides_failover(err.code(), _RESERVE_FAILOVER_CODES):
+                    raise reserve_error_from_rpc(err) from err
+                try:
+                    response = await self._retry_failed(
+                        "reserve",
+                        "Reserve",
+                        request,
+                        _RESERVE_FAILOVER_CODES,
+                        deadline,
+                        self._metadata(),
+                        err,
+                    )
+                except grpc.aio.AioRpcError as last:
+                    raise reserve_error_from_rpc(last) from last
             except grpc.aio.UsageError as err:
                 raise ClientError(f"reserve failed: {err}") from err
         if not response.jobs:
@@ -747,7 +794,11 @@ class SeppClient:
     # ----------------------------------------------------------------------------------------
 
     async def get_server_info(self) -> ServerInfo:
-        """The server's version, clock and limits."""
+        """The server's version, clock, limits and, on a cluster's node, its view of the cluster.
+
+        An answer with a cluster tells the client that it talks to a cluster: its calls ride a
+        failover from then on (`RetryPolicy.failover_window`), and may ask any member who leads.
+        """
         with _otel.client_span("get_server_info", "GetServerInfo") if _OTEL else _NO_SPAN:
             try:
                 response = await self._call(
@@ -756,9 +807,13 @@ class SeppClient:
             except grpc.aio.AioRpcError as err:
                 raise client_error_from_rpc(err) from err
         try:
-            return _convert.server_info_from_pb(response)
+            info = _convert.server_info_from_pb(response)
         except ServerInfoError as err:
             raise MalformedServerInfoError(err) from err
+        if info.cluster is not None:
+            # From now on calls ride a failover, and may ask any member who leads.
+            self._nodes.learned_cluster([member.addr for member in info.cluster.members])
+        return info
 
     async def drain_dead_letters(
         self, queue: str | None = None, max_records: int = 1

@@ -136,7 +136,7 @@ class PayloadTooLarge(JobRejection):
 
     @property
     def message(self) -> str:
-        return f"payload of {self.actual} bytes is over the queue's limit of {self.limit} bytes"
+        return f"payload size {self.actual} bytes is over the queue's limit of {self.limit} bytes"
 
 
 @dataclass(frozen=True)
@@ -433,11 +433,25 @@ class LeaseError(SeppError):
     """An ack, nack or extend found the lease gone."""
 
 
+# What a lease's NOT_FOUND and FAILED_PRECONDITION most likely mean, in the errors' messages.
+NOT_IN_FLIGHT_MESSAGE = (
+    "no in-flight job for this lease: it was acked or nacked already, or its lease expired and "
+    "the job was redelivered (or dead-lettered)"
+)
+REASSIGNED_MESSAGE = (
+    "lease was reassigned: this lease expired and the job was delivered again as a later "
+    "attempt, which this worker no longer holds"
+)
+
+
 class JobNotFoundError(LeaseError):
     """The job is no longer in flight: acked already, or its lease expired (NOT_FOUND).
 
     `cancel` raises it too, for a job the server does not know (never enqueued, or finished).
     """
+
+    def __init__(self, message: str = NOT_IN_FLIGHT_MESSAGE) -> None:
+        super().__init__(message)
 
 
 class JobCancelledError(JobNotFoundError):
@@ -449,9 +463,15 @@ class JobCancelledError(JobNotFoundError):
     `JobNotFoundError`, so code that treats a lost lease keeps working unchanged.
     """
 
+    def __init__(self, message: str = "job was cancelled") -> None:
+        super().__init__(message)
+
 
 class AttemptMismatchError(LeaseError):
     """The job was redelivered; this lease's attempt is stale (FAILED_PRECONDITION)."""
+
+    def __init__(self, message: str = REASSIGNED_MESSAGE) -> None:
+        super().__init__(message)
 
 
 class JobDeadLetteredError(SeppError):
@@ -539,15 +559,20 @@ def client_error_from_rpc(err: grpc.RpcError) -> ClientError:
     return UnexpectedStatusError(code, message)
 
 
+def _explained(server_message: str, explanation: str) -> str:
+    """A lease error's message: the likely cause, then what the server said."""
+    return f"{explanation} (server: {server_message})" if server_message else explanation
+
+
 def lease_error_from_rpc(err: grpc.RpcError) -> LeaseError | ClientError:
     """The error for a failed ack, nack or extend: lease errors first, then `ClientError`."""
     code, message = _status_of(err)
     if code == grpc.StatusCode.NOT_FOUND:
         if _is_cancelled(err):
             return JobCancelledError(message or CANCELLED_MESSAGE)
-        return JobNotFoundError(message or "the job is not in flight")
+        return JobNotFoundError(_explained(message, NOT_IN_FLIGHT_MESSAGE))
     if code == grpc.StatusCode.FAILED_PRECONDITION:
-        return AttemptMismatchError(message or "the lease's attempt is not the current one")
+        return AttemptMismatchError(_explained(message, REASSIGNED_MESSAGE))
     return client_error_from_rpc(err)
 
 

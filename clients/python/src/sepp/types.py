@@ -201,7 +201,7 @@ class EnqueueRequest:
         if not self.queue:
             raise ValueError("queue must be a non-empty name")
         if not self.job_type:
-            raise ValueError("job_type must be a non-empty name")
+            raise ValueError("job type (job_type) must be a non-empty name")
         if self.priority is not None and not isinstance(self.priority, Priority):
             self.priority = Priority(self.priority)
 
@@ -298,6 +298,42 @@ class ReserveOptions:
 
 
 @dataclass(frozen=True)
+class ClusterMember:
+    """A member of the cluster, as the answering node knows it."""
+
+    id: int
+    #: Its client address (``host:port``).
+    addr: str
+    #: A voter counts towards the quorum; a learner only receives entries.
+    voter: bool
+    #: Known on the leader only: how many entries of the leader's log this member lacks.
+    replication_lag: int | None = None
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """A cluster as the answering node sees it (every node answers, leader or not)."""
+
+    node_id: int
+    #: ``"leader"``, ``"follower"``, ``"candidate"``, ``"learner"`` or ``"shutdown"``.
+    role: str
+    #: The Raft term: it grows with every election.
+    term: int
+    #: The leader's node id, when a leader is known.
+    leader_id: int | None = None
+    #: The leader's client address (``host:port``), when a leader is known; else ``""``.
+    leader_addr: str = ""
+    #: The last log entry this node has applied to its state.
+    last_applied_index: int | None = None
+    members: list[ClusterMember] = field(default_factory=list)
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether the answering node is the leader."""
+        return self.role == "leader"
+
+
+@dataclass(frozen=True)
 class ServerInfo:
     """The server's version, the protocol versions it speaks, its clock and its limits."""
 
@@ -324,6 +360,8 @@ class ServerInfo:
     #: What the server offers beyond the 0.1 protocol, by name (``"ack_batch"``,
     #: ``"cancel"``, ``"schedules"``, ``"pause"``); empty on 0.1.
     features: list[str] = field(default_factory=list)
+    #: The answering node's view of its cluster; ``None`` on a single node (and on 0.1).
+    cluster: ClusterInfo | None = None
 
 
 class DeadLetterCause(str, enum.Enum):

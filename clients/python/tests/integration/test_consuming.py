@@ -225,6 +225,7 @@ async def test_server_info_has_every_limit(start_server) -> None:
     assert (info.max_queue_name_bytes, info.max_job_type_bytes) == (512, 256)
     assert info.max_idempotency_key_bytes == 256
     assert info.strict_queues is False and info.dead_letter_retention_enabled is True
+    assert info.cluster is None  # a single node
     assert info.features == [
         "ack_batch",
         "cancel",

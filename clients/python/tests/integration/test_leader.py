@@ -19,6 +19,7 @@ import pytest
 from sepp import (
     EnqueueRequest,
     JobCtx,
+    OverloadedError,
     Payload,
     RetryPolicy,
     SeppClient,
@@ -33,7 +34,15 @@ from tests.integration.test_wire import ok, opts, wire_job
 from tests.recording_server import Abort, RecordingServer, recording_server
 
 WAIT = 20.0  # the most any signal below is waited for
-RETRY_ONCE = RetryPolicy(max_attempts=2, initial_backoff=timedelta(milliseconds=1), jitter=False)
+# The tests of following the leader turn the failover window off, so that a call the cluster
+# does not serve fails at once; the window has tests of its own at the end.
+RETRY_ONCE = RetryPolicy(
+    max_attempts=2,
+    initial_backoff=timedelta(milliseconds=1),
+    jitter=False,
+    failover_window=timedelta(0),
+)
+NO_FAILOVER = RetryPolicy(failover_window=timedelta(0))
 
 
 def not_leader(leader: str, *, in_headers: bool = False) -> Abort:
@@ -134,7 +143,7 @@ async def test_a_redirect_loop_gives_up_after_three_redirects(
 ) -> None:
     follower_of(a, b, "EnqueueBatch", "Reserve")
     follower_of(b, a, "EnqueueBatch", "Reserve")
-    async with await SeppClient.connect(a.addr) as client:
+    async with await SeppClient.connect(a.addr, retry_policy=NO_FAILOVER) as client:
         with pytest.raises(TransportError) as failed:
             await client.enqueue(EnqueueRequest("q", "t"))
         assert failed.value.code == grpc.StatusCode.UNAVAILABLE
@@ -176,18 +185,18 @@ async def test_when_the_followed_leader_stops_the_next_call_asks_the_seed_again(
     follower_of(a, b, "ListPauses")
     b.answer("ListPauses", pb.ListPausesResponse())
     caplog.set_level(logging.INFO, logger="sepp")
-    async with await SeppClient.connect(a.addr) as client:
+    async with await SeppClient.connect(a.addr, retry_policy=NO_FAILOVER) as client:
         await client.list_pauses()
         assert len(a.calls) == 1 and len(b.calls) == 1
         await b.stop()
         a.answer("ListPauses", pb.ListPausesResponse())  # a has become the leader
-        with pytest.raises(TransportError) as failed:  # the default policy: one attempt
+        with pytest.raises(TransportError) as failed:  # one attempt, no failover window
             await client.list_pauses()
         assert failed.value.code == grpc.StatusCode.UNAVAILABLE
         assert len(a.calls) == 1
         assert await client.list_pauses() == []
         assert len(a.calls) == 2
-    assert any(f"going back to {a.addr}" in r.getMessage() for r in caplog.records)
+    assert any(f"asking {a.addr} who leads" in r.getMessage() for r in caplog.records)
 
 
 async def test_when_the_followed_leader_stops_the_retry_goes_to_the_seed(
@@ -366,3 +375,61 @@ def test_the_leader_is_read_from_the_trailers_then_the_headers() -> None:
     assert leader_of(error(())) is None
     for bad in ("", "  ", "http://h:1", "h:1/x", "h 1:2"):
         assert leader_of(error((("sepp-leader", bad),))) is None
+
+
+async def test_the_default_policy_rides_a_failover_until_a_leader_serves(
+    a: RecordingServer, b: RecordingServer
+) -> None:
+    # The client met the cluster (a named b the leader); b then dies. a names the dead b twice
+    # more, as during an election, then leads. With the default policy the call goes again,
+    # back through a, until a serves it: the caller sees only the success.
+    a.answer("ListPauses", *[not_leader(b.addr)] * 3, pb.ListPausesResponse())
+    b.answer("ListPauses", pb.ListPausesResponse())
+    async with await SeppClient.connect(a.addr) as client:
+        await client.list_pauses()
+        await b.stop()
+        assert await asyncio.wait_for(client.list_pauses(), WAIT) == []
+    assert len(a.calls) == 4
+
+
+async def test_the_failover_window_ends_and_overload_is_no_failover(
+    a: RecordingServer, b: RecordingServer
+) -> None:
+    follower_of(a, b, "ListPauses")
+    b.answer("ListPauses", pb.ListPausesResponse())
+    short = RetryPolicy(
+        initial_backoff=timedelta(milliseconds=1), failover_window=timedelta(milliseconds=50)
+    )
+    async with await SeppClient.connect(a.addr, retry_policy=short) as client:
+        await client.list_pauses()
+        b.answer("ListPauses", grpc.StatusCode.RESOURCE_EXHAUSTED, pb.ListPausesResponse())
+        with pytest.raises(OverloadedError):
+            await client.list_pauses()
+        assert len(b.calls) == 2, "an overloaded leader is not asked again"
+        await b.stop()
+        with pytest.raises(TransportError):
+            await client.list_pauses()  # a names the dead b until the window has passed
+        assert len(a.calls) > 2
+
+
+async def test_a_client_given_the_leader_learns_the_members_and_reaches_another_when_it_dies(
+    a: RecordingServer, b: RecordingServer
+) -> None:
+    # No node ever redirects this client: get_server_info tells it that a is a cluster's leader
+    # and who the members are, so when a dies the next attempt asks b.
+    info = pb.GetServerInfoResponse(server_version="0.2.0")
+    info.server_time.GetCurrentTime()
+    info.cluster.node_id = 1
+    info.cluster.role = "leader"
+    info.cluster.members.add(id=1, addr=a.addr, voter=True)
+    info.cluster.members.add(id=2, addr=b.addr, voter=True)
+    a.answer("GetServerInfo", info)
+    a.answer("ListPauses", pb.ListPausesResponse())
+    b.answer("ListPauses", pb.ListPausesResponse())
+    async with await SeppClient.connect(a.addr) as client:
+        cluster = (await client.get_server_info()).cluster
+        assert cluster is not None and cluster.is_leader
+        await client.list_pauses()
+        await a.stop()
+        assert await asyncio.wait_for(client.list_pauses(), WAIT) == []
+    assert len(b.calls) == 1

@@ -219,3 +219,31 @@ def test_server_info_needs_a_version_and_a_time() -> None:
     ):
         with pytest.raises(ServerInfoError):
             _convert.server_info_from_pb(broken)
+
+
+def test_server_info_carries_the_cluster_as_the_node_sees_it() -> None:
+    info = pb.GetServerInfoResponse(server_version="1.0")
+    info.server_time.seconds = 1_700_000_000
+    assert _convert.server_info_from_pb(info).cluster is None  # a single node (or 0.1)
+    info.cluster.node_id = 2
+    info.cluster.role = "follower"
+    info.cluster.term = 7
+    info.cluster.leader_id = 1
+    info.cluster.leader_addr = "10.0.0.1:50051"
+    info.cluster.members.add(id=1, addr="10.0.0.1:50051", voter=True, replication_lag=0)
+    info.cluster.members.add(id=2, addr="10.0.0.2:50051", voter=True)
+    cluster = _convert.server_info_from_pb(info).cluster
+    assert cluster is not None and not cluster.is_leader
+    assert (cluster.node_id, cluster.role, cluster.term) == (2, "follower", 7)
+    assert (cluster.leader_id, cluster.leader_addr) == (1, "10.0.0.1:50051")
+    assert cluster.last_applied_index is None
+    assert [(m.id, m.addr, m.voter, m.replication_lag) for m in cluster.members] == [
+        (1, "10.0.0.1:50051", True, 0),
+        (2, "10.0.0.2:50051", True, None),
+    ]
+    # An election: no leader known yet.
+    info.cluster.ClearField("leader_id")
+    info.cluster.leader_addr = ""
+    info.cluster.role = "candidate"
+    cluster = _convert.server_info_from_pb(info).cluster
+    assert cluster is not None and cluster.leader_id is None and cluster.leader_addr == ""

@@ -6,11 +6,15 @@ import grpc
 import pytest
 
 from sepp import (
+    AttemptMismatchError,
     DeadLetterCause,
+    EnqueueRequest,
     InvalidRequestError,
     JobCancelledError,
     JobDeadLetteredError,
     JobNotFoundError,
+    JobRejectedError,
+    PayloadTooLarge,
     TransportError,
     UnexpectedStatusError,
     _convert,
@@ -104,3 +108,25 @@ def test_dead_letter_causes(wire: int, cause: DeadLetterCause) -> None:
     record.failed_at.seconds = 1_700_000_100
     assert _convert.dead_letter_from_pb(record).cause is cause
     assert DeadLetterCause.CANCELLED.value == "cancelled"
+
+
+def test_lease_errors_say_what_most_likely_happened() -> None:
+    assert str(JobNotFoundError()).startswith("no in-flight job")
+    assert str(AttemptMismatchError()).startswith("lease was reassigned")
+    # A second ack of a job (or an ack after its lease ran out) gets the server's bare
+    # "job not found"; the error explains the likely causes and keeps the server's words.
+    twice = str(lease_error_from_rpc(rpc_error(grpc.StatusCode.NOT_FOUND, "job not found")))
+    assert "acked or nacked already" in twice and "lease expired" in twice
+    assert "redelivered" in twice and twice.endswith("(server: job not found)")
+    stale = lease_error_from_rpc(rpc_error(grpc.StatusCode.FAILED_PRECONDITION, "attempt mismatch"))
+    assert type(stale) is AttemptMismatchError
+    assert str(stale).startswith("lease was reassigned") and "attempt mismatch" in str(stale)
+    # A cancellation keeps the server's own message.
+    assert str(JobCancelledError()) == "job was cancelled"
+
+
+def test_rejection_and_validation_messages_name_what_is_wrong() -> None:
+    rejected = JobRejectedError(PayloadTooLarge(limit=1, actual=2))
+    assert "payload size 2 bytes" in str(rejected)
+    with pytest.raises(ValueError, match="job type"):
+        EnqueueRequest("q", "")

@@ -361,6 +361,7 @@ describe("server info and dead letters", () => {
       "rate_limits",
       "key_limits",
     ]);
+    assert.equal(info.cluster, undefined); // a single node
   });
 
   test("drained records replay through toEnqueueRequest", async () => {

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { status } from "@grpc/grpc-js";
-import type * as wire from "../../src/gen/sepp/v1/queue.js";
+import * as wire from "../../src/gen/sepp/v1/queue.js";
 import { RetryPolicy, SeppClient, TransportError, Worker } from "../../src/index.js";
 import { RecordingLogger } from "../support/helpers.js";
 import { type MethodName, redirectTo, type StubAnswer, StubServer } from "../support/stub-server.js";
@@ -64,7 +64,10 @@ const job: wire.Job = {
   queue: "q",
 };
 
-const retrying = new RetryPolicy({ maxAttempts: 3, initialBackoff: 1, maxBackoff: 2 });
+// The tests of following the leader turn the failover window off, so that a call the cluster does
+// not serve fails at once; the window has a test of its own.
+const retrying = new RetryPolicy({ maxAttempts: 3, initialBackoff: 1, maxBackoff: 2, failoverWindow: 0 });
+const noFailover = new RetryPolicy({ failoverWindow: 0 });
 
 const following = (logger: RecordingLogger) =>
   logger.entries.filter(
@@ -124,7 +127,7 @@ describe("following the cluster leader", () => {
     const seed = await stub(follower(() => b.addr));
     a = seed.addr;
     const logger = new RecordingLogger();
-    const client = await SeppClient.connect(seed.addr, { logger });
+    const client = await SeppClient.connect(seed.addr, { logger, retryPolicy: noFailover });
     await assert.rejects(
       client.enqueue({ queue: "q", jobType: "t", idempotencyKey: "k" }),
       (error: unknown) => {
@@ -154,7 +157,11 @@ describe("following the cluster leader", () => {
     });
     const logger = new RecordingLogger();
     // A call still sent to the gone leader would wait out its deadline on the reconnecting channel.
-    const client = await SeppClient.connect(seed.addr, { logger, rpcTimeout: 5_000 });
+    const client = await SeppClient.connect(seed.addr, {
+      logger,
+      rpcTimeout: 5_000,
+      retryPolicy: noFailover,
+    });
     await client.enqueue({ queue: "q", jobType: "t" });
     await leader.stopGracefully();
     seedLeads = true;
@@ -165,8 +172,8 @@ describe("following the cluster leader", () => {
     });
     assert.equal(seed.callsOf("enqueueBatch").length, 1);
     assert.deepEqual(
-      logger.messages("info").filter((message) => /is unavailable; returning/.test(message)),
-      [`the cluster leader ${leader.addr} is unavailable; returning to ${seed.addr}`],
+      logger.messages("info").filter((message) => /is unavailable; asking/.test(message)),
+      [`the cluster node ${leader.addr} is unavailable; asking ${seed.addr} who leads`],
     );
     await client.enqueue({ queue: "q", jobType: "t" });
     assert.equal(seed.callsOf("enqueueBatch").length, 2);
@@ -186,6 +193,58 @@ describe("following the cluster leader", () => {
     assert.equal(otherSeed.callsOf("enqueueBatch").length, 2);
     assert.equal(other.callsOf("enqueueBatch").length, 1);
     retried.close();
+  });
+
+  test("the default policy rides a failover until a leader serves", async () => {
+    // The client met the cluster (the seed named the leader); the leader then goes. The seed names
+    // the gone leader twice more, as during an election, then leads: the caller sees only success.
+    let namesGone = 3;
+    const leader = await stub({ enqueueBatch: accepted });
+    const seed = await stub({
+      enqueueBatch: (request) => (namesGone-- > 0 ? redirectTo(leader.addr) : accepted(request)),
+    });
+    const client = await SeppClient.connect(seed.addr, { rpcTimeout: 5_000 });
+    await client.enqueue({ queue: "q", jobType: "t" });
+    await leader.stopGracefully();
+    await client.enqueue({ queue: "q", jobType: "t" });
+    assert.equal(seed.callsOf("enqueueBatch").length, 4);
+    client.close();
+  });
+
+  test("a client given the leader learns the members from getServerInfo and reaches another when it dies", async () => {
+    const other = await stub({ enqueueBatch: accepted });
+    const info: wire.GetServerInfoResponse = {
+      ...wire.GetServerInfoResponse.decode(new Uint8Array()),
+      serverVersion: "0.2.0",
+      serverTime: { seconds: 1n, nanos: 0 },
+    };
+    let leaderAddr = "";
+    const leader = await stub({
+      enqueueBatch: accepted,
+      getServerInfo: () => ({
+        response: {
+          ...info,
+          cluster: {
+            nodeId: 1n,
+            role: "leader",
+            term: 1n,
+            leaderAddr,
+            members: [
+              { id: 1n, addr: leaderAddr, voter: true },
+              { id: 2n, addr: other.addr, voter: true },
+            ],
+          },
+        },
+      }),
+    });
+    leaderAddr = leader.addr;
+    const client = await SeppClient.connect(leader.addr, { rpcTimeout: 5_000 });
+    assert.equal((await client.getServerInfo()).cluster?.role, "leader");
+    await client.enqueue({ queue: "q", jobType: "t" });
+    await leader.stopGracefully();
+    await client.enqueue({ queue: "q", jobType: "t" });
+    assert.equal(other.callsOf("enqueueBatch").length, 1);
+    client.close();
   });
 
   test("an UNAVAILABLE without a leader from the configured address surfaces, and nothing switches", async () => {

@@ -113,11 +113,11 @@ describe("switching connections", () => {
   test("a followed leader that fails sends the next attempt back to the seed; the seed stays", () => {
     const { set, first, dialed, logger } = connections();
     const seed = set.current;
-    set.returnToSeed(seed, "Ack");
+    set.lost(seed, "Ack");
     assert.equal(set.current, seed, "left the seed");
     set.follow(seed, "leader:2", "Ack");
     const leader = set.current;
-    set.returnToSeed(leader, "Ack");
+    set.lost(leader, "Ack");
     assert.equal(set.current.target, "seed:1");
     assert.deepEqual(
       dialed.map((client) => [client.target, client.closed]),
@@ -129,11 +129,24 @@ describe("switching connections", () => {
     assert.equal(first.closed, true);
     assert.equal(
       logger.messages("info")[1],
-      "the cluster leader leader:2 is unavailable; returning to seed:1",
+      "the cluster node leader:2 is unavailable; asking seed:1 who leads",
     );
     // A failure of the old leader reported late switches nothing.
-    set.returnToSeed(leader, "Ack");
+    set.lost(leader, "Ack");
     assert.equal(dialed.length, 2);
+  });
+
+  test("once the members are known, a node that fails sends the next attempt to the next member", () => {
+    const { set } = connections();
+    set.learnedCluster(["seed:1", "c:3", "", "b:2", "b:2"]);
+    assert.equal(set.inCluster, true);
+    set.lost(set.current, "Ack"); // the seed itself, given as the leader, is down
+    assert.equal(set.current.target, "b:2"); // the members in address order, round: b:2, c:3, seed:1
+    set.lost(set.current, "Ack");
+    assert.equal(set.current.target, "c:3");
+    set.learnedCluster([]); // an empty list keeps the members known
+    set.lost(set.current, "Ack");
+    assert.equal(set.current.target, "seed:1");
   });
 
   test("close closes the current connection and those still finishing calls; nothing switches after", () => {
@@ -147,7 +160,7 @@ describe("switching connections", () => {
     assert.equal(set.open, 0);
     seed.end(); // its call fails once closed; ending it closes nothing twice
     set.follow(set.current, "other:3", "Reserve");
-    set.returnToSeed(set.current, "Reserve");
+    set.lost(set.current, "Reserve");
     assert.equal(dialed.length, 1);
   });
 

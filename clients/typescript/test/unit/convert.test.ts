@@ -320,6 +320,40 @@ describe("rejections, server info and dead letters", () => {
       () => serverInfoFromWire({ ...info, serverTime: { seconds: -1n, nanos: 0 } }),
       /invalid timestamp/,
     );
+    assert.equal(decoded.cluster, undefined); // a single node (or 0.1)
+    assert.equal("cluster" in decoded, false);
+  });
+
+  test("the server info carries the cluster as the answering node sees it", () => {
+    const info = wire.GetServerInfoResponse.decode(
+      wire.GetServerInfoResponse.encode({
+        ...wire.GetServerInfoResponse.decode(new Uint8Array()),
+        serverVersion: "1.2.3",
+        serverTime: { seconds: 1n, nanos: 0 },
+        cluster: {
+          nodeId: 2n,
+          role: "follower",
+          term: 7n,
+          leaderId: 1n,
+          leaderAddr: "10.0.0.1:50051",
+          members: [
+            { id: 1n, addr: "10.0.0.1:50051", voter: true, replicationLag: 0n },
+            { id: 2n, addr: "10.0.0.2:50051", voter: true },
+          ],
+        },
+      }).finish(),
+    );
+    assert.deepEqual(serverInfoFromWire(info).cluster, {
+      nodeId: 2,
+      role: "follower",
+      term: 7,
+      leaderId: 1,
+      leaderAddr: "10.0.0.1:50051",
+      members: [
+        { id: 1, addr: "10.0.0.1:50051", voter: true, replicationLag: 0 },
+        { id: 2, addr: "10.0.0.2:50051", voter: true },
+      ],
+    });
   });
 
   test("a dead-letter record decodes and replays as a fresh request", () => {

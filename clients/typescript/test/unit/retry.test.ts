@@ -11,7 +11,14 @@ describe("RetryPolicy", () => {
     const policy = new RetryPolicy();
     assert.deepEqual(
       { ...policy },
-      { maxAttempts: 1, initialBackoff: 100, maxBackoff: 10_000, multiplier: 2, jitter: true },
+      {
+        maxAttempts: 1,
+        initialBackoff: 100,
+        maxBackoff: 10_000,
+        multiplier: 2,
+        jitter: true,
+        failoverWindow: 15_000,
+      },
     );
   });
 
@@ -81,8 +88,10 @@ describe("withRetries", () => {
     policy: RetryPolicy,
     failures: number,
     code: number,
-    scope: "transient" | "keylessEnqueue" = "transient",
+    scope: "transient" | "keylessEnqueue" | "reserve" = "transient",
+    inCluster = false,
   ) {
+    let clock = 0;
     let calls = 0;
     const sleeps: number[] = [];
     const warnings: unknown[] = [];
@@ -100,7 +109,10 @@ describe("withRetries", () => {
       () => 0,
       async (ms) => {
         sleeps.push(ms);
+        clock += ms;
       },
+      () => inCluster,
+      () => clock,
     );
     assert.equal(outcome.attempts, calls);
     assert.equal(warnings.length, sleeps.length);
@@ -126,6 +138,40 @@ describe("withRetries", () => {
       attempts: 1,
       sleeps: [],
     });
+  });
+
+  test("in a cluster, the default policy rides a failover for the failover window", async () => {
+    const policy = new RetryPolicy();
+    // Backoffs (jitter takes half here) from 100 ms, doubling, at most 1 s.
+    assert.deepEqual(await run(policy, 3, status.UNAVAILABLE, "transient", true), {
+      ok: true,
+      attempts: 4,
+      sleeps: [50, 100, 200],
+    });
+    assert.equal((await run(policy, 2, status.UNAVAILABLE, "keylessEnqueue", true)).ok, true);
+    assert.equal((await run(policy, 2, status.UNAVAILABLE, "reserve", true)).ok, true);
+    assert.equal((await run(policy, 2, status.ABORTED, "transient", true)).ok, true);
+    // A call that keeps failing gives up when the 15 s window has passed.
+    const endless = await run(policy, Number.POSITIVE_INFINITY, status.UNAVAILABLE, "transient", true);
+    assert.equal(endless.ok, false);
+    assert.equal(
+      endless.sleeps.reduce((sum, ms) => sum + ms, 0),
+      15_000,
+    );
+    assert.ok(endless.sleeps.every((ms) => ms <= 1_000));
+  });
+
+  test("a failover is ridden only in a cluster, within the window, for what the call may retry", async () => {
+    const policy = new RetryPolicy();
+    const none = { ok: false, attempts: 1, sleeps: [] };
+    assert.deepEqual(await run(policy, 1, status.UNAVAILABLE, "transient", false), none);
+    assert.deepEqual(await run(policy, 1, status.RESOURCE_EXHAUSTED, "transient", true), none);
+    assert.deepEqual(await run(policy, 1, status.DEADLINE_EXCEEDED, "keylessEnqueue", true), none);
+    assert.deepEqual(await run(policy, 1, status.DEADLINE_EXCEEDED, "reserve", true), none);
+    assert.deepEqual(await run(policy, 1, status.INVALID_ARGUMENT, "transient", true), none);
+    const off = new RetryPolicy({ failoverWindow: 0 });
+    assert.deepEqual(await run(off, 1, status.UNAVAILABLE, "transient", true), none);
+    assert.throws(() => new RetryPolicy({ failoverWindow: -1 }), ValidationError);
   });
 
   test("an error without a status code is not retried", async () => {

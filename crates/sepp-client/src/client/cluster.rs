@@ -23,6 +23,7 @@
 //! switch wins; the other calls go where it points). A channel switched away from closes when
 //! the last call still running on it ends, as tonic channels close with their last clone.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -43,18 +44,74 @@ pub(crate) struct Route {
     /// The configured address and how to dial; `None` for a channel of the user's.
     dialing: Option<(String, Dialer)>,
     current: RwLock<Arc<Node>>,
+    /// Whether the client knows it talks to a cluster: a node named the leader, or
+    /// `get_server_info` answered with `cluster`. Calls then ride a failover (see `retry`).
+    in_cluster: AtomicBool,
+    /// The client addresses of the cluster's members, from the last `get_server_info` that
+    /// listed them (empty until then).
+    members: RwLock<Vec<String>>,
 }
 
 impl Route {
     /// Calls go to `node` only (a channel of the user's).
     pub(crate) fn fixed(node: Node) -> Self {
-        Self { dialing: None, current: RwLock::new(Arc::new(node)) }
+        Self {
+            dialing: None,
+            current: RwLock::new(Arc::new(node)),
+            in_cluster: AtomicBool::new(false),
+            members: RwLock::default(),
+        }
     }
 
     /// Calls start at `node`, the configured address `seed`, and follow the cluster's leader
     /// through channels `dialer` opens.
     pub(crate) fn following(seed: String, dialer: Dialer, node: Node) -> Self {
-        Self { dialing: Some((seed, dialer)), current: RwLock::new(Arc::new(node)) }
+        Self {
+            dialing: Some((seed, dialer)),
+            current: RwLock::new(Arc::new(node)),
+            in_cluster: AtomicBool::new(false),
+            members: RwLock::default(),
+        }
+    }
+
+    /// Whether the client knows it talks to a cluster and can follow its leader (a channel of
+    /// the user's cannot, so retrying it through a failover would not reach the new leader).
+    pub(crate) fn in_cluster(&self) -> bool {
+        self.dialing.is_some() && self.in_cluster.load(Ordering::Relaxed)
+    }
+
+    /// Records that the client talks to a cluster.
+    pub(crate) fn learned_cluster(&self) {
+        self.in_cluster.store(true, Ordering::Relaxed);
+    }
+
+    /// Records the client addresses of the cluster's members (an empty list changes nothing).
+    pub(crate) fn learned_members(&self, mut members: Vec<String>) {
+        members.retain(|addr| !addr.is_empty());
+        if members.is_empty() {
+            return;
+        }
+        members.sort();
+        members.dedup();
+        *self.members.write().unwrap_or_else(PoisonError::into_inner) = members;
+    }
+
+    /// Where to ask who leads after `from` failed naming no leader: the member after it in the
+    /// known members (in address order, round), or, while none are known, the configured
+    /// address unless `from` is that.
+    fn next_after(&self, from: &Arc<Node>) -> Option<String> {
+        let seed = self.dialing.as_ref().map(|(seed, _)| seed.as_str())?;
+        let members = self.members.read().unwrap_or_else(PoisonError::into_inner);
+        let from = from.addr.as_deref();
+        if members.is_empty() {
+            return (from != Some(seed)).then(|| seed.to_owned());
+        }
+        let at = members.iter().position(|addr| Some(addr.as_str()) == from);
+        let next = match at {
+            Some(at) => &members[(at + 1) % members.len()],
+            None => &members[0],
+        };
+        (Some(next.as_str()) != from).then(|| next.clone())
     }
 
     /// The node calls go to now.
@@ -89,6 +146,7 @@ impl Route {
                 self.lost(&node, &status, rpc.operation);
                 return Err(status);
             };
+            self.learned_cluster();
             if redirects >= MAX_REDIRECTS {
                 tracing::warn!(
                     operation = rpc.operation,
@@ -132,28 +190,31 @@ impl Route {
         true
     }
 
-    /// After `from` answered UNAVAILABLE naming no leader: when it is a leader this client
-    /// followed (not the configured address), the next attempt asks the configured node who
-    /// leads now.
+    /// After `from` answered UNAVAILABLE naming no leader (it is down, or it lost its
+    /// leadership): the next attempt asks another node who leads now. That is the configured
+    /// address when `from` was a leader this client followed, or, once the members are known
+    /// (from `get_server_info`), the next member, so that a client given the leader's own
+    /// address reaches the others when that leader dies.
     fn lost(&self, from: &Arc<Node>, status: &Status, operation: &'static str) {
-        let Some((seed, dialer)) = &self.dialing else { return };
-        if from.addr.as_deref() == Some(seed.as_str()) || !self.is_current(from) {
+        let Some((_, dialer)) = &self.dialing else { return };
+        if !self.is_current(from) {
             return;
         }
-        let node = match dialer.dial(seed) {
+        let Some(to) = self.next_after(from) else { return };
+        let node = match dialer.dial(&to) {
             Ok(node) => node,
             Err(reason) => {
-                tracing::warn!(operation, to = %seed, %reason, "cannot dial the configured address again");
+                tracing::warn!(operation, %to, %reason, "cannot dial another node of the cluster");
                 return;
             }
         };
         if self.switch(from, node) {
             tracing::info!(
                 operation,
-                to = %seed,
+                %to,
                 from = %from.name(),
                 message = status.message(),
-                "the followed cluster leader is unavailable; going back to the configured address"
+                "the cluster node calls went to is unavailable; asking another who leads"
             );
         }
     }

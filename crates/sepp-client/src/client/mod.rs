@@ -216,8 +216,9 @@ impl SeppClient {
     }
 
     /// Reserves up to `max_jobs` ready jobs from the first queue that has any, waiting up to
-    /// the wait timeout; `Ok(None)` when nothing became ready. Never retried (it is a long
-    /// poll: just call it again). Malformed jobs in the answer are skipped with a warning.
+    /// the wait timeout; `Ok(None)` when nothing became ready. Not retried under the retry
+    /// policy (it is a long poll: just call it again), but on UNAVAILABLE while a cluster fails
+    /// over, within the policy's failover window. Malformed jobs in the answer are skipped with a warning.
     pub async fn reserve(&self, options: &ReserveOptions) -> Result<Option<Vec<Job>>, ReserveError> {
         let span = tracing::info_span!(
             "sepp.reserve",
@@ -236,7 +237,7 @@ impl SeppClient {
                 max_jobs: options.max_jobs(),
             };
             let deadline = options.wait_timeout().saturating_add(RESERVE_DEADLINE_SLACK);
-            let (result, _) = self.unary(wire::RESERVE, None, deadline, request).await;
+            let (result, _) = self.unary(wire::RESERVE, Some(RetryScope::Reserve), deadline, request).await;
             let wire_jobs = result.map_err(|status| ReserveError::from_status(&status))?.into_inner().jobs;
             let worker_id = options.worker_id().map(str::to_owned);
             let jobs: Vec<Job> = wire_jobs
@@ -329,14 +330,21 @@ impl SeppClient {
         traced(span, call).await
     }
 
-    /// The server's version, clock and limits.
+    /// The server's version, clock, limits and, on a cluster's node, its view of the cluster.
+    /// An answer with a cluster tells the client that it talks to a cluster, so that its calls
+    /// ride a failover from then on (see [`RetryPolicy::with_failover_window`]).
     pub async fn get_server_info(&self) -> Result<ServerInfo, ClientError> {
         let span = tracing::info_span!("sepp.get_server_info", otel.kind = "client", otel.status_code = Empty);
         let call = async {
             let request = pb::GetServerInfoRequest {};
             let (result, _) =
                 self.unary(wire::GET_SERVER_INFO, Some(RetryScope::Transient), self.rpc_timeout, request).await;
-            Ok(convert::server_info(result?.into_inner())?)
+            let info = convert::server_info(result?.into_inner())?;
+            if let Some(cluster) = &info.cluster {
+                self.route.learned_cluster();
+                self.route.learned_members(cluster.members.iter().map(|member| member.addr.clone()).collect());
+            }
+            Ok(info)
         };
         traced(span, call).await
     }
@@ -533,7 +541,9 @@ impl SeppClient {
             }
         };
         match scope {
-            Some(scope) => with_retries(&self.retry_policy, operation, scope, attempt).await,
+            Some(scope) => {
+                with_retries(&self.retry_policy, operation, scope, || self.route.in_cluster(), attempt).await
+            }
             None => (attempt().await, 1),
         }
     }

@@ -6,9 +6,15 @@
 //! ambiguous codes (DEADLINE_EXCEEDED, ABORTED), after which the jobs may already be written.
 //! Following a cluster follower's redirect to the leader is no retry (the follower executed
 //! nothing) and happens within one attempt, for every call (see `cluster`).
+//!
+//! A client that knows it talks to a cluster (a node named the leader, or `get_server_info`
+//! answered with `cluster`) rides a failover on top of that: once the policy's attempts are
+//! used up, a call that failed with a code its scope retries (never RESOURCE_EXHAUSTED, which is
+//! overload, not failover) goes again until the policy's failover window (15 s by default) has
+//! passed since the first such failure, every 100 ms at first and at most every second.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tonic::{Code, Status};
 
@@ -43,6 +49,8 @@ pub enum RetryDirective {
 ///     .with_max_backoff(Duration::from_secs(2));
 /// assert_eq!(policy.max_attempts(), 5);
 /// assert_eq!(RetryPolicy::default().max_attempts(), 1); // no retries unless asked
+/// // ... except while a cluster fails over (see `with_failover_window`).
+/// assert_eq!(RetryPolicy::default().failover_window(), Duration::from_secs(15));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {
@@ -51,11 +59,16 @@ pub struct RetryPolicy {
     max_backoff: Duration,
     multiplier: f64,
     jitter: bool,
+    failover_window: Duration,
 }
+
+/// The longest backoff between the retries that ride a cluster failover, so that a call reaches
+/// the new leader within about a second of its election.
+pub(crate) const FAILOVER_MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 impl Default for RetryPolicy {
     /// One attempt (no retries); when attempts are raised: 100 ms initial backoff, 10 s
-    /// maximum, multiplier 2, with jitter.
+    /// maximum, multiplier 2, with jitter. In a cluster, a 15 s failover window.
     fn default() -> Self {
         Self {
             max_attempts: 1,
@@ -63,6 +76,7 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_secs(10),
             multiplier: 2.0,
             jitter: true,
+            failover_window: Duration::from_secs(15),
         }
     }
 }
@@ -96,6 +110,22 @@ impl RetryPolicy {
     pub fn without_jitter(mut self) -> Self {
         self.jitter = false;
         self
+    }
+
+    /// How long a call to a cluster keeps being retried, once the attempts are used up, while
+    /// the cluster fails over (default 15 s; `Duration::ZERO` turns it off). It applies only
+    /// when the client knows it talks to a cluster (a node named the leader, or
+    /// `get_server_info` answered with `cluster`), only to the failures the call may retry
+    /// (see the module docs; never RESOURCE_EXHAUSTED), and also to reserve, on UNAVAILABLE.
+    /// The backoff starts at the initial backoff and grows to at most 1 s.
+    pub fn with_failover_window(mut self, window: Duration) -> Self {
+        self.failover_window = window;
+        self
+    }
+
+    /// How long a call to a cluster keeps being retried while it fails over.
+    pub fn failover_window(&self) -> Duration {
+        self.failover_window
     }
 
     /// The total number of attempts.
@@ -147,6 +177,9 @@ pub(crate) enum RetryScope {
     /// An enqueue with a job that has no idempotency key: only codes that mean the request
     /// was not processed (UNAVAILABLE, RESOURCE_EXHAUSTED).
     KeylessEnqueue,
+    /// A reserve: never under the retry policy (it is a long poll), but on UNAVAILABLE while a
+    /// cluster fails over.
+    Reserve,
 }
 
 impl RetryScope {
@@ -156,15 +189,26 @@ impl RetryScope {
                 matches!(code, Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::ResourceExhausted)
             }
             Self::KeylessEnqueue => matches!(code, Code::Unavailable | Code::ResourceExhausted),
+            Self::Reserve => false,
+        }
+    }
+
+    /// Whether a failure with `code` is one a cluster's failover causes and the call may ride.
+    pub(crate) fn rides_failover(self, code: Code) -> bool {
+        match self {
+            Self::Reserve => code == Code::Unavailable,
+            _ => code != Code::ResourceExhausted && self.allows(code),
         }
     }
 }
 
 /// Runs `call` under `policy`, returning its last result and the number of attempts made.
+/// `in_cluster` tells, at each failure, whether the client knows it talks to a cluster.
 pub(crate) async fn with_retries<T, F, Fut>(
     policy: &RetryPolicy,
     operation: &'static str,
     scope: RetryScope,
+    in_cluster: impl Fn() -> bool,
     mut call: F,
 ) -> (Result<T, Status>, u32)
 where
@@ -173,6 +217,7 @@ where
 {
     let mut backoff = policy.first_backoff();
     let mut attempt = 1;
+    let mut failover = Failover::new(policy);
     loop {
         match call().await {
             Err(status) if attempt < policy.max_attempts && scope.allows(status.code()) => {
@@ -189,8 +234,44 @@ where
                 backoff = policy.next_backoff(backoff);
                 attempt += 1;
             }
+            Err(status) if scope.rides_failover(status.code()) && in_cluster() => {
+                let Some(delay) = failover.next_delay(policy) else { return (Err(status), attempt) };
+                tracing::warn!(
+                    operation,
+                    attempt,
+                    code = ?status.code(),
+                    message = status.message(),
+                    delay_ms = delay.as_millis() as u64,
+                    "retrying sepp call while the cluster fails over"
+                );
+                tokio::time::sleep(delay).await;
+                attempt += 1;
+            }
             result => return (result, attempt),
         }
+    }
+}
+
+/// The retries of one call that ride a cluster failover: since when, and the next backoff.
+struct Failover {
+    since: Option<Instant>,
+    backoff: Duration,
+}
+
+impl Failover {
+    fn new(policy: &RetryPolicy) -> Self {
+        Self { since: None, backoff: policy.initial_backoff.min(FAILOVER_MAX_BACKOFF) }
+    }
+
+    /// The sleep before the next retry, or `None` once the window has passed (the sleep ends
+    /// at the window's end at the latest).
+    fn next_delay(&mut self, policy: &RetryPolicy) -> Option<Duration> {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        let left = policy.failover_window.checked_sub(since.elapsed()).filter(|left| !left.is_zero())?;
+        let delay = policy.delay(self.backoff, fastrand::f64()).min(left);
+        let grown = self.backoff.as_secs_f64() * policy.multiplier;
+        self.backoff = Duration::from_secs_f64(grown.min(FAILOVER_MAX_BACKOFF.as_secs_f64()));
+        Some(delay)
     }
 }
 
@@ -263,10 +344,16 @@ mod tests {
 
     async fn failing_then_ok(policy: &RetryPolicy, scope: RetryScope, failures: u32, code: Code) -> (bool, u32) {
         let calls = AtomicU32::new(0);
-        let (result, attempts) = with_retries(policy, "test", scope, || async {
-            let call = calls.fetch_add(1, Ordering::SeqCst);
-            if call < failures { Err(Status::new(code, "no")) } else { Ok(()) }
-        })
+        let (result, attempts) = with_retries(
+            policy,
+            "test",
+            scope,
+            || false,
+            || async {
+                let call = calls.fetch_add(1, Ordering::SeqCst);
+                if call < failures { Err(Status::new(code, "no")) } else { Ok(()) }
+            },
+        )
         .await;
         assert_eq!(attempts, calls.load(Ordering::SeqCst));
         (result.is_ok(), attempts)
@@ -286,5 +373,58 @@ mod tests {
         assert_eq!(failing_then_ok(&policy, RetryScope::KeylessEnqueue, 1, Code::DeadlineExceeded).await, (false, 1));
         let default = RetryPolicy::default();
         assert_eq!(failing_then_ok(&default, RetryScope::Transient, 1, Code::Unavailable).await, (false, 1));
+    }
+
+    async fn in_cluster(policy: &RetryPolicy, scope: RetryScope, failures: u32, code: Code) -> (bool, u32) {
+        let calls = AtomicU32::new(0);
+        let (result, attempts) = with_retries(
+            policy,
+            "test",
+            scope,
+            || true,
+            || async {
+                let call = calls.fetch_add(1, Ordering::SeqCst);
+                if call < failures { Err(Status::new(code, "no")) } else { Ok(()) }
+            },
+        )
+        .await;
+        (result.is_ok(), attempts)
+    }
+
+    #[tokio::test]
+    async fn in_a_cluster_the_default_policy_rides_a_failover() {
+        let fast = RetryPolicy::default().with_initial_backoff(Duration::from_millis(1));
+        assert_eq!(in_cluster(&fast, RetryScope::Transient, 5, Code::Unavailable).await, (true, 6));
+        assert_eq!(in_cluster(&fast, RetryScope::Transient, 2, Code::Aborted).await, (true, 3));
+        assert_eq!(in_cluster(&fast, RetryScope::KeylessEnqueue, 3, Code::Unavailable).await, (true, 4));
+        assert_eq!(in_cluster(&fast, RetryScope::Reserve, 3, Code::Unavailable).await, (true, 4));
+        // After the policy's own attempts, the failover retries follow.
+        let three = fast.clone().with_max_attempts(3);
+        assert_eq!(in_cluster(&three, RetryScope::Transient, 5, Code::Unavailable).await, (true, 6));
+    }
+
+    #[tokio::test]
+    async fn a_failover_is_ridden_only_for_what_the_call_may_retry_and_within_the_window() {
+        let fast = RetryPolicy::default().with_initial_backoff(Duration::from_millis(1));
+        // Overload is no failover; ambiguous codes stay unretried for keyless enqueues; a
+        // reserve rides only UNAVAILABLE; permanent codes never.
+        assert_eq!(in_cluster(&fast, RetryScope::Transient, 1, Code::ResourceExhausted).await, (false, 1));
+        assert_eq!(in_cluster(&fast, RetryScope::KeylessEnqueue, 1, Code::DeadlineExceeded).await, (false, 1));
+        assert_eq!(in_cluster(&fast, RetryScope::Reserve, 1, Code::DeadlineExceeded).await, (false, 1));
+        assert_eq!(in_cluster(&fast, RetryScope::Transient, 1, Code::InvalidArgument).await, (false, 1));
+        // A zero window turns it off; a short one ends the retries of a call that keeps failing.
+        let off = fast.clone().with_failover_window(Duration::ZERO);
+        assert_eq!(in_cluster(&off, RetryScope::Transient, 1, Code::Unavailable).await, (false, 1));
+        let short = fast.with_failover_window(Duration::from_millis(30));
+        let (ok, attempts) = in_cluster(&short, RetryScope::Transient, u32::MAX, Code::Unavailable).await;
+        assert!(!ok && attempts > 1, "{attempts}");
+    }
+
+    #[test]
+    fn failover_backoff_grows_to_a_second() {
+        let policy = RetryPolicy::default().without_jitter();
+        let mut failover = Failover::new(&policy);
+        let delays: Vec<u128> = (0..6).map(|_| failover.next_delay(&policy).unwrap().as_millis()).collect();
+        assert_eq!(delays, [100, 200, 400, 800, 1000, 1000]);
     }
 }

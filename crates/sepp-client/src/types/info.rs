@@ -49,6 +49,50 @@ pub struct ServerInfo {
     /// Whether dead-lettered jobs are kept (and can be drained); when false, a drain is always
     /// empty.
     pub dead_letter_retention_enabled: bool,
+    /// What the server offers beyond the 0.1 protocol, by name (`"ack_batch"`, `"cancel"`,
+    /// `"schedules"`, `"pause"`, ...); empty on 0.1.
+    pub features: Vec<String>,
+    /// The answering node's view of its cluster; `None` on a single node (and on 0.1).
+    pub cluster: Option<ClusterInfo>,
+}
+
+/// A cluster as the answering node sees it (every node answers `GetServerInfo`, leader or not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterInfo {
+    /// This node's id.
+    pub node_id: u64,
+    /// `"leader"`, `"follower"`, `"candidate"`, `"learner"` or `"shutdown"`.
+    pub role: String,
+    /// The Raft term: it grows with every election.
+    pub term: u64,
+    /// The leader's node id, when a leader is known.
+    pub leader_id: Option<u64>,
+    /// The leader's client address (`host:port`), when a leader is known; else empty.
+    pub leader_addr: String,
+    /// The last log entry this node has applied to its state.
+    pub last_applied_index: Option<u64>,
+    /// The members of the cluster.
+    pub members: Vec<ClusterMember>,
+}
+
+impl ClusterInfo {
+    /// Whether the answering node is the leader.
+    pub fn is_leader(&self) -> bool {
+        self.role == "leader"
+    }
+}
+
+/// A member of the cluster, as the answering node knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterMember {
+    /// Its node id.
+    pub id: u64,
+    /// Its client address (`host:port`).
+    pub addr: String,
+    /// A voter counts towards the quorum; a learner only receives entries.
+    pub voter: bool,
+    /// Known on the leader only: how many entries of the leader's log this member lacks.
+    pub replication_lag: Option<u64>,
 }
 
 /// Why a `GetServerInfo` answer could not be decoded.

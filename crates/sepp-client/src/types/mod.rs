@@ -14,7 +14,7 @@ mod schedule;
 mod trace;
 
 pub use dead_letter::{DeadLetterCause, DeadLetterRecord};
-pub use info::{ServerInfo, ServerInfoError};
+pub use info::{ClusterInfo, ClusterMember, ServerInfo, ServerInfoError};
 pub(crate) use job::Lease;
 pub use job::{Job, JobConversionError, JobCtx, ReserveOptions, ReserveOptionsError};
 pub use payload::{Payload, Primitive, Priority, PriorityOutOfRange};
