@@ -33,19 +33,23 @@ fn rss_bytes(pid: u32) -> u64 {
 struct Events {
     response: reqwest::Response,
     buffer: Vec<u8>,
+    /// How far `buffer` is known to hold no event end.
+    scanned: usize,
 }
 
 impl Events {
     async fn open(admin: &AdminServer) -> Events {
         let response = admin.http.get(admin.api("/events")).bearer_auth(VIEWER_KEY).send().await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
-        Events { response, buffer: Vec::new() }
+        Events { response, buffer: Vec::new(), scanned: 0 }
     }
 
     /// The next event: its name and the size and JSON of its data.
     async fn next(&mut self) -> (String, usize, Value) {
         loop {
-            if let Some(end) = self.buffer.windows(2).position(|pair| pair == b"\n\n") {
+            let from = self.scanned.saturating_sub(1);
+            if let Some(end) = self.buffer[from..].windows(2).position(|pair| pair == b"\n\n").map(|at| from + at) {
+                self.scanned = 0;
                 let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
                 let block = String::from_utf8(block).expect("UTF-8 events");
                 let name = block.lines().find_map(|line| line.strip_prefix("event:")).map(str::trim);
@@ -56,6 +60,7 @@ impl Events {
                 }
                 continue;
             }
+            self.scanned = self.buffer.len();
             let chunk = tokio::time::timeout(WAIT, self.response.chunk()).await.expect("an event in time");
             self.buffer.extend_from_slice(&chunk.expect("the stream goes on").expect("the stream goes on"));
         }
