@@ -18,7 +18,7 @@ const QUEUES: usize = 50_000;
 const BUDGET: u64 = 16 << 20;
 /// What the process may grow by beyond the budget while the history fills (allocator slack,
 /// answers being built).
-const SLACK: u64 = 8 << 20;
+const SLACK: u64 = 10 << 20;
 const ANSWER_MAX: usize = 1 << 20;
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -134,7 +134,8 @@ async fn fifty_thousand_queues_keep_the_history_in_its_budget_and_the_answers_sm
     let overview: Value = serde_json::from_slice(&body).unwrap();
     let info = &overview["history_info"];
     assert_eq!(info["budget_bytes"], BUDGET);
-    assert!(info["bytes"].as_u64().unwrap() <= BUDGET, "{info}");
+    let bytes = info["bytes"].as_u64().unwrap();
+    assert!((BUDGET / 10 * 9..=BUDGET).contains(&bytes), "the history filled its budget while RSS was watched: {info}");
     let tracked = info["queues_tracked"].as_u64().unwrap();
     assert!(tracked > 1_000, "{info}");
     assert_eq!(info["queues_folded"].as_u64().unwrap(), QUEUES as u64 - tracked, "{info}");

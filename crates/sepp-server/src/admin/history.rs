@@ -4,8 +4,9 @@
 //!
 //! The ring always holds two series: `total` (every queue summed) and `other` (the queues that
 //! have no series of their own, summed). Each other queue gets a series of its own while it is
-//! among the busiest that fit in the budget: a series takes a full ring (16 bytes a second) from
-//! the moment it is made, so the history never outgrows its budget as rings fill.
+//! among the busiest that fit in the budget: a series is charged for a full ring (16 bytes a
+//! second) from the moment it is made, so the history never outgrows its budget as its rings
+//! fill (they grow as they fill, never past their length).
 //! Busiest is the activity score the ticker keeps per queue (jobs per second, averaged over about
 //! five minutes). Each tick, free room goes to the busiest queues without a series; a queue
 //! without one whose score is more than twice the lowest tracked one (plus 0.1/s) takes that
@@ -214,8 +215,8 @@ impl History {
                 swaps += 1;
             }
             charged += cost;
-            let ring = VecDeque::with_capacity(self.capacity);
-            self.queues.insert(candidate.name.clone(), Series { ring, score: candidate.score, tick: self.ticks });
+            let series = Series { ring: VecDeque::new(), score: candidate.score, tick: self.ticks };
+            self.queues.insert(candidate.name.clone(), series);
         }
     }
 
@@ -228,7 +229,7 @@ impl History {
         }
     }
 
-    /// The heap bytes the history holds (ring capacities and names, as charged).
+    /// The heap bytes the history holds now (ring capacities and names).
     pub fn heap_bytes(&self) -> usize {
         let rings: usize = self
             .queues
