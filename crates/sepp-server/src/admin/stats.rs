@@ -365,3 +365,63 @@ fn queue_json(stats: &QueueStats, rates: &[f64; 4], paused: bool) -> Value {
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticker() -> Ticker {
+        Ticker { seq: 0, seen: HashMap::new(), previous_ms: 0, rates: Vec::new(), order: Vec::new() }
+    }
+
+    /// 600 queues of one ready job each; `busy` has enqueued `busy_enqueued` in all.
+    fn snapshot(busy_enqueued: u64) -> StatsSnapshot {
+        let mut queues = BTreeMap::new();
+        for n in 0..600 {
+            let stats = QueueStats { depths: Depths { ready: 1, ..Depths::default() }, ..QueueStats::default() };
+            queues.insert(Arc::from(format!("quiet-{n:03}").as_str()), stats);
+        }
+        let mut busy = QueueStats::default();
+        busy.totals.enqueued = busy_enqueued;
+        busy.totals.acked = busy_enqueued;
+        queues.insert(Arc::from("zz-busy"), busy);
+        StatsSnapshot { taken_at_ms: 0, queues, all_paused: None }
+    }
+
+    #[test]
+    fn a_frame_carries_the_500_busiest_queues_and_the_sum_over_all() {
+        let mut ticker = ticker();
+        ticker.frame(1_000, &snapshot(0), &[], 0);
+        let frame = ticker.frame(2_000, &snapshot(50), &[], 7);
+        assert_eq!((frame["seq"].as_u64(), frame["ts_ms"].as_i64()), (Some(2), Some(2_000)));
+        assert_eq!(frame["queue_count"], 601);
+        assert_eq!(frame["truncated"], true);
+        let queues = frame["queues"].as_object().unwrap();
+        assert_eq!(queues.len(), FRAME_QUEUES);
+        assert_eq!(queues["zz-busy"]["rates"]["enqueued"], 50.0, "the busiest first, whatever its name");
+        assert!(queues.contains_key("quiet-000") && !queues.contains_key("quiet-599"), "then by name");
+        let total = &frame["total"];
+        assert_eq!((total["ready"].as_u64(), total["totals"]["acked"].as_u64()), (Some(600), Some(50)));
+        assert_eq!(total["rates"]["acked"], 50.0);
+        assert!(total.get("paused").is_none());
+        assert_eq!(ticker.rates.len(), 601, "every queue's rates go to the history");
+
+        // The score decays slowly: a second later, still the busiest.
+        let frame = ticker.frame(3_000, &snapshot(50), &[], 0);
+        assert!(frame["queues"].as_object().unwrap().contains_key("zz-busy"));
+        assert_eq!(frame["queues"]["zz-busy"]["rates"]["enqueued"], 0.0);
+    }
+
+    #[test]
+    fn a_declared_queue_without_stats_is_listed_and_a_gone_queue_forgotten() {
+        let mut ticker = ticker();
+        let declared: Vec<sepp_config::QueueConfig> =
+            toml::from_str::<sepp_config::Config>("[[queues]]\nname = \"declared\"\n").unwrap().queues;
+        let frame = ticker.frame(1_000, &StatsSnapshot::default(), &declared, 0);
+        assert_eq!(frame["queue_count"], 1);
+        assert_eq!(frame["truncated"], false);
+        assert!(frame["queues"]["declared"].is_object());
+        ticker.frame(2_000, &StatsSnapshot::default(), &[], 0);
+        assert!(ticker.seen.is_empty(), "a queue no longer listed is forgotten");
+    }
+}
