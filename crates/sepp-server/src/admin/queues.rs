@@ -50,17 +50,30 @@ pub async fn list(
     }
     let live = state.live.get();
     let snapshot = state.stats.snapshot();
-    let mut names: BTreeSet<Arc<str>> = snapshot.queues.keys().cloned().collect();
-    names.extend(live.config.queues.iter().map(|queue| Arc::from(queue.name.as_str())));
-    let count = names.len();
-    let after = query.after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-    let queues: Vec<Value> = names
-        .range::<str, _>((after, Bound::Unbounded))
-        .take(limit)
-        .map(|name| {
-            views::queue(name, &live.config, live.policy.queue(name), &snapshot.queue(name), snapshot.all_paused)
-        })
+    // The snapshot's names and the declared ones without stats, merged in order: no copy of
+    // every name per request.
+    let declared: BTreeSet<&str> = live
+        .config
+        .queues
+        .iter()
+        .map(|queue| queue.name.as_str())
+        .filter(|name| !snapshot.queues.contains_key(*name))
         .collect();
+    let count = snapshot.queues.len() + declared.len();
+    let after = query.after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    let mut known = snapshot.queues.range::<str, _>((after, Bound::Unbounded)).map(|(name, _)| &**name).peekable();
+    let mut listed = declared.range::<&str, _>((after, Bound::Unbounded)).copied().peekable();
+    let mut queues = Vec::new();
+    while queues.len() < limit {
+        let name = match (known.peek(), listed.peek()) {
+            (Some(a), Some(b)) if b < a => listed.next(),
+            (Some(_), _) => known.next(),
+            (None, _) => listed.next(),
+        };
+        let Some(name) = name else { break };
+        let stats = snapshot.queue(name);
+        queues.push(views::queue(name, &live.config, live.policy.queue(name), &stats, snapshot.all_paused));
+    }
     Ok(([(HeaderName::from_static("sepp-queue-count"), HeaderValue::from(count))], Json(Value::Array(queues))))
 }
 
