@@ -5,7 +5,7 @@
  */
 import type {
   AuditPage, AuditQuery, ConfigChange, ConfigView, EnqueueRequest, Job, JobPage, JobState,
-  ClusterInfo, LoginResult, Overview, Queue, QueueLimits, Rejection, ScheduleBody, ScheduleInfo, ServerInfo, Session, WorkerInfo, WriteResult, BulkActionName, CustomValue,
+  ClusterInfo, LoginResult, Overview, Queue, QueueHistory, QueueLimits, Rejection, ScheduleBody, ScheduleInfo, ServerInfo, Session, WorkerInfo, WriteResult, BulkActionName, CustomValue,
 } from './types'
 import { filterToQuery, type JobFilter } from '../lib/filters'
 
@@ -159,6 +159,7 @@ export const api = {
 
   queues: () => call<Queue[]>('GET', '/queues'),
   queue: (name: string) => call<Queue>('GET', `/queues/${seg(name)}`),
+  queueHistory: (name: string) => call<QueueHistory>('GET', `/queues/${seg(name)}/history`),
   putQueue: (name: string, etag: string, overrides: Partial<QueueLimits>) =>
     call<WriteResult>('PUT', `/queues/${seg(name)}`, { body: { etag, overrides } }),
   deleteQueue: (name: string, etag: string, purge: boolean) =>

@@ -49,20 +49,53 @@ export interface QueueFrame extends Depths {
   paused: boolean
 }
 
-/** One tick of live statistics for every active or declared queue. */
+/** Every queue summed: depths, totals since boot and per-second rates. */
+export interface FrameTotal extends Depths {
+  totals: Totals
+  rates: Rates
+  held_by_key_limit?: number
+}
+
+/** One tick of live statistics: the busiest queues (at most 500) and the sum over every queue. */
 export interface Frame {
   seq: number
   ts_ms: number
   server: { command_queue_len: number }
   queues: Record<string, QueueFrame>
+  /** How many queues there are; `truncated` when `queues` holds only the busiest of them. */
+  queue_count?: number
+  truncated?: boolean
+  total?: FrameTotal
 }
 
-/** One second of a queue's history ring: per-second rates at `ts_ms`. */
+/** One point of a history series: per-second rates at `ts_ms` (a mean over a span of seconds in long series). */
 export interface HistorySample extends Rates {
   ts_ms: number
 }
 
-export type History = Record<string, HistorySample[]>
+/** The history the overview and `hello` carry: the busiest queues' series (last 5 minutes), the
+ *  folded queues summed (`other`, same span) and every queue summed (`total`, the whole ring). */
+export interface History {
+  queues: Record<string, HistorySample[]>
+  other: HistorySample[]
+  total: HistorySample[]
+}
+
+export interface HistoryInfo {
+  budget_bytes: number
+  bytes: number
+  seconds: number
+  queues_tracked: number
+  queues_folded: number
+}
+
+/** `GET /queues/{name}/history`: the queue's own series, empty when it is folded into `other`. */
+export interface QueueHistory {
+  name: string
+  tracked: boolean
+  seconds: number
+  samples: HistorySample[]
+}
 
 export interface ServerSummary {
   version: string
@@ -77,6 +110,7 @@ export interface Overview {
   server: ServerSummary
   frame: Frame
   history?: History
+  history_info?: HistoryInfo
 }
 
 export interface ServerInfo {

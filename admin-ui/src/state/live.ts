@@ -1,19 +1,23 @@
 /**
  * Live server statistics shared by every view: one Server-Sent Events connection to the admin
  * API (`hello`, `stats`, `config`, `audit`, `lagged` events), with a polling fallback on the
- * overview endpoint while the stream is down. Keeps each queue's history ring (per-second
- * rates), seeded from the server's ring and extended by every frame.
+ * overview endpoint while the stream is down. Keeps the total's history (every queue summed,
+ * over the server's history span) and a short ring per queue of the frame (for sparklines),
+ * seeded from the server's history summary and extended by every frame. A queue's whole history
+ * is fetched by its page (`api.queueHistory`).
  */
 import { reactive, shallowRef, triggerRef } from 'vue'
 import { api } from '../api/client'
-import type { AuditEntry, Frame, History, HistorySample, ServerSummary } from '../api/types'
+import type { AuditEntry, Frame, FrameTotal, History, HistoryInfo, HistorySample, ServerSummary } from '../api/types'
 
 export type LiveMode = 'connecting' | 'live' | 'polling' | 'offline'
 
 const POLL_MS = 2000
 /** Stream errors in a row before polling takes over (the browser keeps retrying the stream). */
 const ERRORS_BEFORE_POLLING = 2
-const DEFAULT_RING = 3600
+const DEFAULT_SECONDS = 3600
+/** Seconds of each queue's sparkline ring. */
+export const SPARK_SECONDS = 300
 
 export const live = reactive({
   mode: 'connecting' as LiveMode,
@@ -23,10 +27,14 @@ export const live = reactive({
   configReloads: 0,
   /** Events the server dropped because this tab fell behind. */
   lagged: 0,
+  /** The server's history budget and how many queues it folds into `other`. */
+  historyInfo: null as HistoryInfo | null,
 })
 
-/** Per-queue history; a shallow ref triggered by hand, since rings are long arrays. */
-export const history = shallowRef<History>({})
+/** Short per-queue rings of the queues in the frame; a shallow ref triggered by hand. */
+export const history = shallowRef<Record<string, HistorySample[]>>({})
+/** Every queue summed, over the server's history span. */
+export const totalHistory = shallowRef<HistorySample[]>([])
 
 const auditListeners = new Set<(entry: AuditEntry) => void>()
 export function onAuditEvent(listener: (entry: AuditEntry) => void): () => void {
@@ -37,36 +45,60 @@ export function onAuditEvent(listener: (entry: AuditEntry) => void): () => void 
 let source: EventSource | null = null
 let pollTimer: ReturnType<typeof setInterval> | null = null
 let errorsInRow = 0
-let ringLength = DEFAULT_RING
 let started = false
 
-function sampleOf(frame: Frame, name: string): HistorySample | null {
-  const q = frame.queues[name]
-  if (!q) return null
-  return { ts_ms: frame.ts_ms, ...q.rates }
+/** The sum over every queue (older servers send no `total`: the frame's queues are all of them). */
+export function frameTotal(frame: Frame): FrameTotal {
+  if (frame.total) return frame.total
+  const t: FrameTotal = {
+    ready: 0, scheduled: 0, inflight: 0, dead_lettered: 0,
+    totals: { enqueued: 0, reserved: 0, acked: 0, nacked: 0, dead_lettered: 0 },
+    rates: { enqueued: 0, acked: 0, nacked: 0, dead_lettered: 0 },
+  }
+  for (const q of Object.values(frame.queues)) {
+    t.ready += q.ready; t.scheduled += q.scheduled; t.inflight += q.inflight; t.dead_lettered += q.dead_lettered
+    t.rates.enqueued += q.rates.enqueued; t.rates.acked += q.rates.acked
+    t.rates.nacked += q.rates.nacked; t.rates.dead_lettered += q.rates.dead_lettered
+  }
+  return t
+}
+
+/** Appends `sample` when it is newer than the ring's last, dropping what is older than `seconds`. */
+export function extend(ring: HistorySample[], sample: HistorySample, seconds: number): void {
+  const last = ring[ring.length - 1]
+  if (last && last.ts_ms >= sample.ts_ms) return
+  ring.push(sample)
+  const oldest = sample.ts_ms - seconds * 1000
+  let drop = 0
+  while (drop < ring.length && (ring[drop]?.ts_ms ?? Infinity) <= oldest) drop++
+  if (drop > 0) ring.splice(0, drop)
+}
+
+/** The span of the server's history, in seconds. */
+export function historySeconds(): number {
+  return live.historyInfo?.seconds ?? DEFAULT_SECONDS
 }
 
 function applyFrame(frame: Frame): void {
   if (live.frame && frame.seq <= live.frame.seq && frame.ts_ms <= live.frame.ts_ms) return
   live.frame = frame
-  const rings = history.value
-  for (const name of Object.keys(frame.queues)) {
-    const sample = sampleOf(frame, name)
-    if (!sample) continue
-    const ring = rings[name] ?? (rings[name] = [])
-    const last = ring[ring.length - 1]
-    if (last && last.ts_ms >= sample.ts_ms) continue
-    ring.push(sample)
-    if (ring.length > ringLength) ring.splice(0, ring.length - ringLength)
+  const rings: Record<string, HistorySample[]> = {}
+  for (const [name, q] of Object.entries(frame.queues)) {
+    const ring = history.value[name] ?? []
+    extend(ring, { ts_ms: frame.ts_ms, ...q.rates }, SPARK_SECONDS)
+    rings[name] = ring
   }
-  triggerRef(history)
+  history.value = rings
+  extend(totalHistory.value, { ts_ms: frame.ts_ms, ...frameTotal(frame).rates }, historySeconds())
+  triggerRef(totalHistory)
 }
 
-function applyHistory(seed: History): void {
-  let longest = 0
-  for (const ring of Object.values(seed)) longest = Math.max(longest, ring.length)
-  ringLength = Math.max(DEFAULT_RING, longest)
-  history.value = Object.fromEntries(Object.entries(seed).map(([k, v]) => [k, v.slice()]))
+function applyHistory(seed: History | undefined, info: HistoryInfo | undefined): void {
+  if (info) live.historyInfo = info
+  // A server before history summaries sent `{<queue>: samples}`: nothing here uses it.
+  const queues = seed && typeof seed.queues === 'object' && !Array.isArray(seed.queues) ? seed.queues : {}
+  history.value = Object.fromEntries(Object.entries(queues).map(([k, v]) => [k, v.slice(-SPARK_SECONDS)]))
+  totalHistory.value = Array.isArray(seed?.total) ? seed.total.slice() : []
 }
 
 function parse<T>(event: MessageEvent): T | null {
@@ -81,7 +113,8 @@ async function pollOnce(): Promise<void> {
   try {
     const overview = await api.overview(live.frame === null)
     live.server = overview.server
-    if (overview.history) applyHistory(overview.history)
+    if (overview.history) applyHistory(overview.history, overview.history_info)
+    else if (overview.history_info) live.historyInfo = overview.history_info
     applyFrame(overview.frame)
     if (live.mode !== 'live') live.mode = 'polling'
   } catch {
@@ -110,9 +143,9 @@ function connect(): void {
     errorsInRow = 0
   })
   source.addEventListener('hello', (event) => {
-    const hello = parse<{ history: History; frame: Frame }>(event as MessageEvent)
+    const hello = parse<{ history?: History; history_info?: HistoryInfo; frame: Frame }>(event as MessageEvent)
     if (!hello) return
-    applyHistory(hello.history ?? {})
+    applyHistory(hello.history, hello.history_info)
     live.frame = null
     applyFrame(hello.frame)
     live.mode = 'live'
@@ -159,4 +192,5 @@ export function stopLive(): void {
   live.mode = 'connecting'
   live.frame = null
   history.value = {}
+  totalHistory.value = []
 }

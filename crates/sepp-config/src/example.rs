@@ -125,6 +125,8 @@ listen_addr = "127.0.0.1:9465"
 # How long a login lasts (12 hours), and how much live history the dashboard keeps (1 hour).
 session_ttl_ms = 43200000
 stats_history_ms = 3600000
+# The memory that history may take (16 MiB): past it, the least busy queues share one series.
+stats_history_bytes = 16777216
 
 [cluster]
 # Replication on Raft (docs/cluster.md): this node's id, from 1; unset runs a single node

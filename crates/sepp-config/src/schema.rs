@@ -297,6 +297,8 @@ pub struct AdminConfig {
     pub keys: Option<Vec<AdminKey>>,
     pub session_ttl_ms: u64,
     pub stats_history_ms: u64,
+    /// The memory the stats history may take; the least busy queues are folded into one series.
+    pub stats_history_bytes: u64,
 }
 
 impl Default for AdminConfig {
@@ -309,6 +311,7 @@ impl Default for AdminConfig {
             keys: None,
             session_ttl_ms: 43_200_000,
             stats_history_ms: 3_600_000,
+            stats_history_bytes: 16 << 20,
         }
     }
 }

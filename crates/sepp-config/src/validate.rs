@@ -387,7 +387,8 @@ fn admin(admin: &AdminConfig) -> Check {
         ));
     }
     between(&key("admin", "session_ttl_ms"), admin.session_ttl_ms, 60_000, 31_536_000_000)?;
-    between(&key("admin", "stats_history_ms"), admin.stats_history_ms, 60_000, 21_600_000)
+    between(&key("admin", "stats_history_ms"), admin.stats_history_ms, 60_000, 21_600_000)?;
+    between(&key("admin", "stats_history_bytes"), admin.stats_history_bytes, 1 << 20, 1 << 30)
 }
 
 /// Why `name` is not a valid queue name (docs/protocol.md#queue-names), if it is not. Length is a separate check.

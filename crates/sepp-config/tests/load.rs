@@ -68,6 +68,7 @@ fn empty_file_gives_all_defaults() {
     assert_eq!(c.admin.listen_addr, addr("127.0.0.1:9465"));
     assert_eq!((&c.admin.tls_cert_path, &c.admin.keys), (&None, &None));
     assert_eq!((c.admin.session_ttl_ms, c.admin.stats_history_ms), (43_200_000, 3_600_000));
+    assert_eq!(c.admin.stats_history_bytes, 16 << 20);
     assert!(c.queues.is_empty());
     assert_eq!(c, Config::default());
 }

@@ -68,6 +68,8 @@ fn every_single_key_range_rule_rejects_its_bad_value() {
         ("[admin]\nsession_ttl_ms = 31536000001", "admin.session_ttl_ms"),
         ("[admin]\nstats_history_ms = 59999", "admin.stats_history_ms"),
         ("[admin]\nstats_history_ms = 21600001", "admin.stats_history_ms"),
+        ("[admin]\nstats_history_bytes = 1048575", "admin.stats_history_bytes"),
+        ("[admin]\nstats_history_bytes = 1073741825", "admin.stats_history_bytes"),
     ];
     for (toml, key) in cases {
         assert_rejected_naming(toml, &[key]);

@@ -262,7 +262,24 @@ async fn overview_and_server_info_describe_the_running_server() {
     for rate in ["enqueued", "acked", "nacked", "dead_lettered"] {
         assert!(work["rates"][rate].is_f64(), "{rate}: {work}");
     }
-    assert!(overview["history"]["work"].is_array(), "{}", overview["history"]);
+    assert_eq!(frame["queue_count"], 2);
+    assert_eq!(frame["truncated"], false);
+    assert_eq!(frame["total"]["ready"], 1, "{}", frame["total"]);
+    assert_eq!(frame["total"]["totals"]["enqueued"], 1);
+    let history = &overview["history"];
+    assert!(history["queues"]["work"].is_array(), "{history}");
+    assert!(history["other"].is_array() && history["total"].is_array(), "{history}");
+    let info = &overview["history_info"];
+    assert_eq!((info["budget_bytes"].as_u64(), info["seconds"].as_u64()), (Some(16 << 20), Some(3_600)), "{info}");
+    assert_eq!((info["queues_tracked"].as_u64(), info["queues_folded"].as_u64()), (Some(2), Some(0)), "{info}");
     let without = admin.get("/overview?history=false", VIEWER_KEY).await.expect(StatusCode::OK);
     assert!(without.get("history").is_none(), "the history key is left out entirely");
+    assert!(without["history_info"].is_object());
+
+    let own = admin.get("/queues/work/history", VIEWER_KEY).await.expect(StatusCode::OK);
+    assert_eq!((&own["name"], &own["tracked"], &own["seconds"]), (&json!("work"), &json!(true), &json!(3_600)));
+    let samples = own["samples"].as_array().unwrap();
+    assert!(!samples.is_empty() && samples.iter().all(|sample| sample["ts_ms"].is_i64() && sample["acked"].is_f64()));
+    let unknown = admin.get("/queues/never-seen/history", VIEWER_KEY).await.expect(StatusCode::OK);
+    assert_eq!((&unknown["tracked"], &unknown["samples"]), (&json!(false), &json!([])));
 }

@@ -300,3 +300,21 @@ async fn settings_show_a_queues_limits_and_set_and_unset_its_fields() {
     let malformed = sepp_admin(&admin, ADMIN_KEY, &["settings", "hooks", "--set", "max_in_flight"]).await;
     assert!(malformed.stderr.contains("is not field=value"), "{}", malformed.stderr);
 }
+
+#[tokio::test]
+async fn queues_lists_every_queue_however_many_pages_they_take() {
+    let admin = AdminServer::start("");
+    let mut client = grpc(&admin).await;
+    let names: Vec<String> = (0..1_203).map(|n| format!("q{n:04}")).collect();
+    for chunk in names.chunks(256) {
+        client.enqueue_batch(batch(chunk.iter().map(|name| job(name, "t")).collect())).await.unwrap();
+    }
+    eventually("every queue is counted", std::time::Duration::from_secs(10), || async {
+        let page = admin.http.get(admin.api("/queues?limit=1")).bearer_auth(VIEWER_KEY).send().await.unwrap();
+        (page.headers()["sepp-queue-count"] == "1203").then_some(())
+    })
+    .await;
+    let listed = json_of(&sepp_admin(&admin, VIEWER_KEY, &["queues", "--json"]).await);
+    let listed: Vec<&str> = listed.as_array().unwrap().iter().map(|queue| queue["name"].as_str().unwrap()).collect();
+    assert_eq!(listed, names, "two full pages and the rest, in order");
+}

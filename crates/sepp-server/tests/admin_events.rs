@@ -78,7 +78,8 @@ async fn a_stream_says_hello_with_history_then_sends_stats_each_second() {
     let (name, hello) = events.next().await.unwrap();
     assert_eq!(name, "hello");
     let hello: Value = serde_json::from_str(&hello).unwrap();
-    assert!(hello["history"].is_object() && hello["frame"].is_object(), "{hello}");
+    assert!(hello["history"]["total"].is_array() && hello["frame"].is_object(), "{hello}");
+    assert!(hello["history_info"]["budget_bytes"].is_u64(), "{hello}");
     admin.enqueue("live", json!({ "job_type": "t" })).await;
     let frame = loop {
         let (frame, _) = events.until("stats").await;

@@ -43,6 +43,19 @@ async fn queues_are_listed_by_name_with_depths_overrides_and_effective_limits() 
     assert_eq!(zeta["effective"]["retry_backoff"], "none");
     let unknown = admin.get("/queues/nowhere", VIEWER_KEY).await.expect(StatusCode::OK);
     assert_eq!((unknown["name"].as_str(), unknown["declared"].as_bool()), (Some("nowhere"), Some(false)));
+
+    // Pages: at most `limit`, after a name; the header counts them all.
+    let first = admin.http.get(admin.api("/queues?limit=1")).bearer_auth(VIEWER_KEY).send().await.unwrap();
+    assert_eq!(first.headers()["sepp-queue-count"], "2");
+    assert_eq!(names(&first.json().await.unwrap()), ["alpha"]);
+    let next = admin.get("/queues?limit=1&after=alpha", VIEWER_KEY).await.expect(StatusCode::OK);
+    assert_eq!(names(&next), ["zeta"]);
+    let past = admin.get("/queues?after=zeta", VIEWER_KEY).await.expect(StatusCode::OK);
+    assert_eq!(past, json!([]));
+    for limit in ["0", "1001", "x"] {
+        let refused = admin.get(&format!("/queues?limit={limit}"), VIEWER_KEY).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "limit={limit}: {}", refused.body);
+    }
     assert_eq!(unknown["depths"]["ready"], 0);
 }
 

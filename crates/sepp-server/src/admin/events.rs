@@ -1,7 +1,7 @@
-//! Server-sent events: `GET /events` streams `hello` (history and the latest frame), then
-//! `stats` once a second, `config` after each reload attempt (the reload counter), `audit`
-//! entries (to admin-role subscribers only), and `lagged` (how many events a subscriber that fell
-//! behind the 32-event buffer missed). A comment every 15 s keeps proxies from closing the
+//! Server-sent events: `GET /events` streams `hello` (the history summary and the latest
+//! frame, both of bounded size), then `stats` once a second, `config` after each reload attempt
+//! (the reload counter), `audit` entries (to admin-role subscribers only), and `lagged` (how many
+//! events a subscriber that fell behind the 32-event buffer missed). A comment every 15 s keeps proxies from closing the
 //! stream. A subscriber whose credentials stop being valid (signed out, key rotated) is cut off
 //! at its next event, and every stream ends when the server stops.
 
@@ -80,7 +80,11 @@ struct Subscription {
 
 /// `GET /events`.
 pub async fn events(State(state): State<AdminState>, headers: HeaderMap, Viewer(_): Viewer) -> impl IntoResponse {
-    let hello = json!({ "history": state.stats.history_json(), "frame": *state.stats.frame() });
+    let hello = json!({
+        "history": state.stats.history_json(),
+        "history_info": state.stats.history_info(),
+        "frame": *state.stats.frame(),
+    });
     let subscription = Subscription {
         receiver: state.events.subscribe(),
         stopping: state.stopping.clone(),

@@ -9,7 +9,8 @@
 //! - [`errors`]: the error envelope.
 //! - [`commands`]: what the API asks of the committer (mutations with their audit entries, and
 //!   bounded reads).
-//! - [`stats`] and [`events`]: the published stats, the once-a-second frames and history, SSE.
+//! - [`stats`], [`history`] and [`events`]: the published stats, the once-a-second frames, the
+//!   history within its byte budget, SSE.
 //! - [`jobs`], [`queues`], [`overview`], [`audit`], [`config_api`] (with [`config_file`]),
 //!   [`workers`]: the endpoints; [`views`]: their JSON shapes.
 //! - [`ui`]: the embedded bundle.
@@ -27,6 +28,7 @@ pub mod config_api;
 pub mod config_file;
 pub mod errors;
 pub mod events;
+pub mod history;
 pub mod jobs;
 pub mod listener;
 pub mod overview;

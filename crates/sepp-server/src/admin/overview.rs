@@ -1,7 +1,8 @@
-//! `GET /overview` (server facts, the latest stats frame and the history) and `GET /server-info`.
+//! `GET /overview` (server facts, the latest stats frame and the history), `GET /server-info`,
+//! and `GET /queues/{name}/history` (one queue's own series).
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -14,7 +15,8 @@ pub struct OverviewQuery {
     history: Option<bool>,
 }
 
-/// `GET /overview[?history=false]`: without history, the `history` key is left out.
+/// `GET /overview[?history=false]`: without history, the `history` key is left out (and
+/// `history_info` stays).
 pub async fn overview(
     State(state): State<AdminState>,
     Viewer(_): Viewer,
@@ -31,11 +33,28 @@ pub async fn overview(
             "command_queue_len": state.committer.queued(),
         },
         "frame": *state.stats.frame(),
+        "history_info": state.stats.history_info(),
     });
     if query.history.unwrap_or(true) {
         body["history"] = state.stats.history_json();
     }
     Json(body)
+}
+
+/// `GET /queues/{name}/history`: `{name, tracked, seconds, samples}`, where `samples` is the
+/// queue's own series (empty when it has none: it is folded into `other`, or unknown).
+pub async fn queue_history(
+    State(state): State<AdminState>,
+    Viewer(_): Viewer,
+    Path(name): Path<String>,
+) -> Json<Value> {
+    let samples = state.stats.queue_history(&name);
+    Json(json!({
+        "name": name,
+        "tracked": samples.is_some(),
+        "seconds": state.stats.history_info()["seconds"],
+        "samples": samples.unwrap_or_else(|| json!([])),
+    }))
 }
 
 /// `GET /server-info`: the boot addresses and TLS, the live auth and strict-queues settings.

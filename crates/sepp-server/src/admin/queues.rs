@@ -8,11 +8,13 @@
 //! cleared on every error too.
 
 use std::collections::BTreeSet;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::response::IntoResponse;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -24,19 +26,55 @@ use crate::admin::config_file::{self, env_pinned, env_pinned_error, pinned_by, t
 use crate::admin::errors::{AdminError, AdminResult};
 use crate::admin::views;
 
-/// `GET /queues`: every queue with entries, totals or a declaration, by name.
-pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Value> {
+/// A page of `GET /queues` holds this many queues unless `limit` asks for fewer.
+pub const LIST_LIMIT: usize = 1_000;
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    limit: Option<usize>,
+    after: Option<String>,
+}
+
+/// `GET /queues[?limit=<n>][&after=<name>]`: the queues with entries, totals or a declaration,
+/// by name, after `after` when given, at most `limit` (1..1000, default 1000) of them. The header
+/// `Sepp-Queue-Count` says how many there are in all; a full page may be followed by another
+/// (`after` = its last name).
+pub async fn list(
+    State(state): State<AdminState>,
+    Viewer(_): Viewer,
+    Query(query): Query<ListQuery>,
+) -> AdminResult<impl IntoResponse> {
+    let limit = query.limit.unwrap_or(LIST_LIMIT);
+    if !(1..=LIST_LIMIT).contains(&limit) {
+        return Err(AdminError::invalid_argument(format!("limit must be between 1 and {LIST_LIMIT}")));
+    }
     let live = state.live.get();
     let snapshot = state.stats.snapshot();
-    let mut names: BTreeSet<Arc<str>> = snapshot.queues.keys().cloned().collect();
-    names.extend(live.config.queues.iter().map(|queue| Arc::from(queue.name.as_str())));
-    let queues: Vec<Value> = names
+    // The snapshot's names and the declared ones without stats, merged in order: no copy of
+    // every name per request.
+    let declared: BTreeSet<&str> = live
+        .config
+        .queues
         .iter()
-        .map(|name| {
-            views::queue(name, &live.config, live.policy.queue(name), &snapshot.queue(name), snapshot.all_paused)
-        })
+        .map(|queue| queue.name.as_str())
+        .filter(|name| !snapshot.queues.contains_key(*name))
         .collect();
-    Json(Value::Array(queues))
+    let count = snapshot.queues.len() + declared.len();
+    let after = query.after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    let mut known = snapshot.queues.range::<str, _>((after, Bound::Unbounded)).map(|(name, _)| &**name).peekable();
+    let mut listed = declared.range::<&str, _>((after, Bound::Unbounded)).copied().peekable();
+    let mut queues = Vec::new();
+    while queues.len() < limit {
+        let name = match (known.peek(), listed.peek()) {
+            (Some(a), Some(b)) if b < a => listed.next(),
+            (Some(_), _) => known.next(),
+            (None, _) => listed.next(),
+        };
+        let Some(name) = name else { break };
+        let stats = snapshot.queue(name);
+        queues.push(views::queue(name, &live.config, live.policy.queue(name), &stats, snapshot.all_paused));
+    }
+    Ok(([(HeaderName::from_static("sepp-queue-count"), HeaderValue::from(count))], Json(Value::Array(queues))))
 }
 
 /// `GET /queues/{name}`: any name (an unknown queue is all zeros).

@@ -48,6 +48,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/queues:resume", post(pauses::resume_all))
         .route("/queues/{name}/pause", post(pauses::pause))
         .route("/queues/{name}/resume", post(pauses::resume))
+        .route("/queues/{name}/history", get(overview::queue_history))
         .route("/pauses", get(pauses::list))
         .route("/schedules", get(schedules::list))
         .route("/schedules/{id}", put(schedules::put).delete(schedules::delete))

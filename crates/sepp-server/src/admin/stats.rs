@@ -1,14 +1,17 @@
-//! Live stats: what the committer publishes, the once-a-second frames built from it, and the
-//! history ring behind the dashboard's charts.
+//! Live stats: what the committer publishes, and the once-a-second frames built from it.
 //!
 //! The committer publishes a [`StatsSnapshot`] (per-queue depths and totals) at most every
 //! 250 ms, also when idle, through a watch channel: publishing is a few map walks, and nothing
 //! on the committer waits for anyone to read it. The [`StatsHub`] task turns the latest snapshot
-//! into a frame each second (depths, totals, per-second rates), keeps the frames' rates in a
-//! compact ring of `admin.stats_history_ms` (one sample per queue per second), and broadcasts
-//! each frame to the SSE subscribers.
+//! into a frame each second, adds the second's rates to the [`History`], and broadcasts each
+//! frame to the SSE subscribers. A frame carries the depths, totals and per-second rates of the
+//! [`FRAME_QUEUES`] busiest queues, and the sum over every queue: its size does not grow with the
+//! number of queues. Busiest is an activity score per queue (enqueued, acked, nacked and
+//! dead-lettered jobs per second, averaged over about five minutes), the same that picks the
+//! queues with a history series of their own; ties go to the queue holding more jobs, then to
+//! the name.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
 use sepp_core::{Depths, QueueTotals, State, TimeMs};
@@ -16,6 +19,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, watch};
 
 use crate::admin::events::Event;
+use crate::admin::history::{History, QueueRates};
 use crate::committer::{Clock, CommitterHandle};
 use crate::live::LiveConfig;
 
@@ -23,6 +27,14 @@ use crate::live::LiveConfig;
 pub const PUBLISH_INTERVAL_MS: TimeMs = 250;
 /// Totals of a queue with no entries that did nothing for this long are forgotten.
 pub const IDLE_EVICTION_MS: TimeMs = 15 * 60 * 1000;
+/// A frame carries this many queues at most (the busiest).
+pub const FRAME_QUEUES: usize = 500;
+/// The overview and `hello` carry the series of this many queues at most (the busiest)...
+pub const SUMMARY_QUEUES: usize = 10;
+/// ...over this many seconds.
+pub const SUMMARY_SECONDS: usize = 300;
+/// The weight of the newest second in a queue's activity score (an average over ~300 s).
+const SCORE_WEIGHT: f64 = 1.0 / 300.0;
 
 /// One queue in a snapshot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,69 +137,6 @@ impl StatsPublisher {
     }
 }
 
-/// Samples of the history ring: per-second rates in hundredths (enqueued, acked, nacked,
-/// dead-lettered), 16 bytes each.
-type Sample = [u32; 4];
-
-/// The history ring: one timeline of tick times, and per queue the samples of its last ticks
-/// (aligned to the end of the timeline).
-#[derive(Default)]
-pub struct History {
-    timeline: VecDeque<TimeMs>,
-    queues: BTreeMap<Arc<str>, VecDeque<Sample>>,
-}
-
-impl History {
-    /// Appends one tick: a sample for every queue in `rates`. Queues missing from it leave the
-    /// history; the ring keeps the newest `capacity` ticks.
-    pub fn push(&mut self, ts_ms: TimeMs, rates: &BTreeMap<Arc<str>, [f64; 4]>, capacity: usize) {
-        let capacity = capacity.max(1);
-        self.timeline.push_back(ts_ms);
-        self.queues.retain(|name, _| rates.contains_key(name));
-        for (name, rates) in rates {
-            let ring = self.queues.entry(name.clone()).or_default();
-            ring.push_back(rates.map(|rate| (rate * 100.0).round().clamp(0.0, u32::MAX as f64) as u32));
-            while ring.len() > capacity {
-                ring.pop_front();
-            }
-        }
-        while self.timeline.len() > capacity {
-            self.timeline.pop_front();
-        }
-    }
-
-    /// `{<queue>: [{ts_ms, enqueued, acked, nacked, dead_lettered}, ...]}`, oldest first.
-    pub fn to_json(&self) -> Value {
-        let mut queues = Map::new();
-        for (name, ring) in &self.queues {
-            let offset = self.timeline.len() - ring.len();
-            let samples: Vec<Value> = ring
-                .iter()
-                .enumerate()
-                .map(|(index, sample)| {
-                    let rate = |at: usize| Value::from(f64::from(sample[at]) / 100.0);
-                    json!({
-                        "ts_ms": self.timeline[offset + index],
-                        "enqueued": rate(0),
-                        "acked": rate(1),
-                        "nacked": rate(2),
-                        "dead_lettered": rate(3),
-                    })
-                })
-                .collect();
-            queues.insert(name.to_string(), Value::Array(samples));
-        }
-        Value::Object(queues)
-    }
-
-    /// The heap bytes the ring holds (capacity, not length: what it really takes).
-    pub fn heap_bytes(&self) -> usize {
-        let rings: usize =
-            self.queues.iter().map(|(name, ring)| ring.capacity() * size_of::<Sample>() + name.len() + 64).sum();
-        rings + self.timeline.capacity() * size_of::<TimeMs>()
-    }
-}
-
 /// The frames and the history, shared by the HTTP handlers.
 pub struct StatsHub {
     snapshots: watch::Receiver<Arc<StatsSnapshot>>,
@@ -210,16 +159,38 @@ impl StatsHub {
         self.latest.read().expect("stats frame lock").clone()
     }
 
+    /// The history of the busiest queues, `other` and `total` (see [`History::summary_json`]).
     pub fn history_json(&self) -> Value {
-        self.history.lock().expect("stats history lock").to_json()
+        self.history.lock().expect("stats history lock").summary_json(SUMMARY_QUEUES, SUMMARY_SECONDS)
+    }
+
+    /// `{budget_bytes, bytes, seconds, queues_tracked, queues_folded}`.
+    pub fn history_info(&self) -> Value {
+        self.history.lock().expect("stats history lock").info_json()
+    }
+
+    /// One queue's own series, or `None` when it has none.
+    pub fn queue_history(&self, name: &str) -> Option<Value> {
+        self.history.lock().expect("stats history lock").queue_json(name)
     }
 }
 
-/// What the hub remembers between ticks to compute rates.
+/// What the hub remembers between ticks: each queue's totals (for rates) and activity score,
+/// and the buffers each tick reuses (a tick over 50,000 queues allocates no per-queue memory).
 struct Ticker {
     seq: u64,
-    previous: BTreeMap<Arc<str>, QueueTotals>,
+    seen: HashMap<Arc<str>, Seen>,
     previous_ms: TimeMs,
+    /// The queues of the latest tick, with their rates and scores.
+    rates: Vec<QueueRates>,
+    /// (score, jobs held, index into `rates`), to pick the busiest.
+    order: Vec<(f64, u64, usize)>,
+}
+
+struct Seen {
+    totals: QueueTotals,
+    score: f64,
+    seq: u64,
 }
 
 /// The once-a-second hub: its first frame is in place when this returns, so every `hello`
@@ -232,14 +203,17 @@ pub fn start_hub(
     clock: Arc<dyn Clock>,
     mut stopping: watch::Receiver<bool>,
 ) {
-    let mut ticker = Ticker { seq: 0, previous: BTreeMap::new(), previous_ms: clock.now_ms() };
+    let mut ticker =
+        Ticker { seq: 0, seen: HashMap::new(), previous_ms: clock.now_ms(), rates: Vec::new(), order: Vec::new() };
     let tick = move |ticker: &mut Ticker| {
-        let declared: Vec<String> = live.get().config.queues.iter().map(|queue| queue.name.clone()).collect();
-        let capacity = (live.get().config.admin.stats_history_ms / 1000) as usize;
+        let config = live.get();
+        let admin = &config.config.admin;
+        let capacity = (admin.stats_history_ms / 1000) as usize;
+        let budget = usize::try_from(admin.stats_history_bytes).unwrap_or(usize::MAX);
         let snapshot = hub.snapshot();
         let now_ms = clock.now_ms();
-        let (frame, rates) = ticker.frame(now_ms, &snapshot, &declared, committer.queued());
-        hub.history.lock().expect("stats history lock").push(now_ms, &rates, capacity);
+        let frame = ticker.frame(now_ms, &snapshot, &config.config.queues, committer.queued());
+        hub.history.lock().expect("stats history lock").push(now_ms, &ticker.rates, capacity, budget);
         let frame = Arc::new(frame);
         *hub.latest.write().expect("stats frame lock") = frame.clone();
         frame
@@ -261,47 +235,110 @@ pub fn start_hub(
 }
 
 impl Ticker {
-    /// The next frame, and each listed queue's rates for the history.
+    /// The next frame; leaves each listed queue's rates and activity score in `self.rates`.
     fn frame(
         &mut self,
         now_ms: TimeMs,
         snapshot: &StatsSnapshot,
-        declared: &[String],
+        declared: &[sepp_config::QueueConfig],
         command_queue_len: usize,
-    ) -> (Value, BTreeMap<Arc<str>, [f64; 4]>) {
+    ) -> Value {
         let seconds = ((now_ms - self.previous_ms).max(1) as f64) / 1000.0;
-        let mut names: BTreeSet<Arc<str>> = snapshot.queues.keys().cloned().collect();
-        names.extend(declared.iter().map(|name| Arc::from(name.as_str())));
-        let mut queues = Map::new();
-        let mut rates = BTreeMap::new();
-        let mut current = BTreeMap::new();
-        for name in names {
-            let stats = snapshot.queue(&name);
-            let before = self.previous.get(&name).copied().unwrap_or(stats.totals);
-            let rate = |now: u64, then: u64| (now.saturating_sub(then) as f64 / seconds * 100.0).round() / 100.0;
-            let totals = stats.totals;
-            let queue_rates = [
-                rate(totals.enqueued, before.enqueued),
-                rate(totals.acked, before.acked),
-                rate(totals.nacked, before.nacked),
-                rate(totals.dead_lettered, before.dead_lettered),
-            ];
-            let paused = stats.paused.is_some() || snapshot.all_paused.is_some();
-            queues.insert(name.to_string(), queue_json(&stats, &queue_rates, paused));
-            rates.insert(name.clone(), queue_rates);
-            current.insert(name, totals);
-        }
         self.seq += 1;
-        self.previous = current;
         self.previous_ms = now_ms;
-        let frame = json!({
+        self.rates.clear();
+        let mut sum = QueueStats::default();
+        let mut sum_rates = [0.0; 4];
+        let undeclared_listed = declared.iter().filter(|queue| !snapshot.queues.contains_key(queue.name.as_str()));
+        let declared_names: Vec<Arc<str>> = undeclared_listed
+            .map(|queue| match self.seen.get_key_value(queue.name.as_str()) {
+                Some((name, _)) => name.clone(),
+                None => Arc::from(queue.name.as_str()),
+            })
+            .collect();
+        let listed = snapshot
+            .queues
+            .iter()
+            .map(|(name, stats)| (name, *stats))
+            .chain(declared_names.iter().map(|name| (name, QueueStats::default())));
+        for (name, stats) in listed {
+            let totals = stats.totals;
+            let seen = self.seen.entry(name.clone()).or_insert(Seen { totals, score: 0.0, seq: self.seq });
+            let rate = |now: u64, then: u64| (now.saturating_sub(then) as f64 / seconds * 100.0).round() / 100.0;
+            let rates = [
+                rate(totals.enqueued, seen.totals.enqueued),
+                rate(totals.acked, seen.totals.acked),
+                rate(totals.nacked, seen.totals.nacked),
+                rate(totals.dead_lettered, seen.totals.dead_lettered),
+            ];
+            let activity: f64 = rates.iter().sum();
+            seen.score += (activity - seen.score) * SCORE_WEIGHT;
+            seen.totals = totals;
+            seen.seq = self.seq;
+            add_stats(&mut sum, &stats);
+            for (total, rate) in sum_rates.iter_mut().zip(rates) {
+                *total += rate;
+            }
+            self.rates.push(QueueRates { name: name.clone(), rates, score: seen.score });
+        }
+        let seq = self.seq;
+        self.seen.retain(|_, seen| seen.seq == seq);
+
+        self.order.clear();
+        self.order.extend(self.rates.iter().enumerate().map(|(at, queue)| {
+            let depths = snapshot.queue(&queue.name).depths;
+            (queue.score, depths.ready + depths.scheduled + depths.inflight + depths.dead_letter, at)
+        }));
+        let rates = &self.rates;
+        let busiest = |a: &(f64, u64, usize), b: &(f64, u64, usize)| {
+            b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then_with(|| rates[a.2].name.cmp(&rates[b.2].name))
+        };
+        if self.order.len() > FRAME_QUEUES {
+            self.order.select_nth_unstable_by(FRAME_QUEUES - 1, busiest);
+            self.order.truncate(FRAME_QUEUES);
+        }
+        let queues: Map<String, Value> = self
+            .order
+            .iter()
+            .map(|(_, _, at)| {
+                let queue = &self.rates[*at];
+                let stats = snapshot.queue(&queue.name);
+                let paused = stats.paused.is_some() || snapshot.all_paused.is_some();
+                (queue.name.to_string(), queue_json(&stats, &queue.rates, paused))
+            })
+            .collect();
+        let queue_count = self.rates.len();
+        let sum_rates = sum_rates.map(|rate| (rate * 100.0).round() / 100.0);
+        let mut total = queue_json(&sum, &sum_rates, false);
+        if let Some(total) = total.as_object_mut() {
+            total.remove("paused");
+        }
+        json!({
             "seq": self.seq,
             "ts_ms": now_ms,
             "server": { "command_queue_len": command_queue_len },
+            "queue_count": queue_count,
+            "truncated": queues.len() < queue_count,
             "queues": queues,
-        });
-        (frame, rates)
+            "total": total,
+        })
     }
+}
+
+/// Adds a queue's depths and totals into a sum.
+fn add_stats(sum: &mut QueueStats, stats: &QueueStats) {
+    let (into, from) = (&mut sum.depths, &stats.depths);
+    into.ready += from.ready;
+    into.scheduled += from.scheduled;
+    into.inflight += from.inflight;
+    into.dead_letter += from.dead_letter;
+    let (into, from) = (&mut sum.totals, &stats.totals);
+    into.enqueued += from.enqueued;
+    into.reserved += from.reserved;
+    into.acked += from.acked;
+    into.nacked += from.nacked;
+    into.dead_lettered += from.dead_lettered;
+    sum.held_by_key += stats.held_by_key;
 }
 
 fn queue_json(stats: &QueueStats, rates: &[f64; 4], paused: bool) -> Value {
@@ -333,51 +370,58 @@ fn queue_json(stats: &QueueStats, rates: &[f64; 4], paused: bool) -> Value {
 mod tests {
     use super::*;
 
-    fn rates_for(queues: usize, rate: f64) -> BTreeMap<Arc<str>, [f64; 4]> {
-        (0..queues).map(|n| (Arc::from(format!("queue-{n:03}").as_str()), [rate, rate / 2.0, 0.25, 0.0])).collect()
+    fn ticker() -> Ticker {
+        Ticker { seq: 0, seen: HashMap::new(), previous_ms: 0, rates: Vec::new(), order: Vec::new() }
     }
 
-    #[test]
-    fn an_hour_of_history_for_a_hundred_queues_takes_under_ten_megabytes() {
-        let mut history = History::default();
-        let rates = rates_for(100, 1234.56);
-        for tick in 0..3_600 + 50 {
-            history.push(tick * 1000, &rates, 3_600);
+    /// 600 queues of one ready job each; `busy` has enqueued `busy_enqueued` in all.
+    fn snapshot(busy_enqueued: u64) -> StatsSnapshot {
+        let mut queues = BTreeMap::new();
+        for n in 0..600 {
+            let stats = QueueStats { depths: Depths { ready: 1, ..Depths::default() }, ..QueueStats::default() };
+            queues.insert(Arc::from(format!("quiet-{n:03}").as_str()), stats);
         }
-        let bytes = history.heap_bytes();
-        assert!(bytes < 10 << 20, "the history takes {bytes} bytes");
-        assert_eq!(history.timeline.len(), 3_600);
-        assert!(history.queues.values().all(|ring| ring.len() == 3_600));
+        let mut busy = QueueStats::default();
+        busy.totals.enqueued = busy_enqueued;
+        busy.totals.acked = busy_enqueued;
+        queues.insert(Arc::from("zz-busy"), busy);
+        StatsSnapshot { taken_at_ms: 0, queues, all_paused: None }
     }
 
     #[test]
-    fn samples_keep_two_decimals_and_line_up_with_the_timeline() {
-        let mut history = History::default();
-        history.push(1_000, &rates_for(1, 1.23456), 10);
-        let mut two = rates_for(2, 7.0);
-        history.push(2_000, &two, 10);
-        two.remove("queue-000");
-        history.push(3_000, &two, 10);
-        let json = history.to_json();
-        assert!(json.get("queue-000").is_none(), "a queue no longer listed leaves the history");
-        let samples = json["queue-001"].as_array().unwrap();
-        assert_eq!(samples.len(), 2);
-        assert_eq!(samples[0]["ts_ms"], 2_000);
-        assert_eq!(samples[1]["ts_ms"], 3_000);
-        assert_eq!(samples[1]["enqueued"], 7.0);
-        assert_eq!(samples[1]["acked"], 3.5);
-        assert_eq!(samples[1]["nacked"], 0.25);
+    fn a_frame_carries_the_500_busiest_queues_and_the_sum_over_all() {
+        let mut ticker = ticker();
+        ticker.frame(1_000, &snapshot(0), &[], 0);
+        let frame = ticker.frame(2_000, &snapshot(50), &[], 7);
+        assert_eq!((frame["seq"].as_u64(), frame["ts_ms"].as_i64()), (Some(2), Some(2_000)));
+        assert_eq!(frame["queue_count"], 601);
+        assert_eq!(frame["truncated"], true);
+        let queues = frame["queues"].as_object().unwrap();
+        assert_eq!(queues.len(), FRAME_QUEUES);
+        assert_eq!(queues["zz-busy"]["rates"]["enqueued"], 50.0, "the busiest first, whatever its name");
+        assert!(queues.contains_key("quiet-000") && !queues.contains_key("quiet-599"), "then by name");
+        let total = &frame["total"];
+        assert_eq!((total["ready"].as_u64(), total["totals"]["acked"].as_u64()), (Some(600), Some(50)));
+        assert_eq!(total["rates"]["acked"], 50.0);
+        assert!(total.get("paused").is_none());
+        assert_eq!(ticker.rates.len(), 601, "every queue's rates go to the history");
+
+        // The score decays slowly: a second later, still the busiest.
+        let frame = ticker.frame(3_000, &snapshot(50), &[], 0);
+        assert!(frame["queues"].as_object().unwrap().contains_key("zz-busy"));
+        assert_eq!(frame["queues"]["zz-busy"]["rates"]["enqueued"], 0.0);
     }
 
     #[test]
-    fn the_ring_keeps_only_its_capacity() {
-        let mut history = History::default();
-        for tick in 0..10 {
-            history.push(tick, &rates_for(1, 1.0), 3);
-        }
-        let json = history.to_json();
-        let times: Vec<i64> =
-            json["queue-000"].as_array().unwrap().iter().map(|s| s["ts_ms"].as_i64().unwrap()).collect();
-        assert_eq!(times, [7, 8, 9]);
+    fn a_declared_queue_without_stats_is_listed_and_a_gone_queue_forgotten() {
+        let mut ticker = ticker();
+        let declared: Vec<sepp_config::QueueConfig> =
+            toml::from_str::<sepp_config::Config>("[[queues]]\nname = \"declared\"\n").unwrap().queues;
+        let frame = ticker.frame(1_000, &StatsSnapshot::default(), &declared, 0);
+        assert_eq!(frame["queue_count"], 1);
+        assert_eq!(frame["truncated"], false);
+        assert!(frame["queues"]["declared"].is_object());
+        ticker.frame(2_000, &StatsSnapshot::default(), &[], 0);
+        assert!(ticker.seen.is_empty(), "a queue no longer listed is forgotten");
     }
 }

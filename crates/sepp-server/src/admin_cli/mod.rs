@@ -401,8 +401,25 @@ impl Session {
         }
     }
 
+    /// Every queue, a page of 1,000 at a time.
     async fn queues(&self) -> Result<(), String> {
-        let queues = self.call(Method::GET, "/queues", None, None).await?;
+        let mut all = Vec::new();
+        loop {
+            let after = all.last().and_then(|last: &Value| last["name"].as_str());
+            let pairs: Vec<(String, String)> =
+                after.map(|name| ("after".into(), name.to_owned())).into_iter().collect();
+            let page = self.call(Method::GET, &format!("/queues{}", query(&pairs)), None, None).await?;
+            let page = match page {
+                Value::Array(page) => page,
+                _ => Vec::new(),
+            };
+            let full = page.len() >= crate::admin::queues::LIST_LIMIT;
+            all.extend(page);
+            if !full {
+                break;
+            }
+        }
+        let queues = Value::Array(all);
         if self.json {
             self.print_json(&queues);
             return Ok(());
