@@ -60,7 +60,16 @@ const SECTIONS: &[(&str, &[&str])] = &[
     ("metrics", &["enabled", "otlp_endpoint", "export_interval_ms", "prometheus_enabled", "prometheus_listen_addr"]),
     (
         "admin",
-        &["enabled", "listen_addr", "tls_cert_path", "tls_key_path", "keys", "session_ttl_ms", "stats_history_ms"],
+        &[
+            "enabled",
+            "listen_addr",
+            "tls_cert_path",
+            "tls_key_path",
+            "keys",
+            "session_ttl_ms",
+            "stats_history_ms",
+            "allowed_hosts",
+        ],
     ),
     (
         "cluster",

@@ -294,6 +294,9 @@ pub struct AdminConfig {
     pub keys: Option<Vec<AdminKey>>,
     pub session_ttl_ms: u64,
     pub stats_history_ms: u64,
+    /// Names (`host` or `host:port`) besides the listener's own address, `localhost` and the
+    /// loopback literals that requests may give as `Host` and `Origin`.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for AdminConfig {
@@ -306,6 +309,7 @@ impl Default for AdminConfig {
             keys: None,
             session_ttl_ms: 43_200_000,
             stats_history_ms: 3_600_000,
+            allowed_hosts: Vec::new(),
         }
     }
 }
