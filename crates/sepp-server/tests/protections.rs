@@ -210,3 +210,22 @@ async fn grpc_key_guessing_is_throttled_with_resource_exhausted() {
     wait_for_sample(&server, "sepp_auth_failures_total", &["listener=\"grpc\""], 10.0).await;
     wait_for_sample(&server, "sepp_auth_throttled_total", &["listener=\"grpc\"", "action=\"refused\""], 2.0).await;
 }
+
+#[tokio::test]
+async fn a_listener_on_every_address_says_which_names_it_answers_and_serves_its_own() {
+    let server = TestServer::start(
+        "[admin]\nenabled = true\nlisten_addr = \"0.0.0.0:0\"\n\
+         keys = [{ name = \"root\", key = \"root-admin-key-0001\" }]\n",
+    );
+    let admin = AdminServer::from(server);
+    let port = admin_port(&admin);
+    let warning =
+        admin.server.wait_for_log("admin.allowed_hosts is empty on a non-loopback admin listener", WAIT).await;
+    assert!(warning.is_some(), "{}", admin.server.logs());
+    assert!(admin.server.logs().contains("the admin listener answers only requests whose Host is"));
+    admin.get("/server-info", ADMIN_KEY).await.expect(StatusCode::OK);
+    let by_name =
+        send_as(&admin, Method::GET, "/server-info", &format!("sepp.example.com:{port}"), None, Some(ADMIN_KEY), None)
+            .await;
+    by_name.expect_error(StatusCode::MISDIRECTED_REQUEST, "misdirected_request");
+}
