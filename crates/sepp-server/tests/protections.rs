@@ -229,3 +229,17 @@ async fn a_listener_on_every_address_says_which_names_it_answers_and_serves_its_
             .await;
     by_name.expect_error(StatusCode::MISDIRECTED_REQUEST, "misdirected_request");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guesses_in_parallel_are_throttled_like_guesses_in_a_row() {
+    let admin = AdminServer::start("");
+    let guesses = (0..64).map(|n| {
+        let admin = &admin;
+        async move { admin.get("/server-info", &format!("guess-{n}")).await.status }
+    });
+    let statuses = futures_util::future::join_all(guesses).await;
+    let refused = statuses.iter().filter(|status| **status == StatusCode::UNAUTHORIZED).count();
+    let throttled = statuses.iter().filter(|status| **status == StatusCode::TOO_MANY_REQUESTS).count();
+    // The first nine failures are answered as failures; every later one is refused.
+    assert_eq!((refused, throttled), (9, 55), "{statuses:?}");
+}
