@@ -243,3 +243,17 @@ async fn guesses_in_parallel_are_throttled_like_guesses_in_a_row() {
     // The first nine failures are answered as failures; every later one is refused.
     assert_eq!((refused, throttled), (9, 55), "{statuses:?}");
 }
+
+#[tokio::test]
+async fn allowed_hosts_apply_on_reload() {
+    let admin = AdminServer::keyless("");
+    let port = admin_port(&admin);
+    let name = format!("sepp.example.com:{port}");
+    let before = send_as(&admin, Method::GET, "/server-info", &name, None, None, None).await;
+    before.expect_error(StatusCode::MISDIRECTED_REQUEST, "misdirected_request");
+    let mark = admin.server.log_mark();
+    admin.server.write_config(&KEYLESS.replace("[admin]\n", "[admin]\nallowed_hosts = [\"sepp.example.com\"]\n"));
+    admin.wait_for_reload(mark).await;
+    let after = send_as(&admin, Method::GET, "/server-info", &name, None, None, None).await;
+    assert_eq!(after.status, StatusCode::OK, "{}", after.body);
+}
