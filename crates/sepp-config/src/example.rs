@@ -127,6 +127,10 @@ session_ttl_ms = 43200000
 stats_history_ms = 3600000
 # The memory that history may take (16 MiB): past it, the least busy queues share one series.
 stats_history_bytes = 16777216
+# The names a browser may reach this listener by, besides its own address, localhost and the
+# loopback addresses (a Host or Origin not among them is refused: DNS rebinding). A name
+# without a port allows any port. List yours when binding 0.0.0.0 or behind a proxy.
+allowed_hosts = []
 
 [cluster]
 # Replication on Raft (docs/cluster.md): this node's id, from 1; unset runs a single node

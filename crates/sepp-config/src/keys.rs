@@ -69,6 +69,7 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "session_ttl_ms",
             "stats_history_ms",
             "stats_history_bytes",
+            "allowed_hosts",
         ],
     ),
     (

@@ -14,11 +14,13 @@
 //! - `env`: the environment-variable convention and value parsing.
 //! - `validate`: every rule of docs/configuration.md#keys, including the per-queue merged limits.
 //! - `policy`: the merge into `sepp_core::Policy`, boot-pinned dedup windows, restart-only fields.
+//! - `hosts`: the syntax of `admin.allowed_hosts` entries and `Host` headers.
 //! - `example`: the commented example file (`sepp config example`).
 //! - `watch`: the file watcher that triggers hot reloads.
 
 mod env;
 mod example;
+mod hosts;
 mod keys;
 mod load;
 mod policy;
@@ -28,6 +30,7 @@ mod watch;
 
 pub use env::env_key;
 pub use example::example;
+pub use hosts::HostPort;
 pub use keys::{UnknownKey, known_keys, queue_override_fields};
 pub use load::{
     CheckReport, ConfigError, ConfigSource, Loaded, check_with_env, discover, load, load_str, load_str_as,

@@ -299,6 +299,9 @@ pub struct AdminConfig {
     pub stats_history_ms: u64,
     /// The memory the stats history may take; the least busy queues are folded into one series.
     pub stats_history_bytes: u64,
+    /// Names (`host` or `host:port`) besides the listener's own address, `localhost` and the
+    /// loopback literals that requests may give as `Host` and `Origin`.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for AdminConfig {
@@ -312,6 +315,7 @@ impl Default for AdminConfig {
             session_ttl_ms: 43_200_000,
             stats_history_ms: 3_600_000,
             stats_history_bytes: 16 << 20,
+            allowed_hosts: Vec::new(),
         }
     }
 }

@@ -386,6 +386,23 @@ fn admin(admin: &AdminConfig) -> Check {
             ),
         ));
     }
+    for (index, entry) in admin.allowed_hosts.iter().enumerate() {
+        if crate::hosts::HostPort::parse(entry).is_none() {
+            let k = Key {
+                label: format!("admin.allowed_hosts[{index}]"),
+                path: vec![Seg::Key("admin".into()), Seg::Key("allowed_hosts".into()), Seg::Index(index)],
+            };
+            return Err(problem(
+                &[&k],
+                format!(
+                    "{} must be a host name or address with an optional port, like \"sepp.example.com\", \
+                     \"sepp.example.com:9465\" or \"[2001:db8::5]:9465\" (got {:?})",
+                    k.label,
+                    entry.chars().take(80).collect::<String>()
+                ),
+            ));
+        }
+    }
     between(&key("admin", "session_ttl_ms"), admin.session_ttl_ms, 60_000, 31_536_000_000)?;
     between(&key("admin", "stats_history_ms"), admin.stats_history_ms, 60_000, 21_600_000)?;
     between(&key("admin", "stats_history_bytes"), admin.stats_history_bytes, 1 << 20, 1 << 30)

@@ -192,6 +192,21 @@ fn admin_key_names_and_keys_are_non_empty_and_unique() {
 }
 
 #[test]
+fn admin_allowed_hosts_are_host_names_with_an_optional_port() {
+    let config = load_str(
+        "[admin]\nallowed_hosts = [\"sepp.example.com\", \"proxy.example.com:8443\", \"[2001:db8::5]:9465\"]\n",
+        &[],
+    )
+    .expect("valid names");
+    assert_eq!(config.admin.allowed_hosts.len(), 3);
+    for (index, bad) in ["https://sepp.example.com", "sepp.example.com/", "::1", "host:99999", ""].iter().enumerate() {
+        let list = format!("[\"localhost\", \"{bad}\"]");
+        let message = rejected(&format!("[admin]\nallowed_hosts = {list}\n"));
+        assert!(message.contains("admin.allowed_hosts[1]"), "case {index} {bad:?}: {message}");
+    }
+}
+
+#[test]
 fn queue_names_must_be_valid_unique_and_short_enough() {
     let cases: &[(&str, &str)] = &[
         ("[[queues]]\nname = \"\"", "queues[0].name"),

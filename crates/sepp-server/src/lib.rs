@@ -10,7 +10,8 @@
 //! - [`cluster`]: cluster mode: the node [`server`] starts beside the committer, which serves
 //!   only while its node leads, and the gate that sends clients of a follower to the leader;
 //!   [`cluster_cli`]: `sepp cluster <verb>`, a client of a node's membership service.
-//! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
+//! - [`auth`]: API-key checks; [`throttle`]: the per-client throttle of failed authentication
+//!   both listeners share; [`live`]: the hot-reloadable configuration.
 //! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
 //!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
 //! - [`logtext`]: client-supplied strings cut to a bounded length for log lines.
@@ -33,6 +34,7 @@ pub mod server;
 pub mod service;
 pub mod status;
 pub mod telemetry;
+pub mod throttle;
 
 /// The generated wire types and service stubs of `proto/sepp/v1/queue.proto`.
 pub mod proto {

@@ -163,6 +163,8 @@ pub async fn run(
     let config_path = reload.as_ref().map(|reload| reload.source.path.clone());
     let watcher = reload.and_then(|reload| watch_config(reload, live.clone(), committer.clone()));
     let workers = boot.admin.enabled.then(|| Arc::new(crate::admin::workers::Workers::default()));
+    // Failed authentication on either listener counts against the same clients.
+    let throttle = Arc::new(crate::throttle::AuthThrottle::new(telemetry.metrics.clone()));
     let admin = crate::admin::listener::start(crate::admin::AdminSetup {
         committer: committer.clone(),
         live: live.clone(),
@@ -173,6 +175,7 @@ pub async fn run(
         snapshots,
         metrics: telemetry.metrics.clone(),
         cluster: gate.clone(),
+        throttle: throttle.clone(),
     })
     .await?;
 
@@ -185,18 +188,23 @@ pub async fn run(
     }
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
-    let api =
-        QueueApi { committer: committer.clone(), live: live.clone(), workers, clock, telemetry, cluster: gate.clone() };
+    let api = QueueApi {
+        committer: committer.clone(),
+        live: live.clone(),
+        workers,
+        clock: clock.clone(),
+        telemetry,
+        cluster: gate.clone(),
+    };
     let queue_service = QueueServiceServer::new(api)
         .max_decoding_message_size(boot.limits.max_message_bytes as usize)
         .max_encoding_message_size(usize::MAX);
     // In cluster mode a follower refuses the calls and names the leader.
     let queue_service = crate::cluster::LeaderOnly::new(queue_service, gate);
-    let api_key_check = ApiKeyCheck { live: live.clone() };
-    let queue_service = tonic::service::interceptor::InterceptedService::new(queue_service, api_key_check.clone());
+    let queue_service = ApiKeyCheck::new(queue_service, live.clone(), throttle.clone(), clock.clone());
     let (reflection_v1, reflection_v1alpha) = reflection_services()?;
-    let reflection_v1 = tonic::service::interceptor::InterceptedService::new(reflection_v1, api_key_check.clone());
-    let reflection_v1alpha = tonic::service::interceptor::InterceptedService::new(reflection_v1alpha, api_key_check);
+    let reflection_v1 = ApiKeyCheck::new(reflection_v1, live.clone(), throttle.clone(), clock.clone());
+    let reflection_v1alpha = ApiKeyCheck::new(reflection_v1alpha, live.clone(), throttle.clone(), clock.clone());
 
     let stopping = Arc::new(tokio::sync::Notify::new());
     let graceful = {

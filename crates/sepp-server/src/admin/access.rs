@@ -3,15 +3,17 @@
 //! With `admin.keys` unset, a server whose admin listener was bound to a loopback address at
 //! boot treats every request as the admin `local`; one bound elsewhere refuses every request
 //! (keys removed by a reload do not open it up). With keys set, a request presents a key
-//! (`Authorization: Bearer`, compared in constant time with every key) or the `sepp_admin`
-//! cookie of a session. A session remembers its key's name and a SHA-256 of its material and
+//! (`Authorization: Bearer`, compared with every key through SHA-256 digests in constant time)
+//! or the `sepp_admin` cookie of a session. Wrong bearer keys and failed logins count against
+//! the client's address in the server's [`AuthThrottle`](crate::throttle::AuthThrottle): past a
+//! few a minute the answer waits, then the client's attempts get 429 with `Retry-After`. A stale
+//! session cookie is not a guess (tokens are 256 random bits) and is not counted. A session remembers its key's name and a SHA-256 of its material and
 //! is valid only while a live key with both still exists; its role is read from that key on
 //! every request, so rotating or removing a key signs its sessions out at once and role edits
 //! apply at once. Sessions live in memory, at most [`MAX_SESSIONS`] of them.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
@@ -27,11 +29,11 @@ use subtle::ConstantTimeEq;
 
 use crate::admin::AdminState;
 use crate::admin::errors::{AdminError, AdminResult};
+use crate::admin::hosts::Connection;
+use crate::throttle::{Answer, Client, Listener};
 
 /// Sessions kept at most; a new one evicts the one that expires soonest.
 pub const MAX_SESSIONS: usize = 1024;
-/// How long a failed login makes its caller wait.
-const FAILED_LOGIN_DELAY: Duration = Duration::from_millis(500);
 const COOKIE_NAME: &str = "sepp_admin";
 
 /// The one who makes a request.
@@ -157,9 +159,10 @@ impl AdminState {
         };
         let required = || AdminError::unauthorized("authentication required");
         if let Some(presented) = &credentials.bearer {
+            let presented = sha256(presented.as_bytes());
             let mut found: Option<&AdminKey> = None;
             for key in keys {
-                if bool::from(key.key.as_bytes().ct_eq(presented.as_bytes())) {
+                if bool::from(sha256(key.key.as_bytes()).ct_eq(&presented)) {
                     found = Some(key);
                 }
             }
@@ -169,6 +172,53 @@ impl AdminState {
             Some(token) => self.sessions.resolve(token, keys, self.clock.now_ms()).ok_or_else(required),
             None => Err(required()),
         }
+    }
+
+    /// [`AdminState::authenticate`] for a request, throttled: a client the throttle blocks gets
+    /// 429 without its key being checked, and a wrong bearer key counts against it.
+    pub async fn authenticate_request(&self, parts: &Parts) -> AdminResult<Actor> {
+        let credentials = Credentials::from_headers(&parts.headers);
+        let guess = credentials.bearer.is_some() && self.live.get().config.admin.keys.is_some();
+        let Some(client) = client_of(parts).filter(|_| guess) else {
+            return self.authenticate(&credentials);
+        };
+        let now_ms = self.clock.now_ms();
+        if let Some(retry_after_s) = self.throttle.blocked(client, Listener::Admin, now_ms) {
+            return Err(AdminError::auth_throttled(retry_after_s));
+        }
+        match self.authenticate(&credentials) {
+            Ok(actor) => Ok(actor),
+            Err(error) => Err(self.failed(client, now_ms, error).await),
+        }
+    }
+
+    /// Counts a failed attempt of `client` and answers it as the throttle says: `error` at
+    /// once or after a delay, or 429.
+    async fn failed(&self, client: Client, now_ms: i64, error: AdminError) -> AdminError {
+        match self.throttle.failed(client, Listener::Admin, now_ms) {
+            Answer::Now => error,
+            Answer::Delayed(delay) => {
+                tokio::time::sleep(delay).await;
+                error
+            }
+            Answer::Blocked { retry_after_s } => AdminError::auth_throttled(retry_after_s),
+        }
+    }
+}
+
+/// The client of a request: the peer of the connection the listener tagged it with.
+fn client_of(parts: &Parts) -> Option<Client> {
+    parts.extensions.get::<Connection>().map(|connection| Client::of_peer(connection.peer))
+}
+
+/// The client of a request, for handlers that authenticate by themselves (login).
+pub struct ClientAddress(Option<Client>);
+
+impl FromRequestParts<AdminState> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AdminState) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddress(client_of(parts)))
     }
 }
 
@@ -182,7 +232,7 @@ macro_rules! role_extractor {
             type Rejection = AdminError;
 
             async fn from_request_parts(parts: &mut Parts, state: &AdminState) -> Result<Self, Self::Rejection> {
-                let actor = state.authenticate(&Credentials::from_headers(&parts.headers))?;
+                let actor = state.authenticate_request(parts).await?;
                 if actor.role < $role {
                     return Err(AdminError::forbidden(concat!("this action requires the ", $label, " role")));
                 }
@@ -203,13 +253,24 @@ pub struct Login {
 }
 
 /// `POST /session`: signs in with a key's name and material.
-pub async fn login(State(state): State<AdminState>, Json(login): Json<Login>) -> Response {
+pub async fn login(
+    State(state): State<AdminState>,
+    ClientAddress(client): ClientAddress,
+    Json(login): Json<Login>,
+) -> Response {
+    let now_ms = state.clock.now_ms();
+    if let Some(client) = client
+        && let Some(retry_after_s) = state.throttle.blocked(client, Listener::Admin, now_ms)
+    {
+        return AdminError::auth_throttled(retry_after_s).into_response();
+    }
     let live = state.live.get();
     let keys = live.config.admin.keys.as_deref().unwrap_or_default();
+    let (name, material) = (sha256(login.name.as_bytes()), sha256(login.key.as_bytes()));
     let mut found: Option<&AdminKey> = None;
     for key in keys {
-        let name_matches = key.name.as_bytes().ct_eq(login.name.as_bytes());
-        let key_matches = key.key.as_bytes().ct_eq(login.key.as_bytes());
+        let name_matches = sha256(key.name.as_bytes()).ct_eq(&name);
+        let key_matches = sha256(key.key.as_bytes()).ct_eq(&material);
         if bool::from(name_matches & key_matches) {
             found = Some(key);
         }
@@ -221,10 +282,13 @@ pub async fn login(State(state): State<AdminState>, Json(login): Json<Login>) ->
             name = %crate::logtext::Bounded(&login.name),
             "admin login failed"
         );
-        tokio::time::sleep(FAILED_LOGIN_DELAY).await;
-        return AdminError::unauthorized("invalid name or key").into_response();
+        let error = AdminError::unauthorized("invalid name or key");
+        let error = match client {
+            Some(client) => state.failed(client, now_ms, error).await,
+            None => error,
+        };
+        return error.into_response();
     };
-    let now_ms = state.clock.now_ms();
     let expires_at_ms = now_ms.saturating_add(live.config.admin.session_ttl_ms as i64);
     let token = state.sessions.start(key, now_ms, expires_at_ms);
     let actor = Actor { name: Some(key.name.clone()), role: key.role };

@@ -17,13 +17,15 @@ pub struct AdminError {
     pub message: String,
     /// For `rejected`: the rejection's label and what it says.
     pub rejection: Option<(&'static str, String)>,
+    /// For `auth_throttled`: the `Retry-After` seconds.
+    pub retry_after_s: Option<u64>,
 }
 
 pub type AdminResult<T> = Result<T, AdminError>;
 
 impl AdminError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> AdminError {
-        AdminError { status, code, message: message.into(), rejection: None }
+        AdminError { status, code, message: message.into(), rejection: None, retry_after_s: None }
     }
 
     pub fn invalid_argument(message: impl Into<String>) -> AdminError {
@@ -40,6 +42,23 @@ impl AdminError {
 
     pub fn forbidden(message: impl Into<String>) -> AdminError {
         AdminError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// The request's `Host` is not one of the listener's names.
+    pub fn misdirected(message: impl Into<String>) -> AdminError {
+        AdminError::new(StatusCode::MISDIRECTED_REQUEST, "misdirected_request", message)
+    }
+
+    /// The client made too many failed authentication attempts; it may retry after this long.
+    pub fn auth_throttled(retry_after_s: u64) -> AdminError {
+        AdminError {
+            retry_after_s: Some(retry_after_s),
+            ..AdminError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "auth_throttled",
+                format!("too many failed authentication attempts from this address; retry after {retry_after_s} s"),
+            )
+        }
     }
 
     pub fn not_found(message: impl Into<String>) -> AdminError {
@@ -82,6 +101,7 @@ impl AdminError {
             code: "rejected",
             message: format!("job rejected: {detail}"),
             rejection: Some((rejection.label(), detail)),
+            retry_after_s: None,
         }
     }
 }
@@ -92,7 +112,11 @@ impl IntoResponse for AdminError {
         if let Some((reason, detail)) = self.rejection {
             body["rejection"] = json!({ "reason": reason, "detail": detail });
         }
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after_s {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(seconds));
+        }
+        response
     }
 }
 

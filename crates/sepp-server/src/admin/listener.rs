@@ -10,7 +10,6 @@ use std::time::Duration;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
@@ -18,9 +17,11 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls;
+use tonic::codegen::Service as _;
 
 use crate::admin::config_file::ConfigFile;
 use crate::admin::events::{self, EVENT_BUFFER};
+use crate::admin::hosts::Connection;
 use crate::admin::stats::{self, StatsHub};
 use crate::admin::{AdminSetup, AdminShared, AdminState, access::Sessions, routes};
 
@@ -126,6 +127,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
         live: setup.live.clone(),
         metrics: setup.metrics.clone(),
         cluster: setup.cluster.clone(),
+        throttle: setup.throttle.clone(),
     });
     log_listening(&state, addr, bind);
     let router = routes::router(state);
@@ -148,6 +150,22 @@ fn log_listening(state: &AdminState, addr: SocketAddr, bind: SocketAddr) {
     } else {
         tracing::info!(tls, "admin UI listening at {scheme}://{addr}");
     }
+    let allowed_hosts = &state.live.boot.admin.allowed_hosts;
+    if !bind.ip().is_loopback() {
+        let own = if addr.ip().is_unspecified() { "the address a client reaches" } else { "its address" };
+        tracing::info!(
+            allowed_hosts = ?allowed_hosts,
+            "the admin listener answers only requests whose Host is {own}, localhost, a loopback address \
+             (with port {}) or one of admin.allowed_hosts; list the names operators browse to there",
+            addr.port()
+        );
+        if allowed_hosts.is_empty() {
+            tracing::warn!(
+                "admin.allowed_hosts is empty on a non-loopback admin listener: browsing to it by a DNS name \
+                 (or through a proxy or a port mapping) gets 421 Misdirected Request until the name is listed"
+            );
+        }
+    }
     if !keys.is_empty() && !state.admin_tls && !bind.ip().is_loopback() {
         tracing::warn!("admin keys are used without TLS on a non-loopback address: they travel in plain text");
     }
@@ -166,8 +184,8 @@ async fn serve(
             accepted = listener.accept() => accepted,
             _ = stopping.wait_for(|stopping| *stopping) => break,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(error) => {
                 // Out of file descriptors and the like: wait a moment rather than spin.
                 tracing::warn!(%error, "the admin listener could not accept a connection");
@@ -176,7 +194,15 @@ async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let Ok(local) = stream.local_addr() else { continue };
+        // Every request carries the ends of its connection: the Host check needs the address
+        // the client reached, the authentication throttle the client's.
+        let connection = Connection { peer, local };
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(connection);
+            router.clone().call(request)
+        });
         let watcher = graceful.watcher();
         let tls = tls.clone();
         tokio::spawn(async move {

@@ -4,8 +4,10 @@
 //! # Layout
 //!
 //! - [`listener`]: binding, TLS (ALPN h2 and http/1.1), serving and graceful shutdown.
-//! - [`routes`]: the URL space, the security headers and the cross-site checks.
-//! - [`access`]: authentication, roles, sessions, login and logout.
+//! - [`routes`]: the URL space, the security headers, the Host and cross-site checks (with the
+//!   names of [`hosts`]).
+//! - [`access`]: authentication (throttled per client by [`crate::throttle`]), roles, sessions,
+//!   login and logout.
 //! - [`errors`]: the error envelope.
 //! - [`commands`]: what the API asks of the committer (mutations with their audit entries, and
 //!   bounded reads).
@@ -29,6 +31,7 @@ pub mod config_file;
 pub mod errors;
 pub mod events;
 pub mod history;
+pub mod hosts;
 pub mod jobs;
 pub mod listener;
 pub mod overview;
@@ -79,6 +82,8 @@ pub struct AdminShared {
     pub metrics: Option<Arc<crate::telemetry::Metrics>>,
     /// Cluster mode: this node's view of the cluster, and whether it serves.
     pub cluster: Option<Arc<crate::cluster::ClusterGate>>,
+    /// Failed authentication per client, shared with the gRPC listener.
+    pub throttle: Arc<crate::throttle::AuthThrottle>,
 }
 
 /// The handlers' state: a cheap handle on [`AdminShared`].
@@ -151,4 +156,5 @@ pub struct AdminSetup {
     pub snapshots: tokio::sync::watch::Receiver<Arc<stats::StatsSnapshot>>,
     pub metrics: Option<Arc<crate::telemetry::Metrics>>,
     pub cluster: Option<Arc<crate::cluster::ClusterGate>>,
+    pub throttle: Arc<crate::throttle::AuthThrottle>,
 }

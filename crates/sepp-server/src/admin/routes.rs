@@ -4,12 +4,17 @@
 //!   is the JSON API; everything else is a JSON 404.
 //! - Every response carries a Content-Security-Policy that allows scripts from this origin only
 //!   (no inline script, no `eval`), and headers that forbid framing and MIME sniffing.
-//! - A mutation (any method but GET/HEAD/OPTIONS) is refused when the browser says it comes from
-//!   another site (`Sec-Fetch-Site`) or its `Origin` is not this listener. Bodies must be JSON
-//!   (`Content-Type: application/json`), which no cross-site HTML form can send.
+//! - Before routing, a request whose `Host` (or HTTP/2 `:authority`) is not one of the
+//!   listener's names ([`hosts`]) gets 421 `misdirected_request`: a DNS-rebinding page reaches
+//!   nothing.
+//! - A mutation (any method but GET/HEAD/OPTIONS) is refused (403) when the browser says it comes
+//!   from another site (`Sec-Fetch-Site`) or its `Origin` is not one of the listener's names.
+//!   Bodies must be JSON (`Content-Type: application/json`), which no cross-site HTML form can
+//!   send.
 
 use axum::Router;
 use axum::extract::Request;
+use axum::extract::State;
 use axum::http::header::{
     CONTENT_SECURITY_POLICY, HOST, ORIGIN, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
 };
@@ -17,8 +22,10 @@ use axum::http::{HeaderValue, Method};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{delete, get, post, put};
+use sepp_config::HostPort;
 
 use crate::admin::errors::AdminError;
+use crate::admin::hosts::{self, Connection};
 use crate::admin::{
     AdminState, access, audit, cluster, config_api, events, jobs, overview, pauses, queues, schedules, ui, workers,
 };
@@ -64,7 +71,10 @@ pub fn router(state: AdminState) -> Router {
         .route("/audit", get(audit::list))
         .route("/workers", get(workers::list))
         .route_layer(middleware::from_fn_with_state(state.clone(), cluster::leader_only));
-    let api = any_node.merge(leader_only).fallback(not_found).layer(middleware::from_fn(refuse_cross_site));
+    let api = any_node
+        .merge(leader_only)
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), refuse_cross_site));
     Router::new()
         .route("/", get(|| async { Redirect::temporary("/admin/") }))
         .route("/admin", get(ui::shell))
@@ -73,6 +83,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/api/{*rest}", get(not_found).post(not_found).put(not_found).delete(not_found))
         .route("/admin/{*path}", get(ui::asset))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), refuse_other_hosts))
         .layer(middleware::from_fn(security_headers))
         .with_state(state)
 }
@@ -91,8 +102,53 @@ async fn security_headers(request: Request, next: Next) -> Response {
     response
 }
 
-/// Whether a mutation comes from a page of another site.
-fn is_cross_site(request: &Request) -> bool {
+/// The port a name without one means on this listener.
+fn default_port(state: &AdminState) -> u16 {
+    if state.admin_tls { 443 } else { 80 }
+}
+
+/// Whether `name` is one of the names of the listener `request` came to. A request the
+/// listener did not tag with its connection (none in the server) is judged by loopback alone.
+fn names_this_listener(state: &AdminState, request: &Request, name: &HostPort, default_port: u16) -> bool {
+    let local = request
+        .extensions()
+        .get::<Connection>()
+        .map_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)), |connection| connection.local);
+    hosts::allowed(name, default_port, local, &state.live.get().config.admin.allowed_hosts)
+}
+
+/// What a 421 says about the name a request gave.
+fn misdirected(given: &str) -> Response {
+    let given: String = given.chars().take(100).collect();
+    AdminError::misdirected(format!(
+        "{given:?} is not a name of this admin listener (its address, localhost or a loopback address with its \
+         port); if it is yours, add it to admin.allowed_hosts"
+    ))
+    .into_response()
+}
+
+/// Refuses (421) a request whose `Host`, or the authority of its URI (HTTP/2 `:authority`, an
+/// absolute-form target), does not name this listener, or that gives neither.
+async fn refuse_other_hosts(State(state): State<AdminState>, request: Request, next: Next) -> Response {
+    let default_port = default_port(&state);
+    let host = request.headers().get(HOST).map(|host| host.to_str().unwrap_or("(not text)"));
+    let authority = request.uri().authority().map(|authority| authority.as_str());
+    if host.is_none() && authority.is_none() {
+        return AdminError::misdirected("a Host header is required").into_response();
+    }
+    for given in host.into_iter().chain(authority) {
+        let named =
+            HostPort::parse(given).is_some_and(|name| names_this_listener(&state, &request, &name, default_port));
+        if !named {
+            return misdirected(given);
+        }
+    }
+    next.run(request).await
+}
+
+/// Whether a mutation comes from a page of another site: the browser says so
+/// (`Sec-Fetch-Site`), or its `Origin` is not one of the listener's names.
+fn is_cross_site(state: &AdminState, request: &Request) -> bool {
     let headers = request.headers();
     if let Some(site) = headers.get("sec-fetch-site")
         && !matches!(site.as_bytes(), b"same-origin" | b"none")
@@ -100,23 +156,15 @@ fn is_cross_site(request: &Request) -> bool {
         return true;
     }
     let Some(origin) = headers.get(ORIGIN) else { return false };
-    let host = headers
-        .get(HOST)
-        .and_then(|host| host.to_str().ok())
-        .or_else(|| request.uri().authority().map(|authority| authority.as_str()));
-    let origin_host = origin
-        .to_str()
-        .ok()
-        .and_then(|origin| origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")));
-    match (origin_host, host) {
-        (Some(origin_host), Some(host)) => !origin_host.eq_ignore_ascii_case(host),
-        _ => true,
+    match origin.to_str().ok().and_then(hosts::origin) {
+        Some((name, default_port)) => !names_this_listener(state, request, &name, default_port),
+        None => true,
     }
 }
 
-async fn refuse_cross_site(request: Request, next: Next) -> Response {
+async fn refuse_cross_site(State(state): State<AdminState>, request: Request, next: Next) -> Response {
     let safe = matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if !safe && is_cross_site(&request) {
+    if !safe && is_cross_site(&state, &request) {
         return AdminError::forbidden("cross-site requests are refused").into_response();
     }
     next.run(request).await

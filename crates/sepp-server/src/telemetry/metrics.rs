@@ -195,6 +195,8 @@ pub struct Metrics {
     rejected: Counter<u64>,
     dead_letters_expired: Counter<u64>,
     dead_letters_drained: Counter<u64>,
+    auth_failures: Counter<u64>,
+    auth_throttled: Counter<u64>,
     _observed: Vec<ObservableCounter<u64>>,
 }
 
@@ -291,6 +293,14 @@ impl Metrics {
                 rejected: counter("sepp.jobs.rejected", "Per-job enqueue rejections, by reason"),
                 dead_letters_expired: counter("sepp.dead_letters.expired", "Dead letters removed by retention"),
                 dead_letters_drained: counter("sepp.dead_letters.drained", "Dead letters removed by DrainDeadLetters"),
+                auth_failures: counter(
+                    "sepp.auth.failures",
+                    "Failed authentication attempts (a wrong key or login), by listener",
+                ),
+                auth_throttled: counter(
+                    "sepp.auth.throttled",
+                    "Authentication attempts delayed or refused by the per-client throttle, by listener and action",
+                ),
                 _observed: observed,
             }
         });
@@ -387,6 +397,16 @@ impl Metrics {
 
     pub fn dead_letters_drained(&self, count: u64) {
         self.dead_letters_drained.add(count, &[]);
+    }
+
+    /// A failed authentication attempt on `listener` (`admin` or `grpc`).
+    pub fn auth_failure(&self, listener: &'static str) {
+        self.auth_failures.add(1, &[KeyValue::new("listener", listener)]);
+    }
+
+    /// An attempt the throttle answered late (`delayed`) or refused (`refused`).
+    pub fn auth_throttled(&self, listener: &'static str, action: &'static str) {
+        self.auth_throttled.add(1, &[KeyValue::new("listener", listener), KeyValue::new("action", action)]);
     }
 }
 
