@@ -229,14 +229,20 @@ pub fn listings(plan: &Plan, runtime: &Runtime) -> Result<Vec<ListingTimes>, Ben
     Ok(times)
 }
 
-/// The heap the stats history takes with `queues` queues and `seconds` samples each.
+/// The heap the stats history takes with `queues` queues and `seconds` samples each (under the
+/// default 16 MiB budget, which an hour of 100 queues stays within).
 pub fn history_bytes(queues: usize, seconds: usize) -> usize {
-    use std::collections::BTreeMap;
-    let rates: BTreeMap<Arc<str>, [f64; 4]> =
-        (0..queues).map(|n| (Arc::from(format!("queue-{n:03}").as_str()), [1234.56, 1234.0, 1.5, 0.25])).collect();
-    let mut history = sepp_server::admin::stats::History::default();
+    use sepp_server::admin::history::{History, QueueRates};
+    let rates: Vec<QueueRates> = (0..queues)
+        .map(|n| QueueRates {
+            name: Arc::from(format!("queue-{n:03}").as_str()),
+            rates: [1234.56, 1234.0, 1.5, 0.25],
+            score: 1.0,
+        })
+        .collect();
+    let mut history = History::default();
     for tick in 0..seconds {
-        history.push(tick as i64 * 1000, &rates, seconds);
+        history.push(tick as i64 * 1000, &rates, seconds, 16 << 20);
     }
     history.heap_bytes()
 }
