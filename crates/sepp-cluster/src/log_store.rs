@@ -13,7 +13,9 @@
 //! when a follower installed a snapshot) starts a new segment. Appending at an index the log
 //! already holds replaces that entry and every later one, as Raft's log matching wants. On open,
 //! a torn or corrupt tail of the last segment is cut (it was never reported durable); damage in
-//! any other segment, or indexes out of order, refuse to open, naming the file and offset.
+//! any other segment, a frame whose checksum matches but which does not decode (written whole,
+//! so never a torn write) anywhere, or indexes out of order, refuse to open, naming the file and
+//! offset.
 //!
 //! Every append is synced (`fdatasync`) before openraft hears it is durable; a new segment is
 //! started once the current one passes `segment_bytes`, after syncing the old one whole.
@@ -225,18 +227,19 @@ impl Inner {
                     offset += len;
                     expected += 1;
                 }
-                Err(reason) if last => {
+                // A frame written whole that does not decode is refused like damage anywhere else.
+                Err(error) if last && !error.written_whole => {
                     tracing::warn!(
                         file = %path.display(),
                         offset,
                         dropped = bytes.len() - offset,
-                        reason,
+                        reason = error.reason,
                         "cutting a torn tail off the Raft log"
                     );
                     file.set_len(offset as u64).and_then(|()| file.sync_all()).map_err(io_error(&path))?;
                     break;
                 }
-                Err(reason) => return Err(corrupt(offset as u64, reason.into())),
+                Err(error) => return Err(corrupt(offset as u64, error.to_string())),
             }
         }
         self.segments.insert(first, Segment { file, len: offset.min(bytes.len()) as u64 });
@@ -259,7 +262,7 @@ impl Inner {
             let segment = &self.segments[&place.segment];
             let mut bytes = vec![0; place.len as usize];
             segment.file.read_exact_at(&mut bytes, place.offset)?;
-            let (entry, _) = read_frame(&bytes).map_err(io::Error::other)?;
+            let (entry, _) = read_frame(&bytes).map_err(|error| io::Error::other(error.to_string()))?;
             entries.push(entry);
         }
         Ok(entries)
@@ -379,21 +382,40 @@ impl Inner {
     }
 }
 
+/// Why no entry could be read at the start of some bytes.
+#[derive(Clone, Copy, Debug)]
+struct FrameError {
+    reason: &'static str,
+    /// The frame's checksum matched: it was written whole, so it is never a torn write.
+    written_whole: bool,
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.written_whole {
+            write!(f, "a frame whose checksum matches does not decode ({}), so it is not a torn write", self.reason)
+        } else {
+            f.write_str(self.reason)
+        }
+    }
+}
+
 /// One frame at the start of `bytes`: the entry and the frame's length.
-fn read_frame(bytes: &[u8]) -> Result<(Entry, usize), &'static str> {
+fn read_frame(bytes: &[u8]) -> Result<(Entry, usize), FrameError> {
+    let damaged = |reason| FrameError { reason, written_whole: false };
     if bytes.len() < FRAME_HEADER {
-        return Err("a frame header cut short");
+        return Err(damaged("a frame header cut short"));
     }
     let len = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
     let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
     if len == 0 || len > MAX_ENTRY_BYTES {
-        return Err("an impossible frame length");
+        return Err(damaged("an impossible frame length"));
     }
-    let Some(body) = bytes.get(FRAME_HEADER..FRAME_HEADER + len) else { return Err("a frame cut short") };
+    let Some(body) = bytes.get(FRAME_HEADER..FRAME_HEADER + len) else { return Err(damaged("a frame cut short")) };
     if crc32c::crc32c(body) != crc {
-        return Err("a frame whose checksum does not match");
+        return Err(damaged("a frame whose checksum does not match"));
     }
-    let entry = decode_entry(body).map_err(|error| error.0)?;
+    let entry = decode_entry(body).map_err(|error| FrameError { reason: error.0, written_whole: true })?;
     Ok((entry, FRAME_HEADER + len))
 }
 

@@ -187,7 +187,7 @@ pub fn decode_snapshot(bytes: &[u8], state: &mut State) -> Result<(), &'static s
                 offset += len;
             }
             Read::End | Read::Torn => return Err("the snapshot ends before its end mark"),
-            Read::Corrupt(reason) => return Err(reason),
+            Read::Corrupt(reason) | Read::Undecodable(reason) => return Err(reason),
         }
     }
 }
@@ -243,7 +243,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     }
                     Read::Frame(..) => return Err(corrupt_entry(entry.log_id, "bytes after its frame")),
                     Read::End | Read::Torn => return Err(corrupt_entry(entry.log_id, "its frame is cut short")),
-                    Read::Corrupt(reason) => return Err(corrupt_entry(entry.log_id, reason)),
+                    Read::Corrupt(reason) | Read::Undecodable(reason) => {
+                        return Err(corrupt_entry(entry.log_id, reason));
+                    }
                 },
                 EntryPayload::Membership(membership) => {
                     machine.membership = StoredMembership::new(Some(entry.log_id), membership);

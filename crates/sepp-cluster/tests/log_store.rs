@@ -207,6 +207,45 @@ fn damage_before_the_last_segment_refuses_to_open() {
 }
 
 #[test]
+fn a_checksummed_tail_frame_that_does_not_decode_is_refused_and_never_cut() {
+    // A write cut short never leaves a matching checksum: a whole frame that does not decode is
+    // an entry this node may have acknowledged, refused even as the very last frame.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path());
+        store.append_entries((1..=10).map(|index| normal(1, index))).unwrap();
+    }
+    let last = dir.path().join(segments(dir.path()).last().unwrap());
+    let end = std::fs::metadata(&last).unwrap().len();
+    // Entry 11 with a payload kind no version writes, in a frame whose checksum matches.
+    let mut body = Vec::new();
+    for field in [11u64, 1, 1] {
+        body.extend_from_slice(&field.to_le_bytes());
+    }
+    body.push(9);
+    let mut bytes = std::fs::read(&last).unwrap();
+    bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    bytes.extend_from_slice(&body);
+    std::fs::write(&last, &bytes).unwrap();
+
+    for attempt in 0..2 {
+        match LogStore::open(dir.path(), small()) {
+            Err(error @ OpenError::Corrupt { .. }) => {
+                let message = error.to_string();
+                let OpenError::Corrupt { path, offset, reason } = error else { unreachable!() };
+                assert_eq!((path, offset), (last.clone(), end));
+                assert!(reason.contains("checksum matches") && reason.contains("not a torn write"), "{reason}");
+                assert!(message.contains(&format!("{} is corrupt at byte offset {end}", last.display())), "{message}");
+            }
+            Err(other) => panic!("attempt {attempt}: expected corruption, got {other}"),
+            Ok(_) => panic!("attempt {attempt}: an undecodable entry was cut off as a torn tail"),
+        }
+        assert_eq!(std::fs::read(&last).unwrap(), bytes, "attempt {attempt}: the segment is left as it was");
+    }
+}
+
+#[test]
 fn the_log_passes_openraft_s_storage_suite() {
     Suite::test_all(Builder).expect("openraft's storage suite");
 }

@@ -37,8 +37,12 @@ pub enum Read {
     End,
     /// A frame that does not fit in the remaining bytes: a write cut short.
     Torn,
-    /// A frame whose checksum or contents are wrong.
+    /// A frame whose length or checksum is wrong: damaged bytes, or a write cut short.
     Corrupt(&'static str),
+    /// A frame whose checksum matches but whose records do not decode. It was written whole (a
+    /// write cut short does not leave a matching checksum), so it is never a torn write: it is
+    /// damage the checksum missed, or records of a newer format.
+    Undecodable(&'static str),
 }
 
 /// The whole length (header and body) of the frame that starts with `header`, or why no frame
@@ -71,7 +75,7 @@ pub fn read(bytes: &[u8], source: Option<Source>) -> Read {
     let body_source = source.map(|source| Source { file: source.file, offset: source.offset + HEADER_BYTES as u64 });
     match decode_body(body, body_source) {
         Ok(records) => Read::Frame(records, len),
-        Err(DecodeError(reason)) => Read::Corrupt(reason),
+        Err(DecodeError(reason)) => Read::Undecodable(reason),
     }
 }
 

@@ -352,7 +352,7 @@ fn frame_around(body: &[u8]) -> Vec<u8> {
 }
 
 #[test]
-fn a_checksummed_body_that_does_not_decode_is_corrupt() {
+fn a_checksummed_body_that_does_not_decode_is_undecodable_not_torn() {
     let acked = encoded(&Record::Acked { job_id: id(9) });
     let mut unknown_tag = 1u32.to_le_bytes().to_vec();
     unknown_tag.push(200);
@@ -369,7 +369,7 @@ fn a_checksummed_body_that_does_not_decode_is_corrupt() {
         (&missing_record, "record ends early"),
     ];
     for (body, reason) in cases {
-        assert_eq!(frame::read(&frame_around(body), None), Read::Corrupt(reason), "body {body:?}");
+        assert_eq!(frame::read(&frame_around(body), None), Read::Undecodable(reason), "body {body:?}");
     }
 }
 
@@ -542,7 +542,7 @@ fn mutated_frames_are_detected_unless_their_checksum_matches() {
                     assert_eq!(read, records);
                 }
             }
-            Read::Corrupt(_) | Read::Torn | Read::End => detected += 1,
+            Read::Corrupt(_) | Read::Undecodable(_) | Read::Torn | Read::End => detected += 1,
         }
         // The decoder must survive whatever the body became.
         if bytes.len() > frame::HEADER_BYTES {

@@ -146,6 +146,28 @@ fn open_fixture() -> (tempfile::TempDir, DurableLog, State) {
 }
 
 #[test]
+fn opening_the_first_format_upgrades_its_format_file_only_after_reading_it_whole() {
+    assert_eq!(std::fs::read_to_string(fixture_dir().join("FORMAT")).unwrap(), "sepp-log 1\n");
+    let (dir, log, _state) = open_fixture();
+    drop(log);
+    assert_eq!(std::fs::read_to_string(dir.path().join("FORMAT")).unwrap(), "sepp-log 2\n");
+
+    // A format-1 directory this sepp cannot read whole keeps its format, so the sepp that wrote
+    // it still opens it.
+    let damaged = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(fixture_dir()).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), damaged.path().join(entry.file_name())).unwrap();
+    }
+    let checkpoint = common::disk::checkpoints(damaged.path()).pop().expect("the fixture's checkpoint");
+    common::disk::flip_bit(&checkpoint, 20);
+    DurableLog::open(damaged.path(), LogOptions::new(PersistMode::SyncAll), |_| {})
+        .err()
+        .expect("a damaged checkpoint is refused");
+    assert_eq!(std::fs::read_to_string(damaged.path().join("FORMAT")).unwrap(), "sepp-log 1\n");
+}
+
+#[test]
 fn the_first_format_opens_with_every_job_where_it_was() {
     let (_dir, mut log, mut state) = open_fixture();
     state.check_invariants().expect("a consistent state");

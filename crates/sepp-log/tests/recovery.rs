@@ -99,7 +99,7 @@ fn a_fresh_directory_gets_a_format_file_and_one_segment() {
     let parent = tempfile::tempdir().expect("tempdir");
     let dir = parent.path().join("not").join("yet").join("there");
     let opened = open_ok(&dir);
-    assert_eq!(fs::read_to_string(dir.join("FORMAT")).expect("FORMAT"), "sepp-log 1\n");
+    assert_eq!(fs::read_to_string(dir.join("FORMAT")).expect("FORMAT"), "sepp-log 2\n");
     assert_eq!(segments(&dir).len(), 1);
     assert_eq!(opened.recovery.records, 0);
 }
@@ -334,20 +334,85 @@ fn a_missing_checkpoint_base_segment_refuses_to_open_with_a_gap() {
 fn an_unknown_format_refuses_to_open_with_a_clear_message() {
     let dir = tempfile::tempdir().expect("tempdir");
     drop(open_ok(dir.path()));
-    fs::write(dir.path().join("FORMAT"), "sepp-log 2\n").expect("write FORMAT");
+    fs::write(dir.path().join("FORMAT"), "nonsense 7\n").expect("write FORMAT");
     let error = open_err(dir.path());
     let message = error.to_string();
     match error {
         OpenError::UnknownFormat { path, found } => {
             assert_eq!(path, dir.path());
-            assert_eq!(found, "sepp-log 2");
+            assert_eq!(found, "nonsense 7");
         }
         other => panic!("expected UnknownFormat, got {other:?}"),
     }
     assert!(message.contains(&dir.path().display().to_string()), "{message}");
-    assert!(message.contains("\"sepp-log 2\""), "names the format found: {message}");
-    assert!(message.contains("\"sepp-log 1\""), "names the format it writes: {message}");
+    assert!(message.contains("\"nonsense 7\""), "names the format found: {message}");
+    assert!(message.contains("\"sepp-log 2\""), "names the format it writes: {message}");
     assert!(message.contains("refusing to open"), "{message}");
+}
+
+#[test]
+fn a_directory_of_a_newer_format_is_refused_naming_both_versions_and_left_as_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(43);
+    {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 1);
+    }
+    fs::write(dir.path().join("FORMAT"), "sepp-log 3\n").expect("write FORMAT");
+    let last = segments(dir.path()).pop().expect("a segment");
+    let before = fs::read(&last).expect("read");
+    let error = open_err(dir.path());
+    let message = error.to_string();
+    assert!(matches!(&error, OpenError::NewerFormat { path, found: 3 } if path == dir.path()), "{error:?}");
+    assert!(message.contains(&dir.path().display().to_string()), "{message}");
+    assert!(message.contains("\"sepp-log 3\""), "names the format found: {message}");
+    assert!(message.contains("\"sepp-log 2\""), "names the newest format it reads: {message}");
+    assert!(message.contains("refusing to open"), "{message}");
+    assert_eq!(fs::read_to_string(dir.path().join("FORMAT")).expect("read"), "sepp-log 3\n");
+    assert_eq!(fs::read(&last).expect("read"), before, "a refused directory is left as it was");
+}
+
+#[test]
+fn a_checksummed_tail_frame_that_does_not_decode_is_refused_and_never_truncated() {
+    // A write cut short never leaves a matching checksum: a whole frame that does not decode is
+    // acknowledged data this sepp cannot read (damage the checksum missed, or a newer format),
+    // so it is refused like damage anywhere else, even as the very last frame.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(44);
+    let cycles = {
+        let mut opened = open_ok(dir.path());
+        fill(&mut opened.log, dir.path(), &mut rng, 1)
+    };
+    let last = segments(dir.path()).pop().expect("a segment");
+    let end = frames_end(&last);
+    // One record with a tag no version writes, in a frame whose checksum matches.
+    let body = [1u32.to_le_bytes().as_slice(), &[200]].concat();
+    let mut frame = (body.len() as u32).to_le_bytes().to_vec();
+    frame.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    frame.extend_from_slice(&body);
+    {
+        use std::os::unix::fs::FileExt;
+        let file = OpenOptions::new().write(true).open(&last).expect("open");
+        file.write_all_at(&frame, end).expect("write the frame");
+    }
+    let written = fs::read(&last).expect("read");
+    for attempt in 0..2 {
+        let error = open_err(dir.path());
+        let message = error.to_string();
+        match error {
+            OpenError::Undecodable { file, offset, reason } => {
+                assert_eq!((file, offset, reason), (last.clone(), end, "unknown record tag"));
+            }
+            other => panic!("attempt {attempt}: expected Undecodable, got {other:?}"),
+        }
+        assert!(message.contains(&last.display().to_string()), "names the file: {message}");
+        assert!(message.contains(&format!("byte offset {end}")), "names the offset: {message}");
+        assert!(message.contains("refusing to open"), "{message}");
+        assert_eq!(fs::read(&last).expect("read"), written, "attempt {attempt}: the segment is left as it was");
+    }
+    // Taking the unreadable frame away (what an operator could do) gives back every earlier one.
+    OpenOptions::new().write(true).open(&last).expect("open").set_len(end).expect("cut");
+    assert_eq!(open_ok(dir.path()).records, flatten(&cycles));
 }
 
 #[test]

@@ -14,18 +14,36 @@ use tokio::runtime::Handle;
 
 use crate::committer::{Command, CommitterHandle};
 
+/// The first wait after a leader failed to confirm its leadership; it doubles with each failure
+/// in a row, up to [`CONFIRM_RETRY_MAX`].
+const CONFIRM_RETRY_MIN: std::time::Duration = std::time::Duration::from_millis(50);
+const CONFIRM_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Drives `committer` by this node's leadership until Raft or the committer stops.
 pub async fn follow_leadership(raft: Raft, machine: StateMachine, committer: CommitterHandle) {
     let id = raft.metrics().borrow().id;
     let mut metrics = raft.metrics();
     let mut serving = committer.leading();
+    let mut retry = CONFIRM_RETRY_MIN;
     loop {
         let leads = {
             let metrics = metrics.borrow_and_update();
             metrics.state == openraft::ServerState::Leader && metrics.current_leader == Some(id)
         };
         let serves = *serving.borrow_and_update();
-        if leads && !serves && raft.ensure_linearizable().await.is_ok() {
+        if leads && !serves {
+            if raft.ensure_linearizable().await.is_err() {
+                // No quorum confirmed the leadership (a node restarted alone believes it still
+                // leads). Raft's metrics change many times a second, so retrying on each change
+                // would spin (and log thousands of errors a second): wait, longer each time.
+                tokio::time::sleep(retry).await;
+                retry = (retry * 2).min(CONFIRM_RETRY_MAX);
+                if metrics.has_changed().is_err() {
+                    return; // Raft stopped.
+                }
+                continue;
+            }
+            retry = CONFIRM_RETRY_MIN;
             let state = Box::new(machine.committed_state());
             let log = Box::new(ReplicatedLog::new(raft.clone(), Handle::current()));
             if committer.send(Command::Lead { state, log }).await.is_err() {

@@ -14,7 +14,8 @@
 //!   both listeners share; [`live`]: the hot-reloadable configuration.
 //! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
 //!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
-//! - [`logtext`]: client-supplied strings cut to a bounded length for log lines.
+//! - [`logtext`]: client-supplied strings cut to a bounded length for log lines;
+//!   [`log_limit`]: the flood guard, which holds every log call site to about a line a second.
 //! - [`telemetry`]: OpenTelemetry traces and metrics, the Prometheus endpoint.
 //! - [`memory`]: the allocator (mimalloc) of every binary that links this crate.
 //!
@@ -28,6 +29,7 @@ pub mod cluster_cli;
 pub mod committer;
 pub mod convert;
 pub mod live;
+pub mod log_limit;
 pub mod logtext;
 pub mod memory;
 pub mod server;

@@ -148,28 +148,26 @@ fn init_logging(config: &Config, otel: Option<&Tracing>) {
         .or_else(|| EnvFilter::try_new(quiet_raft(&config.logging.level)).ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
     let ansi = colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok());
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stdout);
+    let fmt = match config.logging.format {
+        LogFormat::Json => fmt.json().boxed(),
+        LogFormat::Text => fmt.with_ansi(ansi).boxed(),
+    };
+    // The flood guard is outermost: it sees each line the filters let through, once, and holds
+    // every call site to about a line a second (docs/operations.md, "Log volume").
+    let guard = sepp_server::log_limit::FloodGuard::new();
     match otel {
         // Spans go to the exporter whatever the log level: only the server's own (`sepp`
         // targets). Each layer has its own filter then.
         Some(otel) => {
-            let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stdout);
-            let fmt = match config.logging.format {
-                LogFormat::Json => fmt.json().boxed(),
-                LogFormat::Text => fmt.with_ansi(ansi).boxed(),
-            };
             let otel = tracing_opentelemetry::layer()
                 .with_tracer(otel.tracer())
                 .with_filter(Targets::new().with_target("sepp", tracing::Level::INFO));
-            tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).init();
+            tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).with(guard).init();
         }
-        // Without tracing, one global filter: disabled call sites cost nothing, as before.
-        None => {
-            let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stdout);
-            match config.logging.format {
-                LogFormat::Json => builder.json().init(),
-                LogFormat::Text => builder.with_ansi(ansi).init(),
-            }
-        }
+        // Without tracing, the log's filter is the only one: a call site it disables is never
+        // registered as interesting, and costs nothing, as before.
+        None => tracing_subscriber::registry().with(fmt.with_filter(filter)).with(guard).init(),
     }
     if let Some((false, directives)) = &from_env {
         tracing::warn!(rust_log = %Bounded(directives), "RUST_LOG is not a valid filter; using logging.level instead");

@@ -352,14 +352,43 @@ async fn a_flipped_bit_in_the_log_stops_the_binary_naming_the_file_and_offset() 
     assert!(std::fs::read(&segment).expect("read") == bytes, "a refused directory is left untouched");
 }
 
-/// A data directory of a format this build does not know is refused with both formats named.
+/// A data directory of a newer format than this build reads is refused with both formats named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unknown_data_format_stops_the_binary_with_a_clear_message() {
+async fn a_newer_data_format_stops_the_binary_with_a_clear_message() {
     let server = stopped_server_with_jobs().await;
     std::fs::write(server.dir().join("db").join("FORMAT"), "sepp-log 9\n").expect("write FORMAT");
     let stderr = refused_start(&server);
-    assert!(stderr.contains("has format \"sepp-log 9\""), "{stderr}");
-    assert!(stderr.contains("it writes \"sepp-log 1\"") && stderr.contains("refusing to open"), "{stderr}");
+    assert!(stderr.contains("has format \"sepp-log 9\", newer than this sepp reads"), "{stderr}");
+    assert!(stderr.contains("it reads up to \"sepp-log 2\"") && stderr.contains("refusing to open"), "{stderr}");
+}
+
+/// The last frame of the log, whole (its checksum matches) but holding a record this build
+/// cannot decode, is not a torn write: the binary refuses to start with a sentence naming the
+/// file and the frame's offset, and leaves the segment as it was (nothing acknowledged is cut).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_tail_frame_that_does_not_decode_stops_the_binary_and_is_not_cut() {
+    let server = stopped_server_with_jobs().await;
+    let segment = server.dir().join("db").join(format!("segment-{:020}.log", 1));
+    let mut bytes = std::fs::read(&segment).expect("the first segment");
+    // Frames follow the 8-byte segment header; the preallocated rest is zeros (length 0).
+    let mut end = 8;
+    while let Some(len) = bytes.get(end..end + 4).map(|len| u32::from_le_bytes(len.try_into().unwrap()) as usize)
+        && len > 0
+    {
+        end += 8 + len;
+    }
+    let body = [1u32.to_le_bytes().as_slice(), &[200]].concat();
+    let mut frame = (body.len() as u32).to_le_bytes().to_vec();
+    frame.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    frame.extend_from_slice(&body);
+    bytes[end..end + frame.len()].copy_from_slice(&frame);
+    std::fs::write(&segment, &bytes).expect("write the frame");
+    let stderr = refused_start(&server);
+    assert!(stderr.contains("could not open storage"), "{stderr}");
+    let sentence = format!("{} holds a frame at byte offset {end} whose checksum matches", segment.display());
+    assert!(stderr.contains(&sentence), "{stderr}");
+    assert!(stderr.contains("not a torn write") && stderr.contains("refusing to open"), "{stderr}");
+    assert!(std::fs::read(&segment).expect("read") == bytes, "a refused directory is left untouched");
 }
 
 /// Lets the load in `tasks` work until `progress` has grown by `more` (at most 5 s), then crashes

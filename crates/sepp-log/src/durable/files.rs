@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 
 use sepp_core::StoredPayload;
 
-use super::{FORMAT, OpenError};
+use super::{FORMAT_VERSION, OLDEST_FORMAT_VERSION, OpenError};
 
 pub(super) fn io_error(path: &Path) -> impl FnOnce(io::Error) -> OpenError + '_ {
     move |source| OpenError::Io { path: path.to_path_buf(), source }
@@ -78,28 +78,43 @@ impl PayloadReader {
     }
 }
 
-pub(super) fn check_format(dir: &Path) -> Result<(), OpenError> {
+/// The format version of the data directory: the one in its `FORMAT` file, or, for an empty
+/// directory, [`FORMAT_VERSION`] (which it writes). Refuses a directory of an unknown or newer
+/// format, and a non-empty one without a `FORMAT` file, leaving it as it was.
+pub(super) fn check_format(dir: &Path) -> Result<u32, OpenError> {
     let format_path = dir.join("FORMAT");
     match fs::read_to_string(&format_path) {
-        Ok(found) if found == FORMAT => Ok(()),
-        Ok(found) => Err(OpenError::UnknownFormat { path: dir.to_path_buf(), found: found.trim_end().to_string() }),
+        Ok(found) => {
+            let version = found.strip_suffix('\n').and_then(|line| line.strip_prefix("sepp-log "));
+            match version.map(str::parse::<u32>) {
+                Some(Ok(version)) if version > FORMAT_VERSION => {
+                    Err(OpenError::NewerFormat { path: dir.to_path_buf(), found: version })
+                }
+                Some(Ok(version)) if version >= OLDEST_FORMAT_VERSION => Ok(version),
+                _ => Err(OpenError::UnknownFormat { path: dir.to_path_buf(), found: found.trim_end().to_string() }),
+            }
+        }
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             let mut entries = fs::read_dir(dir).map_err(io_error(dir))?;
             if entries.next().is_some() {
                 return Err(OpenError::NotADataDirectory { path: dir.to_path_buf() });
             }
-            let tmp = dir.join("FORMAT.tmp");
-            let write = || -> io::Result<()> {
-                let mut file = File::create(&tmp)?;
-                file.write_all(FORMAT.as_bytes())?;
-                file.sync_all()?;
-                fs::rename(&tmp, &format_path)?;
-                sync_dir(dir)
-            };
-            write().map_err(|source| writable_or(dir, &format_path, source))
+            write_format(dir).map_err(|source| writable_or(dir, &format_path, source))?;
+            Ok(FORMAT_VERSION)
         }
         Err(source) => Err(OpenError::Io { path: format_path, source }),
     }
+}
+
+/// Writes `FORMAT` with [`FORMAT_VERSION`], atomically: a temporary file, synced, renamed over
+/// it, and the directory synced.
+pub(super) fn write_format(dir: &Path) -> io::Result<()> {
+    let tmp = dir.join("FORMAT.tmp");
+    let mut file = File::create(&tmp)?;
+    file.write_all(format!("sepp-log {FORMAT_VERSION}\n").as_bytes())?;
+    file.sync_all()?;
+    fs::rename(&tmp, dir.join("FORMAT"))?;
+    sync_dir(dir)
 }
 
 /// Segment and checkpoint indexes in the directory, ascending. With `remove_leftovers` (on

@@ -4,7 +4,8 @@
 //! Data directory layout:
 //!
 //! ```text
-//! FORMAT                       "sepp-log 1": refuse to open anything else
+//! FORMAT                       "sepp-log <version>": this sepp reads versions 1 and 2 and
+//!                              writes 2; a directory of a newer version is refused
 //! LOCK                         held (flock) while a server has the directory open
 //! segment-<index>.log          "SEPPLOG1" then frames; the highest index is appended to, and
 //!                              ends in preallocated zeros (a clean end for recovery)
@@ -50,7 +51,14 @@ use crate::codec::Placement;
 use crate::frame;
 use crate::{Log, Relocations};
 
-const FORMAT: &str = "sepp-log 1\n";
+/// The format this sepp writes. It goes up whenever a record tag or an encoding is added: an
+/// older sepp must refuse a directory it may not be able to read, rather than meet an unknown
+/// record halfway through recovery. Version 2 added the records of pauses, cancellation,
+/// schedules, acceptance counters and rate limits (codec tags 18 to 27).
+const FORMAT_VERSION: u32 = 2;
+/// The oldest format this sepp reads. Every version from it up to [`FORMAT_VERSION`] decodes
+/// with today's codec: versions only ever add tags.
+const OLDEST_FORMAT_VERSION: u32 = 1;
 const SEGMENT_MAGIC: &[u8; 8] = b"SEPPLOG1";
 const CHECKPOINT_MAGIC: &[u8; 8] = b"SEPPCKP1";
 /// Syncs that take less than this on average are not worth running in the background: on a disk
@@ -92,8 +100,14 @@ impl LogOptions {
 pub enum OpenError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
-    #[error("data directory {path} has format {found:?}, which this sepp does not know (it writes {:?}); refusing to open it", FORMAT.trim_end())]
+    #[error(
+        "data directory {path} has format {found:?}, which this sepp does not know (it reads \"sepp-log {OLDEST_FORMAT_VERSION}\" to \"sepp-log {FORMAT_VERSION}\" and writes \"sepp-log {FORMAT_VERSION}\"); refusing to open it"
+    )]
     UnknownFormat { path: PathBuf, found: String },
+    #[error(
+        "data directory {path} has format \"sepp-log {found}\", newer than this sepp reads (it reads up to \"sepp-log {FORMAT_VERSION}\"); refusing to open it: run the newer sepp that wrote it"
+    )]
+    NewerFormat { path: PathBuf, found: u32 },
     #[error(
         "{path} is not empty and has no FORMAT file, so it is not a sepp data directory this version can open (sepp 0.1 data directories are not readable by this version)"
     )]
@@ -110,6 +124,10 @@ pub enum OpenError {
     Locked { path: PathBuf },
     #[error("{file} is corrupt at byte offset {offset}: {reason}; refusing to open rather than lose acknowledged data")]
     Corrupt { file: PathBuf, offset: u64, reason: &'static str },
+    #[error(
+        "{file} holds a frame at byte offset {offset} whose checksum matches but whose records do not decode ({reason}); it was written whole, so it is not a torn write and is not cut: refusing to open rather than lose acknowledged data (was the directory written by a newer sepp?)"
+    )]
+    Undecodable { file: PathBuf, offset: u64, reason: &'static str },
     #[error("segment {missing} is missing from {path} (found segments after it); refusing to open")]
     Gap { path: PathBuf, missing: u64 },
 }

@@ -12,12 +12,12 @@ use sepp_core::Record;
 use super::checkpoint::Checkpointer;
 use super::files::{
     PayloadReader, check_format, checkpoint_file, checkpoint_path, io_error, list, segment_file, segment_path,
-    writable_or,
+    writable_or, write_format,
 };
 use super::preparer::{Pace, Preparer, install_or_create, prepare_segment};
 use super::replay::{read_checkpoint, replay_segment};
 use super::syncer::Syncer;
-use super::{DurableLog, LogOptions, OpenError, Recovery, SEGMENT_MAGIC};
+use super::{DurableLog, FORMAT_VERSION, LogOptions, OpenError, Recovery, SEGMENT_MAGIC};
 
 impl DurableLog {
     /// Whether `dir` holds a log's segments or checkpoints (a directory that does not exist,
@@ -34,7 +34,7 @@ impl DurableLog {
         mut apply: impl FnMut(&Record),
     ) -> Result<(DurableLog, Recovery), OpenError> {
         create_data_directory(dir)?;
-        check_format(dir)?;
+        let format_version = check_format(dir)?;
         let lock_path = dir.join("LOCK");
         let lock = OpenOptions::new()
             .create(true)
@@ -91,6 +91,19 @@ impl DurableLog {
             history.insert(*index, valid_len);
         }
         recovery.segments = live_segments.len();
+        // Every file of an older format read back: from here on this sepp may write records
+        // that format lacks, so the directory becomes the current format before anything is
+        // written, and an older sepp refuses it from now on rather than meet them.
+        if format_version < FORMAT_VERSION {
+            let format_path = dir.join("FORMAT");
+            write_format(dir).map_err(|source| writable_or(dir, &format_path, source))?;
+            tracing::info!(
+                dir = %dir.display(),
+                from = format_version,
+                to = FORMAT_VERSION,
+                "upgraded the data directory's format"
+            );
+        }
         // Leftovers of a reclaim that a crash interrupted.
         for index in segments.iter().filter(|index| base.is_some_and(|base| **index < base)) {
             let _ = fs::remove_file(segment_path(dir, *index));

@@ -1,4 +1,8 @@
 //! Reading the log back: replaying a segment (with the torn-tail rule) and a checkpoint.
+//!
+//! Only a frame whose length or checksum is wrong can be a torn write, and only at the end of
+//! the last segment. A frame whose checksum matches but whose records do not decode was written
+//! whole: it is refused wherever it is, and the file is left as it was.
 
 use std::fs::{self, File};
 use std::io::{self, Read as _};
@@ -49,6 +53,10 @@ pub(super) fn replay_segment(
             _ if last && bytes[at..].iter().all(|byte| *byte == 0) => return Ok((records, at as u64, None)),
             Read::Torn => "the last write was cut short",
             Read::Corrupt(reason) => reason,
+            // Written whole, so never a torn write: refused wherever it is.
+            Read::Undecodable(reason) => {
+                return Err(OpenError::Undecodable { file: path.to_path_buf(), offset: at as u64, reason });
+            }
         };
         // A write cut short can only damage the end. Damage followed by an intact frame is
         // corruption of acknowledged data, not a torn tail, and is refused like any other.
@@ -115,6 +123,9 @@ pub(super) fn read_checkpoint(path: &Path, file: u32, apply: &mut impl FnMut(&Re
             }
             Read::End | Read::Torn => return Err(corrupt(at, "checkpoint ends before its end mark")),
             Read::Corrupt(reason) => return Err(corrupt(at, reason)),
+            Read::Undecodable(reason) => {
+                return Err(OpenError::Undecodable { file: path.to_path_buf(), offset: at, reason });
+            }
         }
     }
 }
