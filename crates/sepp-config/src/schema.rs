@@ -41,6 +41,10 @@ pub struct ServerConfig {
     pub tls_cert_path: Option<PathBuf>,
     pub tls_key_path: Option<PathBuf>,
     pub strict_queues: bool,
+    /// The most connections the queue listener holds open; more are closed at once.
+    pub max_connections: u64,
+    /// How long a new connection may take for its TLS handshake and HTTP/2 preface.
+    pub handshake_timeout_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -51,6 +55,8 @@ impl Default for ServerConfig {
             tls_cert_path: None,
             tls_key_path: None,
             strict_queues: false,
+            max_connections: 10_000,
+            handshake_timeout_ms: 10_000,
         }
     }
 }
@@ -268,6 +274,8 @@ pub struct MetricsConfig {
     pub export_interval_ms: u64,
     pub prometheus_enabled: bool,
     pub prometheus_listen_addr: SocketAddr,
+    /// The most connections the Prometheus endpoint holds open; more are closed at once.
+    pub prometheus_max_connections: u64,
 }
 
 impl Default for MetricsConfig {
@@ -278,6 +286,7 @@ impl Default for MetricsConfig {
             export_interval_ms: 5_000,
             prometheus_enabled: false,
             prometheus_listen_addr: v4(0, 0, 0, 0, 9464),
+            prometheus_max_connections: 64,
         }
     }
 }
@@ -294,6 +303,12 @@ pub struct AdminConfig {
     pub keys: Option<Vec<AdminKey>>,
     pub session_ttl_ms: u64,
     pub stats_history_ms: u64,
+    /// The most connections the admin listener holds open; more are closed at once.
+    pub max_connections: u64,
+    /// How long a new connection may take for its TLS handshake, and a request for its headers.
+    pub handshake_timeout_ms: u64,
+    /// How long a connection may stay without a byte either way before it is closed.
+    pub idle_timeout_ms: u64,
 }
 
 impl Default for AdminConfig {
@@ -306,6 +321,9 @@ impl Default for AdminConfig {
             keys: None,
             session_ttl_ms: 43_200_000,
             stats_history_ms: 3_600_000,
+            max_connections: 1_000,
+            handshake_timeout_ms: 10_000,
+            idle_timeout_ms: 120_000,
         }
     }
 }
@@ -333,6 +351,8 @@ pub struct ClusterConfig {
     pub election_timeout_ms: u64,
     /// A node snapshots its state after this many entries, and drops the log before the snapshot.
     pub snapshot_after_entries: u64,
+    /// The most connections the cluster listener holds open; more are closed at once.
+    pub max_connections: u64,
 }
 
 impl Default for ClusterConfig {
@@ -346,6 +366,7 @@ impl Default for ClusterConfig {
             heartbeat_interval_ms: 100,
             election_timeout_ms: 1_000,
             snapshot_after_entries: 20_000,
+            max_connections: 1_000,
         }
     }
 }

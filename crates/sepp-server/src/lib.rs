@@ -13,6 +13,8 @@
 //! - [`auth`]: API-key checks; [`live`]: the hot-reloadable configuration.
 //! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
 //!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
+//! - [`net`]: the accept path of every listener: `SO_REUSEADDR` binds, connection limits, the
+//!   descriptor budget, handshake deadlines.
 //! - [`logtext`]: client-supplied strings cut to a bounded length for log lines.
 //! - [`telemetry`]: OpenTelemetry traces and metrics, the Prometheus endpoint.
 //! - [`memory`]: the allocator (mimalloc) of every binary that links this crate.
@@ -29,6 +31,7 @@ pub mod convert;
 pub mod live;
 pub mod logtext;
 pub mod memory;
+pub mod net;
 pub mod server;
 pub mod service;
 pub mod status;
