@@ -38,14 +38,33 @@ impl Node {
         listener: TcpListener,
         options: LogStoreOptions,
     ) -> io::Result<Node> {
+        // Accepted sockets get TCP_NODELAY (the builder's setting covers only listeners it binds
+        // itself): without it a follower's small answer can wait out a delayed ACK.
+        let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        Node::start_on(id, me, dir, config, fresh, incoming, options).await
+    }
+
+    /// [`Node::start`], serving the connections `incoming` yields (the server's accept path,
+    /// with its limits) instead of a listener's.
+    pub async fn start_on<I, IO, IE>(
+        id: u64,
+        me: NodeAddr,
+        dir: &Path,
+        config: Arc<openraft::Config>,
+        fresh: FreshState,
+        incoming: I,
+        options: LogStoreOptions,
+    ) -> io::Result<Node>
+    where
+        I: futures_util::Stream<Item = Result<IO, IE>> + Send + 'static,
+        IO: tonic::transport::server::Connected + tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+        IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+    {
         let store = LogStore::open(dir, options).map_err(io::Error::other)?;
         let machine = StateMachine::open(dir, fresh)?;
         let restored = store.holds_entries() || machine.holds_snapshot();
         let raft = Raft::new(id, config, Network, store, machine.clone()).await.map_err(io::Error::other)?;
         let (stop, stopped) = oneshot::channel::<()>();
-        // Accepted sockets get TCP_NODELAY (the builder's setting covers only listeners it binds
-        // itself): without it a follower's small answer can wait out a delayed ACK.
-        let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
         let serving = tonic::transport::Server::builder()
             .add_service(service(raft.clone()))
             .add_service(membership_service(raft.clone(), me, machine.clone()))

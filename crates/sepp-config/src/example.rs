@@ -23,6 +23,11 @@ db_path = "./sepp-data"
 # tls_key_path = "/etc/sepp/tls/key.pem"
 # When true, only the queues declared under [[queues]] below can be used.
 strict_queues = false
+# The most connections the queue service holds open (more are closed at once; all listeners
+# together also stay within the process's descriptor limit minus a reserve for storage), and
+# how long a new connection may take for its TLS handshake and HTTP/2 preface (restart).
+max_connections = 10000
+handshake_timeout_ms = 10000
 
 [auth]
 # API keys for the queue service. Leave unset to allow every caller; an empty list `[]` rejects
@@ -109,6 +114,8 @@ export_interval_ms = 5000
 # The Prometheus scrape endpoint, GET /metrics (restart).
 prometheus_enabled = false
 prometheus_listen_addr = "0.0.0.0:9464"
+# The most connections the Prometheus endpoint holds open (restart).
+prometheus_max_connections = 64
 
 [admin]
 # The admin UI and its JSON API (restart).
@@ -131,6 +138,12 @@ stats_history_bytes = 16777216
 # loopback addresses (a Host or Origin not among them is refused: DNS rebinding). A name
 # without a port allows any port. List yours when binding 0.0.0.0 or behind a proxy.
 allowed_hosts = []
+# The most connections the admin listener holds open, how long a new connection may take for
+# its TLS handshake and a request for its headers, and how long a connection may stay silent
+# both ways before it is closed (restart).
+max_connections = 1000
+handshake_timeout_ms = 10000
+idle_timeout_ms = 120000
 
 [cluster]
 # Replication on Raft (docs/cluster.md): this node's id, from 1; unset runs a single node
@@ -152,6 +165,8 @@ heartbeat_interval_ms = 100
 election_timeout_ms = 1000
 # Entries after which a node snapshots its state and drops the log before it.
 snapshot_after_entries = 20000
+# The most connections the cluster listener holds open (restart).
+max_connections = 1000
 
 # Declared queues. Each may override the limits above for itself; the rest come from [limits].
 # [[queues]]

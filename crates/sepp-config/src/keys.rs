@@ -11,7 +11,18 @@ use toml::Value;
 /// The sections and their keys. `[[queues]]`, `auth.api_keys` and `admin.keys` are arrays of
 /// tables: their entries' keys are listed as `queues[].name`, `auth.api_keys[].key`, ...
 const SECTIONS: &[(&str, &[&str])] = &[
-    ("server", &["listen_addr", "db_path", "tls_cert_path", "tls_key_path", "strict_queues"]),
+    (
+        "server",
+        &[
+            "listen_addr",
+            "db_path",
+            "tls_cert_path",
+            "tls_key_path",
+            "strict_queues",
+            "max_connections",
+            "handshake_timeout_ms",
+        ],
+    ),
     ("auth", &["api_keys"]),
     (
         "limits",
@@ -57,7 +68,17 @@ const SECTIONS: &[(&str, &[&str])] = &[
     ),
     ("logging", &["level", "format"]),
     ("tracing", &["enabled", "otlp_endpoint", "service_name", "sample_ratio"]),
-    ("metrics", &["enabled", "otlp_endpoint", "export_interval_ms", "prometheus_enabled", "prometheus_listen_addr"]),
+    (
+        "metrics",
+        &[
+            "enabled",
+            "otlp_endpoint",
+            "export_interval_ms",
+            "prometheus_enabled",
+            "prometheus_listen_addr",
+            "prometheus_max_connections",
+        ],
+    ),
     (
         "admin",
         &[
@@ -70,6 +91,9 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "stats_history_ms",
             "stats_history_bytes",
             "allowed_hosts",
+            "max_connections",
+            "handshake_timeout_ms",
+            "idle_timeout_ms",
         ],
     ),
     (
@@ -83,6 +107,7 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "heartbeat_interval_ms",
             "election_timeout_ms",
             "snapshot_after_entries",
+            "max_connections",
         ],
     ),
     (

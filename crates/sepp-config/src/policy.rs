@@ -17,6 +17,8 @@ pub const RESTART_ONLY: &[&str] = &[
     "server.db_path",
     "server.tls_cert_path",
     "server.tls_key_path",
+    "server.max_connections",
+    "server.handshake_timeout_ms",
     "limits.max_message_bytes",
     "storage.persist_mode",
     "storage.sweep_interval_ms",
@@ -36,6 +38,9 @@ pub const RESTART_ONLY: &[&str] = &[
     "admin.listen_addr",
     "admin.tls_cert_path",
     "admin.tls_key_path",
+    "admin.max_connections",
+    "admin.handshake_timeout_ms",
+    "admin.idle_timeout_ms",
     "cluster",
 ];
 
@@ -100,6 +105,8 @@ impl Config {
             "server.db_path" => a.server.db_path == b.server.db_path,
             "server.tls_cert_path" => a.server.tls_cert_path == b.server.tls_cert_path,
             "server.tls_key_path" => a.server.tls_key_path == b.server.tls_key_path,
+            "server.max_connections" => a.server.max_connections == b.server.max_connections,
+            "server.handshake_timeout_ms" => a.server.handshake_timeout_ms == b.server.handshake_timeout_ms,
             "limits.max_message_bytes" => a.limits.max_message_bytes == b.limits.max_message_bytes,
             "storage.persist_mode" => a.storage.persist_mode == b.storage.persist_mode,
             "storage.sweep_interval_ms" => a.storage.sweep_interval_ms == b.storage.sweep_interval_ms,
@@ -124,6 +131,9 @@ impl Config {
             "admin.listen_addr" => a.admin.listen_addr == b.admin.listen_addr,
             "admin.tls_cert_path" => a.admin.tls_cert_path == b.admin.tls_cert_path,
             "admin.tls_key_path" => a.admin.tls_key_path == b.admin.tls_key_path,
+            "admin.max_connections" => a.admin.max_connections == b.admin.max_connections,
+            "admin.handshake_timeout_ms" => a.admin.handshake_timeout_ms == b.admin.handshake_timeout_ms,
+            "admin.idle_timeout_ms" => a.admin.idle_timeout_ms == b.admin.idle_timeout_ms,
             other => unreachable!("{other} is not in RESTART_ONLY"),
         }
     }

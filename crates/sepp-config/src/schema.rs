@@ -42,6 +42,10 @@ pub struct ServerConfig {
     pub tls_cert_path: Option<PathBuf>,
     pub tls_key_path: Option<PathBuf>,
     pub strict_queues: bool,
+    /// The most connections the queue listener holds open; more are closed at once.
+    pub max_connections: u64,
+    /// How long a new connection may take for its TLS handshake and HTTP/2 preface.
+    pub handshake_timeout_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -52,6 +56,8 @@ impl Default for ServerConfig {
             tls_cert_path: None,
             tls_key_path: None,
             strict_queues: false,
+            max_connections: 10_000,
+            handshake_timeout_ms: 10_000,
         }
     }
 }
@@ -270,6 +276,8 @@ pub struct MetricsConfig {
     pub prometheus_enabled: bool,
     #[serde(deserialize_with = "listen_addr")]
     pub prometheus_listen_addr: SocketAddr,
+    /// The most connections the Prometheus endpoint holds open; more are closed at once.
+    pub prometheus_max_connections: u64,
 }
 
 impl Default for MetricsConfig {
@@ -280,6 +288,7 @@ impl Default for MetricsConfig {
             export_interval_ms: 5_000,
             prometheus_enabled: false,
             prometheus_listen_addr: v4(0, 0, 0, 0, 9464),
+            prometheus_max_connections: 64,
         }
     }
 }
@@ -302,6 +311,12 @@ pub struct AdminConfig {
     /// Names (`host` or `host:port`) besides the listener's own address, `localhost` and the
     /// loopback literals that requests may give as `Host` and `Origin`.
     pub allowed_hosts: Vec<String>,
+    /// The most connections the admin listener holds open; more are closed at once.
+    pub max_connections: u64,
+    /// How long a new connection may take for its TLS handshake, and a request for its headers.
+    pub handshake_timeout_ms: u64,
+    /// How long a connection may stay without a byte either way before it is closed.
+    pub idle_timeout_ms: u64,
 }
 
 impl Default for AdminConfig {
@@ -316,6 +331,9 @@ impl Default for AdminConfig {
             stats_history_ms: 3_600_000,
             stats_history_bytes: 16 << 20,
             allowed_hosts: Vec::new(),
+            max_connections: 1_000,
+            handshake_timeout_ms: 10_000,
+            idle_timeout_ms: 120_000,
         }
     }
 }
@@ -344,6 +362,8 @@ pub struct ClusterConfig {
     pub election_timeout_ms: u64,
     /// A node snapshots its state after this many entries, and drops the log before the snapshot.
     pub snapshot_after_entries: u64,
+    /// The most connections the cluster listener holds open; more are closed at once.
+    pub max_connections: u64,
 }
 
 impl Default for ClusterConfig {
@@ -357,6 +377,7 @@ impl Default for ClusterConfig {
             heartbeat_interval_ms: 100,
             election_timeout_ms: 1_000,
             snapshot_after_entries: 20_000,
+            max_connections: 1_000,
         }
     }
 }

@@ -107,6 +107,8 @@ pub(crate) fn problems(config: &Config) -> Vec<Problem> {
 
 fn server(server: &ServerConfig) -> Check {
     non_empty(&key("server", "db_path"), &server.db_path.to_string_lossy())?;
+    at_least(&key("server", "max_connections"), server.max_connections, 1)?;
+    between(&key("server", "handshake_timeout_ms"), server.handshake_timeout_ms, 1, 3_600_000)?;
     tls_pair("server", server.tls_cert_path.as_deref(), server.tls_key_path.as_deref())
 }
 
@@ -289,6 +291,7 @@ fn observability(config: &Config) -> Check {
         non_empty(&key("metrics", "otlp_endpoint"), &metrics.otlp_endpoint)?;
         at_least(&key("metrics", "export_interval_ms"), metrics.export_interval_ms, 1)?;
     }
+    at_least(&key("metrics", "prometheus_max_connections"), metrics.prometheus_max_connections, 1)?;
     Ok(())
 }
 
@@ -333,6 +336,7 @@ fn cluster(cluster: &ClusterConfig, server: &ServerConfig) -> Check {
         ));
     }
     at_least(&key("cluster", "snapshot_after_entries"), cluster.snapshot_after_entries, 1)?;
+    at_least(&key("cluster", "max_connections"), cluster.max_connections, 1)?;
     let Some(node_id) = cluster.node_id else {
         return Ok(());
     };
@@ -405,7 +409,10 @@ fn admin(admin: &AdminConfig) -> Check {
     }
     between(&key("admin", "session_ttl_ms"), admin.session_ttl_ms, 60_000, 31_536_000_000)?;
     between(&key("admin", "stats_history_ms"), admin.stats_history_ms, 60_000, 21_600_000)?;
-    between(&key("admin", "stats_history_bytes"), admin.stats_history_bytes, 1 << 20, 1 << 30)
+    between(&key("admin", "stats_history_bytes"), admin.stats_history_bytes, 1 << 20, 1 << 30)?;
+    at_least(&key("admin", "max_connections"), admin.max_connections, 1)?;
+    between(&key("admin", "handshake_timeout_ms"), admin.handshake_timeout_ms, 1, 3_600_000)?;
+    between(&key("admin", "idle_timeout_ms"), admin.idle_timeout_ms, 1, 86_400_000)
 }
 
 /// Why `name` is not a valid queue name (docs/protocol.md#queue-names), if it is not. Length is a separate check.

@@ -143,8 +143,8 @@ fn dedup_window_is_pinned_from_boot_config() {
 
 #[test]
 fn restart_only_is_the_list_of_spec_4_4() {
-    // The 23 of sepp 0.1, and `[cluster]`.
-    assert_eq!(RESTART_ONLY.len(), 24);
+    // The 23 of sepp 0.1, `[cluster]`, and the connection bounds of the queue and admin listeners.
+    assert_eq!(RESTART_ONLY.len(), 29);
     for name in [
         "server.listen_addr",
         "limits.max_message_bytes",
@@ -168,6 +168,8 @@ fn each_restart_only_field_is_detected_on_its_own() {
         ("server.db_path", |c| c.server.db_path = PathBuf::from("/elsewhere")),
         ("server.tls_cert_path", |c| c.server.tls_cert_path = Some("/c".into())),
         ("server.tls_key_path", |c| c.server.tls_key_path = Some("/k".into())),
+        ("server.max_connections", |c| c.server.max_connections += 1),
+        ("server.handshake_timeout_ms", |c| c.server.handshake_timeout_ms += 1),
         ("limits.max_message_bytes", |c| c.limits.max_message_bytes += 1),
         ("storage.persist_mode", |c| c.storage.persist_mode = PersistMode::Buffer),
         ("storage.sweep_interval_ms", |c| c.storage.sweep_interval_ms += 1),
@@ -187,6 +189,9 @@ fn each_restart_only_field_is_detected_on_its_own() {
         ("admin.listen_addr", |c| c.admin.listen_addr = "127.0.0.1:1".parse().unwrap()),
         ("admin.tls_cert_path", |c| c.admin.tls_cert_path = Some("/c".into())),
         ("admin.tls_key_path", |c| c.admin.tls_key_path = Some("/k".into())),
+        ("admin.max_connections", |c| c.admin.max_connections += 1),
+        ("admin.handshake_timeout_ms", |c| c.admin.handshake_timeout_ms += 1),
+        ("admin.idle_timeout_ms", |c| c.admin.idle_timeout_ms += 1),
         ("cluster", |c| c.cluster.node_id = Some(1)),
     ];
     assert_eq!(changes.len(), RESTART_ONLY.len());

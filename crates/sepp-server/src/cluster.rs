@@ -246,6 +246,9 @@ pub fn data_dir(db_path: &std::path::Path) -> std::path::PathBuf {
     db_path.join("cluster")
 }
 
+/// How long a connection to the cluster listener may take to send the HTTP/2 preface.
+const CLUSTER_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// openraft's settings from `[cluster]`.
 pub fn raft_config(cluster: &sepp_config::ClusterConfig) -> Result<openraft::Config, ClusterStartError> {
     let config = openraft::Config {
@@ -281,9 +284,10 @@ impl ClusterNode {
         let dir = data_dir(db_path);
         let config = std::sync::Arc::new(raft_config(cluster)?);
         let addr = cluster.listen_addr;
-        let listener =
-            tokio::net::TcpListener::bind(addr).await.map_err(|source| ClusterStartError::Bind { addr, source })?;
+        let listener = crate::net::bind(addr).await.map_err(|source| ClusterStartError::Bind { addr, source })?;
         let bound = listener.local_addr().map_err(|source| ClusterStartError::Bind { addr, source })?;
+        let acceptor = crate::net::Acceptor::new(listener, crate::net::Listener::Cluster, cluster.max_connections);
+        let incoming = crate::net::grpc_incoming(acceptor, None, CLUSTER_HANDSHAKE_TIMEOUT);
         let options = sepp_cluster::LogStoreOptions {
             sync: boot.storage.persist_mode != sepp_config::PersistMode::Buffer,
             ..sepp_cluster::LogStoreOptions::default()
@@ -296,7 +300,7 @@ impl ClusterNode {
             raft: advertised(cluster.advertise_addr.as_ref(), addr, bound),
             api: advertised(cluster.api_addr.as_ref(), boot.server.listen_addr, api),
         };
-        let node = sepp_cluster::Node::start(id, me.clone(), &dir, config, fresh, listener, options)
+        let node = sepp_cluster::Node::start_on(id, me.clone(), &dir, config, fresh, incoming, options)
             .await
             .map_err(|source| ClusterStartError::Open { path: dir.clone(), source })?;
         let gate = std::sync::Arc::new(ClusterGate::new(&node.raft, me.clone(), &committer));

@@ -14,6 +14,8 @@
 //!   both listeners share; [`live`]: the hot-reloadable configuration.
 //! - [`admin`]: the admin listener (JSON API, SSE live stats, the embedded web UI);
 //!   [`admin_cli`]: `sepp admin <verb>`, a client of that API.
+//! - [`net`]: the accept path of every listener: `SO_REUSEADDR` binds, connection limits, the
+//!   descriptor budget, handshake deadlines.
 //! - [`logtext`]: client-supplied strings cut to a bounded length for log lines;
 //!   [`log_limit`]: the flood guard, which holds every log call site to about a line a second.
 //! - [`telemetry`]: OpenTelemetry traces and metrics, the Prometheus endpoint.
@@ -32,6 +34,7 @@ pub mod live;
 pub mod log_limit;
 pub mod logtext;
 pub mod memory;
+pub mod net;
 pub mod server;
 pub mod service;
 pub mod status;

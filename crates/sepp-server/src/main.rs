@@ -52,6 +52,8 @@ fn main() -> ExitCode {
     sepp_server::memory::disable_transparent_huge_pages();
     #[cfg(unix)]
     ignore_file_size_signal();
+    // Connections and storage share the descriptor limit; the server takes all it may have.
+    sepp_server::net::raise_descriptor_limit();
     let cli = Cli::parse();
     let source = sepp_config::discover(cli.config, &|name| std::env::var(name).ok());
     match cli.command {

@@ -13,8 +13,7 @@ use sepp_config::{Config, PersistMode};
 use sepp_core::{State, StorageRules};
 use sepp_log::{DurableLog, LogOptions};
 use tokio::net::TcpListener;
-use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Identity, Server, ServerTlsConfig};
+use tonic::transport::Server;
 
 use crate::auth::ApiKeyCheck;
 use crate::committer::{self, Clock, Command, CommitterHandle, CommitterSettings};
@@ -30,10 +29,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub enum StartError {
     #[error("could not bind {addr}: {source}")]
     Bind { addr: std::net::SocketAddr, source: std::io::Error },
-    #[error("could not read TLS file {path}: {source}")]
-    TlsFile { path: PathBuf, source: std::io::Error },
-    #[error("invalid TLS certificate or key: {0}")]
-    Tls(tonic::transport::Error),
+    #[error("{0}")]
+    Tls(String),
     #[error("the gRPC server failed: {0}")]
     Serve(tonic::transport::Error),
     #[error(transparent)]
@@ -65,10 +62,10 @@ pub struct ReloadSource {
     pub source: sepp_config::ConfigSource,
 }
 
-/// Binds the configured gRPC address.
+/// Binds the configured gRPC address (with `SO_REUSEADDR`, see [`crate::net::bind`]).
 pub async fn bind(config: &Config) -> Result<TcpListener, StartError> {
     let addr = config.server.listen_addr;
-    TcpListener::bind(addr).await.map_err(|source| StartError::Bind { addr, source })
+    crate::net::bind(addr).await.map_err(|source| StartError::Bind { addr, source })
 }
 
 /// Runs the server until `shutdown` resolves, then stops gracefully: parked reserves return
@@ -86,7 +83,7 @@ pub async fn run(
         Some(registry) => {
             let addr = config.metrics.prometheus_listen_addr;
             Some(
-                crate::telemetry::prometheus::start(addr, registry)
+                crate::telemetry::prometheus::start(addr, config.metrics.prometheus_max_connections, registry)
                     .await
                     .map_err(|source| StartError::PrometheusBind { addr, source })?,
             )
@@ -179,13 +176,15 @@ pub async fn run(
     })
     .await?;
 
+    // A peer that stops answering pings (30 s apart, 10 s to answer) is closed.
     let mut builder = Server::builder()
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(10)));
-    if let (Some(cert), Some(key)) = (&boot.server.tls_cert_path, &boot.server.tls_key_path) {
-        let identity = Identity::from_pem(read_tls(cert)?, read_tls(key)?);
-        builder = builder.tls_config(ServerTlsConfig::new().identity(identity)).map_err(StartError::Tls)?;
-    }
+    // TLS is done in the accept path (`net`), under the handshake deadline.
+    let tls_acceptor = match (&boot.server.tls_cert_path, &boot.server.tls_key_path) {
+        (Some(cert), Some(key)) => Some(crate::net::tls_acceptor(cert, key, &[b"h2"]).map_err(StartError::Tls)?),
+        _ => None,
+    };
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
     let api = QueueApi {
@@ -225,10 +224,12 @@ pub async fn run(
             let _ = committer.send(Command::Shutdown).await;
         }
     };
-    // The builder's tcp_nodelay applies only to listeners it binds itself; ours is bound by the
-    // caller, so accepted sockets get TCP_NODELAY here (without it, every small reply waits out
-    // a delayed ACK of tens of milliseconds).
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    // Accepted sockets get TCP_NODELAY in `net` (without it, every small reply waits out a
+    // delayed ACK of tens of milliseconds), within the listener's connection limit and the
+    // descriptor budget, each after its handshake.
+    let acceptor = crate::net::Acceptor::new(listener, crate::net::Listener::Queue, boot.server.max_connections);
+    let incoming =
+        crate::net::grpc_incoming(acceptor, tls_acceptor, Duration::from_millis(boot.server.handshake_timeout_ms));
     let serving = builder
         .add_service(health_service)
         .add_service(queue_service)
@@ -298,10 +299,6 @@ fn reflection_services() -> Result<
 
 fn enabled(on: bool) -> &'static str {
     if on { "enabled" } else { "disabled" }
-}
-
-fn read_tls(path: &PathBuf) -> Result<Vec<u8>, StartError> {
-    std::fs::read(path).map_err(|source| StartError::TlsFile { path: path.clone(), source })
 }
 
 /// Starts the committer, which opens storage (replaying the log into a fresh state) on its own

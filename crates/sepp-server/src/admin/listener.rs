@@ -7,12 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
@@ -27,8 +26,13 @@ use crate::admin::{AdminSetup, AdminShared, AdminState, access::Sessions, routes
 
 /// How long open connections may take to finish once the server stops.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-/// How long a client may take to finish its TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The connection bounds of the admin listener (`[admin]`).
+#[derive(Clone, Copy)]
+struct Bounds {
+    handshake: Duration,
+    idle: Duration,
+}
 
 /// Why the admin listener could not start.
 #[derive(Debug, thiserror::Error)]
@@ -95,8 +99,13 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
         _ => None,
     };
     let bind = boot.admin.listen_addr;
-    let listener = TcpListener::bind(bind).await.map_err(|source| AdminStartError::Bind { addr: bind, source })?;
+    let listener = crate::net::bind(bind).await.map_err(|source| AdminStartError::Bind { addr: bind, source })?;
     let addr = listener.local_addr().map_err(|source| AdminStartError::Bind { addr: bind, source })?;
+    let acceptor = crate::net::Acceptor::new(listener, crate::net::Listener::Admin, boot.admin.max_connections);
+    let bounds = Bounds {
+        handshake: Duration::from_millis(boot.admin.handshake_timeout_ms),
+        idle: Duration::from_millis(boot.admin.idle_timeout_ms),
+    };
 
     let hub = Arc::new(StatsHub::new(setup.snapshots.clone()));
     let (events, _) = broadcast::channel(EVENT_BUFFER);
@@ -131,7 +140,7 @@ pub async fn start(setup: AdminSetup) -> Result<Option<RunningAdmin>, AdminStart
     });
     log_listening(&state, addr, bind);
     let router = routes::router(state);
-    let serving = tokio::spawn(serve(listener, tls, router, stopping_receiver));
+    let serving = tokio::spawn(serve(acceptor, bounds, tls, router, stopping_receiver));
     Ok(Some(RunningAdmin { addr, stopping, serving }))
 }
 
@@ -171,30 +180,24 @@ fn log_listening(state: &AdminState, addr: SocketAddr, bind: SocketAddr) {
     }
 }
 
-/// Accepts connections until `stopping`, then lets the open ones finish for at most 10 s.
+/// Accepts connections (within `admin.max_connections` and the descriptor budget, see `net`)
+/// until `stopping`, then lets the open ones finish for at most 10 s. A connection is closed
+/// when its TLS handshake or a request's headers take longer than `admin.handshake_timeout_ms`,
+/// and when it has carried no byte either way for `admin.idle_timeout_ms`.
 async fn serve(
-    listener: TcpListener,
+    mut acceptor: crate::net::Acceptor,
+    bounds: Bounds,
     tls: Option<TlsAcceptor>,
     router: axum::Router,
     mut stopping: watch::Receiver<bool>,
 ) {
     let graceful = GracefulShutdown::new();
     loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
+        let conn = tokio::select! {
+            conn = acceptor.accept() => conn,
             _ = stopping.wait_for(|stopping| *stopping) => break,
         };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                // Out of file descriptors and the like: wait a moment rather than spin.
-                tracing::warn!(%error, "the admin listener could not accept a connection");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let Ok(local) = stream.local_addr() else { continue };
+        let (Ok(peer), Ok(local)) = (conn.peer_addr(), conn.local_addr()) else { continue };
         // Every request carries the ends of its connection: the Host check needs the address
         // the client reached, the authentication throttle the client's.
         let connection = Connection { peer, local };
@@ -206,23 +209,39 @@ async fn serve(
         let watcher = graceful.watcher();
         let tls = tls.clone();
         tokio::spawn(async move {
-            let builder = auto::Builder::new(TokioExecutor::new());
-            match tls {
-                None => {
-                    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                    let _ = watcher.watch(connection.into_owned()).await;
+            let activity = conn.activity();
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder.http1().timer(TokioTimer::new()).header_read_timeout(bounds.handshake);
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .keep_alive_interval(Some(Duration::from_secs(30)))
+                .keep_alive_timeout(Duration::from_secs(10));
+            let served = async {
+                match tls {
+                    None => {
+                        let connection = builder.serve_connection_with_upgrades(TokioIo::new(conn), service);
+                        let _ = watcher.watch(connection.into_owned()).await;
+                    }
+                    Some(acceptor) => {
+                        let Ok(handshake) = tokio::time::timeout(bounds.handshake, acceptor.accept(conn)).await else {
+                            crate::net::handshake_timed_out(crate::net::Listener::Admin);
+                            return;
+                        };
+                        let Ok(stream) = handshake else { return };
+                        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                        let _ = watcher.watch(connection.into_owned()).await;
+                    }
                 }
-                Some(acceptor) => {
-                    let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await else {
-                        return;
-                    };
-                    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                    let _ = watcher.watch(connection.into_owned()).await;
-                }
+            };
+            // Dropping the connection closes it.
+            tokio::select! {
+                () = served => {}
+                () = activity.idle(bounds.idle) => {}
             }
         });
     }
-    drop(listener);
+    drop(acceptor);
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
         tracing::warn!(
             grace_s = SHUTDOWN_GRACE.as_secs(),

@@ -332,6 +332,7 @@ impl Metrics {
             .with_description("Commands waiting for the committer")
             .with_callback(move |observer| observer.observe(committer.queued() as u64, &[]))
             .build();
+        connection_instruments(meter);
         metrics
     }
 
@@ -462,6 +463,36 @@ impl<'a> PerQueue<'a> {
             record(queue, *count);
         }
     }
+}
+
+/// `sepp.connections.open` and `sepp.connections.refused`, per listener, from `net`'s counts.
+fn connection_instruments(meter: &Meter) {
+    use crate::net::{Listener, Refusal, counts_of};
+    meter
+        .u64_observable_gauge("sepp.connections.open")
+        .with_description("Connections open, per listener")
+        .with_callback(|observer| {
+            for listener in Listener::ALL {
+                observer.observe(counts_of(listener).open(), &[KeyValue::new("listener", listener.name())]);
+            }
+        })
+        .build();
+    meter
+        .u64_observable_counter("sepp.connections.refused")
+        .with_description(
+            "Connections closed before they were served: past the listener's maximum, past the descriptor budget, or a missed handshake deadline",
+        )
+        .with_callback(|observer| {
+            for listener in Listener::ALL {
+                for refusal in Refusal::ALL {
+                    observer.observe(
+                        counts_of(listener).refused(refusal),
+                        &[KeyValue::new("listener", listener.name()), KeyValue::new("reason", refusal.name())],
+                    );
+                }
+            }
+        })
+        .build();
 }
 
 #[cfg(test)]

@@ -246,6 +246,8 @@ pub struct TestServer {
     env: Vec<(String, String)>,
     /// The largest file the server may write (`RLIMIT_FSIZE`), when limited.
     file_size_limit: Option<u64>,
+    /// The most descriptors the server may hold (`RLIMIT_NOFILE`, soft and hard), when limited.
+    descriptor_limit: Option<u64>,
     /// The network namespace the server runs in, and the address it serves at there (the
     /// loopback address otherwise).
     netns: Option<String>,
@@ -289,6 +291,17 @@ impl TestServer {
         server
     }
 
+    /// Like [`TestServer::start`], in a process that may hold at most `descriptors` file
+    /// descriptors (`RLIMIT_NOFILE`, soft and hard, as `prlimit --nofile=N:N` sets it).
+    pub fn start_with_descriptor_limit(toml_extra: &str, descriptors: u64) -> TestServer {
+        let dir = TempDir::new().expect("temporary directory");
+        let contents = render_config(dir.path(), toml_extra);
+        let mut server = TestServer::unstarted(dir, &contents, &[]);
+        server.descriptor_limit = Some(descriptors);
+        server.spawn();
+        server
+    }
+
     /// A server with its config file written, not started yet.
     fn unstarted(dir: TempDir, contents: &str, env: &[(&str, &str)]) -> TestServer {
         let config_path = dir.path().join("sepp.toml");
@@ -303,6 +316,7 @@ impl TestServer {
             port: 0,
             env,
             file_size_limit: None,
+            descriptor_limit: None,
             netns: None,
             host: "127.0.0.1".into(),
         }
@@ -329,6 +343,9 @@ impl TestServer {
         let mut command = sepp_command_in(self.netns.as_deref());
         if let Some(bytes) = self.file_size_limit {
             limit_file_size(&mut command, bytes);
+        }
+        if let Some(descriptors) = self.descriptor_limit {
+            limit_descriptors(&mut command, descriptors);
         }
         let mut child = command
             .arg("--config")
@@ -535,6 +552,22 @@ fn limit_file_size(command: &mut Command, bytes: u64) {
     unsafe {
         command.pre_exec(move || {
             if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        });
+    }
+}
+
+/// Has `command` run with `RLIMIT_NOFILE` set to `descriptors` (soft and hard).
+fn limit_descriptors(command: &mut Command, descriptors: u64) {
+    use std::os::unix::process::CommandExt;
+    let limit = libc::rlimit { rlim_cur: descriptors as libc::rlim_t, rlim_max: descriptors as libc::rlim_t };
+    // SAFETY: as in `limit_file_size`: only setrlimit, between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
         });
     }
 }

@@ -1,0 +1,230 @@
+//! Bounded, reaped connections on every listener (docs/operations.md#connections), against the
+//! real binary: a flood of idle connections past the descriptor limit leaves the server serving
+//! (storage not poisoned, no core spinning on `EMFILE`, accepting again afterwards); a
+//! connection that never completes its handshake is closed after the deadline; the admin
+//! listener closes a request whose headers never end and a connection that stays silent;
+//! connections past a listener's maximum are closed at once and counted; and a server killed
+//! with connections open restarts at once on the same ports.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::{QueueServiceClient, TestServer, job, loopback_port, reserve, with_payload};
+use sepp_server::proto::v1 as pb;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// The process's CPU time (user + system) in clock ticks, from `/proc/<pid>/stat`.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc/<pid>/stat");
+    // Fields after the command name (which is in parentheses and may hold spaces): utime and
+    // stime are the 14th and 15th fields of the line.
+    let after = &stat[stat.rfind(')').expect("comm") + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
+}
+
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf only reads a system constant.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }) as f64
+}
+
+/// `future`, or a failure naming `what` if it takes longer than `WAIT` (a server that stopped
+/// answering fails the test instead of hanging it).
+async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(WAIT, future).await.unwrap_or_else(|_| panic!("no answer to {what} within {WAIT:?}"))
+}
+
+/// Whether the peer closed `stream`: a read ends (EOF or a reset) before `WAIT`.
+fn closed_by_peer(stream: &mut TcpStream) -> bool {
+    stream.set_read_timeout(Some(WAIT)).expect("read timeout");
+    let mut buffer = [0u8; 1024];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+fn prometheus_url(server: &TestServer) -> String {
+    let line = server.stdout().wait_for("prometheus metrics endpoint listening", WAIT).expect("the endpoint's line");
+    let port = loopback_port(&line).unwrap_or_else(|| panic!("no port in {line:?}"));
+    format!("http://127.0.0.1:{port}/metrics")
+}
+
+/// The value of the sample `name{labels}` in a Prometheus exposition.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().filter(|line| !line.starts_with('#')).find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let (series_name, rest) = series.split_once('{').unwrap_or((series, ""));
+        let matches =
+            series_name == name && labels.iter().all(|(key, value)| rest.contains(&format!("{key}=\"{value}\"")));
+        matches.then(|| value.parse().ok()).flatten()
+    })
+}
+
+/// Scrapes until `name{labels}` is at least `at_least`.
+async fn wait_for_sample(url: &str, name: &str, labels: &[(&str, &str)], at_least: f64) -> String {
+    common::eventually(&format!("{name}{labels:?} >= {at_least}"), WAIT, || async {
+        let text = reqwest::get(url).await.ok()?.text().await.ok()?;
+        sample(&text, name, labels).filter(|value| *value >= at_least).map(|_| text)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_connection_flood_past_the_descriptor_limit_leaves_the_server_serving() {
+    // 128 descriptors in all, as `prlimit --nofile=128:128` gives: connections may take 64, the
+    // rest is storage's and the runtime's. Idle connections are kept for a minute.
+    let server = TestServer::start_with_descriptor_limit("[server]\nhandshake_timeout_ms = 60000\n", 128);
+    let mut client = server.raw_client().await;
+    common::enqueue_one(&mut client, job("flood", "t")).await;
+
+    let (pid, started, ticks_before) = (server.pid(), Instant::now(), cpu_ticks(server.pid()));
+    let flood: Vec<TcpStream> =
+        (0..300).filter_map(|_| TcpStream::connect(("127.0.0.1", server.port())).ok()).collect();
+    assert!(flood.len() >= 200, "the kernel accepted the flood's connections ({})", flood.len());
+
+    // Large payloads through the earlier connection: new log segments (4 and 8 MB) are opened
+    // while the flood holds every descriptor connections may have.
+    let payload = vec![7u8; 500 * 1024];
+    for _ in 0..30 {
+        let request = with_payload(job("flood", "big"), &payload, "application/octet-stream");
+        within("a large enqueue during the flood", common::enqueue_one(&mut client, request)).await;
+    }
+    // Time on the server's clock without work: reserves that wait on an empty queue.
+    for _ in 0..10 {
+        let mut waiting = reserve(&["flood-empty"], 1_000);
+        waiting.wait_timeout = Some(common::ms(100));
+        let jobs = within("a reserve during the flood", client.reserve(waiting))
+            .await
+            .expect("reserve while flooded")
+            .into_inner()
+            .jobs;
+        assert!(jobs.is_empty());
+    }
+    let cpu = (cpu_ticks(pid) - ticks_before) as f64 / ticks_per_second();
+    let wall = started.elapsed().as_secs_f64();
+    assert!(
+        cpu < wall * 0.5,
+        "the server used {cpu:.2} s of CPU in {wall:.2} s of flood (an accept loop spinning on EMFILE?)"
+    );
+    assert!(server.is_running());
+    assert!(!server.logs().contains("poisoned"), "storage must not be poisoned:\n{}", server.logs());
+
+    // After the flood, new connections are served again.
+    drop(flood);
+    let mut fresh = common::eventually("a new connection served after the flood", WAIT, || async {
+        let mut fresh = QueueServiceClient::connect(server.addr()).await.ok()?;
+        fresh.get_server_info(pb::GetServerInfoRequest {}).await.ok()?;
+        Some(fresh)
+    })
+    .await;
+    let jobs = fresh.reserve(reserve(&["flood"], 60_000)).await.expect("reserve").into_inner().jobs;
+    assert_eq!(jobs.len(), 1, "the first job is there");
+    assert!(!server.logs().contains("poisoned"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_stops_in_the_http2_preface_is_closed_and_counted() {
+    let server = TestServer::start(
+        "[server]\nhandshake_timeout_ms = 300\n\n[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n",
+    );
+    let url = prometheus_url(&server);
+    let mut silent = TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+    let mut half = TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+    half.write_all(b"PRI * HTTP/2.0\r\n").expect("half a preface");
+    assert!(closed_by_peer(&mut silent), "a connection that sends nothing is closed after the deadline");
+    assert!(closed_by_peer(&mut half), "a connection that sends half the preface is closed after the deadline");
+    wait_for_sample(&url, "sepp_connections_refused_total", &[("listener", "queue"), ("reason", "handshake")], 2.0)
+        .await;
+    // A client that completes its handshake in time is served as before.
+    let mut client = server.raw_client().await;
+    client.get_server_info(pb::GetServerInfoRequest {}).await.expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_listener_closes_unfinished_headers_and_silent_connections() {
+    let server = TestServer::start(
+        "[admin]\nenabled = true\nlisten_addr = \"127.0.0.1:0\"\nhandshake_timeout_ms = 300\nidle_timeout_ms = 400\n",
+    );
+    let admin = server.admin_url();
+    let addr: SocketAddr = admin.trim_start_matches("http://").parse().expect("admin address");
+    let mut headers = TcpStream::connect(addr).expect("connect");
+    headers.write_all(b"GET /admin/api/v1/overview HTTP/1.1\r\nHost: 127.0.0.1\r\n").expect("half the headers");
+    let mut silent = TcpStream::connect(addr).expect("connect");
+    assert!(closed_by_peer(&mut headers), "a request whose headers never end is closed");
+    assert!(closed_by_peer(&mut silent), "a connection that never sends a request is closed");
+    // An ordinary request is answered.
+    let answer = reqwest::get(format!("{admin}/admin/api/v1/server-info")).await.expect("admin request");
+    assert!(answer.status().as_u16() < 500, "{}", answer.status());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_max_connections_are_closed_at_once_and_counted() {
+    let server = TestServer::start(
+        "[server]\nmax_connections = 2\n\n[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n",
+    );
+    let url = prometheus_url(&server);
+    let held: Vec<TcpStream> =
+        (0..2).map(|_| TcpStream::connect(("127.0.0.1", server.port())).expect("connect")).collect();
+    wait_for_sample(&url, "sepp_connections_open", &[("listener", "queue")], 2.0).await;
+    let mut third = TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+    assert!(closed_by_peer(&mut third), "the connection past the maximum is closed");
+    let text =
+        wait_for_sample(&url, "sepp_connections_refused_total", &[("listener", "queue"), ("reason", "limit")], 1.0)
+            .await;
+    assert_eq!(sample(&text, "sepp_connections_open", &[("listener", "queue")]), Some(2.0), "{text}");
+    // Once one closes, a client is served again.
+    drop(held);
+    common::eventually("a client served once the held connections closed", WAIT, || async {
+        let mut client = QueueServiceClient::connect(server.addr()).await.ok()?;
+        client.get_server_info(pb::GetServerInfoRequest {}).await.ok()
+    })
+    .await;
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind port 0").local_addr().expect("address").port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_restarts_at_once_on_the_same_ports() {
+    let (queue, admin, metrics, cluster) = (free_port(), free_port(), free_port(), free_port());
+    let mut server = TestServer::start(&format!(
+        "[server]\nlisten_addr = \"127.0.0.1:{queue}\"\n\n\
+         [admin]\nenabled = true\nlisten_addr = \"127.0.0.1:{admin}\"\n\n\
+         [metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:{metrics}\"\n\n\
+         [cluster]\nnode_id = 1\nlisten_addr = \"127.0.0.1:{cluster}\"\n"
+    ));
+    for round in 0..4 {
+        assert_eq!(server.port(), queue);
+        // Connections open on every listener, with bytes exchanged, when the server dies: its
+        // side of each is left in TIME_WAIT.
+        let mut client = server.raw_client().await;
+        client.get_server_info(pb::GetServerInfoRequest {}).await.expect("served");
+        reqwest::get(format!("http://127.0.0.1:{metrics}/metrics")).await.expect("scrape");
+        reqwest::get(format!("http://127.0.0.1:{admin}/admin/api/v1/server-info")).await.expect("admin");
+        let open: Vec<TcpStream> = [queue, admin, metrics, cluster]
+            .iter()
+            .map(|port| TcpStream::connect(("127.0.0.1", *port)).expect("connect"))
+            .collect();
+        server.sigkill_and_wait();
+        drop(open);
+        drop(client);
+        server.start_again();
+        assert!(
+            server.stdout().wait_for("cluster node listening", WAIT).is_some(),
+            "round {round}: the cluster listener is back\n{}",
+            server.logs()
+        );
+    }
+}
