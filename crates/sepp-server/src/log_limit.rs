@@ -3,22 +3,25 @@
 //! a second however often it happens.
 //!
 //! [`FloodGuard`] is a layer of the tracing subscriber (the binary's `init_logging` installs it
-//! outermost), so it covers every line that reaches the log, the server's own and those of its
+//! outermost, behind the log's own filter), so it covers every line that reaches the log, the server's own and those of its
 //! libraries (openraft's error lines about an unreachable peer, tonic's, hyper's) alike. Each call
 //! site (one `info!`/`warn!`/`error!` in the source) has a [`Budget`]: [`BURST_LINES`] at once,
 //! refilled at one line a second. A line beyond it is dropped and counted; the next line the call
-//! site may log is preceded by one line at the same level, `N similar lines suppressed`, naming
-//! the call site. Debug and trace lines (off by default, asked for to diagnose) are not limited.
+//! site may log is followed by one line at the same level, `N similar lines suppressed`, naming
+//! the call site. The summary is logged from [`Layer::on_event`], once the line itself went
+//! out: an event dispatched while the subscriber is still deciding about another (in
+//! `event_enabled`) would reset the per-layer filters' state and lose that line. Debug and trace lines (off by default, asked for to diagnose) are not limited.
 //!
 //! The limit is a decision with `now` passed in ([`Budget::admit`]), so it is tested without a
 //! clock; the layer reads a monotonic clock.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use tracing::callsite::Identifier;
-use tracing::{Event, Level, Subscriber};
+use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 
 /// Lines one call site may log at once, before it is held to [`LINE_INTERVAL_MS`]: enough for
@@ -82,6 +85,12 @@ impl Default for FloodGuard {
     }
 }
 
+thread_local! {
+    /// A summary owed after the event being dispatched on this thread: how many lines its call
+    /// site dropped before it (set by `event_enabled`, logged by `on_event`).
+    static OWED: Cell<Option<(u64, &'static Metadata<'static>)>> = const { Cell::new(None) };
+}
+
 impl<S: Subscriber> Layer<S> for FloodGuard {
     fn event_enabled(&self, event: &Event<'_>, _: Context<'_, S>) -> bool {
         let metadata = event.metadata();
@@ -95,25 +104,32 @@ impl<S: Subscriber> Layer<S> for FloodGuard {
         };
         match admit {
             Admit::Suppress => false,
-            Admit::Log { suppressed: 0 } => true,
             Admit::Log { suppressed } => {
-                // Logged from inside the subscriber: the lock is released, and the summary's
-                // target is let through above, so this cannot recurse further.
-                let from = metadata.target();
-                let line = metadata.line().unwrap_or(0);
-                let file = metadata.file().unwrap_or("?");
-                macro_rules! summary {
-                    ($level:expr) => {
-                        tracing::event!(target: SUMMARY_TARGET, $level, suppressed, from, at = %format_args!("{file}:{line}"), "{suppressed} similar lines suppressed")
-                    };
-                }
-                match *metadata.level() {
-                    Level::ERROR => summary!(Level::ERROR),
-                    Level::WARN => summary!(Level::WARN),
-                    _ => summary!(Level::INFO),
-                }
+                OWED.with(|owed| owed.set((suppressed > 0).then_some((suppressed, metadata))));
                 true
             }
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        let Some((suppressed, metadata)) = OWED.with(Cell::take) else { return };
+        if !std::ptr::eq(metadata, event.metadata()) {
+            return;
+        }
+        // The line itself has gone out; the summary's target is let through above, so this
+        // cannot recurse further.
+        let from = metadata.target();
+        let line = metadata.line().unwrap_or(0);
+        let file = metadata.file().unwrap_or("?");
+        macro_rules! summary {
+            ($level:expr) => {
+                tracing::event!(target: SUMMARY_TARGET, $level, suppressed, from, at = %format_args!("{file}:{line}"), "{suppressed} similar lines suppressed")
+            };
+        }
+        match *metadata.level() {
+            Level::ERROR => summary!(Level::ERROR),
+            Level::WARN => summary!(Level::WARN),
+            _ => summary!(Level::INFO),
         }
     }
 }

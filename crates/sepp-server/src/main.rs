@@ -144,20 +144,32 @@ fn fail(error: &dyn std::fmt::Display) -> ExitCode {
 fn init_logging(config: &Config, otel: Option<&Tracing>) {
     let from_env =
         std::env::var("RUST_LOG").ok().map(|directives| (EnvFilter::try_new(&directives).is_ok(), directives));
-    let filter = from_env
-        .as_ref()
-        .and_then(|(valid, directives)| valid.then(|| EnvFilter::new(directives)))
-        .or_else(|| EnvFilter::try_new(quiet_raft(&config.logging.level)).ok())
-        .unwrap_or_else(|| EnvFilter::new("info"));
-    let ansi = colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok());
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stdout);
-    let fmt = match config.logging.format {
-        LogFormat::Json => fmt.json().boxed(),
-        LogFormat::Text => fmt.with_ansi(ansi).boxed(),
+    let make_filter = || {
+        from_env
+            .as_ref()
+            .and_then(|(valid, directives)| valid.then(|| EnvFilter::new(directives)))
+            .or_else(|| EnvFilter::try_new(quiet_raft(&config.logging.level)).ok())
+            .unwrap_or_else(|| EnvFilter::new("info"))
     };
-    // The flood guard is outermost: it sees each line the filters let through, once, and holds
-    // every call site to about a line a second (docs/operations.md, "Log volume").
-    let guard = sepp_server::log_limit::FloodGuard::new();
+    let filter = make_filter();
+    let ansi = colour(std::io::stdout().is_terminal(), &|name| std::env::var(name).ok());
+    let format = config.logging.format;
+    // A macro, not a closure: each subscriber stack below boxes the layer for its own type.
+    macro_rules! fmt {
+        () => {{
+            let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stdout);
+            match format {
+                LogFormat::Json => fmt.json().boxed(),
+                LogFormat::Text => fmt.with_ansi(ansi).boxed(),
+            }
+        }};
+    }
+    // The flood guard is outermost: it sees each line the log's filter lets through, once, and
+    // holds every call site to about a line a second (docs/operations.md, "Log volume"). It is
+    // behind the log's filter: beside per-layer filters, a layer without one would make every
+    // call site of every crate (h2's and hyper's trace lines, their spans) interesting, and each
+    // would be built and dispatched on every call.
+    let guard = sepp_server::log_limit::FloodGuard::new;
     match otel {
         // Spans go to the exporter whatever the log level: only the server's own (`sepp`
         // targets). Each layer has its own filter then.
@@ -165,11 +177,15 @@ fn init_logging(config: &Config, otel: Option<&Tracing>) {
             let otel = tracing_opentelemetry::layer()
                 .with_tracer(otel.tracer())
                 .with_filter(Targets::new().with_target("sepp", tracing::Level::INFO));
-            tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).with(guard).init();
+            tracing_subscriber::registry()
+                .with(fmt!().with_filter(filter))
+                .with(otel)
+                .with(guard().with_filter(make_filter()))
+                .init();
         }
-        // Without tracing, the log's filter is the only one: a call site it disables is never
-        // registered as interesting, and costs nothing, as before.
-        None => tracing_subscriber::registry().with(fmt.with_filter(filter)).with(guard).init(),
+        // Without tracing, the log's filter is global: a call site it disables is never
+        // registered as interesting, for the flood guard either, and costs nothing.
+        None => tracing_subscriber::registry().with(filter).with(fmt!()).with(guard()).init(),
     }
     if let Some((false, directives)) = &from_env {
         tracing::warn!(rust_log = %Bounded(directives), "RUST_LOG is not a valid filter; using logging.level instead");
