@@ -393,14 +393,22 @@ impl Drop for Conn {
     }
 }
 
+/// Copies what is left of `replay` (bytes read ahead) into `buf`; whether there was any.
+fn replay_into(replay: &[u8], replayed: &mut usize, buf: &mut ReadBuf<'_>) -> bool {
+    let rest = &replay[*replayed..];
+    if rest.is_empty() {
+        return false;
+    }
+    let n = rest.len().min(buf.remaining());
+    buf.put_slice(&rest[..n]);
+    *replayed += n;
+    true
+}
+
 impl AsyncRead for Conn {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        if this.replayed < this.replay.len() {
-            let rest = &this.replay[this.replayed..];
-            let n = rest.len().min(buf.remaining());
-            buf.put_slice(&rest[..n]);
-            this.replayed += n;
+        if replay_into(&this.replay, &mut this.replayed, buf) {
             return Poll::Ready(Ok(()));
         }
         let before = buf.filled().len();
@@ -473,11 +481,7 @@ pub struct Replay<S> {
 impl<S: AsyncRead + Unpin> AsyncRead for Replay<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        if this.replayed < this.replay.len() {
-            let rest = &this.replay[this.replayed..];
-            let n = rest.len().min(buf.remaining());
-            buf.put_slice(&rest[..n]);
-            this.replayed += n;
+        if replay_into(&this.replay, &mut this.replayed, buf) {
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.inner).poll_read(cx, buf)

@@ -343,12 +343,24 @@ mod tests {
     }
 
     async fn failing_then_ok(policy: &RetryPolicy, scope: RetryScope, failures: u32, code: Code) -> (bool, u32) {
+        calls_until_ok(policy, scope, false, failures, code).await
+    }
+
+    /// A call that fails `failures` times with `code`, then succeeds, under `policy`, by a client
+    /// that knows (or not) it talks to a cluster: whether it succeeded, and after how many attempts.
+    async fn calls_until_ok(
+        policy: &RetryPolicy,
+        scope: RetryScope,
+        cluster: bool,
+        failures: u32,
+        code: Code,
+    ) -> (bool, u32) {
         let calls = AtomicU32::new(0);
         let (result, attempts) = with_retries(
             policy,
             "test",
             scope,
-            || false,
+            || cluster,
             || async {
                 let call = calls.fetch_add(1, Ordering::SeqCst);
                 if call < failures { Err(Status::new(code, "no")) } else { Ok(()) }
@@ -376,19 +388,7 @@ mod tests {
     }
 
     async fn in_cluster(policy: &RetryPolicy, scope: RetryScope, failures: u32, code: Code) -> (bool, u32) {
-        let calls = AtomicU32::new(0);
-        let (result, attempts) = with_retries(
-            policy,
-            "test",
-            scope,
-            || true,
-            || async {
-                let call = calls.fetch_add(1, Ordering::SeqCst);
-                if call < failures { Err(Status::new(code, "no")) } else { Ok(()) }
-            },
-        )
-        .await;
-        (result.is_ok(), attempts)
+        calls_until_ok(policy, scope, true, failures, code).await
     }
 
     #[tokio::test]
