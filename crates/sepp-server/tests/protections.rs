@@ -134,15 +134,11 @@ async fn wait_for_sample(server: &TestServer, name: &str, labels: &[&str], expec
     let line = server.stdout().wait_for("prometheus metrics endpoint listening", WAIT).expect("the endpoint's line");
     let port = loopback_port(&line).expect("a port");
     let url = format!("http://127.0.0.1:{port}/metrics");
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
+    eventually(&format!("{name} {labels:?} to reach {expected}"), WAIT, || async {
         let text = reqwest::get(&url).await.expect("scrape").text().await.expect("body");
-        if sample(&text, name, labels) == Some(expected) {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "{name} {labels:?} never reached {expected}:\n{text}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (sample(&text, name, labels) == Some(expected)).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
