@@ -56,6 +56,16 @@ fn accepted() -> pb::EnqueueResponse {
 
 #[tonic::async_trait]
 impl QueueService for Ceiling {
+    type ConsumeStream = futures_util::stream::Empty<Result<pb::ConsumeResponse, Status>>;
+
+    /// The ceiling measures unary calls only.
+    async fn consume(
+        &self,
+        _request: Request<tonic::Streaming<pb::ConsumeRequest>>,
+    ) -> Result<Response<Self::ConsumeStream>, Status> {
+        Err(Status::unimplemented("the ceiling server does not stream"))
+    }
+
     async fn enqueue_batch(
         &self,
         request: Request<pb::EnqueueBatchRequest>,

@@ -29,6 +29,7 @@ pub mod auth;
 pub mod cluster;
 pub mod cluster_cli;
 pub mod committer;
+pub mod consume;
 pub mod convert;
 pub mod live;
 pub mod log_limit;

@@ -204,6 +204,15 @@ fn logged<T>(rpc: &'static str, result: Result<T, ApiError>) -> Result<T, Status
 
 #[tonic::async_trait]
 impl pb::queue_service_server::QueueService for QueueApi {
+    type ConsumeStream = crate::consume::ConsumeStream;
+
+    async fn consume(
+        &self,
+        request: Request<tonic::Streaming<pb::ConsumeRequest>>,
+    ) -> Result<Response<Self::ConsumeStream>, Status> {
+        crate::consume::open(self, request).await
+    }
+
     async fn enqueue_batch(
         &self,
         request: Request<pb::EnqueueBatchRequest>,
@@ -315,11 +324,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
                             pb::ack_result::Outcome::Success(pb::AckResponse { job_id: ack.job_id })
                         }
                         Err(error) => {
-                            let status = Status::from(error);
-                            pb::ack_result::Outcome::Error(pb::CallStatus {
-                                code: status.code() as i32,
-                                message: status.message().to_owned(),
-                            })
+                            pb::ack_result::Outcome::Error(crate::status::call_status(&Status::from(error)))
                         }
                     }),
                 })
@@ -631,6 +636,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
             dead_letter_retention_enabled: self.live.boot.storage.dead_letter_retention_ms > 0,
             features: FEATURES.iter().map(|feature| (*feature).into()).collect(),
             cluster: self.cluster.as_ref().map(|cluster| cluster.info()),
+            max_consume_credits: 0,
         }))
     }
 }

@@ -80,3 +80,13 @@ impl From<tokio::sync::oneshot::error::RecvError> for ApiError {
 pub fn is_server_fault(status: &Status) -> bool {
     matches!(status.code(), tonic::Code::Internal | tonic::Code::Unknown | tonic::Code::DataLoss)
 }
+
+/// One item's status inside a batch or stream answer: its code, its message, and whether it
+/// carries the cancelled trailer.
+pub fn call_status(status: &Status) -> crate::proto::v1::CallStatus {
+    crate::proto::v1::CallStatus {
+        code: status.code() as i32,
+        message: status.message().to_owned(),
+        cancelled: status.metadata().get(CANCELLED_TRAILER).is_some(),
+    }
+}
