@@ -22,6 +22,9 @@ use sepp_log::Log;
 /// Most commands applied in one cycle; bounds reply latency under a flood.
 const MAX_GROUP: usize = 4096;
 
+/// Cancelled leases kept for a Consume stream that has not read them yet.
+pub const CANCEL_FEED_CAPACITY: usize = 4096;
+
 pub type Reply<T> = oneshot::Sender<T>;
 
 /// A delivered job or drained dead letter, with its payload bytes loaded from wherever the log
@@ -159,6 +162,8 @@ enum Answer {
     Deleted(Reply<bool>, bool),
     Schedules(Reply<Vec<sepp_core::schedule::Schedule>>, Vec<sepp_core::schedule::Schedule>),
     Admin(crate::admin::commands::Deferred),
+    /// Leased jobs this cycle cancelled, told to the Consume streams once durable.
+    LeasesCancelled(tokio::sync::broadcast::Sender<JobId>, Vec<JobId>),
 }
 
 /// What a caller that had gone did not take, and the queue must get back: the jobs leased to
@@ -194,6 +199,7 @@ impl Answer {
                 return reply.send(loaded).err().map(Unclaimed::DeadLetters);
             }
             Answer::Admin(deferred) => deferred.send(log),
+            Answer::LeasesCancelled(feed, job_ids) => job_ids.into_iter().for_each(|job_id| drop(feed.send(job_id))),
         }
         None
     }
@@ -235,6 +241,8 @@ pub struct CommitterHandle {
     poison: tokio::sync::watch::Receiver<Option<String>>,
     /// Whether the committer serves (false while it follows, in cluster mode).
     leading: tokio::sync::watch::Receiver<bool>,
+    /// Leased jobs cancelled, each once its cancel is durable (see [`CommitterHandle::cancelled_leases`]).
+    cancels: tokio::sync::broadcast::Sender<JobId>,
 }
 
 impl CommitterHandle {
@@ -274,6 +282,13 @@ impl CommitterHandle {
     /// [`Command::Lead`] until it follows again (told to, or because a proposal failed).
     pub fn leading(&self) -> tokio::sync::watch::Receiver<bool> {
         self.leading.clone()
+    }
+
+    /// The ids of leased jobs as they are cancelled (by CancelJob or the admin API), each sent
+    /// once the cancel is durable. A receiver more than [`CANCEL_FEED_CAPACITY`] behind misses
+    /// the oldest (it hears `Lagged`); the committer looks for cancels only while one listens.
+    pub fn cancelled_leases(&self) -> tokio::sync::broadcast::Receiver<JobId> {
+        self.cancels.subscribe()
     }
 }
 
@@ -352,6 +367,8 @@ pub fn spawn<E: Send + 'static>(
     let (sender, receiver) = flume::bounded(settings.command_queue_capacity.max(1));
     let (poison, poison_receiver) = tokio::sync::watch::channel(None);
     let (leading, leading_receiver) = tokio::sync::watch::channel(!settings.follows);
+    let (cancels, _) = tokio::sync::broadcast::channel(CANCEL_FEED_CAPACITY);
+    let committer_cancels = cancels.clone();
     let poison_on_panic = poison.clone();
     let (opened, open_result) = std::sync::mpsc::sync_channel(1);
     let (closed, closed_receiver) = oneshot::channel();
@@ -388,6 +405,7 @@ pub fn spawn<E: Send + 'static>(
                 observe: settings.observe,
                 following: settings.follows,
                 leading,
+                cancels: committer_cancels,
             };
             // A panic is a broken invariant. It poisons storage like a failed write: callers of
             // the cycle hear INTERNAL, later calls too, and the server stops and says why,
@@ -408,7 +426,7 @@ pub fn spawn<E: Send + 'static>(
         .expect("spawn the committer thread");
     match open_result.recv() {
         Ok(Ok(())) => Ok((
-            CommitterHandle { sender, poison: poison_receiver, leading: leading_receiver },
+            CommitterHandle { sender, poison: poison_receiver, leading: leading_receiver, cancels },
             Closed(closed_receiver),
         )),
         Ok(Err(error)) => {
@@ -449,6 +467,8 @@ struct Committer {
     /// refused.
     following: bool,
     leading: tokio::sync::watch::Sender<bool>,
+    /// Where cancelled leases are told to Consume streams.
+    cancels: tokio::sync::broadcast::Sender<JobId>,
 }
 
 /// The log of a committer that follows (cluster mode, before [`Command::Lead`] and after it
@@ -548,6 +568,7 @@ impl Committer {
             self.apply(now_ms, command);
         }
         self.serve_waiters(now_ms);
+        self.tell_cancelled_leases();
         if let Err(error) = self.persist() {
             if self.log.failure_is_final() {
                 self.poisoned(&error);
@@ -571,6 +592,25 @@ impl Committer {
             stats.after_cycle(now_ms, &mut self.state);
         }
         !self.close
+    }
+
+    /// Queues, as an answer of this cycle, the leased jobs it cancelled, when a Consume stream
+    /// listens.
+    fn tell_cancelled_leases(&mut self) {
+        if self.cancels.receiver_count() == 0 {
+            return;
+        }
+        let job_ids: Vec<JobId> = self
+            .records
+            .iter()
+            .filter_map(|record| match record {
+                Record::LeaseCancelled { job_id, .. } => Some(*job_id),
+                _ => None,
+            })
+            .collect();
+        if !job_ids.is_empty() {
+            self.answers.push(Answer::LeasesCancelled(self.cancels.clone(), job_ids));
+        }
     }
 
     fn sweep(&mut self, now_ms: TimeMs) {

@@ -187,6 +187,7 @@ pub async fn run(
     };
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
+    let (stop_streams, stopping_streams) = tokio::sync::watch::channel(false);
     let api = QueueApi {
         committer: committer.clone(),
         live: live.clone(),
@@ -194,6 +195,7 @@ pub async fn run(
         clock: clock.clone(),
         telemetry,
         cluster: gate.clone(),
+        stopping: stopping_streams,
     };
     let queue_service = QueueServiceServer::new(api)
         .max_decoding_message_size(boot.limits.max_message_bytes as usize)
@@ -220,6 +222,8 @@ pub async fn run(
                 }
             }
             stopping.notify_one();
+            // Consume streams end (UNAVAILABLE) rather than hold the transport open.
+            stop_streams.send_replace(true);
             // Parked reserves answer empty now, before the transport waits for them.
             let _ = committer.send(Command::Shutdown).await;
         }

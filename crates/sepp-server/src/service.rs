@@ -14,7 +14,7 @@ use tonic::{Request, Response, Status};
 use tracing::{Instrument, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::committer::{Clock, Command, CommitterHandle};
+use crate::committer::{Clock, Command, CommitterHandle, Loaded};
 use crate::convert;
 use crate::live::LiveConfig;
 use crate::logtext::{Bounded, MAX_REJECTIONS_LOGGED, RejectionDetail};
@@ -33,7 +33,7 @@ const MAX_CANCEL_REASON_BYTES: usize = 1_024;
 
 /// What `GetServerInfo` lists as offered beyond the 0.1 protocol.
 pub const FEATURES: &[&str] =
-    &["ack_batch", "cancel", "schedules", "pause", "in_flight_limits", "rate_limits", "key_limits"];
+    &["ack_batch", "cancel", "schedules", "pause", "in_flight_limits", "rate_limits", "key_limits", "consume"];
 
 /// Who the audit log says paused or resumed a queue over gRPC (the admin API names its key).
 fn grpc_actor() -> crate::admin::access::Actor {
@@ -43,6 +43,7 @@ fn grpc_actor() -> crate::admin::access::Actor {
 /// A job after stages A to C: an id and the job, ready for the committer, or its rejection.
 type Screened = Result<(JobId, sepp_core::NewJob), Rejection>;
 
+#[derive(Clone)]
 pub struct QueueApi {
     pub committer: CommitterHandle,
     pub live: Arc<LiveConfig>,
@@ -53,6 +54,8 @@ pub struct QueueApi {
     /// Cluster mode: this node's view of the cluster; a dropped answer means this node stopped
     /// leading mid-call.
     pub cluster: Option<Arc<crate::cluster::ClusterGate>>,
+    /// Becomes true when the server begins to stop: Consume streams end UNAVAILABLE.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl QueueApi {
@@ -189,7 +192,7 @@ fn validate_ack_batch_size(policy: &sepp_core::Policy, acks: usize) -> Result<()
 }
 
 /// Logs a failed call the way docs/protocol.md#status-codes says: server faults as errors, the rest at debug.
-fn logged<T>(rpc: &'static str, result: Result<T, ApiError>) -> Result<T, Status> {
+pub(crate) fn logged<T>(rpc: &'static str, result: Result<T, ApiError>) -> Result<T, Status> {
     let result = result.map_err(Status::from);
     if let Err(status) = &result {
         let message = Bounded(status.message());
@@ -253,18 +256,11 @@ impl pb::queue_service_server::QueueService for QueueApi {
                 span.set_attribute("wait_ms", plan.wait_ms as i64);
             }
             let deliveries = self.ask(|reply| Command::Reserve { plan, reply }).await?;
-            if let (Some(workers), Some(worker_id)) = (&self.workers, worker_id) {
-                let delivered = deliveries.iter().map(|loaded| (loaded.value.job.id, loaded.value.attempt));
-                workers.saw(&worker_id, self.clock.now_ms(), delivered);
-            }
-            if let Some(metrics) = &self.telemetry.metrics {
-                if deliveries.is_empty() {
-                    queues.iter().flatten().for_each(|queue| metrics.reserve_empty(queue));
-                } else {
-                    let mut per_queue = PerQueue::default();
-                    deliveries.iter().for_each(|loaded| per_queue.add(&loaded.value.job.queue));
-                    per_queue.each(|queue, count| metrics.reserved(queue, count));
-                }
+            self.delivered(worker_id.as_deref(), &deliveries);
+            if let Some(metrics) = &self.telemetry.metrics
+                && deliveries.is_empty()
+            {
+                queues.iter().flatten().for_each(|queue| metrics.reserve_empty(queue));
             }
             if !span.is_disabled() {
                 span.set_attribute("job_count", deliveries.len() as i64);
@@ -323,9 +319,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
                             acked += 1;
                             pb::ack_result::Outcome::Success(pb::AckResponse { job_id: ack.job_id })
                         }
-                        Err(error) => {
-                            pb::ack_result::Outcome::Error(crate::status::call_status(&Status::from(error)))
-                        }
+                        Err(error) => pb::ack_result::Outcome::Error(crate::status::call_status(&Status::from(error))),
                     }),
                 })
                 .collect::<Vec<_>>();
@@ -496,47 +490,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
             let reason: String = request.reason.as_deref().unwrap_or("<none>").chars().take(256).collect();
             span.set_attribute("reason", reason);
         }
-        let result = async {
-            let target =
-                validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
-            let strategy = validate::validate_nack_strategy(convert::nack_retry(request.retry))?;
-            let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
-            let (attempt, reason) = (request.attempt, request.reason.clone());
-            let settled = self.ask(|reply| Command::Nack { job_id, attempt, strategy, reason, reply }).await??;
-            let nacked = settled.value;
-            if let Some(job) = &settled.job {
-                if let Some(metrics) = &self.telemetry.metrics {
-                    metrics.nacked(&job.queue);
-                    if nacked.dead_lettered {
-                        let cause = if strategy == NackStrategy::DeadLetter {
-                            DeadLetterCause::Rejected
-                        } else {
-                            DeadLetterCause::AttemptsExhausted
-                        };
-                        metrics.dead_lettered(&job.queue, cause, 1);
-                    }
-                }
-                settled_job(&span, !span.is_disabled(), job);
-            }
-            if !span.is_disabled() {
-                let retry = match strategy {
-                    NackStrategy::Default => "default",
-                    NackStrategy::Delay { .. } => "delay",
-                    NackStrategy::DeadLetter => "dead_letter",
-                };
-                span.set_attribute("retry", retry);
-                span.set_attribute("dead_lettered", nacked.dead_lettered);
-                span.set_attribute("retry_delay_ms", nacked.retry_delay_ms as i64);
-            }
-            if nacked.dead_lettered {
-                let reason = request.reason.as_deref().map_or(Bounded("<none>"), Bounded);
-                tracing::info!(%job_id, attempt, %reason, "job dead-lettered via nack");
-            }
-            Ok::<_, ApiError>(Response::new(pb::NackResponse {
-                job_id: request.job_id.clone(),
-                dead_lettered: nacked.dead_lettered,
-            }))
-        };
+        let result = async { Ok(Response::new(self.nack_item(&request, &span).await?)) };
         let result = self.in_span(&span, result).await;
         self.finish("Nack", started, &span, result)
     }
@@ -548,27 +502,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         if !span.is_disabled() {
             settle_attributes(&span, &request.job_id, request.attempt, request.worker_id.as_deref());
         }
-        let result = async {
-            let target = validate::validate_lease_fields(&request.job_id, request.attempt, None)?;
-            let lease_ms =
-                validate::validate_lease_duration(request.lease_duration.as_ref().map(convert::duration_ms))?;
-            validate::validate_worker_id(request.worker_id.as_deref())?;
-            let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
-            let attempt = request.attempt;
-            let settled = self.ask(|reply| Command::Extend { job_id, attempt, lease_ms, reply }).await??;
-            let deadline_ms = settled.value;
-            if !span.is_disabled() {
-                span.set_attribute("lease_duration_ms", lease_ms as i64);
-                span.set_attribute("lease_expires_at", deadline_ms);
-                if let Some(job) = &settled.job {
-                    settled_job(&span, true, job);
-                }
-            }
-            Ok::<_, ApiError>(Response::new(pb::ExtendResponse {
-                job_id: request.job_id.clone(),
-                lease_expires_at: Some(convert::timestamp(deadline_ms)),
-            }))
-        };
+        let result = async { Ok(Response::new(self.extend_item(&request, &span).await?)) };
         let result = self.in_span(&span, result).await;
         self.finish("Extend", started, &span, result)
     }
@@ -636,15 +570,96 @@ impl pb::queue_service_server::QueueService for QueueApi {
             dead_letter_retention_enabled: self.live.boot.storage.dead_letter_retention_ms > 0,
             features: FEATURES.iter().map(|feature| (*feature).into()).collect(),
             cluster: self.cluster.as_ref().map(|cluster| cluster.info()),
-            max_consume_credits: 0,
+            max_consume_credits: crate::consume::MAX_CONSUME_CREDITS,
         }))
     }
 }
 
 impl QueueApi {
+    /// Notes jobs leased to a worker, by Reserve or on a Consume stream: the admin API's workers
+    /// view, and the per-queue reserve counts.
+    pub(crate) fn delivered(&self, worker_id: Option<&str>, deliveries: &[Loaded<sepp_core::Delivery>]) {
+        if let (Some(workers), Some(worker_id)) = (&self.workers, worker_id) {
+            let delivered = deliveries.iter().map(|loaded| (loaded.value.job.id, loaded.value.attempt));
+            workers.saw(worker_id, self.clock.now_ms(), delivered);
+        }
+        if let Some(metrics) = &self.telemetry.metrics
+            && !deliveries.is_empty()
+        {
+            let mut per_queue = PerQueue::default();
+            deliveries.iter().for_each(|loaded| per_queue.add(&loaded.value.job.queue));
+            per_queue.each(|queue, count| metrics.reserved(queue, count));
+        }
+    }
+
+    /// One nack, of a Nack call or a Consume stream: validated, committed, counted and logged.
+    pub(crate) async fn nack_item(&self, request: &pb::NackRequest, span: &Span) -> Result<pb::NackResponse, ApiError> {
+        let target = validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
+        let strategy = validate::validate_nack_strategy(convert::nack_retry(request.retry))?;
+        let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
+        let (attempt, reason) = (request.attempt, request.reason.clone());
+        let settled = self.ask(|reply| Command::Nack { job_id, attempt, strategy, reason, reply }).await??;
+        let nacked = settled.value;
+        if let Some(job) = &settled.job {
+            if let Some(metrics) = &self.telemetry.metrics {
+                metrics.nacked(&job.queue);
+                if nacked.dead_lettered {
+                    let cause = if strategy == NackStrategy::DeadLetter {
+                        DeadLetterCause::Rejected
+                    } else {
+                        DeadLetterCause::AttemptsExhausted
+                    };
+                    metrics.dead_lettered(&job.queue, cause, 1);
+                }
+            }
+            settled_job(span, !span.is_disabled(), job);
+        }
+        if !span.is_disabled() {
+            let retry = match strategy {
+                NackStrategy::Default => "default",
+                NackStrategy::Delay { .. } => "delay",
+                NackStrategy::DeadLetter => "dead_letter",
+            };
+            span.set_attribute("retry", retry);
+            span.set_attribute("dead_lettered", nacked.dead_lettered);
+            span.set_attribute("retry_delay_ms", nacked.retry_delay_ms as i64);
+        }
+        if nacked.dead_lettered {
+            let reason = request.reason.as_deref().map_or(Bounded("<none>"), Bounded);
+            tracing::info!(%job_id, attempt, %reason, "job dead-lettered via nack");
+        }
+        Ok(pb::NackResponse { job_id: request.job_id.clone(), dead_lettered: nacked.dead_lettered })
+    }
+
+    /// One extend, of an Extend call or a Consume stream: validated and committed.
+    pub(crate) async fn extend_item(
+        &self,
+        request: &pb::ExtendRequest,
+        span: &Span,
+    ) -> Result<pb::ExtendResponse, ApiError> {
+        let target = validate::validate_lease_fields(&request.job_id, request.attempt, None)?;
+        let lease_ms = validate::validate_lease_duration(request.lease_duration.as_ref().map(convert::duration_ms))?;
+        validate::validate_worker_id(request.worker_id.as_deref())?;
+        let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
+        let attempt = request.attempt;
+        let settled = self.ask(|reply| Command::Extend { job_id, attempt, lease_ms, reply }).await??;
+        let deadline_ms = settled.value;
+        if !span.is_disabled() {
+            span.set_attribute("lease_duration_ms", lease_ms as i64);
+            span.set_attribute("lease_expires_at", deadline_ms);
+            if let Some(job) = &settled.job {
+                settled_job(span, true, job);
+            }
+        }
+        Ok(pb::ExtendResponse {
+            job_id: request.job_id.clone(),
+            lease_expires_at: Some(convert::timestamp(deadline_ms)),
+        })
+    }
+
     /// One ack, of an Ack call or an AckBatch item: validated, committed and counted. Answers
     /// the job it settled when telemetry asked the committer for it (for the call's span).
-    async fn ack_item(&self, request: &pb::AckRequest) -> Result<Option<Arc<sepp_core::Job>>, ApiError> {
+    pub(crate) async fn ack_item(&self, request: &pb::AckRequest) -> Result<Option<Arc<sepp_core::Job>>, ApiError> {
         let target = validate::validate_lease_fields(&request.job_id, request.attempt, request.worker_id.as_deref())?;
         let LeaseTarget::Job(job_id) = target else { return Err(sepp_core::LeaseError::NotFound.into()) };
         let settled = self.ask(|reply| Command::Ack { job_id, attempt: request.attempt, reply }).await??;

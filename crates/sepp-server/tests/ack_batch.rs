@@ -26,7 +26,7 @@ async fn server_info_lists_ack_batch_among_its_features() {
     let info = client.get_server_info(pb::GetServerInfoRequest {}).await.unwrap().into_inner();
     assert_eq!(
         info.features,
-        ["ack_batch", "cancel", "schedules", "pause", "in_flight_limits", "rate_limits", "key_limits"]
+        ["ack_batch", "cancel", "schedules", "pause", "in_flight_limits", "rate_limits", "key_limits", "consume"]
             .map(String::from)
     );
 }
@@ -117,4 +117,36 @@ async fn an_empty_or_oversized_ack_batch_is_invalid() {
         client.ack_batch(pb::AckBatchRequest { acks: vec![item; 3] }).await.expect_err("three over a limit of two");
     assert_eq!(oversized.code(), Code::InvalidArgument);
     assert!(oversized.message().contains("max_enqueue_batch (2)"), "{}", oversized.message());
+}
+
+#[tokio::test]
+async fn the_item_of_a_cancelled_job_says_it_was_cancelled() {
+    if is_reference() {
+        return;
+    }
+    let server = TestServer::start("");
+    let mut client = server.raw_client().await;
+    let cancelled_id = enqueue_one(&mut client, job("mail", "send")).await;
+    enqueue_one(&mut client, job("mail", "send")).await;
+    let mut request = reserve(&["mail"], LEASE_MS);
+    request.max_jobs = Some(2);
+    let jobs = client.reserve(request).await.unwrap().into_inner().jobs;
+    client.cancel_job(pb::CancelJobRequest { job_id: cancelled_id.clone(), reason: None }).await.expect("cancelled");
+    let results = client
+        .ack_batch(pb::AckBatchRequest { acks: jobs.iter().map(ack_of).collect() })
+        .await
+        .unwrap()
+        .into_inner()
+        .results;
+    for (job, result) in jobs.iter().zip(&results) {
+        match &result.outcome {
+            Some(pb::ack_result::Outcome::Error(status)) => {
+                assert_eq!(job.id, cancelled_id);
+                assert_eq!(status.code, Code::NotFound as i32);
+                assert!(status.cancelled, "the item carries what the trailer says alone: {status:?}");
+            }
+            Some(pb::ack_result::Outcome::Success(_)) => assert_ne!(job.id, cancelled_id),
+            None => panic!("an item without an outcome"),
+        }
+    }
 }

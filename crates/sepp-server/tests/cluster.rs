@@ -39,6 +39,22 @@ async fn followers_name_the_leader_and_every_node_describes_the_cluster() {
         let refused = client.reserve(request).await.unwrap_err();
         assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
         assert!(refused.metadata().get("sepp-leader").is_some());
+        // A Consume stream is refused at its opening, the same way.
+        let opening = pb::ConsumeRequest {
+            open: Some(pb::ConsumeOpen {
+                queues: vec!["q".into()],
+                lease_duration: Some(prost_types::Duration { seconds: 30, nanos: 0 }),
+                worker_id: None,
+                credits: 1,
+            }),
+            ..Default::default()
+        };
+        let refused = client.consume(futures_util::stream::iter([opening])).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+        assert_eq!(
+            refused.metadata().get("sepp-leader").and_then(|value| value.to_str().ok()),
+            Some(leader_addr.as_str())
+        );
 
         let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("any node answers").into_inner();
         let view = info.cluster.expect("a cluster node describes its cluster");
