@@ -21,6 +21,9 @@ use crate::live::{Live, LiveConfig};
 use crate::proto::v1::queue_service_server::QueueServiceServer;
 use crate::service::QueueApi;
 
+/// Calls (and Consume streams) open at once on one queue-service connection.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 1024;
+
 /// How long in-flight calls may take to finish after a shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -176,10 +179,13 @@ pub async fn run(
     })
     .await?;
 
-    // A peer that stops answering pings (30 s apart, 10 s to answer) is closed.
+    // A peer that stops answering pings (30 s apart, 10 s to answer) is closed. One connection
+    // carries at most MAX_STREAMS_PER_CONNECTION calls and Consume streams at once (a client's
+    // transport waits for a free one).
     let mut builder = Server::builder()
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
-        .http2_keepalive_timeout(Some(Duration::from_secs(10)));
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+        .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION));
     // TLS is done in the accept path (`net`), under the handshake deadline.
     let tls_acceptor = match (&boot.server.tls_cert_path, &boot.server.tls_key_path) {
         (Some(cert), Some(key)) => Some(crate::net::tls_acceptor(cert, key, &[b"h2"]).map_err(StartError::Tls)?),
