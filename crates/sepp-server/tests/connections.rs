@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{QueueServiceClient, TestServer, job, loopback_port, reserve, with_payload};
+use common::{QueueServiceClient, TestServer, is_reference, job, loopback_port, reserve, with_payload};
 use sepp_server::proto::v1 as pb;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -227,4 +227,35 @@ async fn a_killed_server_restarts_at_once_on_the_same_ports() {
             server.logs()
         );
     }
+}
+
+/// One connection carries at most 1,024 calls at once: the server says so in its HTTP/2
+/// settings, so a client's transport holds further calls back rather than the server taking
+/// unbounded streams (a Consume stream each holds a task).
+#[tokio::test]
+async fn a_connection_is_told_how_many_calls_it_may_have_open() {
+    if is_reference() {
+        return;
+    }
+    let server = TestServer::start("");
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", server.port())).await.expect("connect");
+    let (mut client, mut connection) = h2::client::handshake(tcp).await.expect("HTTP/2 handshake");
+    // The server's SETTINGS frame is read by the time a request is answered.
+    let request = http::Request::post(format!("http://127.0.0.1:{}/sepp.v1.QueueService/GetServerInfo", server.port()))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let (response, mut body) = client.send_request(request, false).expect("request sent");
+    body.send_data(bytes::Bytes::from_static(&[0, 0, 0, 0, 0]), true).expect("empty message sent");
+    let answered = async {
+        let response = response.await.expect("answered");
+        let mut data = response.into_body();
+        while data.data().await.is_some() {}
+    };
+    tokio::select! {
+        () = answered => {}
+        result = &mut connection => panic!("the connection ended first: {result:?}"),
+    }
+    assert_eq!(connection.max_concurrent_send_streams(), 1024);
 }
