@@ -49,6 +49,7 @@ pub struct SeppClientBuilder {
     retry_policy: RetryPolicy,
     rpc_timeout: Duration,
     max_receive_message_bytes: Option<usize>,
+    coalesce_enqueues: bool,
     #[cfg(feature = "tls")]
     tls: TlsOptions,
 }
@@ -70,9 +71,18 @@ impl SeppClientBuilder {
             retry_policy: RetryPolicy::default(),
             rpc_timeout: SeppClient::DEFAULT_RPC_TIMEOUT,
             max_receive_message_bytes: None,
+            coalesce_enqueues: true,
             #[cfg(feature = "tls")]
             tls: TlsOptions::default(),
         }
+    }
+
+    /// Whether concurrent `enqueue` / `enqueue_batch` calls share `EnqueueBatch` calls (on by
+    /// default; see the crate's [Coalescing](crate#coalescing) section). Off, every call is
+    /// its own gRPC call.
+    pub fn coalesce_enqueues(mut self, coalesce: bool) -> Self {
+        self.coalesce_enqueues = coalesce;
+        self
     }
 
     /// Sends `authorization: Bearer <key>` on every call. The header is rendered once; a key
@@ -173,7 +183,8 @@ impl SeppClientBuilder {
         };
         tracing::info!(addr = %self.addr, tls, auth, "connected to the sepp server");
         let node = dialer.node(host_port.clone(), channel);
-        Ok(SeppClient::new(Route::following(host_port, dialer, node), self.retry_policy, self.rpc_timeout))
+        let client = SeppClient::new(Route::following(host_port, dialer, node), self.retry_policy, self.rpc_timeout);
+        Ok(client.with_coalesced_enqueues(self.coalesce_enqueues))
     }
 
     #[cfg(feature = "tls")]

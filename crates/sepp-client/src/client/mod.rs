@@ -10,6 +10,7 @@
 
 mod builder;
 mod cluster;
+mod coalesce;
 mod error;
 mod retry;
 mod wire;
@@ -75,6 +76,8 @@ pub struct SeppClient {
     route: Arc<Route>,
     retry_policy: RetryPolicy,
     rpc_timeout: Duration,
+    /// Shared by clones; `None` when enqueue coalescing is off.
+    pipeline: Option<Arc<coalesce::EnqueuePipeline>>,
 }
 
 impl fmt::Debug for SeppClient {
@@ -83,6 +86,7 @@ impl fmt::Debug for SeppClient {
             .field("addr", &self.route.current().name())
             .field("retry_policy", &self.retry_policy)
             .field("rpc_timeout", &self.rpc_timeout)
+            .field("coalesce_enqueues", &self.pipeline.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -114,7 +118,16 @@ impl SeppClient {
     }
 
     pub(crate) fn new(route: Route, retry_policy: RetryPolicy, rpc_timeout: Duration) -> Self {
-        Self { route: Arc::new(route), retry_policy, rpc_timeout }
+        let pipeline = Some(Arc::default());
+        Self { route: Arc::new(route), retry_policy, rpc_timeout, pipeline }
+    }
+
+    /// This client (and the clones made from it afterwards) with enqueue coalescing on (the
+    /// default) or off; see [`SeppClientBuilder::coalesce_enqueues`].
+    #[must_use]
+    pub fn with_coalesced_enqueues(mut self, coalesce: bool) -> Self {
+        self.pipeline = coalesce.then(Arc::default);
+        self
     }
 
     /// The retry policy.
@@ -130,6 +143,11 @@ impl SeppClient {
     /// Enqueues jobs, each accepted or rejected on its own: the answer has one result per job,
     /// in order, and a rejection is a value, not an error. Jobs without a trace context get the
     /// current span's. An empty batch fails with [`ClientError::EmptyBatch`] without a call.
+    ///
+    /// Concurrent `enqueue` / `enqueue_batch` calls of this client and its clones share
+    /// `EnqueueBatch` calls (see the crate's [Coalescing](crate#coalescing) section): each
+    /// caller still gets exactly its own results and errors, and a lone caller's call goes out
+    /// at once.
     pub async fn enqueue_batch(
         &self,
         jobs: impl IntoIterator<Item = EnqueueRequest>,
@@ -143,8 +161,16 @@ impl SeppClient {
         let call = async {
             let expected = jobs.len();
             let (request, scope) = batch_request(jobs);
-            let (result, _) = self.unary(wire::ENQUEUE_BATCH, Some(scope), self.rpc_timeout, request).await;
-            let results = result?.into_inner().results;
+            let results = match &self.pipeline {
+                Some(pipeline) => {
+                    let keyed = scope == RetryScope::Transient;
+                    coalesce::submit(self, pipeline, request.jobs, keyed).await?
+                }
+                None => {
+                    let (result, _) = self.unary(wire::ENQUEUE_BATCH, Some(scope), self.rpc_timeout, request).await;
+                    result?.into_inner().results
+                }
+            };
             if results.len() != expected {
                 return Err(ClientError::BatchResultCountMismatch { expected, got: results.len() });
             }

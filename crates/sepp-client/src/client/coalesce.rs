@@ -1,0 +1,219 @@
+//! Enqueue coalescing: concurrent `enqueue` / `enqueue_batch` calls of one client (and its
+//! clones) share `EnqueueBatch` calls.
+//!
+//! A best-effort batch answers every job on its own, so the jobs of several callers can travel
+//! in one call and each caller still gets exactly its own results. No timer is involved:
+//!
+//! * a caller puts its jobs in its lane's queue; the first caller to find no flush pending
+//!   spawns one (a task, which runs once the callers already running have had their turn),
+//!   and every caller that queues before it runs joins it;
+//! * the flush sends what is waiting, one call per group, while fewer than
+//!   [`MAX_CALLS_IN_FLIGHT`] calls of the lane are in flight; otherwise the jobs wait, and the
+//!   moment a call finishes every waiting caller's jobs go out together (at most
+//!   [`MAX_JOBS_PER_CALL`] jobs and about [`MAX_BYTES_PER_CALL`] bytes per call; one caller's
+//!   batch is never split);
+//! * jobs that all carry an idempotency key and jobs that do not wait in separate lanes,
+//!   because their calls are retried under different rules (each lane's calls are retried
+//!   exactly as a single caller's call of that kind would be).
+//!
+//! A lone caller's jobs go out at once. A coalesced call that the server refuses as a whole
+//! with INVALID_ARGUMENT (its batch limit may be lower than ours) is resent as one call per
+//! caller, so every caller sees what it would have seen alone. Any other failure of a shared
+//! call is every sharer's failure, as it would have been had each sent its own call at that
+//! moment. A caller dropped while its jobs still wait takes them back unsent.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use prost::Message;
+use tokio::sync::oneshot;
+use tonic::Code;
+
+use super::retry::RetryScope;
+use super::{ClientError, SeppClient, wire};
+use crate::proto as pb;
+
+/// The most coalesced calls of one lane in flight at once.
+pub(crate) const MAX_CALLS_IN_FLIGHT: usize = 4;
+/// The server's default batch limit (`limits.max_enqueue_batch`) is 256: a coalesced call never
+/// carries more (a smaller limit is handled by resending per caller).
+pub(crate) const MAX_JOBS_PER_CALL: usize = 256;
+/// Far under the server's default message limit (16 MiB).
+pub(crate) const MAX_BYTES_PER_CALL: usize = 4 * 1024 * 1024;
+
+type Reply = Result<Vec<pb::JobResult>, ClientError>;
+
+struct Waiting {
+    jobs: Vec<pb::EnqueueRequest>,
+    size_bytes: usize,
+    reply: oneshot::Sender<Reply>,
+}
+
+#[derive(Default)]
+struct Lane {
+    in_flight: usize,
+    flush_scheduled: bool,
+    waiting: VecDeque<Waiting>,
+}
+
+/// The two lanes: keyed (every job has an idempotency key) and keyless.
+#[derive(Default)]
+pub(crate) struct EnqueuePipeline {
+    lanes: [Mutex<Lane>; 2],
+}
+
+fn lane_index(keyed: bool) -> usize {
+    usize::from(keyed)
+}
+
+fn scope(keyed: bool) -> RetryScope {
+    if keyed { RetryScope::Transient } else { RetryScope::KeylessEnqueue }
+}
+
+/// The results of `jobs`, in order, or the failure of the call that carried them.
+pub(crate) async fn submit(
+    client: &SeppClient,
+    pipeline: &Arc<EnqueuePipeline>,
+    jobs: Vec<pb::EnqueueRequest>,
+    keyed: bool,
+) -> Reply {
+    let (reply, answer) = oneshot::channel();
+    let size_bytes = jobs.iter().map(Message::encoded_len).sum();
+    let spawn_flush = {
+        let mut lane = pipeline.lanes[lane_index(keyed)].lock().expect("enqueue lane lock");
+        lane.waiting.push_back(Waiting { jobs, size_bytes, reply });
+        !std::mem::replace(&mut lane.flush_scheduled, true)
+    };
+    if spawn_flush {
+        let client = client.clone();
+        let pipeline = pipeline.clone();
+        tokio::spawn(async move {
+            pipeline.lanes[lane_index(keyed)].lock().expect("enqueue lane lock").flush_scheduled = false;
+            flush(&client, &pipeline, keyed);
+        });
+    }
+    match answer.await {
+        Ok(reply) => reply,
+        // The task carrying the call ended without answering: only a runtime shutting down
+        // drops it.
+        Err(_) => Err(ClientError::Transport("the call carrying these jobs was dropped (runtime shutting down?)".to_owned())),
+    }
+}
+
+/// Sends what waits in the lane, while the lane has calls to spare.
+fn flush(client: &SeppClient, pipeline: &Arc<EnqueuePipeline>, keyed: bool) {
+    let mut lane = pipeline.lanes[lane_index(keyed)].lock().expect("enqueue lane lock");
+    // A caller dropped meanwhile has taken its jobs back.
+    lane.waiting.retain(|waiting| !waiting.reply.is_closed());
+    while !lane.waiting.is_empty() && lane.in_flight < MAX_CALLS_IN_FLIGHT {
+        let group = take_group(&mut lane.waiting);
+        lane.in_flight += 1;
+        let client = client.clone();
+        let pipeline = pipeline.clone();
+        tokio::spawn(async move {
+            deliver(&client, keyed, group).await;
+            pipeline.lanes[lane_index(keyed)].lock().expect("enqueue lane lock").in_flight -= 1;
+            flush(&client, &pipeline, keyed);
+        });
+    }
+}
+
+/// The longest run of waiting callers that fits one call (always at least one caller).
+fn take_group(waiting: &mut VecDeque<Waiting>) -> Vec<Waiting> {
+    let mut group = Vec::new();
+    let (mut jobs, mut bytes) = (0, 0);
+    while let Some(next) = waiting.front() {
+        let fits = jobs + next.jobs.len() <= MAX_JOBS_PER_CALL && bytes + next.size_bytes <= MAX_BYTES_PER_CALL;
+        if !group.is_empty() && !fits {
+            break;
+        }
+        jobs += next.jobs.len();
+        bytes += next.size_bytes;
+        group.push(waiting.pop_front().expect("front exists"));
+    }
+    group
+}
+
+async fn deliver(client: &SeppClient, keyed: bool, group: Vec<Waiting>) {
+    let counts: Vec<usize> = group.iter().map(|waiting| waiting.jobs.len()).collect();
+    let total: usize = counts.iter().sum();
+    let single = group.len() == 1;
+    let mut replies = Vec::with_capacity(group.len());
+    let mut jobs = Vec::with_capacity(total);
+    let mut originals = Vec::new();
+    for waiting in group {
+        if !single {
+            originals.push(waiting.jobs.clone());
+        }
+        jobs.extend(waiting.jobs);
+        replies.push(waiting.reply);
+    }
+    let request = pb::EnqueueBatchRequest { jobs };
+    let (result, _) = client.unary(wire::ENQUEUE_BATCH, Some(scope(keyed)), client.rpc_timeout, request).await;
+    let results = match result {
+        Ok(response) => response.into_inner().results,
+        Err(status) if status.code() == Code::InvalidArgument && !single => {
+            // The server's batch limit may be lower than ours: one call per caller, as each
+            // would have sent alone.
+            let mut calls = tokio::task::JoinSet::new();
+            for (jobs, reply) in originals.into_iter().zip(replies) {
+                let client = client.clone();
+                calls.spawn(async move {
+                    let count = jobs.len();
+                    let request = pb::EnqueueBatchRequest { jobs };
+                    let (result, _) =
+                        client.unary(wire::ENQUEUE_BATCH, Some(scope(keyed)), client.rpc_timeout, request).await;
+                    let _ = reply.send(split_one(result.map(|response| response.into_inner().results), count));
+                });
+            }
+            while calls.join_next().await.is_some() {}
+            return;
+        }
+        Err(status) => {
+            let error = ClientError::from(status);
+            for reply in replies {
+                let _ = reply.send(Err(error.clone()));
+            }
+            return;
+        }
+    };
+    if results.len() != total {
+        let error = ClientError::BatchResultCountMismatch { expected: total, got: results.len() };
+        for reply in replies {
+            let _ = reply.send(Err(error.clone()));
+        }
+        return;
+    }
+    let mut results = results.into_iter();
+    for (reply, count) in replies.into_iter().zip(counts) {
+        let _ = reply.send(Ok(results.by_ref().take(count).collect()));
+    }
+}
+
+fn split_one(result: Result<Vec<pb::JobResult>, tonic::Status>, expected: usize) -> Reply {
+    let results = result?;
+    if results.len() != expected {
+        return Err(ClientError::BatchResultCountMismatch { expected, got: results.len() });
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(jobs: usize) -> Waiting {
+        let (reply, _) = oneshot::channel();
+        Waiting { jobs: vec![pb::EnqueueRequest::default(); jobs], size_bytes: jobs, reply }
+    }
+
+    #[test]
+    fn a_group_never_splits_a_caller_and_stays_under_the_job_cap() {
+        let mut queue: VecDeque<Waiting> = [200, 50, 10, 300].into_iter().map(waiting).collect();
+        assert_eq!(take_group(&mut queue).iter().map(|w| w.jobs.len()).collect::<Vec<_>>(), [200, 50]);
+        assert_eq!(take_group(&mut queue).iter().map(|w| w.jobs.len()).collect::<Vec<_>>(), [10]);
+        // One caller over the cap still goes, alone (the server judges its batch).
+        assert_eq!(take_group(&mut queue).iter().map(|w| w.jobs.len()).collect::<Vec<_>>(), [300]);
+        assert!(queue.is_empty());
+    }
+}

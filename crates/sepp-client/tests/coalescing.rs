@@ -1,0 +1,147 @@
+//! Enqueue coalescing against the real server: concurrent enqueues share `EnqueueBatch` calls
+//! (counted by the server's own `sepp_requests_total`), every caller gets its own result or
+//! rejection, a lone caller's calls go out one by one, coalesced calls over the server's batch
+//! limit are resent per caller, and the opt-out sends one call per enqueue.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::{Server, eventually, unique};
+use sepp_client::client::{EnqueueError, SeppClient};
+use sepp_client::{EnqueueRequest, JobRejection, ReserveOptions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const METRICS: &str = "[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n";
+
+fn job(queue: &str, job_type: &str) -> EnqueueRequest {
+    EnqueueRequest::new(queue, job_type).unwrap()
+}
+
+/// A server with the Prometheus endpoint on a free port; `tail` adds more sections.
+fn server_with_metrics(tail: &str) -> Server {
+    Server::start_with("", &format!("{METRICS}\n{tail}"))
+}
+
+/// The server's count of successful `EnqueueBatch` calls, read from its Prometheus endpoint.
+async fn enqueue_calls(server: &Server) -> u64 {
+    let port = eventually("the prometheus endpoint's address", || async {
+        server
+            .logs()
+            .lines()
+            .find(|line| line.contains("prometheus metrics endpoint listening"))
+            .and_then(common::loopback_port)
+    })
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    text.lines()
+        .filter(|line| {
+            line.starts_with("sepp_requests_total{")
+                && line.contains("method=\"EnqueueBatch\"")
+                && line.contains("outcome=\"ok\"")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|value| value as u64)
+        .sum()
+}
+
+async fn reserve_all(client: &SeppClient, queue: &str, max: u32) -> usize {
+    let options = ReserveOptions::new([queue], Duration::from_secs(30))
+        .unwrap()
+        .with_wait_timeout(Duration::ZERO)
+        .with_max_jobs(max);
+    client.reserve(&options).await.unwrap().map_or(0, |jobs| jobs.len())
+}
+
+#[tokio::test]
+async fn concurrent_enqueues_share_calls_and_each_caller_gets_its_own_result() {
+    let server = server_with_metrics("");
+    let client = server.client().await;
+    let queue = unique("coalesced");
+    let too_long = "x".repeat(300);
+    let callers = 120;
+    let mut tasks = tokio::task::JoinSet::new();
+    for index in 0..callers {
+        // Clones share the pipeline, as the client itself would.
+        let client = client.clone();
+        let job_type = if index % 3 == 0 { too_long.clone() } else { format!("t{index}") };
+        let queue = queue.clone();
+        tasks.spawn(async move { (index, client.enqueue(job(&queue, &job_type)).await) });
+    }
+    let mut accepted = HashSet::new();
+    while let Some(joined) = tasks.join_next().await {
+        let (index, result) = joined.unwrap();
+        if index % 3 == 0 {
+            assert!(
+                matches!(result, Err(EnqueueError::Rejected(JobRejection::JobTypeNameTooLong { limit: 256, actual: 300 }))),
+                "caller {index}: {result:?}"
+            );
+        } else {
+            accepted.insert(result.unwrap_or_else(|error| panic!("caller {index}: {error}")).job_id);
+        }
+    }
+    assert_eq!(accepted.len(), 80, "every accepted caller has a job id of its own");
+    let calls = enqueue_calls(&server).await;
+    assert!(calls >= 1 && calls < callers as u64, "{callers} enqueues took {calls} calls");
+    // Mixed batches with an idempotency key travel in their own lane and still answer per job.
+    let keyed = client.enqueue_batch([job(&queue, "k").with_idempotency_key("same")]);
+    let again = client.enqueue_batch([job(&queue, "k").with_idempotency_key("same")]);
+    let (first, second) = tokio::join!(keyed, again);
+    let (first, second) = (first.unwrap().remove(0).unwrap(), second.unwrap().remove(0).unwrap());
+    assert_eq!(first.job_id, second.job_id);
+    assert_eq!(reserve_all(&client, &queue, 200).await, 81);
+}
+
+#[tokio::test]
+async fn a_lone_caller_sends_each_enqueue_at_once() {
+    let server = server_with_metrics("");
+    let client = server.client().await;
+    let queue = unique("lone");
+    for index in 0..5 {
+        client.enqueue(job(&queue, &format!("t{index}"))).await.unwrap();
+    }
+    assert_eq!(enqueue_calls(&server).await, 5);
+    assert_eq!(reserve_all(&client, &queue, 10).await, 5);
+}
+
+#[tokio::test]
+async fn coalesced_calls_over_the_servers_batch_limit_are_resent_per_caller() {
+    let server = server_with_metrics("[limits]\nmax_enqueue_batch = 3\n");
+    let client = server.client().await;
+    let queue = unique("limit");
+    let mut tasks = tokio::task::JoinSet::new();
+    for caller in 0..40 {
+        let client = client.clone();
+        let batch = vec![job(&queue, &format!("a{caller}")), job(&queue, &format!("b{caller}"))];
+        tasks.spawn(async move { client.enqueue_batch(batch).await });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        let results = joined.unwrap().unwrap();
+        assert_eq!(results.len(), 2);
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+    }
+    assert_eq!(reserve_all(&client, &queue, 100).await, 80);
+}
+
+#[tokio::test]
+async fn without_coalescing_every_enqueue_is_its_own_call() {
+    let server = server_with_metrics("");
+    let client = SeppClient::builder(server.url()).coalesce_enqueues(false).connect().await.unwrap();
+    let queue = unique("opt-out");
+    let mut tasks = tokio::task::JoinSet::new();
+    for index in 0..30 {
+        let client = client.clone();
+        let queue = queue.clone();
+        tasks.spawn(async move { client.enqueue(job(&queue, &format!("t{index}"))).await.unwrap().job_id });
+    }
+    let mut ids = HashSet::new();
+    while let Some(joined) = tasks.join_next().await {
+        ids.insert(joined.unwrap());
+    }
+    assert_eq!(ids.len(), 30);
+    assert_eq!(enqueue_calls(&server).await, 30);
+}
