@@ -482,7 +482,8 @@ async fn a_plain_unavailable_from_the_configured_node_is_left_to_the_retry_polic
 async fn concurrent_calls_redirected_at_once_all_end_at_the_leader() {
     let b = Node::start(Answer::Serve).await;
     let a = Node::start(Answer::Redirect(b.addr.clone())).await;
-    let client = SeppClient::connect(a.url()).await.unwrap();
+    // Sixteen calls of their own (coalesced, they would share one).
+    let client = SeppClient::builder(a.url()).coalesce_enqueues(false).connect().await.unwrap();
     let mut calls = JoinSet::new();
     for _ in 0..16 {
         let client = client.clone();

@@ -164,6 +164,22 @@ impl Route {
         }
     }
 
+    /// After a stream on `node` failed or ended UNAVAILABLE: follows the leader it names, or
+    /// asks another node who leads (as [`send`](Self::send) does for a call); whether the
+    /// stream may be reopened at once (a leader was named and is current now).
+    pub(crate) fn stream_unavailable(&self, node: &Arc<Node>, status: &Status, operation: &'static str) -> bool {
+        match leader_of(status) {
+            Some(leader) => {
+                self.learned_cluster();
+                self.follow(node, leader, operation)
+            }
+            None => {
+                self.lost(node, status, operation);
+                false
+            }
+        }
+    }
+
     /// After `from` answered that the leader is at `leader`: whether the call goes again,
     /// to the node that is current then. Switches to the leader unless another call switched
     /// away from `from` already (then the current node stands).

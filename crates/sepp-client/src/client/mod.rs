@@ -38,7 +38,8 @@ use crate::{
 };
 use cluster::Route;
 use retry::{RetryScope, with_retries};
-use wire::{Node, Rpc};
+pub(crate) use wire::Node;
+use wire::Rpc;
 
 /// Slack added to a reserve's wait for its call deadline, so the server answers (empty) before
 /// the deadline fires.
@@ -538,6 +539,39 @@ impl SeppClient {
         traced(span, call).await
     }
 
+    /// Opens a `Consume` stream with `open` as its first message, following a cluster's leader
+    /// (at most `cluster::MAX_REDIRECTS` times). Returns the sender of the later messages
+    /// (encoded) and the server's messages; the node it runs on is remembered for
+    /// [`consume_unavailable`](Self::consume_unavailable).
+    pub(crate) async fn open_consume(&self, open: pb::ConsumeRequest) -> Result<ConsumeStream, Status> {
+        let first = Bytes::from(open.encode_to_vec());
+        let mut redirects = 0;
+        loop {
+            let node = self.route.current();
+            let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+            sender.send(first.clone()).expect("the receiver is alive");
+            let mut request =
+                tonic::Request::new(tonic::codegen::tokio_stream::wrappers::UnboundedReceiverStream::new(receiver));
+            otel::inject(request.metadata_mut());
+            match node.consume(request).await {
+                Ok(response) => return Ok(ConsumeStream { sender, inbound: response.into_inner(), node }),
+                Err(status) if status.code() == tonic::Code::Unavailable && redirects < cluster::MAX_REDIRECTS => {
+                    if !self.route.stream_unavailable(&node, &status, "consume") {
+                        return Err(status);
+                    }
+                    redirects += 1;
+                }
+                Err(status) => return Err(status),
+            }
+        }
+    }
+
+    /// After a `Consume` stream ended or failed UNAVAILABLE: follows the leader it names or
+    /// asks another node, as calls do; whether it may be reopened at once (at the leader).
+    pub(crate) fn consume_unavailable(&self, stream_node: &Arc<Node>, status: &Status) -> bool {
+        self.route.stream_unavailable(stream_node, status, "consume")
+    }
+
     /// One unary call with a deadline, trace metadata and, when `scope` is given, the retry
     /// policy; each attempt follows a cluster's leader (see `cluster`). Returns the last result
     /// and the number of attempts (redirects are no attempts).
@@ -573,6 +607,14 @@ impl SeppClient {
             None => (attempt().await, 1),
         }
     }
+}
+
+/// An open `Consume` stream: what the worker sends (encoded `ConsumeRequest`s; dropping the
+/// sender half-closes), what the server sends, and the node it runs on.
+pub(crate) struct ConsumeStream {
+    pub(crate) sender: tokio::sync::mpsc::UnboundedSender<Bytes>,
+    pub(crate) inbound: tonic::Streaming<pb::ConsumeResponse>,
+    pub(crate) node: Arc<Node>,
 }
 
 /// The wire batch, with the current trace context stamped on jobs that have none, and how it

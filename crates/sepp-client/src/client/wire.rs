@@ -111,6 +111,23 @@ impl Node {
     }
 }
 
+impl Node {
+    /// Opens a `Consume` stream whose messages (encoded beforehand) come from `requests`.
+    pub(crate) async fn consume<S>(
+        &self,
+        mut request: Request<S>,
+    ) -> Result<Response<tonic::Streaming<pb::ConsumeResponse>>, Status>
+    where
+        S: tonic::codegen::tokio_stream::Stream<Item = Bytes> + Send + 'static,
+    {
+        let mut grpc = self.grpc.clone();
+        grpc.ready().await.map_err(|error| Status::unknown(format!("Service was not ready: {error}")))?;
+        request.extensions_mut().insert(GrpcMethod::new(SERVICE, "Consume"));
+        let path = PathAndQuery::from_static("/sepp.v1.QueueService/Consume");
+        grpc.streaming(request, path, Encoded::<pb::ConsumeResponse>(PhantomData)).await
+    }
+}
+
 /// A codec that sends a message encoded beforehand and decodes the response with prost.
 struct Encoded<Resp>(PhantomData<fn() -> Resp>);
 

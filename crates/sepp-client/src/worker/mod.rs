@@ -19,6 +19,7 @@
 
 mod policy;
 mod run;
+mod stream;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -143,6 +144,7 @@ pub struct Worker {
     handlers: HashMap<String, Handler>,
     catch_all: Option<Handler>,
     shutdown: ShutdownHandle,
+    streaming: bool,
 }
 
 impl Worker {
@@ -171,6 +173,7 @@ impl Worker {
             handlers: HashMap::new(),
             catch_all: None,
             shutdown: ShutdownHandle::default(),
+            streaming: true,
         })
     }
 
@@ -202,7 +205,16 @@ impl Worker {
         self
     }
 
-    /// The pause after a failed reserve (default 1 s).
+    /// Whether the Worker consumes on a `Consume` stream when the server offers one (on by
+    /// default; see the crate's [Workers](crate#the-consume-stream) section). Off, it always
+    /// reserves with calls.
+    pub fn with_streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// The pause after a failed reserve (default 1 s), and before a failed Consume stream is
+    /// reopened.
     pub fn with_reserve_error_backoff(mut self, backoff: Duration) -> Self {
         self.reserve_error_backoff = backoff;
         self
@@ -299,6 +311,7 @@ impl fmt::Debug for Worker {
             .field("auto_extend", &self.auto_extend)
             .field("handlers", &job_types)
             .field("catch_all", &self.catch_all.is_some())
+            .field("streaming", &self.streaming)
             .finish_non_exhaustive()
     }
 }

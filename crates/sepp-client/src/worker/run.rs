@@ -14,19 +14,20 @@ use tracing::Instrument;
 use tracing::field::Empty;
 
 use super::policy::{self, EARLY_EMPTY_PAUSE};
+use super::stream::{self, Driver, Ended, Via};
 use super::{AutoExtend, Handler, HandlerError, Worker};
 use crate::client::{LeaseError, RetryDirective, SeppClient};
 use crate::otel::{self, WorkerMetrics};
 use crate::{Job, JobCtx, ReserveOptions};
 
 /// What the per-job tasks share.
-struct Shared {
-    client: SeppClient,
-    lease_duration: Duration,
+pub(super) struct Shared {
+    pub(super) client: SeppClient,
+    pub(super) lease_duration: Duration,
     auto_extend: Option<AutoExtend>,
     handlers: HashMap<String, Handler>,
     catch_all: Option<Handler>,
-    metrics: WorkerMetrics,
+    pub(super) metrics: WorkerMetrics,
 }
 
 /// The reserve loop's state: what it asks for, its capacity, and the jobs it spawned.
@@ -57,6 +58,7 @@ pub(super) async fn run(worker: Worker) {
         handlers,
         catch_all,
         shutdown,
+        streaming,
     } = worker;
     let max_in_flight = max_in_flight.max(1);
     let worker_id = options.worker_id().unwrap_or_default().to_owned();
@@ -86,7 +88,27 @@ pub(super) async fn run(worker: Worker) {
         tasks: TaskTracker::new(),
         shared: Arc::new(shared),
     };
-    while let Turn::Continue = reserver.run_once().await {}
+    let streamed = streaming && consume_offered(&reserver.shared.client).await && {
+        let driver = Driver::new(
+            reserver.shared.clone(),
+            reserver.options.clone(),
+            max_in_flight,
+            reserver.reserve_error_backoff,
+            reserver.token.clone(),
+            reserver.permits.clone(),
+            reserver.tasks.clone(),
+        );
+        match driver.run().await {
+            Ended::Stop => true,
+            Ended::Unsupported => {
+                tracing::info!(worker_id, "the server has no Consume stream; reserving with calls");
+                false
+            }
+        }
+    };
+    if !streamed {
+        while let Turn::Continue = reserver.run_once().await {}
+    }
 
     let tasks = &reserver.tasks;
     tracing::info!(worker_id, in_flight = tasks.len(), "worker shutting down; waiting for in-flight jobs to finish");
@@ -142,7 +164,7 @@ impl Reserver {
                             self.permits.clone().acquire_owned().await.expect("the Worker never closes its semaphore")
                         }
                     };
-                    self.tasks.spawn(process(self.shared.clone(), job, permit));
+                    self.tasks.spawn(process(self.shared.clone(), job, permit, None));
                 }
             }
         }
@@ -150,8 +172,20 @@ impl Reserver {
     }
 }
 
+/// Whether the server lists the feature `consume`. When it cannot be asked, the stream is
+/// tried anyway (a server without it answers UNIMPLEMENTED).
+async fn consume_offered(client: &SeppClient) -> bool {
+    match client.get_server_info().await {
+        Ok(info) => info.features.iter().any(|feature| feature == "consume"),
+        Err(error) => {
+            tracing::warn!(%error, "could not read the server's features; trying the Consume stream");
+            true
+        }
+    }
+}
+
 /// Sleeps for `duration`, waking early on shutdown.
-async fn pause(token: &CancellationToken, duration: Duration) {
+pub(super) async fn pause(token: &CancellationToken, duration: Duration) {
     tokio::select! {
         () = token.cancelled() => {}
         () = tokio::time::sleep(duration) => {}
@@ -162,9 +196,13 @@ async fn pause(token: &CancellationToken, duration: Duration) {
 enum Ending {
     Finished(Result<Result<(), HandlerError>, JoinError>),
     LeaseLost,
+    /// The server pushed the job's cancellation on the Consume stream.
+    Cancelled,
 }
 
-async fn process(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) {
+/// Runs one job; `via` is its Consume stream, if it came from one (its settles go there, and
+/// its cancellation comes from there).
+pub(super) async fn process(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit, via: Option<Via>) {
     let Job { payload, ctx } = job;
     shared.metrics.in_flight(1);
     // A root span (`parent: None`): the producer's span is linked, not made the parent, so the
@@ -181,29 +219,45 @@ async fn process(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) {
         worker_id = ctx.worker_id(),
     );
     otel::link(&span, ctx.trace_context.as_ref());
-    handle(&shared, payload, Arc::new(ctx)).instrument(span).await;
+    handle(&shared, via.as_ref(), payload, Arc::new(ctx)).instrument(span).await;
+    if let Some(via) = &via {
+        via.release();
+    }
     shared.metrics.in_flight(-1);
     drop(permit);
 }
 
-async fn handle(shared: &Shared, payload: Option<crate::Payload>, ctx: Arc<JobCtx>) {
+async fn handle(shared: &Shared, via: Option<&Via>, payload: Option<crate::Payload>, ctx: Arc<JobCtx>) {
     let Some(handler) = shared.handlers.get(&ctx.job_type).or(shared.catch_all.as_ref()) else {
         let retry = policy::failure_backoff(ctx.attempt);
         tracing::warn!(job_type = %ctx.job_type, ?retry, "no handler registered for job_type {}; nacking", ctx.job_type);
-        settle_nack(shared, &ctx, retry, "no handler registered for job_type".to_owned()).await;
+        settle_nack(shared, via, &ctx, retry, "no handler registered for job_type".to_owned()).await;
         return;
     };
     let task = tokio::spawn(handler(payload, ctx.clone()).in_current_span());
+    let never = CancellationToken::new();
+    let cancelled = via.map_or(&never, |via| &via.cancelled);
     let ending = match shared.auto_extend {
-        None => Ending::Finished(task.await),
-        Some(auto_extend) => supervise(shared, &ctx, task, auto_extend).await,
+        None => {
+            let mut task = task;
+            tokio::select! {
+                biased;
+                result = &mut task => Ending::Finished(result),
+                () = cancelled.cancelled() => { abort(task).await; Ending::Cancelled }
+            }
+        }
+        Some(auto_extend) => supervise(shared, via, &ctx, task, auto_extend, cancelled).await,
     };
     match ending {
+        Ending::Cancelled => {
+            tracing::Span::current().record("otel.status_code", "error");
+            tracing::warn!(job = %ctx, "job cancelled; handler stopped (the job is neither acked nor nacked)");
+        }
         Ending::LeaseLost => {
             tracing::Span::current().record("otel.status_code", "error");
             tracing::error!(job = %ctx, "lease lost; handler aborted (the job is neither acked nor nacked)");
         }
-        Ending::Finished(Ok(Ok(()))) => match shared.client.ack(&ctx).await {
+        Ending::Finished(Ok(Ok(()))) => match stream::ack(shared, via, &ctx).await {
             Ok(()) => shared.metrics.processed(),
             Err(error) => log_settle_failure("ack", &ctx, &error),
         },
@@ -211,13 +265,13 @@ async fn handle(shared: &Shared, payload: Option<crate::Payload>, ctx: Arc<JobCt
             tracing::Span::current().record("otel.status_code", "error");
             tracing::warn!(job = %ctx, %error, "handler failed");
             let (retry, reason) = policy::handler_verdict(error);
-            settle_nack(shared, &ctx, retry, reason).await;
+            settle_nack(shared, via, &ctx, retry, reason).await;
         }
         Ending::Finished(Err(join_error)) if join_error.is_panic() => {
             tracing::Span::current().record("otel.status_code", "error");
             let message = panic_message(join_error.into_panic());
             tracing::error!(job = %ctx, panic = %message, "handler panicked");
-            settle_nack(shared, &ctx, policy::failure_backoff(ctx.attempt), "handler panicked".to_owned()).await;
+            settle_nack(shared, via, &ctx, policy::failure_backoff(ctx.attempt), "handler panicked".to_owned()).await;
         }
         Ending::Finished(Err(_cancelled)) => {
             // Only the runtime shutting down cancels a handler task we did not abort.
@@ -229,9 +283,11 @@ async fn handle(shared: &Shared, payload: Option<crate::Payload>, ctx: Arc<JobCt
 /// Waits for the handler while extending its lease; aborts the handler when the lease is lost.
 async fn supervise(
     shared: &Shared,
+    via: Option<&Via>,
     ctx: &JobCtx,
     mut task: JoinHandle<Result<(), HandlerError>>,
     auto_extend: AutoExtend,
+    cancelled: &CancellationToken,
 ) -> Ending {
     let fixed = match auto_extend {
         AutoExtend::Derived => None,
@@ -242,9 +298,13 @@ async fn supervise(
         tokio::select! {
             biased;
             result = &mut task => return Ending::Finished(result),
+            () = cancelled.cancelled() => {
+                abort(task).await;
+                return Ending::Cancelled;
+            }
             () = tokio::time::sleep(interval) => {}
         }
-        match shared.client.extend(ctx, shared.lease_duration).await {
+        match stream::extend(shared, via, ctx).await {
             Ok(expiry) => tracing::debug!(job_id = %ctx.id, ?expiry, "lease extended"),
             Err(LeaseError::JobNotFound | LeaseError::AttemptMismatch) => return abort(task).await,
             Err(error) if SystemTime::now() >= ctx.lease_expiry() => {
@@ -265,8 +325,8 @@ async fn abort(task: JoinHandle<Result<(), HandlerError>>) -> Ending {
     Ending::LeaseLost
 }
 
-async fn settle_nack(shared: &Shared, ctx: &JobCtx, retry: RetryDirective, reason: String) {
-    match shared.client.nack(ctx, retry, reason).await {
+async fn settle_nack(shared: &Shared, via: Option<&Via>, ctx: &JobCtx, retry: RetryDirective, reason: String) {
+    match stream::nack(shared, via, ctx, retry, reason).await {
         Ok(dead_lettered) => shared.metrics.nacked(dead_lettered),
         Err(error) => log_settle_failure("nack", ctx, &error),
     }
