@@ -15,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
+use tonic::codegen::tokio_stream;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
@@ -55,8 +56,10 @@ struct Call {
 struct State {
     answer: Answer,
     calls: Vec<Call>,
-    /// Handed out by the next reserve that is served.
+    /// Handed out by the next reserve that is served, or when a Consume stream opens.
     jobs: VecDeque<pb::Job>,
+    /// Answers Consume UNIMPLEMENTED, as a server older than the stream does.
+    no_consume: bool,
 }
 
 #[derive(Clone)]
@@ -117,6 +120,43 @@ impl QueueService for Stub {
         self.answer("Ack", request.metadata(), |_| pb::AckResponse { job_id })
     }
 
+    /// The stream of a leader: pushes the jobs given when it is opened and answers acks; a
+    /// follower's (or a node in an election) opens and then ends UNAVAILABLE, as sepp does.
+    async fn consume(
+        &self,
+        request: Request<tonic::Streaming<pb::ConsumeRequest>>,
+    ) -> Result<Response<tonic::codegen::BoxStream<pb::ConsumeResponse>>, Status> {
+        let metadata = request.metadata().clone();
+        if self.state.lock().unwrap().no_consume {
+            return Err(Status::unimplemented("Consume"));
+        }
+        if let Err(status) = self.answer("Consume", &metadata, |_| ()) {
+            return Ok(Response::new(Box::pin(tokio_stream::once(Err(status)))));
+        }
+        let mut inbound = request.into_inner();
+        let stub = self.clone();
+        let (responses, stream) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok(Some(message)) = inbound.message().await {
+                let mut response = pb::ConsumeResponse::default();
+                if message.open.is_some() {
+                    response.jobs = stub.state.lock().unwrap().jobs.drain(..).collect();
+                }
+                for settle in message.settles {
+                    if let Some(pb::consume_settle::Op::Ack(ack)) = settle.op {
+                        let _ = stub.answer("ConsumeAck", &metadata, |_| ());
+                        let outcome = pb::consume_result::Outcome::Ack(pb::AckResponse { job_id: ack.job_id });
+                        response.results.push(pb::ConsumeResult { id: settle.id, outcome: Some(outcome) });
+                    }
+                }
+                if responses.send(Ok(response)).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::UnboundedReceiverStream::new(stream))))
+    }
+
     async fn drain_dead_letters(
         &self,
         request: Request<pb::DrainDeadLettersRequest>,
@@ -139,7 +179,7 @@ impl Node {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let (events_tx, events) = mpsc::unbounded_channel();
-        let state = State { answer, calls: Vec::new(), jobs: VecDeque::new() };
+        let state = State { answer, calls: Vec::new(), jobs: VecDeque::new(), no_consume: false };
         let stub = Stub { state: Arc::new(Mutex::new(state)), events: events_tx };
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tonic::transport::Server::builder().add_service(QueueServiceServer::new(stub.clone()));
@@ -522,6 +562,7 @@ async fn the_worker_processes_a_job_whose_reserve_was_redirected() {
     let (handled_tx, mut handled) = mpsc::unbounded_channel();
     let worker = Worker::new(client, ["emails"], LEASE)
         .unwrap()
+        .with_streaming(false)
         .handle("send", move |payload: Option<Payload>, ctx: Arc<JobCtx>| {
             let handled = handled_tx.clone();
             async move {
@@ -542,6 +583,64 @@ async fn the_worker_processes_a_job_whose_reserve_was_redirected() {
     assert!(b.methods().contains(&"Ack"));
 }
 
+#[tokio::test]
+async fn a_streaming_worker_reopens_its_stream_at_the_leader_a_follower_names() {
+    let mut b = Node::start(Answer::Serve).await;
+    let a = Node::start(Answer::Redirect(b.addr.clone())).await;
+    b.give(wire_job("j-9"));
+    let client = SeppClient::connect(a.url()).await.unwrap();
+    let (handled_tx, mut handled) = mpsc::unbounded_channel();
+    let worker = Worker::new(client, ["emails"], LEASE)
+        .unwrap()
+        .handle("send", move |_: Option<Payload>, ctx: Arc<JobCtx>| {
+            let handled = handled_tx.clone();
+            async move {
+                let _ = handled.send(ctx.id.clone());
+                Ok(())
+            }
+        })
+        .unwrap();
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+
+    let id = tokio::time::timeout(WAIT, handled.recv()).await.expect("the job is handled").unwrap();
+    assert_eq!(id, "j-9");
+    b.called("ConsumeAck").await;
+    shutdown.shutdown();
+    tokio::time::timeout(WAIT, running).await.expect("the worker stops").unwrap();
+    assert_eq!(a.methods(), ["Consume"], "the follower's stream ended, naming the leader");
+    assert_eq!(b.methods(), ["Consume", "ConsumeAck"], "the ack travelled on the leader's stream");
+}
+
+#[tokio::test]
+async fn a_worker_reserves_with_calls_when_the_server_has_no_consume() {
+    // This stub answers Consume UNIMPLEMENTED (as sepp 0.1 does) and serves reserve calls.
+    let mut a = Node::start(Answer::Serve).await;
+    a.give(wire_job("j-3"));
+    a.stub.state.lock().unwrap().no_consume = true;
+    let client = SeppClient::connect(a.url()).await.unwrap();
+    let (handled_tx, mut handled) = mpsc::unbounded_channel();
+    let worker = Worker::new(client, ["emails"], LEASE)
+        .unwrap()
+        .handle("send", move |_: Option<Payload>, ctx: Arc<JobCtx>| {
+            let handled = handled_tx.clone();
+            async move {
+                let _ = handled.send(ctx.id.clone());
+                Ok(())
+            }
+        })
+        .unwrap();
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    let id = tokio::time::timeout(WAIT, handled.recv()).await.expect("the job is handled").unwrap();
+    assert_eq!(id, "j-3");
+    a.called("Ack").await;
+    shutdown.shutdown();
+    tokio::time::timeout(WAIT, running).await.expect("the worker stops").unwrap();
+    let methods = a.methods();
+    assert_eq!(methods[0], "Reserve", "{methods:?}");
+}
+
 /// TLS with a private CA: the leader is dialed over TLS with the same trust anchor.
 #[cfg(feature = "tls")]
 #[tokio::test]
@@ -554,7 +653,7 @@ async fn the_leader_is_dialed_with_the_configured_tls() {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap().to_string();
             let (events, _) = mpsc::unbounded_channel();
-            let state = State { answer, calls: Vec::new(), jobs: VecDeque::new() };
+            let state = State { answer, calls: Vec::new(), jobs: VecDeque::new(), no_consume: false };
             let stub = Stub { state: Arc::new(Mutex::new(state)), events };
             let server = tonic::transport::Server::builder()
                 .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))

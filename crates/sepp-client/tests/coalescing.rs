@@ -77,7 +77,10 @@ async fn concurrent_enqueues_share_calls_and_each_caller_gets_its_own_result() {
         let (index, result) = joined.unwrap();
         if index % 3 == 0 {
             assert!(
-                matches!(result, Err(EnqueueError::Rejected(JobRejection::JobTypeNameTooLong { limit: 256, actual: 300 }))),
+                matches!(
+                    result,
+                    Err(EnqueueError::Rejected(JobRejection::JobTypeNameTooLong { limit: 256, actual: 300 }))
+                ),
                 "caller {index}: {result:?}"
             );
         } else {

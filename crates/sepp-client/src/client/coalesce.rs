@@ -96,7 +96,9 @@ pub(crate) async fn submit(
         Ok(reply) => reply,
         // The task carrying the call ended without answering: only a runtime shutting down
         // drops it.
-        Err(_) => Err(ClientError::Transport("the call carrying these jobs was dropped (runtime shutting down?)".to_owned())),
+        Err(_) => {
+            Err(ClientError::Transport("the call carrying these jobs was dropped (runtime shutting down?)".to_owned()))
+        }
     }
 }
 

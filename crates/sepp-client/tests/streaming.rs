@@ -1,0 +1,187 @@
+//! The Worker on a Consume stream against the real server (a build with the feature `consume`):
+//! it drains a queue without a single Reserve call (the server's own `sepp_requests_total`),
+//! never runs more of a queue's jobs than the queue's `max_in_flight`, stops a handler when the
+//! job is cancelled (pushed on the stream, long before the lease would run out), and with
+//! `with_streaming(false)` it reserves with calls.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{Server, eventually, signalled, unique};
+use sepp_client::EnqueueRequest;
+use sepp_client::client::SeppClient;
+use sepp_client::worker::{ShutdownHandle, Worker};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+const LEASE: Duration = Duration::from_secs(60);
+const METRICS: &str = "[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n";
+
+fn job(queue: &str, job_type: &str) -> EnqueueRequest {
+    EnqueueRequest::new(queue, job_type).unwrap()
+}
+
+struct Running {
+    shutdown: ShutdownHandle,
+    task: JoinHandle<()>,
+}
+
+fn start(worker: Worker) -> Running {
+    let shutdown = worker.shutdown_handle();
+    Running { shutdown, task: tokio::spawn(worker.run()) }
+}
+
+impl Running {
+    async fn stop(self) {
+        self.shutdown.shutdown();
+        tokio::time::timeout(Duration::from_secs(30), self.task)
+            .await
+            .expect("the worker stops")
+            .expect("run does not panic");
+    }
+}
+
+/// The server's count of successful calls of `method`, from its Prometheus endpoint.
+async fn calls(server: &Server, method: &str) -> u64 {
+    let port = eventually("the prometheus endpoint's address", || async {
+        server
+            .logs()
+            .lines()
+            .find(|line| line.contains("prometheus metrics endpoint listening"))
+            .and_then(common::loopback_port)
+    })
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    let label = format!("method=\"{method}\"");
+    text.lines()
+        .filter(|line| {
+            line.starts_with("sepp_requests_total{") && line.contains(&label) && line.contains("outcome=\"ok\"")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|value| value as u64)
+        .sum()
+}
+
+async fn consume_offered(client: &SeppClient) {
+    let info = client.get_server_info().await.unwrap();
+    assert!(
+        info.features.iter().any(|feature| feature == "consume"),
+        "SEPP_BIN must be a sepp with Consume: {:?}",
+        info.features
+    );
+}
+
+#[tokio::test]
+async fn a_streaming_worker_drains_the_queue_without_reserve_calls_and_within_the_queues_limit() {
+    let queue = unique("limited");
+    let server = Server::start_with("", &format!("{METRICS}\n[[queues]]\nname = \"{queue}\"\nmax_in_flight = 2\n"));
+    let client = server.client().await;
+    consume_offered(&client).await;
+    let jobs = 30;
+    client.enqueue_batch((0..jobs).map(|_| job(&queue, "t"))).await.unwrap();
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .with_max_in_flight(8)
+        .handle("t", {
+            let (running, most) = (running.clone(), most.clone());
+            move |_, _| {
+                let (running, most, done_tx) = (running.clone(), most.clone(), done_tx.clone());
+                async move {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    // Give the others every chance to start meanwhile.
+                    for _ in 0..20 {
+                        tokio::task::yield_now().await;
+                    }
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    let _ = done_tx.send(());
+                    Ok(())
+                }
+            }
+        })
+        .unwrap();
+    let worker = start(worker);
+    for _ in 0..jobs {
+        signalled("a job handled", &mut done).await;
+    }
+    // Stopping waits for the running jobs' acks.
+    worker.stop().await;
+    assert!(most.load(Ordering::SeqCst) <= 2, "{} handlers ran at once", most.load(Ordering::SeqCst));
+    assert!(most.load(Ordering::SeqCst) >= 1);
+    assert_eq!(calls(&server, "Reserve").await, 0, "the worker consumed on the stream");
+    assert_eq!(calls(&server, "Ack").await, 0, "acks travelled on the stream");
+    let options = sepp_client::ReserveOptions::new([queue.as_str()], LEASE).unwrap().with_wait_timeout(Duration::ZERO);
+    assert!(client.reserve(&options).await.unwrap().is_none(), "every job was acked");
+}
+
+#[tokio::test]
+async fn a_cancel_is_pushed_to_the_running_handler() {
+    let server = Server::start();
+    let client = server.client().await;
+    consume_offered(&client).await;
+    let queue = unique("cancel");
+    let id = client.enqueue(job(&queue, "slow")).await.unwrap().job_id;
+    let (started_tx, mut started) = mpsc::unbounded_channel();
+    let (stopped_tx, mut stopped) = mpsc::unbounded_channel();
+    /// Signals when the handler's future is dropped (the Worker stopped it).
+    struct OnDrop(mpsc::UnboundedSender<()>);
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.send(());
+        }
+    }
+    // No auto-extend, a 60 s lease: only the pushed cancel can stop the handler in time.
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .handle("slow", move |_, ctx| {
+            let (started_tx, stopped_tx) = (started_tx.clone(), stopped_tx.clone());
+            async move {
+                let _guard = OnDrop(stopped_tx);
+                let _ = started_tx.send(ctx.id.clone());
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        })
+        .unwrap();
+    let worker = start(worker);
+    assert_eq!(signalled("the handler to start", &mut started).await, id);
+    assert!(client.cancel(&id, Some("not needed")).await.unwrap(), "the job was leased");
+    signalled("the handler to be stopped", &mut stopped).await;
+    worker.stop().await;
+}
+
+#[tokio::test]
+async fn without_streaming_the_worker_reserves_with_calls() {
+    let server = Server::start_with("", METRICS);
+    let client = server.client().await;
+    consume_offered(&client).await;
+    let queue = unique("opt-out");
+    client.enqueue(job(&queue, "t")).await.unwrap();
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .with_streaming(false)
+        .handle("t", move |_, _| {
+            let done_tx = done_tx.clone();
+            async move {
+                let _ = done_tx.send(());
+                Ok(())
+            }
+        })
+        .unwrap();
+    let worker = start(worker);
+    signalled("the job handled", &mut done).await;
+    eventually("the ack", || async { (calls(&server, "Ack").await == 1).then_some(()) }).await;
+    worker.stop().await;
+    assert!(calls(&server, "Reserve").await >= 1);
+}
