@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::{Server, eventually, unique};
-use sepp_client::client::{EnqueueError, SeppClient};
+use sepp_client::client::{EnqueueError, LeaseError, SeppClient};
 use sepp_client::{EnqueueRequest, JobRejection, ReserveOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -26,6 +26,11 @@ fn server_with_metrics(tail: &str) -> Server {
 
 /// The server's count of successful `EnqueueBatch` calls, read from its Prometheus endpoint.
 async fn enqueue_calls(server: &Server) -> u64 {
+    calls(server, "EnqueueBatch").await
+}
+
+/// The server's count of successful calls of `method`, read from its Prometheus endpoint.
+async fn calls(server: &Server, method: &str) -> u64 {
     let port = eventually("the prometheus endpoint's address", || async {
         server
             .logs()
@@ -38,11 +43,10 @@ async fn enqueue_calls(server: &Server) -> u64 {
     stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
     let mut text = String::new();
     stream.read_to_string(&mut text).await.unwrap();
+    let label = format!("method=\"{method}\"");
     text.lines()
         .filter(|line| {
-            line.starts_with("sepp_requests_total{")
-                && line.contains("method=\"EnqueueBatch\"")
-                && line.contains("outcome=\"ok\"")
+            line.starts_with("sepp_requests_total{") && line.contains(&label) && line.contains("outcome=\"ok\"")
         })
         .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
         .map(|value| value as u64)
@@ -147,4 +151,61 @@ async fn without_coalescing_every_enqueue_is_its_own_call() {
     }
     assert_eq!(ids.len(), 30);
     assert_eq!(enqueue_calls(&server).await, 30);
+}
+
+async fn reserve_jobs(client: &SeppClient, queue: &str, count: u32) -> Vec<sepp_client::Job> {
+    let options = ReserveOptions::new([queue], Duration::from_secs(30))
+        .unwrap()
+        .with_wait_timeout(Duration::ZERO)
+        .with_max_jobs(count);
+    let jobs = client.reserve(&options).await.unwrap().unwrap();
+    assert_eq!(jobs.len(), count as usize);
+    jobs
+}
+
+#[tokio::test]
+async fn concurrent_acks_share_ack_batch_calls_and_each_gets_its_own_answer() {
+    let server = server_with_metrics("");
+    let client = server.client().await;
+    let queue = unique("acks");
+    client.enqueue_batch((0..40).map(|index| job(&queue, &format!("t{index}")))).await.unwrap();
+    let jobs = reserve_jobs(&client, &queue, 40).await;
+    // A lone ack is a plain Ack, at once.
+    client.ack(&jobs[0].ctx).await.unwrap();
+    assert_eq!(calls(&server, "Ack").await, 1);
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, job) in jobs.into_iter().enumerate() {
+        let client = client.clone();
+        tasks.spawn(async move { (index, client.ack(&job.ctx).await) });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        match joined.unwrap() {
+            // Acked already: what its own Ack would have said.
+            (0, result) => assert!(matches!(result, Err(LeaseError::JobNotFound)), "{result:?}"),
+            (index, result) => assert!(result.is_ok(), "ack {index}: {result:?}"),
+        }
+    }
+    let batches = calls(&server, "AckBatch").await;
+    let singles = calls(&server, "Ack").await;
+    assert!(batches >= 1, "no AckBatch call");
+    assert!(batches + singles < 41, "41 acks took {batches} AckBatch and {singles} Ack calls");
+    assert_eq!(reserve_all(&client, &queue, 50).await, 0, "every job was acked");
+}
+
+#[tokio::test]
+async fn without_ack_coalescing_every_ack_is_its_own_call() {
+    let server = server_with_metrics("");
+    let client = SeppClient::builder(server.url()).coalesce_acks(false).connect().await.unwrap();
+    let queue = unique("acks-opt-out");
+    client.enqueue_batch((0..10).map(|index| job(&queue, &format!("t{index}")))).await.unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for job in reserve_jobs(&client, &queue, 10).await {
+        let client = client.clone();
+        tasks.spawn(async move { client.ack(&job.ctx).await });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.unwrap().unwrap();
+    }
+    assert_eq!(calls(&server, "Ack").await, 10);
+    assert_eq!(calls(&server, "AckBatch").await, 0);
 }

@@ -50,6 +50,7 @@ pub struct SeppClientBuilder {
     rpc_timeout: Duration,
     max_receive_message_bytes: Option<usize>,
     coalesce_enqueues: bool,
+    coalesce_acks: bool,
     #[cfg(feature = "tls")]
     tls: TlsOptions,
 }
@@ -72,6 +73,7 @@ impl SeppClientBuilder {
             rpc_timeout: SeppClient::DEFAULT_RPC_TIMEOUT,
             max_receive_message_bytes: None,
             coalesce_enqueues: true,
+            coalesce_acks: true,
             #[cfg(feature = "tls")]
             tls: TlsOptions::default(),
         }
@@ -82,6 +84,14 @@ impl SeppClientBuilder {
     /// its own gRPC call.
     pub fn coalesce_enqueues(mut self, coalesce: bool) -> Self {
         self.coalesce_enqueues = coalesce;
+        self
+    }
+
+    /// Whether concurrent acks share `AckBatch` calls where the server has them (on by
+    /// default; see the crate's [Coalescing](crate#coalescing) section). Off, every ack is its
+    /// own `Ack` call.
+    pub fn coalesce_acks(mut self, coalesce: bool) -> Self {
+        self.coalesce_acks = coalesce;
         self
     }
 
@@ -184,7 +194,7 @@ impl SeppClientBuilder {
         tracing::info!(addr = %self.addr, tls, auth, "connected to the sepp server");
         let node = dialer.node(host_port.clone(), channel);
         let client = SeppClient::new(Route::following(host_port, dialer, node), self.retry_policy, self.rpc_timeout);
-        Ok(client.with_coalesced_enqueues(self.coalesce_enqueues))
+        Ok(client.with_coalesced_enqueues(self.coalesce_enqueues).with_coalesced_acks(self.coalesce_acks))
     }
 
     #[cfg(feature = "tls")]

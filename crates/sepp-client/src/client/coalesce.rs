@@ -1,4 +1,4 @@
-//! Enqueue coalescing: concurrent `enqueue` / `enqueue_batch` calls of one client (and its
+//! Coalescing: concurrent `enqueue` / `enqueue_batch` calls of one client (and its
 //! clones) share `EnqueueBatch` calls.
 //!
 //! A best-effort batch answers every job on its own, so the jobs of several callers can travel
@@ -21,6 +21,16 @@
 //! caller, so every caller sees what it would have seen alone. Any other failure of a shared
 //! call is every sharer's failure, as it would have been had each sent its own call at that
 //! moment. A caller dropped while its jobs still wait takes them back unsent.
+//!
+//! Acks coalesce the same way in one lane ([`AckPipeline`]), with no limit on calls in flight:
+//! the first ack to find no flush pending spawns one, and every ack queued before it runs
+//! joins it. A flush of one ack sends a plain `Ack`; of several, one `AckBatch` (at most
+//! [`MAX_ACKS_PER_CALL`] items), retried as a whole under the retry policy exactly as each
+//! `Ack` would be (a repeated ack is as harmless as a repeated `Ack`). The server answers each
+//! item as that `Ack` alone, so every caller gets what its own call would have given. A server
+//! without `AckBatch` (it answers UNIMPLEMENTED, or its `GetServerInfo` lacks the feature
+//! `ack_batch`) gets plain `Ack` calls from then on; a batch refused as a whole with
+//! INVALID_ARGUMENT (a lower batch limit) is resent as one `Ack` per caller.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -40,6 +50,9 @@ pub(crate) const MAX_CALLS_IN_FLIGHT: usize = 4;
 pub(crate) const MAX_JOBS_PER_CALL: usize = 256;
 /// Far under the server's default message limit (16 MiB).
 pub(crate) const MAX_BYTES_PER_CALL: usize = 4 * 1024 * 1024;
+
+/// The most acks in one `AckBatch` call (the server's default batch limit is 256).
+pub(crate) const MAX_ACKS_PER_CALL: usize = 256;
 
 type Reply = Result<Vec<pb::JobResult>, ClientError>;
 
@@ -198,6 +211,129 @@ fn split_one(result: Result<Vec<pb::JobResult>, tonic::Status>, expected: usize)
         return Err(ClientError::BatchResultCountMismatch { expected, got: results.len() });
     }
     Ok(results)
+}
+
+/// An ack's answer, as its own call would have given it, and the attempts it took.
+pub(crate) type AckReply = (Result<(), tonic::Status>, u32);
+
+// `AckPipeline::batch`: 0 until known.
+const BATCH_SUPPORTED: u8 = 1;
+const BATCH_UNSUPPORTED: u8 = 2;
+
+#[derive(Default)]
+struct AckState {
+    flush_scheduled: bool,
+    waiting: Vec<(pb::AckRequest, oneshot::Sender<AckReply>)>,
+}
+
+/// The acks waiting for the next flush, and whether the server takes `AckBatch`.
+#[derive(Default)]
+pub(crate) struct AckPipeline {
+    state: Mutex<AckState>,
+    batch: std::sync::atomic::AtomicU8,
+}
+
+impl AckPipeline {
+    /// What the server's features say about `AckBatch`.
+    pub(crate) fn learned_features(&self, features: &[String]) {
+        let batch = if features.iter().any(|feature| feature == "ack_batch") { BATCH_SUPPORTED } else { BATCH_UNSUPPORTED };
+        self.batch.store(batch, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn batch_unsupported(&self) -> bool {
+        self.batch.load(std::sync::atomic::Ordering::Relaxed) == BATCH_UNSUPPORTED
+    }
+}
+
+/// Sends `request`'s ack, alone or with the acks waiting with it.
+pub(crate) async fn submit_ack(client: &SeppClient, pipeline: &Arc<AckPipeline>, request: pb::AckRequest) -> AckReply {
+    if pipeline.batch_unsupported() {
+        return send_ack(client, request).await;
+    }
+    let (reply, answer) = oneshot::channel();
+    let spawn_flush = {
+        let mut state = pipeline.state.lock().expect("ack pipeline lock");
+        state.waiting.push((request, reply));
+        !std::mem::replace(&mut state.flush_scheduled, true)
+    };
+    if spawn_flush {
+        let client = client.clone();
+        let pipeline = pipeline.clone();
+        tokio::spawn(async move {
+            let waiting = {
+                let mut state = pipeline.state.lock().expect("ack pipeline lock");
+                state.flush_scheduled = false;
+                std::mem::take(&mut state.waiting)
+            };
+            // An ack dropped meanwhile is taken back.
+            let mut waiting: Vec<_> = waiting.into_iter().filter(|(_, reply)| !reply.is_closed()).collect();
+            while !waiting.is_empty() {
+                let rest = waiting.split_off(waiting.len().min(MAX_ACKS_PER_CALL));
+                let group = std::mem::replace(&mut waiting, rest);
+                let (client, pipeline) = (client.clone(), pipeline.clone());
+                tokio::spawn(async move { deliver_acks(&client, &pipeline, group).await });
+            }
+        });
+    }
+    match answer.await {
+        Ok(reply) => reply,
+        Err(_) => (Err(tonic::Status::cancelled("the call carrying this ack was dropped (runtime shutting down?)")), 1),
+    }
+}
+
+async fn send_ack(client: &SeppClient, request: pb::AckRequest) -> AckReply {
+    let (result, attempts) = client.unary(wire::ACK, Some(RetryScope::Transient), client.rpc_timeout, request).await;
+    (result.map(drop), attempts)
+}
+
+/// Each ack as its own call, concurrently.
+async fn send_acks_alone(client: &SeppClient, group: Vec<(pb::AckRequest, oneshot::Sender<AckReply>)>) {
+    let mut calls = tokio::task::JoinSet::new();
+    for (request, reply) in group {
+        let client = client.clone();
+        calls.spawn(async move {
+            let _ = reply.send(send_ack(&client, request).await);
+        });
+    }
+    while calls.join_next().await.is_some() {}
+}
+
+async fn deliver_acks(client: &SeppClient, pipeline: &AckPipeline, group: Vec<(pb::AckRequest, oneshot::Sender<AckReply>)>) {
+    if group.len() == 1 || pipeline.batch_unsupported() {
+        return send_acks_alone(client, group).await;
+    }
+    let request = pb::AckBatchRequest { acks: group.iter().map(|(request, _)| request.clone()).collect() };
+    let (result, attempts) =
+        client.unary(wire::ACK_BATCH, Some(RetryScope::Transient), client.rpc_timeout, request).await;
+    let results = match result {
+        Ok(response) => response.into_inner().results,
+        Err(status) if status.code() == Code::Unimplemented => {
+            pipeline.batch.store(BATCH_UNSUPPORTED, std::sync::atomic::Ordering::Relaxed);
+            return send_acks_alone(client, group).await;
+        }
+        Err(status) if status.code() == Code::InvalidArgument => return send_acks_alone(client, group).await,
+        Err(status) => {
+            for (_, reply) in group {
+                let _ = reply.send((Err(status.clone()), attempts));
+            }
+            return;
+        }
+    };
+    if results.len() != group.len() {
+        let status = tonic::Status::internal(format!("AckBatch answered {} results for {} acks", results.len(), group.len()));
+        for (_, reply) in group {
+            let _ = reply.send((Err(status.clone()), attempts));
+        }
+        return;
+    }
+    for ((_, reply), result) in group.into_iter().zip(results) {
+        let outcome = match result.outcome {
+            Some(pb::ack_result::Outcome::Success(_)) => Ok(()),
+            Some(pb::ack_result::Outcome::Error(error)) => Err(tonic::Status::new(Code::from_i32(error.code), error.message)),
+            None => Err(tonic::Status::internal("an AckBatch result without an outcome")),
+        };
+        let _ = reply.send((outcome, attempts));
+    }
 }
 
 #[cfg(test)]

@@ -79,6 +79,8 @@ pub struct SeppClient {
     rpc_timeout: Duration,
     /// Shared by clones; `None` when enqueue coalescing is off.
     pipeline: Option<Arc<coalesce::EnqueuePipeline>>,
+    /// Shared by clones; `None` when ack coalescing is off.
+    acks: Option<Arc<coalesce::AckPipeline>>,
 }
 
 impl fmt::Debug for SeppClient {
@@ -88,6 +90,7 @@ impl fmt::Debug for SeppClient {
             .field("retry_policy", &self.retry_policy)
             .field("rpc_timeout", &self.rpc_timeout)
             .field("coalesce_enqueues", &self.pipeline.is_some())
+            .field("coalesce_acks", &self.acks.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -119,8 +122,16 @@ impl SeppClient {
     }
 
     pub(crate) fn new(route: Route, retry_policy: RetryPolicy, rpc_timeout: Duration) -> Self {
-        let pipeline = Some(Arc::default());
-        Self { route: Arc::new(route), retry_policy, rpc_timeout, pipeline }
+        let (pipeline, acks) = (Some(Arc::default()), Some(Arc::default()));
+        Self { route: Arc::new(route), retry_policy, rpc_timeout, pipeline, acks }
+    }
+
+    /// This client (and the clones made from it afterwards) with ack coalescing on (the
+    /// default) or off; see [`SeppClientBuilder::coalesce_acks`].
+    #[must_use]
+    pub fn with_coalesced_acks(mut self, coalesce: bool) -> Self {
+        self.acks = coalesce.then(Arc::default);
+        self
     }
 
     /// This client (and the clones made from it afterwards) with enqueue coalescing on (the
@@ -287,13 +298,23 @@ impl SeppClient {
     }
 
     /// Completes a job: it is deleted.
+    ///
+    /// Concurrent acks of this client and its clones share `AckBatch` calls where the server
+    /// has them (see the crate's [Coalescing](crate#coalescing) section); each still gets
+    /// exactly what its own `Ack` would have given.
     pub async fn ack(&self, ctx: &JobCtx) -> Result<(), LeaseError> {
         let span = lease_span("sepp.ack", ctx);
         let call = async {
             let request = pb::AckRequest { job_id: ctx.id.clone(), attempt: ctx.attempt, worker_id: worker_id(ctx) };
-            let (result, attempts) =
-                self.unary(wire::ACK, Some(RetryScope::Transient), self.rpc_timeout, request).await;
-            result.map(drop).map_err(|status| lease_error("ack", &status, attempts))
+            let (result, attempts) = match &self.acks {
+                Some(acks) => coalesce::submit_ack(self, acks, request).await,
+                None => {
+                    let (result, attempts) =
+                        self.unary(wire::ACK, Some(RetryScope::Transient), self.rpc_timeout, request).await;
+                    (result.map(drop), attempts)
+                }
+            };
+            result.map_err(|status| lease_error("ack", &status, attempts))
         };
         traced(span, call).await
     }
@@ -367,6 +388,9 @@ impl SeppClient {
             let (result, _) =
                 self.unary(wire::GET_SERVER_INFO, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             let info = convert::server_info(result?.into_inner())?;
+            if let Some(acks) = &self.acks {
+                acks.learned_features(&info.features);
+            }
             if let Some(cluster) = &info.cluster {
                 self.route.learned_cluster();
                 self.route.learned_members(cluster.members.iter().map(|member| member.addr.clone()).collect());

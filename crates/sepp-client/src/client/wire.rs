@@ -55,6 +55,7 @@ rpcs! {
     ENQUEUE_ATOMIC: "EnqueueAtomic" as "enqueue_atomic", pb::EnqueueBatchRequest => pb::EnqueueAtomicResponse;
     RESERVE: "Reserve" as "reserve", pb::ReserveRequest => pb::ReserveResponse;
     ACK: "Ack" as "ack", pb::AckRequest => pb::AckResponse;
+    ACK_BATCH: "AckBatch" as "ack", pb::AckBatchRequest => pb::AckBatchResponse;
     NACK: "Nack" as "nack", pb::NackRequest => pb::NackResponse;
     EXTEND: "Extend" as "extend", pb::ExtendRequest => pb::ExtendResponse;
     DRAIN_DEAD_LETTERS: "DrainDeadLetters" as "drain_dead_letters",
