@@ -111,6 +111,68 @@
 //!   auto-extend, leases are extended at a third of the remaining granted lease; a handler whose
 //!   lease is lost is aborted and its job left alone. Shutdown waits for every in-flight job,
 //!   without a deadline: bound your handlers (for example with `tokio::time::timeout`).
+//!   Where the server offers it, the Worker consumes on a `Consume` stream instead of reserve
+//!   calls (see [The Consume stream](#the-consume-stream)).
+//! - **Coalescing**: concurrent enqueues share `EnqueueBatch` calls, and concurrent acks
+//!   `AckBatch` calls, without delaying anyone (see [Coalescing](#coalescing)).
+//!
+//! ## Coalescing
+//!
+//! A [`SeppClient`](client::SeppClient) (with its clones) sends the calls that wait at the same
+//! moment together, and never waits for more: no timer, no batch to fill. A lone caller's call
+//! goes out at once.
+//!
+//! - **Enqueues**: the jobs of concurrent `enqueue` and `enqueue_batch` calls travel in one
+//!   `EnqueueBatch` (at most 256 jobs and about 4 MiB per call; one caller's batch is never
+//!   split), with at most 4 such calls in flight; what arrives meanwhile goes out, together,
+//!   the moment one of them returns. Calls whose jobs all carry an idempotency key and the
+//!   others wait apart, since they are retried under different rules: each shared call is
+//!   retried exactly as one caller's call of its kind would be. Every caller gets exactly its
+//!   own jobs' results, in order (a rejected job is the same [`JobRejection`] its own call
+//!   would give); a failure of the whole call is every sharer's error. A shared call the server
+//!   refuses as a whole with INVALID_ARGUMENT (its `limits.max_enqueue_batch` may be lower) is
+//!   sent again as one call per caller, so each sees what it would have seen alone. A caller
+//!   dropped before its jobs went out takes them back. `enqueue_atomic` is never coalesced.
+//! - **Acks**: concurrent `ack` calls (a [`Worker`](worker::Worker) reserving with calls acks
+//!   the jobs of one reserve at about the same moment) share one `AckBatch` (at most 256 acks);
+//!   one ack alone is a plain `Ack`. The server answers each item exactly as that `Ack` alone,
+//!   so each caller gets what its own call would have given; the batch is retried as a whole
+//!   under the retry policy, as each `Ack` would be. A server without the feature `ack_batch`
+//!   (seen in [`get_server_info`](client::SeppClient::get_server_info), or an UNIMPLEMENTED
+//!   answer) gets plain `Ack` calls from then on.
+//!
+//! Both are on by default; turn them off with
+//! [`coalesce_enqueues(false)`](client::SeppClientBuilder::coalesce_enqueues) and
+//! [`coalesce_acks(false)`](client::SeppClientBuilder::coalesce_acks) on the builder (or
+//! [`with_coalesced_enqueues`](client::SeppClient::with_coalesced_enqueues) /
+//! [`with_coalesced_acks`](client::SeppClient::with_coalesced_acks) on a client), and every
+//! call is its own gRPC call.
+//!
+//! ## The Consume stream
+//!
+//! When the server lists the feature `consume` in `GetServerInfo`, a
+//! [`Worker`](worker::Worker) opens one `Consume` stream instead of calling reserve: it grants
+//! as many credits as it has free slots (`max_in_flight`), the server pushes jobs as soon as
+//! they are ready (under every queue limit: `max_in_flight`, rates, pauses), and the Worker runs
+//! them exactly as reserved jobs. Acks, nacks and extends go on the stream, what is ready at the
+//! same moment in one message together with a credit for each slot an ack or nack frees; each
+//! answer means exactly what the unary call's would (a cancelled job's settle is
+//! [`LeaseError::JobNotFound`](client::LeaseError::JobNotFound), as on a call). A job cancelled
+//! ([`SeppClient::cancel`](client::SeppClient::cancel)) while its handler runs is pushed on the
+//! stream, and the Worker aborts that handler at once (no wait for its lease or the next
+//! extend); the job is neither acked nor nacked.
+//!
+//! - A server without `Consume` (sepp 0.1, or an older 0.2 build: it answers UNIMPLEMENTED or
+//!   lacks the feature) gets the reserve calls, as before.
+//! - A stream that ends UNAVAILABLE naming the leader (`sepp-leader`: it reached a cluster
+//!   follower) is reopened at the leader at once, as calls follow it; one that ends otherwise
+//!   (a server shutting down, an error) is reopened after the Worker's reserve-error backoff,
+//!   having asked another node who leads, as calls do. Settles that waited for a stream, or
+//!   were unanswered when it ended, are sent as unary calls under the retry policy. Jobs the
+//!   Worker holds keep running across a reopening.
+//! - On shutdown the Worker grants no more credits, lets its jobs finish and settle, and then
+//!   closes the stream.
+//! - [`with_streaming(false)`](worker::Worker::with_streaming) keeps the Worker on reserve calls.
 //!
 //! ## Clusters
 //!

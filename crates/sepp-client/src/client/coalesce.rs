@@ -236,7 +236,8 @@ pub(crate) struct AckPipeline {
 impl AckPipeline {
     /// What the server's features say about `AckBatch`.
     pub(crate) fn learned_features(&self, features: &[String]) {
-        let batch = if features.iter().any(|feature| feature == "ack_batch") { BATCH_SUPPORTED } else { BATCH_UNSUPPORTED };
+        let batch =
+            if features.iter().any(|feature| feature == "ack_batch") { BATCH_SUPPORTED } else { BATCH_UNSUPPORTED };
         self.batch.store(batch, std::sync::atomic::Ordering::Relaxed);
     }
 
@@ -298,7 +299,11 @@ async fn send_acks_alone(client: &SeppClient, group: Vec<(pb::AckRequest, onesho
     while calls.join_next().await.is_some() {}
 }
 
-async fn deliver_acks(client: &SeppClient, pipeline: &AckPipeline, group: Vec<(pb::AckRequest, oneshot::Sender<AckReply>)>) {
+async fn deliver_acks(
+    client: &SeppClient,
+    pipeline: &AckPipeline,
+    group: Vec<(pb::AckRequest, oneshot::Sender<AckReply>)>,
+) {
     if group.len() == 1 || pipeline.batch_unsupported() {
         return send_acks_alone(client, group).await;
     }
@@ -320,7 +325,8 @@ async fn deliver_acks(client: &SeppClient, pipeline: &AckPipeline, group: Vec<(p
         }
     };
     if results.len() != group.len() {
-        let status = tonic::Status::internal(format!("AckBatch answered {} results for {} acks", results.len(), group.len()));
+        let status =
+            tonic::Status::internal(format!("AckBatch answered {} results for {} acks", results.len(), group.len()));
         for (_, reply) in group {
             let _ = reply.send((Err(status.clone()), attempts));
         }
@@ -329,7 +335,9 @@ async fn deliver_acks(client: &SeppClient, pipeline: &AckPipeline, group: Vec<(p
     for ((_, reply), result) in group.into_iter().zip(results) {
         let outcome = match result.outcome {
             Some(pb::ack_result::Outcome::Success(_)) => Ok(()),
-            Some(pb::ack_result::Outcome::Error(error)) => Err(tonic::Status::new(Code::from_i32(error.code), error.message)),
+            Some(pb::ack_result::Outcome::Error(error)) => {
+                Err(tonic::Status::new(Code::from_i32(error.code), error.message))
+            }
             None => Err(tonic::Status::internal("an AckBatch result without an outcome")),
         };
         let _ = reply.send((outcome, attempts));

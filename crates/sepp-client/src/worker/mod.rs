@@ -13,6 +13,11 @@
 //! | panic | nack after `min(2^attempt, 60)` s, reason "handler panicked" |
 //! | no handler for the job type (and no catch-all) | nack after `min(2^attempt, 60)` s |
 //! | lease lost while auto-extending | nothing: the handler is aborted, the job belongs to someone else |
+//! | job cancelled, pushed on the Consume stream | nothing: the handler is aborted at once |
+//!
+//! Where the server offers it, jobs come from one `Consume` stream and acks, nacks and extends
+//! go on it (see the crate's [Consume stream](crate#the-consume-stream) section); otherwise,
+//! or with [`Worker::with_streaming(false)`](Worker::with_streaming), from reserve calls.
 //!
 //! A failed ack or nack is logged, never propagated: the job is redelivered when its lease
 //! expires (or an earlier retry already settled it).
