@@ -78,20 +78,16 @@ async fn consume_offered(client: &SeppClient) {
     );
 }
 
-#[tokio::test]
-async fn a_streaming_worker_drains_the_queue_without_reserve_calls_and_within_the_queues_limit() {
-    let queue = unique("limited");
-    let server = Server::start_with("", &format!("{METRICS}\n[[queues]]\nname = \"{queue}\"\nmax_in_flight = 2\n"));
-    let client = server.client().await;
-    consume_offered(&client).await;
-    let jobs = 30;
-    client.enqueue_batch((0..jobs).map(|_| job(&queue, "t"))).await.unwrap();
+/// Runs a Worker with `max_in_flight` slots over `jobs` jobs of `queue` until every one is
+/// handled and acked; returns the most handlers that ran at once.
+async fn drain(client: &SeppClient, queue: &str, jobs: usize, max_in_flight: usize) -> usize {
+    client.enqueue_batch((0..jobs).map(|_| job(queue, "t"))).await.unwrap();
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let (done_tx, mut done) = mpsc::unbounded_channel();
-    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+    let worker = Worker::new(client.clone(), [queue], LEASE)
         .unwrap()
-        .with_max_in_flight(8)
+        .with_max_in_flight(max_in_flight)
         .handle("t", {
             let (running, most) = (running.clone(), most.clone());
             move |_, _| {
@@ -116,12 +112,62 @@ async fn a_streaming_worker_drains_the_queue_without_reserve_calls_and_within_th
     }
     // Stopping waits for the running jobs' acks.
     worker.stop().await;
-    assert!(most.load(Ordering::SeqCst) <= 2, "{} handlers ran at once", most.load(Ordering::SeqCst));
-    assert!(most.load(Ordering::SeqCst) >= 1);
+    most.load(Ordering::SeqCst)
+}
+
+/// Whether every job of `queue` was acked (a reserve call of its own).
+async fn assert_empty(client: &SeppClient, queue: &str) {
+    let options = sepp_client::ReserveOptions::new([queue], LEASE).unwrap().with_wait_timeout(Duration::ZERO);
+    assert!(client.reserve(&options).await.unwrap().is_none(), "every job was acked");
+}
+
+#[tokio::test]
+async fn a_streaming_worker_drains_the_queue_without_reserve_calls_and_within_the_queues_limit() {
+    let queue = unique("limited");
+    let server = Server::start_with("", &format!("{METRICS}\n[[queues]]\nname = \"{queue}\"\nmax_in_flight = 2\n"));
+    let client = server.client().await;
+    consume_offered(&client).await;
+    let most = drain(&client, &queue, 30, 8).await;
+    assert!((1..=2).contains(&most), "{most} handlers ran at once");
     assert_eq!(calls(&server, "Reserve").await, 0, "the worker consumed on the stream");
     assert_eq!(calls(&server, "Ack").await, 0, "acks travelled on the stream");
-    let options = sepp_client::ReserveOptions::new([queue.as_str()], LEASE).unwrap().with_wait_timeout(Duration::ZERO);
-    assert!(client.reserve(&options).await.unwrap().is_none(), "every job was acked");
+    assert_empty(&client, &queue).await;
+}
+
+#[tokio::test]
+async fn a_streaming_worker_grants_no_more_credits_than_its_free_slots() {
+    let server = Server::start_with("", METRICS);
+    let client = server.client().await;
+    consume_offered(&client).await;
+    let queue = unique("slots");
+    client.enqueue_batch((0..10).map(|_| job(&queue, "t"))).await.unwrap();
+    let (started_tx, mut started) = mpsc::unbounded_channel();
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let worker = Worker::new(client.clone(), [queue.as_str()], LEASE)
+        .unwrap()
+        .with_max_in_flight(2)
+        .handle("t", move |_, _| {
+            let (started_tx, mut gate) = (started_tx.clone(), gate.clone());
+            async move {
+                let _ = started_tx.send(());
+                let _ = gate.wait_for(|open| *open).await;
+                Ok(())
+            }
+        })
+        .unwrap();
+    let worker = start(worker);
+    signalled("a first handler", &mut started).await;
+    signalled("a second handler", &mut started).await;
+    // Two credits: the server leased the worker two jobs, and the other eight are still ready.
+    let options = sepp_client::ReserveOptions::new([queue.as_str()], LEASE)
+        .unwrap()
+        .with_wait_timeout(Duration::ZERO)
+        .with_max_jobs(10);
+    let rest = client.reserve(&options).await.unwrap().unwrap();
+    assert_eq!(rest.len(), 8, "the worker holds exactly its two slots' jobs");
+    assert_eq!(calls(&server, "Reserve").await, 1, "only the test's own reserve");
+    open.send(true).unwrap();
+    worker.stop().await;
 }
 
 #[tokio::test]

@@ -36,6 +36,9 @@ use crate::{JobCtx, ReserveOptions, convert, proto as pb};
 
 /// Settles per `ConsumeRequest`; the server's default batch limit is 256.
 pub(super) const MAX_SETTLES_PER_MESSAGE: usize = 64;
+/// The most credits outstanding on a stream (the server's `max_consume_credits`, 10,000):
+/// a Worker with more slots grants the rest as pushed jobs use credits up.
+pub(super) const MAX_OUTSTANDING_CREDITS: usize = 10_000;
 
 /// What a job task sends to the driver.
 pub(super) enum Outgoing {
@@ -193,6 +196,10 @@ pub(super) struct Driver {
     incoming: mpsc::UnboundedReceiver<Outgoing>,
     /// Jobs pushed whose slot is not free yet.
     busy: usize,
+    /// Free slots not granted on the current stream yet (beyond `MAX_OUTSTANDING_CREDITS`).
+    owed: usize,
+    /// Credits granted on the current stream and not used by a pushed job yet.
+    outstanding: usize,
     /// Jobs pushed whose slot is not free yet, by id: their cancellation (at most the credits
     /// granted, so at most `max_in_flight`).
     running: HashMap<String, CancellationToken>,
@@ -221,6 +228,8 @@ impl Driver {
             outgoing,
             incoming,
             busy: 0,
+            owed: 0,
+            outstanding: 0,
             running: HashMap::new(),
             shutting_down: false,
         }
@@ -270,13 +279,15 @@ impl Driver {
     }
 
     async fn stream(&mut self, first: bool) -> StreamEnd {
-        let credits = self.max_in_flight.saturating_sub(self.busy);
+        self.owed = self.max_in_flight.saturating_sub(self.busy);
+        self.outstanding = 0;
+        let credits = self.grant();
         let open = pb::ConsumeRequest {
             open: Some(pb::ConsumeOpen {
                 queues: self.options.queues().to_vec(),
                 lease_duration: Some(convert::duration(self.options.lease_duration())),
                 worker_id: self.options.worker_id().map(str::to_owned),
-                credits: u32::try_from(credits).unwrap_or(u32::MAX),
+                credits,
             }),
             credits: 0,
             settles: Vec::new(),
@@ -312,7 +323,17 @@ impl Driver {
                     tracing::info!(in_flight = self.busy, "worker shutting down; no more credits, finishing the jobs it holds");
                 }
                 message = stream.inbound.message() => match message {
-                    Ok(Some(response)) => self.received(response, &mut pending),
+                    Ok(Some(response)) => {
+                        self.received(response, &mut pending);
+                        // Slots beyond the outstanding cap are granted as credits get used.
+                        if let Some(sender) = &sender {
+                            let credits = self.grant();
+                            if credits > 0 {
+                                let message = pb::ConsumeRequest { credits, ..Default::default() };
+                                let _ = sender.send(Bytes::from(message.encode_to_vec()));
+                            }
+                        }
+                    }
                     Ok(None) if sender.is_none() => break StreamEnd::Stop,
                     Ok(None) => break StreamEnd::Reopen(Some(Status::unavailable("the server ended the Consume stream"))),
                     Err(status) => {
@@ -378,10 +399,21 @@ impl Driver {
             }
         }
         self.busy = self.busy.saturating_sub(freed as usize);
-        if !self.shutting_down && !self.token.is_cancelled() {
-            message.credits = freed;
-        }
+        self.owed += freed as usize;
+        message.credits = self.grant();
         message
+    }
+
+    /// Takes what may be granted now of the owed credits: none while shutting down, and never
+    /// more than `MAX_OUTSTANDING_CREDITS` outstanding.
+    fn grant(&mut self) -> u32 {
+        if self.shutting_down || self.token.is_cancelled() {
+            return 0;
+        }
+        let credits = self.owed.min(MAX_OUTSTANDING_CREDITS.saturating_sub(self.outstanding));
+        self.owed -= credits;
+        self.outstanding += credits;
+        u32::try_from(credits).expect("at most MAX_OUTSTANDING_CREDITS")
     }
 
     fn received(
@@ -405,6 +437,7 @@ impl Driver {
             self.shared.metrics.reserve_completed(true);
         }
         let worker_id = self.options.worker_id().map(str::to_owned);
+        self.outstanding = self.outstanding.saturating_sub(response.jobs.len());
         for job in response.jobs {
             let id = job.id.clone();
             let converted =
