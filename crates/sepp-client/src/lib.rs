@@ -146,7 +146,8 @@
 //! [`coalesce_acks(false)`](client::SeppClientBuilder::coalesce_acks) on the builder (or
 //! [`with_coalesced_enqueues`](client::SeppClient::with_coalesced_enqueues) /
 //! [`with_coalesced_acks`](client::SeppClient::with_coalesced_acks) on a client), and every
-//! call is its own gRPC call.
+//! call is its own gRPC call. With the `opentelemetry` feature, a call made inside a trace keeps
+//! its own gRPC call too, so that the server's span is its child.
 //!
 //! ## The Consume stream
 //!

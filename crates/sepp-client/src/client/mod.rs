@@ -173,12 +173,13 @@ impl SeppClient {
         let call = async {
             let expected = jobs.len();
             let (request, scope) = batch_request(jobs);
+            // A traced call keeps its own gRPC call, so the server's span is its child.
             let results = match &self.pipeline {
-                Some(pipeline) => {
+                Some(pipeline) if otel::current_trace_context().is_none() => {
                     let keyed = scope == RetryScope::Transient;
                     coalesce::submit(self, pipeline, request.jobs, keyed).await?
                 }
-                None => {
+                _ => {
                     let (result, _) = self.unary(wire::ENQUEUE_BATCH, Some(scope), self.rpc_timeout, request).await;
                     result?.into_inner().results
                 }
@@ -306,9 +307,12 @@ impl SeppClient {
         let span = lease_span("sepp.ack", ctx);
         let call = async {
             let request = pb::AckRequest { job_id: ctx.id.clone(), attempt: ctx.attempt, worker_id: worker_id(ctx) };
+            // A traced ack keeps its own gRPC call, so the server's span is its child.
             let (result, attempts) = match &self.acks {
-                Some(acks) => coalesce::submit_ack(self, acks, request).await,
-                None => {
+                Some(acks) if otel::current_trace_context().is_none() => {
+                    coalesce::submit_ack(self, acks, request).await
+                }
+                _ => {
                     let (result, attempts) =
                         self.unary(wire::ACK, Some(RetryScope::Transient), self.rpc_timeout, request).await;
                     (result.map(drop), attempts)
