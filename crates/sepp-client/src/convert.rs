@@ -274,6 +274,7 @@ pub(crate) fn server_info(info: pb::GetServerInfoResponse) -> Result<ServerInfo,
         strict_queues: info.strict_queues,
         dead_letter_retention_enabled: info.dead_letter_retention_enabled,
         features: info.features,
+        max_consume_credits: info.max_consume_credits,
         cluster: info.cluster.map(cluster_info),
     })
 }

@@ -52,6 +52,9 @@ pub struct ServerInfo {
     /// What the server offers beyond the 0.1 protocol, by name (`"ack_batch"`, `"cancel"`,
     /// `"schedules"`, `"pause"`, ...); empty on 0.1.
     pub features: Vec<String>,
+    /// The most credits a `Consume` stream may have outstanding; 0 from a server without the
+    /// feature `consume`.
+    pub max_consume_credits: u32,
     /// The answering node's view of its cluster; `None` on a single node (and on 0.1).
     pub cluster: Option<ClusterInfo>,
 }

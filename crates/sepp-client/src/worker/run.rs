@@ -14,7 +14,7 @@ use tracing::Instrument;
 use tracing::field::Empty;
 
 use super::policy::{self, EARLY_EMPTY_PAUSE};
-use super::stream::{self, Driver, Ended, Via};
+use super::stream::{self, Driver, Ended, Slots, Via};
 use super::{AutoExtend, Handler, HandlerError, Worker};
 use crate::client::{LeaseError, RetryDirective, SeppClient};
 use crate::otel::{self, WorkerMetrics};
@@ -88,15 +88,16 @@ pub(super) async fn run(worker: Worker) {
         tasks: TaskTracker::new(),
         shared: Arc::new(shared),
     };
-    let streamed = streaming && consume_offered(&reserver.shared.client).await && {
+    let offered = if streaming { consume_offered(&reserver.shared.client).await } else { None };
+    let streamed = offered.is_some() && {
+        let slots = Slots { max_in_flight, permits: reserver.permits.clone(), tasks: reserver.tasks.clone() };
         let driver = Driver::new(
             reserver.shared.clone(),
             reserver.options.clone(),
-            max_in_flight,
             reserver.reserve_error_backoff,
             reserver.token.clone(),
-            reserver.permits.clone(),
-            reserver.tasks.clone(),
+            slots,
+            offered.unwrap_or(0),
         );
         match driver.run().await {
             Ended::Stop => true,
@@ -172,14 +173,15 @@ impl Reserver {
     }
 }
 
-/// Whether the server lists the feature `consume`. When it cannot be asked, the stream is
-/// tried anyway (a server without it answers UNIMPLEMENTED).
-async fn consume_offered(client: &SeppClient) -> bool {
+/// Whether the server lists the feature `consume`, with its `max_consume_credits` (0 when
+/// unknown). When it cannot be asked, the stream is tried anyway (a server without it answers
+/// UNIMPLEMENTED).
+async fn consume_offered(client: &SeppClient) -> Option<u32> {
     match client.get_server_info().await {
-        Ok(info) => info.features.iter().any(|feature| feature == "consume"),
+        Ok(info) => info.features.iter().any(|feature| feature == "consume").then_some(info.max_consume_credits),
         Err(error) => {
             tracing::warn!(%error, "could not read the server's features; trying the Consume stream");
-            true
+            Some(0)
         }
     }
 }

@@ -36,9 +36,10 @@ use crate::{JobCtx, ReserveOptions, convert, proto as pb};
 
 /// Settles per `ConsumeRequest`; the server's default batch limit is 256.
 pub(super) const MAX_SETTLES_PER_MESSAGE: usize = 64;
-/// The most credits outstanding on a stream (the server's `max_consume_credits`, 10,000):
-/// a Worker with more slots grants the rest as pushed jobs use credits up.
-pub(super) const MAX_OUTSTANDING_CREDITS: usize = 10_000;
+/// The most credits outstanding on a stream when the server did not say (its default
+/// `max_consume_credits`): a Worker with more slots grants the rest as pushed jobs use
+/// credits up.
+pub(super) const DEFAULT_MAX_OUTSTANDING_CREDITS: usize = 10_000;
 
 /// What a job task sends to the driver.
 pub(super) enum Outgoing {
@@ -183,6 +184,13 @@ enum StreamEnd {
     Reopen(Option<Status>),
 }
 
+/// The Worker's slots: how many, their permits, and the tasks that hold them.
+pub(super) struct Slots {
+    pub(super) max_in_flight: usize,
+    pub(super) permits: Arc<tokio::sync::Semaphore>,
+    pub(super) tasks: tokio_util::task::TaskTracker,
+}
+
 /// The driver's state that outlives one stream.
 pub(super) struct Driver {
     pub(super) shared: Arc<Shared>,
@@ -196,8 +204,10 @@ pub(super) struct Driver {
     incoming: mpsc::UnboundedReceiver<Outgoing>,
     /// Jobs pushed whose slot is not free yet.
     busy: usize,
-    /// Free slots not granted on the current stream yet (beyond `MAX_OUTSTANDING_CREDITS`).
+    /// Free slots not granted on the current stream yet (beyond `max_outstanding`).
     owed: usize,
+    /// The server's `max_consume_credits`.
+    max_outstanding: usize,
     /// Credits granted on the current stream and not used by a pushed job yet.
     outstanding: usize,
     /// Jobs pushed whose slot is not free yet, by id: their cancellation (at most the credits
@@ -210,12 +220,12 @@ impl Driver {
     pub(super) fn new(
         shared: Arc<Shared>,
         options: ReserveOptions,
-        max_in_flight: usize,
         backoff: std::time::Duration,
         token: CancellationToken,
-        permits: Arc<tokio::sync::Semaphore>,
-        tasks: tokio_util::task::TaskTracker,
+        slots: Slots,
+        max_consume_credits: u32,
     ) -> Self {
+        let Slots { max_in_flight, permits, tasks } = slots;
         let (outgoing, incoming) = mpsc::unbounded_channel();
         Self {
             shared,
@@ -229,6 +239,10 @@ impl Driver {
             incoming,
             busy: 0,
             owed: 0,
+            max_outstanding: match max_consume_credits {
+                0 => DEFAULT_MAX_OUTSTANDING_CREDITS,
+                limit => limit as usize,
+            },
             outstanding: 0,
             running: HashMap::new(),
             shutting_down: false,
@@ -405,15 +419,15 @@ impl Driver {
     }
 
     /// Takes what may be granted now of the owed credits: none while shutting down, and never
-    /// more than `MAX_OUTSTANDING_CREDITS` outstanding.
+    /// more than the server's `max_consume_credits` outstanding.
     fn grant(&mut self) -> u32 {
         if self.shutting_down || self.token.is_cancelled() {
             return 0;
         }
-        let credits = self.owed.min(MAX_OUTSTANDING_CREDITS.saturating_sub(self.outstanding));
+        let credits = self.owed.min(self.max_outstanding.saturating_sub(self.outstanding));
         self.owed -= credits;
         self.outstanding += credits;
-        u32::try_from(credits).expect("at most MAX_OUTSTANDING_CREDITS")
+        u32::try_from(credits).unwrap_or(u32::MAX)
     }
 
     fn received(
