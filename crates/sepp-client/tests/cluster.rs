@@ -613,6 +613,36 @@ async fn a_streaming_worker_reopens_its_stream_at_the_leader_a_follower_names() 
 }
 
 #[tokio::test]
+async fn a_streaming_worker_reopens_its_stream_after_it_ended_unavailable() {
+    // A node in an election (or shutting down) ends the stream UNAVAILABLE naming no leader.
+    let mut a = Node::start(Answer::Unavailable).await;
+    a.give(wire_job("j-5"));
+    let client = SeppClient::connect(a.url()).await.unwrap();
+    let (handled_tx, mut handled) = mpsc::unbounded_channel();
+    let worker = Worker::new(client, ["emails"], LEASE)
+        .unwrap()
+        .with_reserve_error_backoff(Duration::from_millis(10))
+        .handle("send", move |_: Option<Payload>, ctx: Arc<JobCtx>| {
+            let handled = handled_tx.clone();
+            async move {
+                let _ = handled.send(ctx.id.clone());
+                Ok(())
+            }
+        })
+        .unwrap();
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    a.called("Consume").await;
+    a.set(Answer::Serve);
+    let id = tokio::time::timeout(WAIT, handled.recv()).await.expect("the job is handled").unwrap();
+    assert_eq!(id, "j-5");
+    a.called("ConsumeAck").await;
+    shutdown.shutdown();
+    tokio::time::timeout(WAIT, running).await.expect("the worker stops").unwrap();
+    assert!(!a.methods().contains(&"Reserve"), "it stayed on the stream: {:?}", a.methods());
+}
+
+#[tokio::test]
 async fn a_worker_reserves_with_calls_when_the_server_has_no_consume() {
     // This stub answers Consume UNIMPLEMENTED (as sepp 0.1 does) and serves reserve calls.
     let mut a = Node::start(Answer::Serve).await;
