@@ -126,8 +126,9 @@
 //!   `EnqueueBatch` (at most 256 jobs and about 4 MiB per call; one caller's batch is never
 //!   split), with at most 4 such calls in flight per lane; what arrives meanwhile goes out,
 //!   together, the moment one of them returns. Calls whose jobs all carry an idempotency key
-//!   and the others wait in separate lanes, since they are retried under different rules: each shared call is
-//!   retried exactly as one caller's call of its kind would be. Every caller gets exactly its
+//!   and the others wait in separate lanes, since they are retried under different rules:
+//!   each shared call is retried exactly as one caller's call of its kind would be. Every
+//!   caller gets exactly its
 //!   own jobs' results, in order (a rejected job is the same [`JobRejection`] its own call
 //!   would give); a failure of the whole call is every sharer's error. A shared call the server
 //!   refuses as a whole with INVALID_ARGUMENT (its `limits.max_enqueue_batch` may be lower) is
