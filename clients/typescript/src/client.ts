@@ -65,6 +65,7 @@ import * as wire from "./gen/sepp/v1/queue.js";
 import { type Job, JobCtx, type Lease, leaseOf } from "./job.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { activeTraceContext, inClientSpan, injectTraceMetadata } from "./otel.js";
+import { EnqueuePipeline } from "./pipeline.js";
 import type { JobRejection } from "./rejection.js";
 import { RetryDirective, RetryPolicy, type RetryScope, withRetries } from "./retry.js";
 import type {
@@ -99,6 +100,13 @@ interface Method<Req, Resp> {
 
 const Q = wire.QueueServiceService;
 
+/** `EnqueueBatch` with a request that is encoded already (the enqueue pipeline joins encoded batches). */
+const ENCODED_ENQUEUE_BATCH: Method<Buffer, wire.EnqueueBatchResponse> = {
+  path: Q.enqueueBatch.path,
+  requestSerialize: (value) => value,
+  responseDeserialize: Q.enqueueBatch.responseDeserialize,
+};
+
 /** A connection to a sepp server. Every method returns a Promise; `close()` ends the connection. */
 export class SeppClient {
   /** The retry policy of enqueue, cancel, the schedule and pause calls, ack, nack, extend and getServerInfo. */
@@ -112,6 +120,8 @@ export class SeppClient {
   readonly #authorization: string | undefined;
   /** The ack coalescing pipeline, unless `coalesceAcks` is false. */
   readonly #acks: AckPipeline | undefined;
+  /** The enqueue coalescing pipeline, unless `coalesceEnqueues` is false. */
+  readonly #enqueues: EnqueuePipeline | undefined;
 
   private constructor(
     connections: Connections,
@@ -131,6 +141,16 @@ export class SeppClient {
             (request) => this.#call(Q.ack, request, this.rpcTimeout, undefined),
             (request) => this.#call(Q.ackBatch, request, this.rpcTimeout, undefined),
           );
+    this.#enqueues =
+      options.coalesceEnqueues === false
+        ? undefined
+        : new EnqueuePipeline(async (encoded, keyed) => {
+            const outcome = await this.#withRetries("enqueue", keyed ? "transient" : "keylessEnqueue", () =>
+              this.#call(ENCODED_ENQUEUE_BATCH, encoded, this.rpcTimeout, undefined),
+            );
+            if (outcome.ok) return outcome.value;
+            throw outcome.error;
+          });
   }
 
   /**
@@ -150,6 +170,9 @@ export class SeppClient {
     }
     if (options.coalesceAcks !== undefined && typeof options.coalesceAcks !== "boolean") {
       throw new ValidationError("coalesceAcks must be a boolean");
+    }
+    if (options.coalesceEnqueues !== undefined && typeof options.coalesceEnqueues !== "boolean") {
+      throw new ValidationError("coalesceEnqueues must be a boolean");
     }
     const settings = channelOptions(options);
     let channelCredentials: grpc.ChannelCredentials;
@@ -203,11 +226,8 @@ export class SeppClient {
   async #enqueueBatch(jobs: readonly EnqueueRequest[], single: string | undefined) {
     const { request, scope } = batchRequest(jobs, single);
     return inClientSpan("sepp.enqueue", { "sepp.jobs": jobs.length }, async () => {
-      const response = await this.#unary("enqueue", Q.enqueueBatch, request(), scope, this.rpcTimeout);
-      if (response.results.length !== jobs.length) {
-        throw new BatchResultCountMismatchError(jobs.length, response.results.length);
-      }
-      return response.results.map((result): EnqueueAck | JobRejection => {
+      const results = await this.#enqueueResults(request, scope, jobs.length);
+      return results.map((result): EnqueueAck | JobRejection => {
         const outcome = result.outcome;
         if (outcome === undefined)
           throw new MalformedResponseError("malformed response: missing outcome in job result");
@@ -215,6 +235,33 @@ export class SeppClient {
         return rejectionFromWire(outcome.value);
       });
     });
+  }
+
+  /**
+   * The results of an enqueue batch, one per job. Unless `coalesceEnqueues` is false, the batch
+   * shares an `EnqueueBatch` call with the other enqueues waiting at the end of this turn of the
+   * event loop (see `pipeline.ts`); a traced enqueue (one whose span context would be propagated)
+   * keeps its own call, so the server's span is its child.
+   */
+  async #enqueueResults(
+    request: () => wire.EnqueueBatchRequest,
+    scope: RetryScope,
+    count: number,
+  ): Promise<wire.JobResult[]> {
+    const pipeline = this.#enqueues;
+    let results: wire.JobResult[];
+    if (pipeline === undefined || activeTraceContext() !== undefined) {
+      results = (await this.#unary("enqueue", Q.enqueueBatch, request(), scope, this.rpcTimeout)).results;
+    } else {
+      const encoded = Buffer.from(wire.EnqueueBatchRequest.encode(request()).finish());
+      try {
+        results = await pipeline.submit(encoded, count, scope === "transient");
+      } catch (error) {
+        throw mapped(error, errorFromStatus);
+      }
+    }
+    if (results.length !== count) throw new BatchResultCountMismatchError(count, results.length);
+    return results;
   }
 
   /**
