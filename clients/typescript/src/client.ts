@@ -25,6 +25,14 @@ import {
   parseAddress,
 } from "./connect.js";
 import {
+  type ConsumeEnd,
+  ConsumeSession,
+  NotSentError,
+  type SettleOp,
+  type SettleOutcome,
+  type SettleRoute,
+} from "./consume.js";
+import {
   checkCount,
   checkMs,
   checkPauseQueue,
@@ -510,29 +518,101 @@ export class SeppClient {
         this.#call(Q.reserve, request, wait + RESERVE_DEADLINE_SLACK_MS, options.signal),
       );
       if (!outcome.ok) throw mapped(outcome.error, reserveErrorFromStatus);
-      const response = outcome.value;
-      const jobs: Job[] = [];
-      for (const job of response.jobs) {
-        try {
-          const { fields, payload, leaseExpiresAt } = reservedJobFromWire(job);
-          const lease: Lease = {
-            expiresAt: leaseExpiresAt,
-            workerId: options.workerId,
-            controller: new AbortController(),
-            extend: (ctx, extension) => this.extend(ctx, extension),
-          };
-          jobs.push({ payload, ctx: new JobCtx(fields, lease) });
-        } catch (error) {
-          if (!(error instanceof DecodeError)) throw error;
-          this.logger.warn("skipping malformed job in reserve response", {
-            jobId: job.id,
-            error: error.message,
-          });
-        }
-      }
+      const jobs = this.#jobsFromWire(outcome.value.jobs, options.workerId, undefined, "reserve response");
       span.setAttribute("sepp.jobs", jobs.length);
       return jobs.length > 0 ? jobs : null;
     });
+  }
+
+  /** Leased jobs as the application sees them; malformed ones are skipped with a warning. */
+  #jobsFromWire(
+    wireJobs: wire.Job[],
+    workerId: string | undefined,
+    route: SettleRoute | undefined,
+    where: string,
+  ): Job[] {
+    const jobs: Job[] = [];
+    for (const job of wireJobs) {
+      try {
+        const { fields, payload, leaseExpiresAt } = reservedJobFromWire(job);
+        const lease: Lease = {
+          expiresAt: leaseExpiresAt,
+          workerId,
+          controller: new AbortController(),
+          extend: (ctx, extension) => this.extend(ctx, extension),
+          route,
+        };
+        jobs.push({ payload, ctx: new JobCtx(fields, lease) });
+      } catch (error) {
+        if (!(error instanceof DecodeError)) throw error;
+        this.logger.warn(`skipping malformed job in ${where}`, { jobId: job.id, error: error.message });
+      }
+    }
+    return jobs;
+  }
+
+  /**
+   * @internal Opens a `Consume` stream on the current connection (the Worker's streaming mode; see
+   * `consume.ts`). `ended` resolves with how the stream ended, and whether the client switched to
+   * the leader a follower named (then reopening at once reaches it). An UNAVAILABLE naming no
+   * leader sends the next call or stream to another node, as for unary calls.
+   */
+  openConsume(
+    options: {
+      queues: string[];
+      leaseDuration: number;
+      workerId: string;
+      credits: number;
+      maxCredits: number;
+      maxSettles: number;
+    },
+    events: { jobs(jobs: Job[]): void; cancelled(ids: string[]): void },
+  ): { session: ConsumeSession; ended: Promise<ConsumeEnd & { redirected: boolean }> } {
+    const connection = this.#connections.current;
+    const metadata = new grpc.Metadata();
+    if (this.#authorization !== undefined) metadata.set("authorization", this.#authorization);
+    connection.begin();
+    let call: grpc.ClientDuplexStream<wire.ConsumeRequest, wire.ConsumeResponse>;
+    try {
+      call = connection.grpc.makeBidiStreamRequest(
+        Q.consume.path,
+        Q.consume.requestSerialize,
+        Q.consume.responseDeserialize,
+        metadata,
+        {},
+      );
+    } catch (error) {
+      connection.end();
+      throw error;
+    }
+    let session: ConsumeSession | undefined;
+    session = new ConsumeSession(
+      call,
+      {
+        queues: [...options.queues],
+        leaseDuration: durationFromMs(options.leaseDuration),
+        workerId: options.workerId,
+      },
+      options.credits,
+      { maxCredits: options.maxCredits, maxSettles: options.maxSettles },
+      {
+        jobs: (jobs) => events.jobs(this.#jobsFromWire(jobs, options.workerId, session, "Consume stream")),
+        cancelled: (ids) => events.cancelled(ids),
+      },
+    );
+    const ended = session.ended.then((end) => {
+      connection.end();
+      let redirected = false;
+      const leader = leaderFrom(end.status);
+      if (leader !== undefined) {
+        this.#connections.learnedCluster([]);
+        redirected = this.#connections.follow(connection, leader, "Consume");
+      } else if (isLeaderless(end.status)) {
+        this.#connections.lost(connection, "Consume");
+      }
+      return { ...end, redirected };
+    });
+    return { session, ended };
   }
 
   /**
@@ -545,6 +625,14 @@ export class SeppClient {
   async ack(ctx: JobCtx): Promise<void> {
     const request: wire.AckRequest = { jobId: ctx.id, attempt: ctx.attempt, workerId: ctx.workerId };
     await inClientSpan("sepp.ack", leaseAttributes(ctx), () => {
+      const route = leaseOf(ctx).route;
+      if (route !== undefined)
+        return this.#leaseAttempts(
+          "ack",
+          viaStream(route, { $case: "ack", value: request }, () =>
+            this.#call(Q.ack, request, this.rpcTimeout, undefined),
+          ),
+        );
       const acks = this.#acks;
       if (acks === undefined || activeTraceContext() !== undefined)
         return this.#leaseCall("ack", Q.ack, request);
@@ -576,8 +664,16 @@ export class SeppClient {
       workerId: ctx.workerId,
     };
     const attributes = { ...leaseAttributes(ctx), "sepp.retry": retry.toString() };
+    const route = leaseOf(ctx).route;
     const response = await inClientSpan("sepp.nack", attributes, () =>
-      this.#leaseCall("nack", Q.nack, request),
+      route === undefined
+        ? this.#leaseCall("nack", Q.nack, request)
+        : this.#leaseAttempts(
+            "nack",
+            viaStream(route, { $case: "nack", value: request }, () =>
+              this.#call(Q.nack, request, this.rpcTimeout, undefined),
+            ),
+          ),
     );
     return response.deadLettered;
   }
@@ -595,7 +691,16 @@ export class SeppClient {
       workerId: ctx.workerId,
     };
     return inClientSpan("sepp.extend", leaseAttributes(ctx), async () => {
-      const response = await this.#leaseCall("extend", Q.extend, request);
+      const route = leaseOf(ctx).route;
+      const response =
+        route === undefined
+          ? await this.#leaseCall("extend", Q.extend, request)
+          : await this.#leaseAttempts(
+              "extend",
+              viaStream(route, { $case: "extend", value: request }, () =>
+                this.#call(Q.extend, request, this.rpcTimeout, undefined),
+              ),
+            );
       const expiry = dateFromTimestamp(response.leaseExpiresAt);
       if (expiry === undefined)
         throw new MalformedResponseError("malformed response: extend returned an invalid lease_expires_at");
@@ -853,6 +958,35 @@ function reserveRequest(options: ReserveOptions): wire.ReserveRequest {
     leaseDuration: durationFromMs(leaseDuration),
     workerId,
     maxJobs,
+  };
+}
+
+/**
+ * The attempts of an ack, nack or extend of a job that came on a Consume stream: the first goes on
+ * that stream (or on a call of its own when the stream takes no more settles, or ended before
+ * sending it), the retries the policy allows on calls of their own.
+ */
+function viaStream<C extends SettleOp["$case"], Resp>(
+  route: SettleRoute,
+  op: SettleOp & { $case: C },
+  plain: () => Promise<Resp>,
+): () => Promise<Resp> {
+  let first = true;
+  return async () => {
+    if (!first) return plain();
+    first = false;
+    const sent = route.settle(op);
+    if (sent === undefined) return plain();
+    let outcome: SettleOutcome;
+    try {
+      outcome = await sent;
+    } catch (error) {
+      if (error instanceof NotSentError) return plain();
+      throw error;
+    }
+    if (outcome.$case !== op.$case)
+      throw new MalformedResponseError(`malformed response: a ${op.$case} answered as a ${outcome.$case}`);
+    return outcome.value as Resp;
   };
 }
 
