@@ -7068,7 +7068,11 @@ var SeppClient = class _SeppClient {
       options.credits,
       { maxCredits: options.maxCredits, maxSettles: options.maxSettles },
       {
-        jobs: (jobs) => events.jobs(this.#jobsFromWire(jobs, options.workerId, session, "Consume stream")),
+        jobs: (pushed) => {
+          const jobs = this.#jobsFromWire(pushed, options.workerId, session, "Consume stream");
+          session?.grant(pushed.length - jobs.length);
+          events.jobs(jobs);
+        },
         cancelled: (ids) => events.cancelled(ids)
       }
     );

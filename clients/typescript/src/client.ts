@@ -596,7 +596,12 @@ export class SeppClient {
       options.credits,
       { maxCredits: options.maxCredits, maxSettles: options.maxSettles },
       {
-        jobs: (jobs) => events.jobs(this.#jobsFromWire(jobs, options.workerId, session, "Consume stream")),
+        jobs: (pushed) => {
+          const jobs = this.#jobsFromWire(pushed, options.workerId, session, "Consume stream");
+          // A job skipped as malformed gives its credit back at once.
+          session?.grant(pushed.length - jobs.length);
+          events.jobs(jobs);
+        },
         cancelled: (ids) => events.cancelled(ids),
       },
     );
