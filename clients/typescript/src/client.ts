@@ -10,6 +10,10 @@
  * the API is installed. Enqueue, cancel, the schedule and pause calls, ack, nack, extend and
  * getServerInfo follow the retry policy; reserve and drainDeadLetters are never retried. Every call
  * follows a cluster follower's redirect to the leader (see `cluster.ts`), which is no retry.
+ *
+ * Concurrent enqueues share `EnqueueBatch` calls (`pipeline.ts`) and the acks of one turn share an
+ * `AckBatch` (`acks.ts`), unless turned off. The ack, nack and extend of a job that came on a
+ * Worker's `Consume` stream go on that stream first (`consume.ts`, opened by `openConsume`).
  */
 import * as grpc from "@grpc/grpc-js";
 import { AckPipeline } from "./acks.js";
