@@ -313,11 +313,12 @@ function reserveErrorFromStatus(status2) {
 // src/acks.ts
 var MAX_ACKS_PER_CALL = 256;
 var CANCELLED_MESSAGE = "job was cancelled";
-function itemError(code, message) {
+function itemError(code, message, cancelled = false) {
   const known = typeof import_grpc_js2.status[code] === "string" && code !== import_grpc_js2.status.OK;
   const status2 = known ? code : import_grpc_js2.status.UNKNOWN;
   const metadata = new import_grpc_js2.Metadata();
-  if (status2 === import_grpc_js2.status.NOT_FOUND && message === CANCELLED_MESSAGE) metadata.set(CANCELLED_TRAILER, "true");
+  if (status2 === import_grpc_js2.status.NOT_FOUND && (cancelled || message === CANCELLED_MESSAGE))
+    metadata.set(CANCELLED_TRAILER, "true");
   const error = new Error(`${status2} ${import_grpc_js2.status[status2]}: ${message}`);
   error.code = status2;
   error.details = message;
@@ -388,7 +389,8 @@ var AckPipeline = class {
     group.forEach((entry, index) => {
       const outcome = results[index].outcome;
       if (outcome?.$case === "success") entry.resolve();
-      else if (outcome?.$case === "error") entry.reject(itemError(outcome.value.code, outcome.value.message));
+      else if (outcome?.$case === "error")
+        entry.reject(itemError(outcome.value.code, outcome.value.message, outcome.value.cancelled));
       else entry.reject(new MalformedResponseError("malformed response: an ack result with no outcome"));
     });
   }
@@ -667,9 +669,150 @@ function failureReason(client) {
   });
 }
 
+// src/consume.ts
+var import_grpc_js4 = require("@grpc/grpc-js");
+var NotSentError = class extends Error {
+  name = "NotSentError";
+};
+var ConsumeSession = class {
+  #call;
+  #events;
+  #maxCredits;
+  #maxSettles;
+  /** False once half-closed or ended: settles then go on calls of their own. */
+  #writable = true;
+  #flushScheduled = false;
+  /** Credits to grant with the next message. */
+  #owed = 0;
+  /** Credits granted and not yet used by a pushed job. */
+  #outstanding = 0;
+  #waiting = [];
+  #sent = /* @__PURE__ */ new Map();
+  #nextId = 1n;
+  #received = false;
+  #status;
+  /** Resolves once the stream has ended, with how. */
+  ended;
+  constructor(call, open, credits, limits, events) {
+    this.#call = call;
+    this.#events = events;
+    this.#maxCredits = Math.max(1, limits.maxCredits);
+    this.#maxSettles = Math.max(1, limits.maxSettles);
+    const first = Math.min(credits, this.#maxCredits);
+    this.#owed = credits - first;
+    this.#outstanding = first;
+    this.ended = new Promise((resolve) => {
+      call.on("data", (response) => this.#receive(response));
+      call.on("error", () => {
+      });
+      call.on("status", (status2) => {
+        this.#status = { code: status2.code, details: status2.details, metadata: status2.metadata };
+        if (this.#writable) {
+          this.#writable = false;
+          call.end();
+        }
+      });
+      call.on("close", () => resolve(this.#finish()));
+    });
+    call.write({ open: { ...open, credits: first }, credits: 0, settles: [] });
+  }
+  /** Gives the server `count` more credits (with the next message). */
+  grant(count) {
+    if (!this.#writable || count <= 0) return;
+    this.#owed += count;
+    this.#scheduleFlush();
+  }
+  settle(op) {
+    if (!this.#writable) return void 0;
+    return new Promise((resolve, reject) => {
+      const settle2 = { id: this.#nextId++, op };
+      this.#waiting.push({ settle: settle2, resolve, reject });
+      this.#scheduleFlush();
+    });
+  }
+  /**
+   * Sends what waits, then half-closes: the server answers the settles it has and ends the stream.
+   * Settles from now on go on calls of their own.
+   */
+  halfClose() {
+    if (!this.#writable) return;
+    this.#owed = 0;
+    this.#flush();
+    this.#writable = false;
+    this.#call.end();
+  }
+  /** Ends the stream at once (CANCELLED); settles not answered reject. */
+  cancel() {
+    this.#call.cancel();
+  }
+  #scheduleFlush() {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      this.#flush();
+    });
+  }
+  #flush() {
+    if (!this.#writable) return;
+    for (; ; ) {
+      const credits = Math.max(0, Math.min(this.#owed, this.#maxCredits - this.#outstanding));
+      if (credits <= 0 && this.#waiting.length === 0) return;
+      const group = this.#waiting.splice(0, this.#maxSettles);
+      for (const pending of group) this.#sent.set(pending.settle.id, pending);
+      this.#owed -= credits;
+      this.#outstanding += credits;
+      this.#call.write({ credits, settles: group.map((pending) => pending.settle) });
+    }
+  }
+  #receive(response) {
+    this.#received = true;
+    if (response.jobs.length > 0) {
+      this.#outstanding = Math.max(0, this.#outstanding - response.jobs.length);
+      if (this.#owed > 0) this.#scheduleFlush();
+      this.#events.jobs(response.jobs);
+    }
+    for (const result of response.results) {
+      const pending = this.#sent.get(result.id);
+      if (pending === void 0) continue;
+      this.#sent.delete(result.id);
+      const outcome = result.outcome;
+      if (outcome === void 0) {
+        pending.reject(itemError(import_grpc_js4.status.INTERNAL, "malformed response: a settle result with no outcome"));
+      } else if (outcome.$case === "error") {
+        pending.reject(itemError(outcome.value.code, outcome.value.message, outcome.value.cancelled));
+      } else {
+        pending.resolve(outcome);
+      }
+    }
+    if (response.cancelled.length > 0) this.#events.cancelled(response.cancelled);
+  }
+  #finish() {
+    this.#writable = false;
+    const status2 = this.#status ?? {
+      code: import_grpc_js4.status.UNKNOWN,
+      details: "the stream ended without a status",
+      metadata: new import_grpc_js4.Metadata()
+    };
+    for (const pending of this.#waiting.splice(0)) pending.reject(new NotSentError("the stream has ended"));
+    const cutOff = status2.code === import_grpc_js4.status.OK ? { code: import_grpc_js4.status.UNKNOWN, details: "the stream ended without answering", metadata: new import_grpc_js4.Metadata() } : status2;
+    for (const pending of this.#sent.values()) pending.reject(statusError(cutOff));
+    this.#sent.clear();
+    return { status: status2, received: this.#received };
+  }
+};
+function statusError(status2) {
+  const label = import_grpc_js4.status[status2.code] ?? String(status2.code);
+  return Object.assign(new Error(`${status2.code} ${label}: ${status2.details}`), {
+    code: status2.code,
+    details: status2.details,
+    metadata: status2.metadata
+  });
+}
+
 // src/gen/sepp/v1/queue.ts
 var import_wire4 = require("@bufbuild/protobuf/wire");
-var import_grpc_js4 = require("@grpc/grpc-js");
+var import_grpc_js5 = require("@grpc/grpc-js");
 
 // src/gen/google/protobuf/duration.ts
 var import_wire = require("@bufbuild/protobuf/wire");
@@ -3939,7 +4082,7 @@ var AckResult = {
   }
 };
 function createBaseCallStatus() {
-  return { code: 0, message: "" };
+  return { code: 0, message: "", cancelled: false };
 }
 var CallStatus = {
   encode(message, writer = new import_wire4.BinaryWriter()) {
@@ -3948,6 +4091,9 @@ var CallStatus = {
     }
     if (message.message !== "") {
       writer.uint32(18).string(message.message);
+    }
+    if (message.cancelled !== false) {
+      writer.uint32(24).bool(message.cancelled);
     }
     return writer;
   },
@@ -3976,6 +4122,13 @@ var CallStatus = {
               break;
             }
             message.message = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+            message.cancelled = reader.bool();
             continue;
           }
         }
@@ -4543,7 +4696,8 @@ function createBaseGetServerInfoResponse() {
     strictQueues: false,
     deadLetterRetentionEnabled: false,
     features: [],
-    cluster: void 0
+    cluster: void 0,
+    maxConsumeCredits: 0
   };
 }
 var GetServerInfoResponse = {
@@ -4619,6 +4773,9 @@ var GetServerInfoResponse = {
     }
     if (message.cluster !== void 0) {
       ClusterInfo.encode(message.cluster, writer.uint32(178).fork()).join();
+    }
+    if (message.maxConsumeCredits !== 0) {
+      writer.uint32(184).uint32(message.maxConsumeCredits);
     }
     return writer;
   },
@@ -4787,6 +4944,13 @@ var GetServerInfoResponse = {
               break;
             }
             message.cluster = ClusterInfo.decode(reader, reader.uint32());
+            continue;
+          }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+            message.maxConsumeCredits = reader.uint32();
             continue;
           }
         }
@@ -5001,6 +5165,366 @@ var ClusterMember = {
     }
   }
 };
+function createBaseConsumeRequest() {
+  return { open: void 0, credits: 0, settles: [] };
+}
+var ConsumeRequest = {
+  encode(message, writer = new import_wire4.BinaryWriter()) {
+    if (message.open !== void 0) {
+      ConsumeOpen.encode(message.open, writer.uint32(10).fork()).join();
+    }
+    if (message.credits !== 0) {
+      writer.uint32(16).uint32(message.credits);
+    }
+    for (const v of message.settles) {
+      ConsumeSettle.encode(v, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+  decode(input, length) {
+    const reader = input instanceof import_wire4.BinaryReader ? input : new import_wire4.BinaryReader(input);
+    const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === void 0 ? reader.len : reader.pos + length;
+      const message = createBaseConsumeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+            message.open = ConsumeOpen.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+            message.credits = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+            message.settles.push(ConsumeSettle.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      reader.__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  }
+};
+function createBaseConsumeOpen() {
+  return { queues: [], leaseDuration: void 0, workerId: void 0, credits: 0 };
+}
+var ConsumeOpen = {
+  encode(message, writer = new import_wire4.BinaryWriter()) {
+    for (const v of message.queues) {
+      writer.uint32(10).string(v);
+    }
+    if (message.leaseDuration !== void 0) {
+      Duration.encode(message.leaseDuration, writer.uint32(18).fork()).join();
+    }
+    if (message.workerId !== void 0) {
+      writer.uint32(26).string(message.workerId);
+    }
+    if (message.credits !== 0) {
+      writer.uint32(32).uint32(message.credits);
+    }
+    return writer;
+  },
+  decode(input, length) {
+    const reader = input instanceof import_wire4.BinaryReader ? input : new import_wire4.BinaryReader(input);
+    const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === void 0 ? reader.len : reader.pos + length;
+      const message = createBaseConsumeOpen();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+            message.queues.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+            message.leaseDuration = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+            message.workerId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+            message.credits = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      reader.__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  }
+};
+function createBaseConsumeSettle() {
+  return { id: 0n, op: void 0 };
+}
+var ConsumeSettle = {
+  encode(message, writer = new import_wire4.BinaryWriter()) {
+    if (message.id !== 0n) {
+      if (BigInt.asUintN(64, message.id) !== message.id) {
+        throw new globalThis.Error("value provided for field message.id of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.id);
+    }
+    switch (message.op?.$case) {
+      case "ack":
+        AckRequest.encode(message.op.value, writer.uint32(18).fork()).join();
+        break;
+      case "nack":
+        NackRequest.encode(message.op.value, writer.uint32(26).fork()).join();
+        break;
+      case "extend":
+        ExtendRequest.encode(message.op.value, writer.uint32(34).fork()).join();
+        break;
+    }
+    return writer;
+  },
+  decode(input, length) {
+    const reader = input instanceof import_wire4.BinaryReader ? input : new import_wire4.BinaryReader(input);
+    const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === void 0 ? reader.len : reader.pos + length;
+      const message = createBaseConsumeSettle();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+            message.id = reader.uint64();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+            message.op = { $case: "ack", value: AckRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+            message.op = { $case: "nack", value: NackRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+            message.op = { $case: "extend", value: ExtendRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      reader.__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  }
+};
+function createBaseConsumeResponse() {
+  return { jobs: [], results: [], cancelled: [] };
+}
+var ConsumeResponse = {
+  encode(message, writer = new import_wire4.BinaryWriter()) {
+    for (const v of message.jobs) {
+      Job.encode(v, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.results) {
+      ConsumeResult.encode(v, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.cancelled) {
+      writer.uint32(26).string(v);
+    }
+    return writer;
+  },
+  decode(input, length) {
+    const reader = input instanceof import_wire4.BinaryReader ? input : new import_wire4.BinaryReader(input);
+    const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === void 0 ? reader.len : reader.pos + length;
+      const message = createBaseConsumeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+            message.jobs.push(Job.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+            message.results.push(ConsumeResult.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+            message.cancelled.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      reader.__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  }
+};
+function createBaseConsumeResult() {
+  return { id: 0n, outcome: void 0 };
+}
+var ConsumeResult = {
+  encode(message, writer = new import_wire4.BinaryWriter()) {
+    if (message.id !== 0n) {
+      if (BigInt.asUintN(64, message.id) !== message.id) {
+        throw new globalThis.Error("value provided for field message.id of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.id);
+    }
+    switch (message.outcome?.$case) {
+      case "ack":
+        AckResponse.encode(message.outcome.value, writer.uint32(18).fork()).join();
+        break;
+      case "nack":
+        NackResponse.encode(message.outcome.value, writer.uint32(26).fork()).join();
+        break;
+      case "extend":
+        ExtendResponse.encode(message.outcome.value, writer.uint32(34).fork()).join();
+        break;
+      case "error":
+        CallStatus.encode(message.outcome.value, writer.uint32(42).fork()).join();
+        break;
+    }
+    return writer;
+  },
+  decode(input, length) {
+    const reader = input instanceof import_wire4.BinaryReader ? input : new import_wire4.BinaryReader(input);
+    const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === void 0 ? reader.len : reader.pos + length;
+      const message = createBaseConsumeResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+            message.id = reader.uint64();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+            message.outcome = { $case: "ack", value: AckResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+            message.outcome = { $case: "nack", value: NackResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+            message.outcome = { $case: "extend", value: ExtendResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+            message.outcome = { $case: "error", value: CallStatus.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      reader.__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  }
+};
 var QueueServiceService = {
   /** Best effort: every job is accepted or rejected on its own. */
   enqueueBatch: {
@@ -5173,9 +5697,28 @@ var QueueServiceService = {
     requestDeserialize: (value) => ListPausesRequest.decode(value),
     responseSerialize: (value) => Buffer.from(ListPausesResponse.encode(value).finish()),
     responseDeserialize: (value) => ListPausesResponse.decode(value)
+  },
+  /**
+   * A worker's stream (added after 0.1; GetServerInfo lists the feature "consume"). The worker
+   * opens it with a ConsumeOpen and grants credits: how many more jobs it can take. The server
+   * leases ready jobs from the named queues and pushes them while credits remain (each job uses
+   * one), under the same limits, pauses and ordering as Reserve. Acks, nacks and extends sent on
+   * the stream are each answered on it once durable, with the outcome the unary call would have
+   * had. A job leased on the stream and then cancelled is named in `cancelled` as it happens.
+   * Leases are leases: one not settled in time expires exactly as with Reserve, and closing the
+   * stream does not release them. On a follower the stream ends UNAVAILABLE with `sepp-leader`.
+   */
+  consume: {
+    path: "/sepp.v1.QueueService/Consume",
+    requestStream: true,
+    responseStream: true,
+    requestSerialize: (value) => Buffer.from(ConsumeRequest.encode(value).finish()),
+    requestDeserialize: (value) => ConsumeRequest.decode(value),
+    responseSerialize: (value) => Buffer.from(ConsumeResponse.encode(value).finish()),
+    responseDeserialize: (value) => ConsumeResponse.decode(value)
   }
 };
-var QueueServiceClient = (0, import_grpc_js4.makeGenericClientConstructor)(
+var QueueServiceClient = (0, import_grpc_js5.makeGenericClientConstructor)(
   QueueServiceService,
   "sepp.v1.QueueService"
 );
@@ -5601,6 +6144,7 @@ function serverInfoFromWire(info) {
     strictQueues: info.strictQueues,
     deadLetterRetentionEnabled: info.deadLetterRetentionEnabled,
     features: [...info.features],
+    maxConsumeCredits: info.maxConsumeCredits,
     ...info.cluster === void 0 ? {} : { cluster: clusterFromWire(info.cluster) }
   };
 }
@@ -5956,8 +6500,95 @@ function injectTraceMetadata(metadata) {
   if (trace.tracestate) metadata.set("tracestate", trace.tracestate);
 }
 
+// src/pipeline.ts
+var import_grpc_js6 = require("@grpc/grpc-js");
+var MAX_JOBS_PER_CALL = 256;
+var MAX_BYTES_PER_CALL = 4 * 1024 * 1024;
+var MAX_CALLS_IN_FLIGHT = 4;
+var EnqueuePipeline = class {
+  #send;
+  #maxCalls;
+  #schedule;
+  #lanes = {
+    keyed: { keyed: true, inFlight: 0, flushScheduled: false, waiting: [] },
+    keyless: { keyed: false, inFlight: 0, flushScheduled: false, waiting: [] }
+  };
+  constructor(send, maxCalls = MAX_CALLS_IN_FLIGHT, schedule = (flush) => setImmediate(flush)) {
+    if (!Number.isInteger(maxCalls) || maxCalls < 1) throw new RangeError("maxCalls must be at least 1");
+    this.#send = send;
+    this.#maxCalls = maxCalls;
+    this.#schedule = schedule;
+  }
+  /**
+   * The results of `count` jobs encoded as one `EnqueueBatchRequest`, in order. Rejects with what
+   * the call carrying them rejected with.
+   */
+  submit(encoded, count, keyed) {
+    const lane = keyed ? this.#lanes.keyed : this.#lanes.keyless;
+    return new Promise((resolve, reject) => {
+      lane.waiting.push({ encoded, count, resolve, reject });
+      if (!lane.flushScheduled) {
+        lane.flushScheduled = true;
+        this.#schedule(() => {
+          lane.flushScheduled = false;
+          this.#flush(lane);
+        });
+      }
+    });
+  }
+  #flush(lane) {
+    while (lane.waiting.length > 0 && lane.inFlight < this.#maxCalls) {
+      const group = takeGroup(lane.waiting);
+      lane.inFlight++;
+      void this.#deliver(lane.keyed, group).finally(() => {
+        lane.inFlight--;
+        this.#flush(lane);
+      });
+    }
+  }
+  async #deliver(keyed, group) {
+    const total = group.reduce((sum, waiting) => sum + waiting.count, 0);
+    const request = group.length === 1 ? group[0].encoded : Buffer.concat(group.map((w) => w.encoded));
+    let response;
+    try {
+      response = await this.#send(request, keyed);
+    } catch (error) {
+      if (group.length > 1 && error?.code === import_grpc_js6.status.INVALID_ARGUMENT) {
+        await Promise.all(group.map((waiting) => this.#deliver(keyed, [waiting])));
+        return;
+      }
+      for (const waiting of group) waiting.reject(error);
+      return;
+    }
+    const results = response.results;
+    if (results.length !== total) {
+      const error = new BatchResultCountMismatchError(total, results.length);
+      for (const waiting of group) waiting.reject(error);
+      return;
+    }
+    let start = 0;
+    for (const waiting of group) {
+      waiting.resolve(results.slice(start, start + waiting.count));
+      start += waiting.count;
+    }
+  }
+};
+function takeGroup(waiting) {
+  const first = waiting[0];
+  let jobs = first.count;
+  let bytes = first.encoded.length;
+  let taken = 1;
+  for (const candidate of waiting.slice(1)) {
+    jobs += candidate.count;
+    bytes += candidate.encoded.length;
+    if (jobs > MAX_JOBS_PER_CALL || bytes > MAX_BYTES_PER_CALL) break;
+    taken++;
+  }
+  return waiting.splice(0, taken);
+}
+
 // src/retry.ts
-var import_grpc_js5 = require("@grpc/grpc-js");
+var import_grpc_js7 = require("@grpc/grpc-js");
 var FAILOVER_MAX_BACKOFF_MS = 1e3;
 var RetryPolicy = class {
   maxAttempts;
@@ -6025,12 +6656,12 @@ var RetryDirective = class _RetryDirective {
 };
 function retryAllows(scope, code) {
   if (scope === "reserve") return false;
-  if (code === import_grpc_js5.status.UNAVAILABLE || code === import_grpc_js5.status.RESOURCE_EXHAUSTED) return true;
-  return scope === "transient" && (code === import_grpc_js5.status.DEADLINE_EXCEEDED || code === import_grpc_js5.status.ABORTED);
+  if (code === import_grpc_js7.status.UNAVAILABLE || code === import_grpc_js7.status.RESOURCE_EXHAUSTED) return true;
+  return scope === "transient" && (code === import_grpc_js7.status.DEADLINE_EXCEEDED || code === import_grpc_js7.status.ABORTED);
 }
 function ridesFailover(scope, code) {
-  if (scope === "reserve") return code === import_grpc_js5.status.UNAVAILABLE;
-  return code !== import_grpc_js5.status.RESOURCE_EXHAUSTED && retryAllows(scope, code);
+  if (scope === "reserve") return code === import_grpc_js7.status.UNAVAILABLE;
+  return code !== import_grpc_js7.status.RESOURCE_EXHAUSTED && retryAllows(scope, code);
 }
 async function withRetries(policy, operation, scope, logger, call, random = Math.random, sleep = defaultSleep, inCluster = () => false, now = Date.now) {
   let backoff = policy.firstBackoff();
@@ -6049,7 +6680,7 @@ async function withRetries(policy, operation, scope, logger, call, random = Math
         logger.warn("retrying sepp call after a transient failure", {
           operation,
           attempt,
-          code: import_grpc_js5.status[code],
+          code: import_grpc_js7.status[code],
           message: error.details,
           delayMs: Math.round(delay)
         });
@@ -6062,7 +6693,7 @@ async function withRetries(policy, operation, scope, logger, call, random = Math
         logger.warn("retrying sepp call while the cluster fails over", {
           operation,
           attempt,
-          code: import_grpc_js5.status[code],
+          code: import_grpc_js7.status[code],
           message: error.details,
           delayMs: Math.round(delay)
         });
@@ -6081,6 +6712,11 @@ function defaultSleep(ms) {
 var RESERVE_DEADLINE_SLACK_MS = 1e4;
 var DEFAULT_WAIT_TIMEOUT_MS = 3e4;
 var Q = QueueServiceService;
+var ENCODED_ENQUEUE_BATCH = {
+  path: Q.enqueueBatch.path,
+  requestSerialize: (value) => value,
+  responseDeserialize: Q.enqueueBatch.responseDeserialize
+};
 var SeppClient = class _SeppClient {
   /** The retry policy of enqueue, cancel, the schedule and pause calls, ack, nack, extend and getServerInfo. */
   retryPolicy;
@@ -6093,6 +6729,8 @@ var SeppClient = class _SeppClient {
   #authorization;
   /** The ack coalescing pipeline, unless `coalesceAcks` is false. */
   #acks;
+  /** The enqueue coalescing pipeline, unless `coalesceEnqueues` is false. */
+  #enqueues;
   constructor(connections, options, authorization, rpcTimeout) {
     this.#connections = connections;
     this.#authorization = authorization;
@@ -6103,6 +6741,15 @@ var SeppClient = class _SeppClient {
       (request) => this.#call(Q.ack, request, this.rpcTimeout, void 0),
       (request) => this.#call(Q.ackBatch, request, this.rpcTimeout, void 0)
     );
+    this.#enqueues = options.coalesceEnqueues === false ? void 0 : new EnqueuePipeline(async (encoded, keyed) => {
+      const outcome = await this.#withRetries(
+        "enqueue",
+        keyed ? "transient" : "keylessEnqueue",
+        () => this.#call(ENCODED_ENQUEUE_BATCH, encoded, this.rpcTimeout, void 0)
+      );
+      if (outcome.ok) return outcome.value;
+      throw outcome.error;
+    });
   }
   /**
    * Connects to `addr` (`host:port`, `http://host:port` or `https://host:port`) and resolves once the
@@ -6120,6 +6767,9 @@ var SeppClient = class _SeppClient {
     }
     if (options.coalesceAcks !== void 0 && typeof options.coalesceAcks !== "boolean") {
       throw new ValidationError("coalesceAcks must be a boolean");
+    }
+    if (options.coalesceEnqueues !== void 0 && typeof options.coalesceEnqueues !== "boolean") {
+      throw new ValidationError("coalesceEnqueues must be a boolean");
     }
     const settings = channelOptions(options);
     let channelCredentials;
@@ -6167,11 +6817,8 @@ var SeppClient = class _SeppClient {
   async #enqueueBatch(jobs, single) {
     const { request, scope } = batchRequest(jobs, single);
     return inClientSpan("sepp.enqueue", { "sepp.jobs": jobs.length }, async () => {
-      const response = await this.#unary("enqueue", Q.enqueueBatch, request(), scope, this.rpcTimeout);
-      if (response.results.length !== jobs.length) {
-        throw new BatchResultCountMismatchError(jobs.length, response.results.length);
-      }
-      return response.results.map((result) => {
+      const results = await this.#enqueueResults(request, scope, jobs.length);
+      return results.map((result) => {
         const outcome = result.outcome;
         if (outcome === void 0)
           throw new MalformedResponseError("malformed response: missing outcome in job result");
@@ -6179,6 +6826,28 @@ var SeppClient = class _SeppClient {
         return rejectionFromWire(outcome.value);
       });
     });
+  }
+  /**
+   * The results of an enqueue batch, one per job. Unless `coalesceEnqueues` is false, the batch
+   * shares an `EnqueueBatch` call with the other enqueues waiting at the end of this turn of the
+   * event loop (see `pipeline.ts`); a traced enqueue (one whose span context would be propagated)
+   * keeps its own call, so the server's span is its child.
+   */
+  async #enqueueResults(request, scope, count) {
+    const pipeline = this.#enqueues;
+    let results;
+    if (pipeline === void 0 || activeTraceContext() !== void 0) {
+      results = (await this.#unary("enqueue", Q.enqueueBatch, request(), scope, this.rpcTimeout)).results;
+    } else {
+      const encoded = Buffer.from(EnqueueBatchRequest.encode(request()).finish());
+      try {
+        results = await pipeline.submit(encoded, count, scope === "transient");
+      } catch (error) {
+        throw mapped(error, errorFromStatus);
+      }
+    }
+    if (results.length !== count) throw new BatchResultCountMismatchError(count, results.length);
+    return results;
   }
   /**
    * Enqueues jobs all or nothing: either every job is written (their acks come back in order) or
@@ -6416,29 +7085,88 @@ var SeppClient = class _SeppClient {
         () => this.#call(Q.reserve, request, wait + RESERVE_DEADLINE_SLACK_MS, options.signal)
       );
       if (!outcome.ok) throw mapped(outcome.error, reserveErrorFromStatus);
-      const response = outcome.value;
-      const jobs = [];
-      for (const job of response.jobs) {
-        try {
-          const { fields, payload, leaseExpiresAt } = reservedJobFromWire(job);
-          const lease = {
-            expiresAt: leaseExpiresAt,
-            workerId: options.workerId,
-            controller: new AbortController(),
-            extend: (ctx, extension) => this.extend(ctx, extension)
-          };
-          jobs.push({ payload, ctx: new JobCtx(fields, lease) });
-        } catch (error) {
-          if (!(error instanceof DecodeError)) throw error;
-          this.logger.warn("skipping malformed job in reserve response", {
-            jobId: job.id,
-            error: error.message
-          });
-        }
-      }
+      const jobs = this.#jobsFromWire(outcome.value.jobs, options.workerId, void 0, "reserve response");
       span.setAttribute("sepp.jobs", jobs.length);
       return jobs.length > 0 ? jobs : null;
     });
+  }
+  /** Leased jobs as the application sees them; malformed ones are skipped with a warning. */
+  #jobsFromWire(wireJobs, workerId, route, where) {
+    const jobs = [];
+    for (const job of wireJobs) {
+      try {
+        const { fields, payload, leaseExpiresAt } = reservedJobFromWire(job);
+        const lease = {
+          expiresAt: leaseExpiresAt,
+          workerId,
+          controller: new AbortController(),
+          extend: (ctx, extension) => this.extend(ctx, extension),
+          route
+        };
+        jobs.push({ payload, ctx: new JobCtx(fields, lease) });
+      } catch (error) {
+        if (!(error instanceof DecodeError)) throw error;
+        this.logger.warn(`skipping malformed job in ${where}`, { jobId: job.id, error: error.message });
+      }
+    }
+    return jobs;
+  }
+  /**
+   * @internal Opens a `Consume` stream on the current connection (the Worker's streaming mode; see
+   * `consume.ts`). `ended` resolves with how the stream ended, and whether the client switched to
+   * the leader a follower named (then reopening at once reaches it). An UNAVAILABLE naming no
+   * leader sends the next call or stream to another node, as for unary calls.
+   */
+  openConsume(options, events) {
+    const connection = this.#connections.current;
+    const metadata = new grpc2.Metadata();
+    if (this.#authorization !== void 0) metadata.set("authorization", this.#authorization);
+    connection.begin();
+    let call;
+    try {
+      call = connection.grpc.makeBidiStreamRequest(
+        Q.consume.path,
+        Q.consume.requestSerialize,
+        Q.consume.responseDeserialize,
+        metadata,
+        {}
+      );
+    } catch (error) {
+      connection.end();
+      throw error;
+    }
+    let session;
+    session = new ConsumeSession(
+      call,
+      {
+        queues: [...options.queues],
+        leaseDuration: durationFromMs(options.leaseDuration),
+        workerId: options.workerId
+      },
+      options.credits,
+      { maxCredits: options.maxCredits, maxSettles: options.maxSettles },
+      {
+        jobs: (pushed) => {
+          const jobs = this.#jobsFromWire(pushed, options.workerId, session, "Consume stream");
+          session?.grant(pushed.length - jobs.length);
+          events.jobs(jobs);
+        },
+        cancelled: (ids) => events.cancelled(ids)
+      }
+    );
+    const ended = session.ended.then((end) => {
+      connection.end();
+      let redirected = false;
+      const leader = leaderFrom(end.status);
+      if (leader !== void 0) {
+        this.#connections.learnedCluster([]);
+        redirected = this.#connections.follow(connection, leader, "Consume");
+      } else if (isLeaderless(end.status)) {
+        this.#connections.lost(connection, "Consume");
+      }
+      return { ...end, redirected };
+    });
+    return { session, ended };
   }
   /**
    * Completes a job: the server deletes it. Throws `JobNotFoundError` or `AttemptMismatchError` when
@@ -6450,6 +7178,16 @@ var SeppClient = class _SeppClient {
   async ack(ctx) {
     const request = { jobId: ctx.id, attempt: ctx.attempt, workerId: ctx.workerId };
     await inClientSpan("sepp.ack", leaseAttributes(ctx), () => {
+      const route = leaseOf(ctx).route;
+      if (route !== void 0)
+        return this.#leaseAttempts(
+          "ack",
+          viaStream(
+            route,
+            { $case: "ack", value: request },
+            () => this.#call(Q.ack, request, this.rpcTimeout, void 0)
+          )
+        );
       const acks = this.#acks;
       if (acks === void 0 || activeTraceContext() !== void 0)
         return this.#leaseCall("ack", Q.ack, request);
@@ -6479,10 +7217,18 @@ var SeppClient = class _SeppClient {
       workerId: ctx.workerId
     };
     const attributes = { ...leaseAttributes(ctx), "sepp.retry": retry.toString() };
+    const route = leaseOf(ctx).route;
     const response = await inClientSpan(
       "sepp.nack",
       attributes,
-      () => this.#leaseCall("nack", Q.nack, request)
+      () => route === void 0 ? this.#leaseCall("nack", Q.nack, request) : this.#leaseAttempts(
+        "nack",
+        viaStream(
+          route,
+          { $case: "nack", value: request },
+          () => this.#call(Q.nack, request, this.rpcTimeout, void 0)
+        )
+      )
     );
     return response.deadLettered;
   }
@@ -6499,7 +7245,15 @@ var SeppClient = class _SeppClient {
       workerId: ctx.workerId
     };
     return inClientSpan("sepp.extend", leaseAttributes(ctx), async () => {
-      const response = await this.#leaseCall("extend", Q.extend, request);
+      const route = leaseOf(ctx).route;
+      const response = route === void 0 ? await this.#leaseCall("extend", Q.extend, request) : await this.#leaseAttempts(
+        "extend",
+        viaStream(
+          route,
+          { $case: "extend", value: request },
+          () => this.#call(Q.extend, request, this.rpcTimeout, void 0)
+        )
+      );
       const expiry = dateFromTimestamp(response.leaseExpiresAt);
       if (expiry === void 0)
         throw new MalformedResponseError("malformed response: extend returned an invalid lease_expires_at");
@@ -6725,6 +7479,25 @@ function reserveRequest(options) {
     maxJobs
   };
 }
+function viaStream(route, op, plain) {
+  let first = true;
+  return async () => {
+    if (!first) return plain();
+    first = false;
+    const sent = route.settle(op);
+    if (sent === void 0) return plain();
+    let outcome;
+    try {
+      outcome = await sent;
+    } catch (error) {
+      if (error instanceof NotSentError) return plain();
+      throw error;
+    }
+    if (outcome.$case !== op.$case)
+      throw new MalformedResponseError(`malformed response: a ${op.$case} answered as a ${outcome.$case}`);
+    return outcome.value;
+  };
+}
 function nackStrategy(retry) {
   switch (retry.kind) {
     case "default":
@@ -6821,7 +7594,7 @@ function defaultWorkerId(env = process.env) {
 }
 
 // src/worker/process.ts
-async function processJob(shared, job) {
+async function processJob(shared, job, hooks = {}) {
   const { ctx } = job;
   const attributes = {
     "sepp.job_id": ctx.id,
@@ -6831,7 +7604,7 @@ async function processJob(shared, job) {
     "sepp.worker_id": ctx.workerId
   };
   try {
-    await inProcessSpan(attributes, ctx.traceContext, (span) => handle(shared, job, span));
+    await inProcessSpan(attributes, ctx.traceContext, (span) => handle(shared, job, span, hooks));
   } catch (error) {
     shared.logger.error("unexpected failure while processing a job", {
       job: String(ctx),
@@ -6839,9 +7612,10 @@ async function processJob(shared, job) {
     });
   }
 }
-async function handle(shared, { payload, ctx }, span) {
+async function handle(shared, { payload, ctx }, span, hooks) {
   const handler = shared.handlers.get(ctx.jobType) ?? shared.catchAll;
   if (handler === void 0) {
+    hooks.handlerDone?.();
     const retry = failureBackoff(ctx.attempt);
     shared.logger.warn(`no handler registered for job_type ${ctx.jobType}; nacking`, {
       job: String(ctx),
@@ -6855,7 +7629,17 @@ async function handle(shared, { payload, ctx }, span) {
     () => ({ kind: "returned" }),
     (error) => ({ kind: "threw", error })
   );
-  const ending = shared.autoExtend === void 0 ? await run : await supervise(shared, ctx, run);
+  const pushed = hooks.cancelled?.then((error) => ({
+    kind: "leaseLost",
+    error,
+    cancelled: true,
+    pushed: true
+  }));
+  const watched = shared.autoExtend === void 0 ? run : supervise(shared, ctx, run);
+  const ending = await (pushed === void 0 ? watched : Promise.race([watched, pushed]));
+  const finalized = ending.kind === "leaseLost" && ending.pushed ? finalizeCancel(shared, ctx) : void 0;
+  if (ending.kind === "leaseLost") await run;
+  hooks.handlerDone?.();
   switch (ending.kind) {
     case "leaseLost":
       span.fail(ending.error);
@@ -6870,7 +7654,7 @@ async function handle(shared, { payload, ctx }, span) {
           error: String(ending.error)
         });
       }
-      await run;
+      await finalized;
       return;
     case "returned":
       try {
@@ -6899,16 +7683,39 @@ async function handle(shared, { payload, ctx }, span) {
     }
   }
 }
+async function finalizeCancel(shared, ctx) {
+  try {
+    await shared.client.extend(ctx, shared.leaseDuration);
+    shared.logger.warn("the server named a job cancelled, but its lease could still be extended", {
+      job: String(ctx)
+    });
+  } catch (error) {
+    if (error instanceof JobNotFoundError) return;
+    shared.logger.warn("could not settle a cancelled job; it is dead-lettered when its lease expires", {
+      job: String(ctx),
+      error: String(error)
+    });
+  }
+}
 async function supervise(shared, ctx, run) {
   const fixed = shared.autoExtend ?? void 0;
   for (; ; ) {
     const interval = heartbeatInterval(fixed, ctx.leaseExpiresAt.getTime(), Date.now());
     let timer;
+    let onAbort;
     const tick = new Promise((resolve) => {
       timer = setTimeout(() => resolve("tick"), interval);
+      onAbort = () => resolve("aborted");
+      ctx.signal.addEventListener("abort", onAbort, { once: true });
     });
-    const first = await Promise.race([run, tick]);
+    const first = ctx.signal.aborted ? "aborted" : await Promise.race([run, tick]);
     clearTimeout(timer);
+    if (onAbort !== void 0) ctx.signal.removeEventListener("abort", onAbort);
+    if (first === "aborted") {
+      const reason = ctx.signal.reason;
+      const cancelled = reason?.cause instanceof JobCancelledError;
+      return { kind: "leaseLost", error: reason, cancelled, pushed: true };
+    }
     if (first !== "tick") return first;
     try {
       const expiry = await shared.client.extend(ctx, shared.leaseDuration);
@@ -6987,11 +7794,15 @@ var Slots = class {
       signal?.addEventListener("abort", abandon, { once: true });
     });
   }
-  /** Gives a slot back, to the longest waiter if there is one. */
+  /** Gives a slot back, to the longest waiter if there is one; false when a waiter took it. */
   release() {
     const next = this.#waiting.shift();
-    if (next) next();
-    else this.#free++;
+    if (next) {
+      next();
+      return false;
+    }
+    this.#free++;
+    return true;
   }
 };
 function pause(ms, signal) {
@@ -7005,6 +7816,107 @@ function pause(ms, signal) {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
   });
+}
+
+// src/worker/stream.ts
+var import_grpc_js8 = require("@grpc/grpc-js");
+var DEFAULT_MAX_CREDITS = 1e4;
+var DEFAULT_MAX_SETTLES = 256;
+async function runStream(options) {
+  const { client, logger, slots, stop } = options;
+  let info;
+  try {
+    info = await client.getServerInfo();
+  } catch (error) {
+    logger.warn("could not read the server's features; trying the Consume stream", { error: String(error) });
+  }
+  if (info !== void 0 && !info.features.includes("consume")) {
+    logger.info?.("the server offers no Consume stream; reserving", { workerId: options.workerId });
+    return "fallback";
+  }
+  const limits = {
+    maxCredits: info?.maxConsumeCredits || DEFAULT_MAX_CREDITS,
+    maxSettles: info?.maxEnqueueBatch || DEFAULT_MAX_SETTLES
+  };
+  const running = /* @__PURE__ */ new Map();
+  let current;
+  let redirects = 0;
+  while (!stop.aborted) {
+    let opened;
+    try {
+      opened = client.openConsume(
+        {
+          queues: options.queues,
+          leaseDuration: options.leaseDuration,
+          workerId: options.workerId,
+          credits: slots.free,
+          ...limits
+        },
+        {
+          jobs: (jobs) => {
+            for (const job of jobs) void slots.acquire().then(() => startJob(job));
+          },
+          cancelled: (ids) => {
+            for (const id of ids) running.get(id)?.(cancelledReason(id));
+          }
+        }
+      );
+    } catch (error) {
+      logger.warn(`cannot open the Consume stream: ${String(error)}; retrying in ${options.backoff} ms`, {
+        error
+      });
+      await pause(options.backoff, stop);
+      continue;
+    }
+    const session = opened.session;
+    current = session;
+    const onStop = () => session.halfClose();
+    stop.addEventListener("abort", onStop, { once: true });
+    if (stop.aborted) session.halfClose();
+    const end = await opened.ended;
+    stop.removeEventListener("abort", onStop);
+    current = void 0;
+    const { code, details } = end.status;
+    if (code === import_grpc_js8.status.UNIMPLEMENTED) {
+      logger.info?.("the server answered the Consume stream UNIMPLEMENTED; reserving", {
+        workerId: options.workerId
+      });
+      return "fallback";
+    }
+    if (stop.aborted) break;
+    if (end.received) redirects = 0;
+    if (end.redirected && redirects < MAX_REDIRECTS) {
+      redirects++;
+      continue;
+    }
+    const label = import_grpc_js8.status[code] ?? String(code);
+    logger.warn(`the Consume stream ended (${label}: ${details}); reopening in ${options.backoff} ms`, {
+      code: label,
+      details,
+      backoffMs: options.backoff
+    });
+    await pause(options.backoff, stop);
+  }
+  return "stopped";
+  function startJob(job) {
+    const { ctx } = job;
+    let cancel;
+    const cancelled = new Promise((resolve) => {
+      cancel = (reason) => {
+        leaseOf(ctx).controller.abort(reason);
+        resolve(reason);
+      };
+    });
+    running.set(ctx.id, cancel);
+    options.start(job, { cancelled }, (freed) => {
+      running.delete(ctx.id);
+      if (freed) current?.grant(1);
+    });
+  }
+}
+function cancelledReason(id) {
+  const cause = new JobCancelledError("named cancelled on the Consume stream");
+  return new LeaseLostError(`job ${id} was cancelled: ${cause.message}`, { cause });
 }
 
 // src/worker/worker.ts
@@ -7034,6 +7946,7 @@ var Worker = class {
   #waitTimeout;
   #maxJobs;
   #reserveErrorBackoff;
+  #streaming;
   #logger;
   #handlers = /* @__PURE__ */ new Map();
   #catchAll;
@@ -7057,6 +7970,9 @@ var Worker = class {
       throw new ValidationError("Worker: waitTimeout must be above 0 (a zero wait would poll in a hot loop)");
     this.#maxJobs = options.maxJobs === void 0 ? void 0 : checkCount("Worker: maxJobs", options.maxJobs, 1);
     this.#reserveErrorBackoff = checkMs("Worker: reserveErrorBackoff", options.reserveErrorBackoff ?? 1e3);
+    if (options.streaming !== void 0 && typeof options.streaming !== "boolean")
+      throw new ValidationError("Worker: streaming must be a boolean");
+    this.#streaming = options.streaming ?? true;
     if (options.autoExtendInterval !== void 0)
       checkMs("Worker: autoExtendInterval", options.autoExtendInterval);
     this.#autoExtend = options.autoExtend ? options.autoExtendInterval ?? null : void 0;
@@ -7110,10 +8026,24 @@ var Worker = class {
     };
     const slots = new Slots(this.#maxInFlight);
     const inFlight = /* @__PURE__ */ new Set();
-    const start = (job) => {
-      const task = processJob(shared, job).finally(() => {
+    const start = (job, hooks = {}, released) => {
+      let holding = true;
+      const release = () => {
+        if (!holding) return;
+        holding = false;
+        const freed = slots.release();
+        released?.(freed);
+      };
+      const own = released === void 0 ? hooks : {
+        ...hooks,
+        handlerDone: () => {
+          hooks.handlerDone?.();
+          release();
+        }
+      };
+      const task = processJob(shared, job, own).finally(() => {
         inFlight.delete(task);
-        slots.release();
+        release();
       });
       inFlight.add(task);
     };
@@ -7123,10 +8053,22 @@ var Worker = class {
       handlers: this.#handlers.size,
       catchAll: this.#catchAll !== void 0,
       autoExtend: this.#autoExtend !== void 0,
-      queues: this.#queues
+      queues: this.#queues,
+      streaming: this.#streaming
     });
     try {
-      while (await slots.acquire(stop)) {
+      const streamed = this.#streaming ? await runStream({
+        client: this.#client,
+        logger,
+        queues: this.#queues,
+        leaseDuration: this.#leaseDuration,
+        workerId: this.workerId,
+        backoff: this.#reserveErrorBackoff,
+        slots,
+        stop,
+        start
+      }) : "fallback";
+      while (streamed === "fallback" && await slots.acquire(stop)) {
         const jobs = await this.#reserveOnce(slots, stop);
         if (jobs === null) continue;
         start(jobs[0]);

@@ -48,16 +48,18 @@ export interface ItemStatusError extends Error {
 }
 
 /**
- * The error a failed item of an `AckBatch` stands for, as its own `Ack` would have failed. An item
- * carries a code and a message only; the item of a cancelled job (NOT_FOUND, "job was cancelled")
- * gets the trailer its own `Ack` would have had, `sepp-cancelled: true`, so it maps to
- * `JobCancelledError` just the same.
+ * The error a failed item of an `AckBatch` (or a settle's result on a Consume stream) stands for, as
+ * its own call would have failed. An item carries a code, a message and the flag `cancelled`; the
+ * item of a cancelled job (NOT_FOUND with `cancelled` set, or from a server without the flag, the
+ * message "job was cancelled") gets the trailer its own call would have had, `sepp-cancelled:
+ * true`, so it maps to `JobCancelledError` just the same.
  */
-export function itemError(code: number, message: string): ItemStatusError {
+export function itemError(code: number, message: string, cancelled = false): ItemStatusError {
   const known = typeof Status[code] === "string" && code !== Status.OK;
   const status = known ? code : Status.UNKNOWN;
   const metadata = new Metadata();
-  if (status === Status.NOT_FOUND && message === CANCELLED_MESSAGE) metadata.set(CANCELLED_TRAILER, "true");
+  if (status === Status.NOT_FOUND && (cancelled || message === CANCELLED_MESSAGE))
+    metadata.set(CANCELLED_TRAILER, "true");
   const error = new Error(`${status} ${Status[status]}: ${message}`) as ItemStatusError;
   error.code = status;
   error.details = message;
@@ -135,7 +137,8 @@ export class AckPipeline {
     group.forEach((entry, index) => {
       const outcome = (results[index] as wire.AckResult).outcome;
       if (outcome?.$case === "success") entry.resolve();
-      else if (outcome?.$case === "error") entry.reject(itemError(outcome.value.code, outcome.value.message));
+      else if (outcome?.$case === "error")
+        entry.reject(itemError(outcome.value.code, outcome.value.message, outcome.value.cancelled));
       else entry.reject(new MalformedResponseError("malformed response: an ack result with no outcome"));
     });
   }

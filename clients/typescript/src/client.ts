@@ -10,6 +10,10 @@
  * the API is installed. Enqueue, cancel, the schedule and pause calls, ack, nack, extend and
  * getServerInfo follow the retry policy; reserve and drainDeadLetters are never retried. Every call
  * follows a cluster follower's redirect to the leader (see `cluster.ts`), which is no retry.
+ *
+ * Concurrent enqueues share `EnqueueBatch` calls (`pipeline.ts`) and the acks of one turn share an
+ * `AckBatch` (`acks.ts`), unless turned off. The ack, nack and extend of a job that came on a
+ * Worker's `Consume` stream go on that stream first (`consume.ts`, opened by `openConsume`).
  */
 import * as grpc from "@grpc/grpc-js";
 import { AckPipeline } from "./acks.js";
@@ -24,6 +28,14 @@ import {
   DEFAULT_RPC_TIMEOUT_MS,
   parseAddress,
 } from "./connect.js";
+import {
+  type ConsumeEnd,
+  ConsumeSession,
+  NotSentError,
+  type SettleOp,
+  type SettleOutcome,
+  type SettleRoute,
+} from "./consume.js";
 import {
   checkCount,
   checkMs,
@@ -65,6 +77,7 @@ import * as wire from "./gen/sepp/v1/queue.js";
 import { type Job, JobCtx, type Lease, leaseOf } from "./job.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { activeTraceContext, inClientSpan, injectTraceMetadata } from "./otel.js";
+import { EnqueuePipeline } from "./pipeline.js";
 import type { JobRejection } from "./rejection.js";
 import { RetryDirective, RetryPolicy, type RetryScope, withRetries } from "./retry.js";
 import type {
@@ -99,6 +112,13 @@ interface Method<Req, Resp> {
 
 const Q = wire.QueueServiceService;
 
+/** `EnqueueBatch` with a request that is encoded already (the enqueue pipeline joins encoded batches). */
+const ENCODED_ENQUEUE_BATCH: Method<Buffer, wire.EnqueueBatchResponse> = {
+  path: Q.enqueueBatch.path,
+  requestSerialize: (value) => value,
+  responseDeserialize: Q.enqueueBatch.responseDeserialize,
+};
+
 /** A connection to a sepp server. Every method returns a Promise; `close()` ends the connection. */
 export class SeppClient {
   /** The retry policy of enqueue, cancel, the schedule and pause calls, ack, nack, extend and getServerInfo. */
@@ -112,6 +132,8 @@ export class SeppClient {
   readonly #authorization: string | undefined;
   /** The ack coalescing pipeline, unless `coalesceAcks` is false. */
   readonly #acks: AckPipeline | undefined;
+  /** The enqueue coalescing pipeline, unless `coalesceEnqueues` is false. */
+  readonly #enqueues: EnqueuePipeline | undefined;
 
   private constructor(
     connections: Connections,
@@ -131,6 +153,16 @@ export class SeppClient {
             (request) => this.#call(Q.ack, request, this.rpcTimeout, undefined),
             (request) => this.#call(Q.ackBatch, request, this.rpcTimeout, undefined),
           );
+    this.#enqueues =
+      options.coalesceEnqueues === false
+        ? undefined
+        : new EnqueuePipeline(async (encoded, keyed) => {
+            const outcome = await this.#withRetries("enqueue", keyed ? "transient" : "keylessEnqueue", () =>
+              this.#call(ENCODED_ENQUEUE_BATCH, encoded, this.rpcTimeout, undefined),
+            );
+            if (outcome.ok) return outcome.value;
+            throw outcome.error;
+          });
   }
 
   /**
@@ -150,6 +182,9 @@ export class SeppClient {
     }
     if (options.coalesceAcks !== undefined && typeof options.coalesceAcks !== "boolean") {
       throw new ValidationError("coalesceAcks must be a boolean");
+    }
+    if (options.coalesceEnqueues !== undefined && typeof options.coalesceEnqueues !== "boolean") {
+      throw new ValidationError("coalesceEnqueues must be a boolean");
     }
     const settings = channelOptions(options);
     let channelCredentials: grpc.ChannelCredentials;
@@ -203,11 +238,8 @@ export class SeppClient {
   async #enqueueBatch(jobs: readonly EnqueueRequest[], single: string | undefined) {
     const { request, scope } = batchRequest(jobs, single);
     return inClientSpan("sepp.enqueue", { "sepp.jobs": jobs.length }, async () => {
-      const response = await this.#unary("enqueue", Q.enqueueBatch, request(), scope, this.rpcTimeout);
-      if (response.results.length !== jobs.length) {
-        throw new BatchResultCountMismatchError(jobs.length, response.results.length);
-      }
-      return response.results.map((result): EnqueueAck | JobRejection => {
+      const results = await this.#enqueueResults(request, scope, jobs.length);
+      return results.map((result): EnqueueAck | JobRejection => {
         const outcome = result.outcome;
         if (outcome === undefined)
           throw new MalformedResponseError("malformed response: missing outcome in job result");
@@ -215,6 +247,33 @@ export class SeppClient {
         return rejectionFromWire(outcome.value);
       });
     });
+  }
+
+  /**
+   * The results of an enqueue batch, one per job. Unless `coalesceEnqueues` is false, the batch
+   * shares an `EnqueueBatch` call with the other enqueues waiting at the end of this turn of the
+   * event loop (see `pipeline.ts`); a traced enqueue (one whose span context would be propagated)
+   * keeps its own call, so the server's span is its child.
+   */
+  async #enqueueResults(
+    request: () => wire.EnqueueBatchRequest,
+    scope: RetryScope,
+    count: number,
+  ): Promise<wire.JobResult[]> {
+    const pipeline = this.#enqueues;
+    let results: wire.JobResult[];
+    if (pipeline === undefined || activeTraceContext() !== undefined) {
+      results = (await this.#unary("enqueue", Q.enqueueBatch, request(), scope, this.rpcTimeout)).results;
+    } else {
+      const encoded = Buffer.from(wire.EnqueueBatchRequest.encode(request()).finish());
+      try {
+        results = await pipeline.submit(encoded, count, scope === "transient");
+      } catch (error) {
+        throw mapped(error, errorFromStatus);
+      }
+    }
+    if (results.length !== count) throw new BatchResultCountMismatchError(count, results.length);
+    return results;
   }
 
   /**
@@ -463,29 +522,106 @@ export class SeppClient {
         this.#call(Q.reserve, request, wait + RESERVE_DEADLINE_SLACK_MS, options.signal),
       );
       if (!outcome.ok) throw mapped(outcome.error, reserveErrorFromStatus);
-      const response = outcome.value;
-      const jobs: Job[] = [];
-      for (const job of response.jobs) {
-        try {
-          const { fields, payload, leaseExpiresAt } = reservedJobFromWire(job);
-          const lease: Lease = {
-            expiresAt: leaseExpiresAt,
-            workerId: options.workerId,
-            controller: new AbortController(),
-            extend: (ctx, extension) => this.extend(ctx, extension),
-          };
-          jobs.push({ payload, ctx: new JobCtx(fields, lease) });
-        } catch (error) {
-          if (!(error instanceof DecodeError)) throw error;
-          this.logger.warn("skipping malformed job in reserve response", {
-            jobId: job.id,
-            error: error.message,
-          });
-        }
-      }
+      const jobs = this.#jobsFromWire(outcome.value.jobs, options.workerId, undefined, "reserve response");
       span.setAttribute("sepp.jobs", jobs.length);
       return jobs.length > 0 ? jobs : null;
     });
+  }
+
+  /** Leased jobs as the application sees them; malformed ones are skipped with a warning. */
+  #jobsFromWire(
+    wireJobs: wire.Job[],
+    workerId: string | undefined,
+    route: SettleRoute | undefined,
+    where: string,
+  ): Job[] {
+    const jobs: Job[] = [];
+    for (const job of wireJobs) {
+      try {
+        const { fields, payload, leaseExpiresAt } = reservedJobFromWire(job);
+        const lease: Lease = {
+          expiresAt: leaseExpiresAt,
+          workerId,
+          controller: new AbortController(),
+          extend: (ctx, extension) => this.extend(ctx, extension),
+          route,
+        };
+        jobs.push({ payload, ctx: new JobCtx(fields, lease) });
+      } catch (error) {
+        if (!(error instanceof DecodeError)) throw error;
+        this.logger.warn(`skipping malformed job in ${where}`, { jobId: job.id, error: error.message });
+      }
+    }
+    return jobs;
+  }
+
+  /**
+   * @internal Opens a `Consume` stream on the current connection (the Worker's streaming mode; see
+   * `consume.ts`). `ended` resolves with how the stream ended, and whether the client switched to
+   * the leader a follower named (then reopening at once reaches it). An UNAVAILABLE naming no
+   * leader sends the next call or stream to another node, as for unary calls.
+   */
+  openConsume(
+    options: {
+      queues: string[];
+      leaseDuration: number;
+      workerId: string;
+      credits: number;
+      maxCredits: number;
+      maxSettles: number;
+    },
+    events: { jobs(jobs: Job[]): void; cancelled(ids: string[]): void },
+  ): { session: ConsumeSession; ended: Promise<ConsumeEnd & { redirected: boolean }> } {
+    const connection = this.#connections.current;
+    const metadata = new grpc.Metadata();
+    if (this.#authorization !== undefined) metadata.set("authorization", this.#authorization);
+    connection.begin();
+    let call: grpc.ClientDuplexStream<wire.ConsumeRequest, wire.ConsumeResponse>;
+    try {
+      call = connection.grpc.makeBidiStreamRequest(
+        Q.consume.path,
+        Q.consume.requestSerialize,
+        Q.consume.responseDeserialize,
+        metadata,
+        {},
+      );
+    } catch (error) {
+      connection.end();
+      throw error;
+    }
+    let session: ConsumeSession | undefined;
+    session = new ConsumeSession(
+      call,
+      {
+        queues: [...options.queues],
+        leaseDuration: durationFromMs(options.leaseDuration),
+        workerId: options.workerId,
+      },
+      options.credits,
+      { maxCredits: options.maxCredits, maxSettles: options.maxSettles },
+      {
+        jobs: (pushed) => {
+          const jobs = this.#jobsFromWire(pushed, options.workerId, session, "Consume stream");
+          // A job skipped as malformed gives its credit back at once.
+          session?.grant(pushed.length - jobs.length);
+          events.jobs(jobs);
+        },
+        cancelled: (ids) => events.cancelled(ids),
+      },
+    );
+    const ended = session.ended.then((end) => {
+      connection.end();
+      let redirected = false;
+      const leader = leaderFrom(end.status);
+      if (leader !== undefined) {
+        this.#connections.learnedCluster([]);
+        redirected = this.#connections.follow(connection, leader, "Consume");
+      } else if (isLeaderless(end.status)) {
+        this.#connections.lost(connection, "Consume");
+      }
+      return { ...end, redirected };
+    });
+    return { session, ended };
   }
 
   /**
@@ -498,6 +634,14 @@ export class SeppClient {
   async ack(ctx: JobCtx): Promise<void> {
     const request: wire.AckRequest = { jobId: ctx.id, attempt: ctx.attempt, workerId: ctx.workerId };
     await inClientSpan("sepp.ack", leaseAttributes(ctx), () => {
+      const route = leaseOf(ctx).route;
+      if (route !== undefined)
+        return this.#leaseAttempts(
+          "ack",
+          viaStream(route, { $case: "ack", value: request }, () =>
+            this.#call(Q.ack, request, this.rpcTimeout, undefined),
+          ),
+        );
       const acks = this.#acks;
       if (acks === undefined || activeTraceContext() !== undefined)
         return this.#leaseCall("ack", Q.ack, request);
@@ -529,8 +673,16 @@ export class SeppClient {
       workerId: ctx.workerId,
     };
     const attributes = { ...leaseAttributes(ctx), "sepp.retry": retry.toString() };
+    const route = leaseOf(ctx).route;
     const response = await inClientSpan("sepp.nack", attributes, () =>
-      this.#leaseCall("nack", Q.nack, request),
+      route === undefined
+        ? this.#leaseCall("nack", Q.nack, request)
+        : this.#leaseAttempts(
+            "nack",
+            viaStream(route, { $case: "nack", value: request }, () =>
+              this.#call(Q.nack, request, this.rpcTimeout, undefined),
+            ),
+          ),
     );
     return response.deadLettered;
   }
@@ -548,7 +700,16 @@ export class SeppClient {
       workerId: ctx.workerId,
     };
     return inClientSpan("sepp.extend", leaseAttributes(ctx), async () => {
-      const response = await this.#leaseCall("extend", Q.extend, request);
+      const route = leaseOf(ctx).route;
+      const response =
+        route === undefined
+          ? await this.#leaseCall("extend", Q.extend, request)
+          : await this.#leaseAttempts(
+              "extend",
+              viaStream(route, { $case: "extend", value: request }, () =>
+                this.#call(Q.extend, request, this.rpcTimeout, undefined),
+              ),
+            );
       const expiry = dateFromTimestamp(response.leaseExpiresAt);
       if (expiry === undefined)
         throw new MalformedResponseError("malformed response: extend returned an invalid lease_expires_at");
@@ -806,6 +967,35 @@ function reserveRequest(options: ReserveOptions): wire.ReserveRequest {
     leaseDuration: durationFromMs(leaseDuration),
     workerId,
     maxJobs,
+  };
+}
+
+/**
+ * The attempts of an ack, nack or extend of a job that came on a Consume stream: the first goes on
+ * that stream (or on a call of its own when the stream takes no more settles, or ended before
+ * sending it), the retries the policy allows on calls of their own.
+ */
+function viaStream<C extends SettleOp["$case"], Resp>(
+  route: SettleRoute,
+  op: SettleOp & { $case: C },
+  plain: () => Promise<Resp>,
+): () => Promise<Resp> {
+  let first = true;
+  return async () => {
+    if (!first) return plain();
+    first = false;
+    const sent = route.settle(op);
+    if (sent === undefined) return plain();
+    let outcome: SettleOutcome;
+    try {
+      outcome = await sent;
+    } catch (error) {
+      if (error instanceof NotSentError) return plain();
+      throw error;
+    }
+    if (outcome.$case !== op.$case)
+      throw new MalformedResponseError(`malformed response: a ${op.$case} answered as a ${outcome.$case}`);
+    return outcome.value as Resp;
   };
 }
 

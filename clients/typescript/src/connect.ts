@@ -37,6 +37,12 @@ export interface ConnectOptions {
    * ack on its own call.
    */
   coalesceAcks?: boolean | undefined;
+  /**
+   * Let concurrent `enqueue` and `enqueueBatch` calls share `EnqueueBatch` calls: those made in one
+   * turn of the event loop, and those waiting while four calls are in flight (default true). Each
+   * caller still gets exactly its own results and errors. False sends every enqueue on its own call.
+   */
+  coalesceEnqueues?: boolean | undefined;
 }
 
 /** HTTP/2 keepalive: ping this often, even while idle, so proxies keep long polls open... */

@@ -355,6 +355,7 @@ export function serverInfoFromWire(info: wire.GetServerInfoResponse): ServerInfo
     strictQueues: info.strictQueues,
     deadLetterRetentionEnabled: info.deadLetterRetentionEnabled,
     features: [...info.features],
+    maxConsumeCredits: info.maxConsumeCredits,
     ...(info.cluster === undefined ? {} : { cluster: clusterFromWire(info.cluster) }),
   };
 }

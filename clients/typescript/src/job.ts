@@ -3,6 +3,7 @@
  * ack, nack and extend act on. The lease itself (expiry, worker id, the abort signal the Worker
  * fires when it is lost) is internal and reached through {@link leaseOf}.
  */
+import type { SettleRoute } from "./consume.js";
 import type { CustomValue, Payload } from "./payload.js";
 import type { TraceContext } from "./trace.js";
 
@@ -18,6 +19,8 @@ export interface Lease {
   readonly workerId: string | undefined;
   readonly controller: AbortController;
   readonly extend: (ctx: JobCtx, extensionMs: number) => Promise<Date>;
+  /** The Consume stream the job came on, where its ack, nack and extends go first. */
+  readonly route?: SettleRoute | undefined;
 }
 
 /** @internal The fields of a job's context, decoded from the wire. */

@@ -110,9 +110,11 @@ export interface ServerInfo {
   deadLetterRetentionEnabled: boolean;
   /**
    * What the server offers beyond the 0.1 protocol, by name (`"ack_batch"`, `"cancel"`,
-   * `"schedules"`, `"pause"`); empty on 0.1.
+   * `"schedules"`, `"pause"`, `"consume"`, ...); empty on 0.1.
    */
   features: string[];
+  /** The most credits a Consume stream may have outstanding; 0 from a server without `"consume"`. */
+  maxConsumeCredits: number;
   /** The answering node's view of its cluster; `undefined` on a single node (and on 0.1). */
   cluster?: ClusterInfo;
 }

@@ -3,7 +3,9 @@
  * lease alive while it runs if asked, and settle the job: ack on success, nack on a HandlerError
  * (with its directive) or any other failure (after a backoff), nothing when the lease was lost.
  * A job cancelled while its handler runs is stopped like a lost lease (its extend throws
- * `JobCancelledError`), logged as "job cancelled", and never settled.
+ * `JobCancelledError`, or the Consume stream it came on names it), logged as "job cancelled", and
+ * never acked or nacked (a cancel named by the stream is answered with one extend, which
+ * dead-letters the job at once instead of when its lease runs out).
  * A failed ack or nack is logged, never thrown: the job is redelivered when its lease expires
  * (unless it was cancelled: then it is dead-lettered).
  */
@@ -35,10 +37,18 @@ export interface ProcessContext {
 type Ending =
   | { kind: "returned" }
   | { kind: "threw"; error: unknown }
-  | { kind: "leaseLost"; error: unknown; cancelled: boolean };
+  | { kind: "leaseLost"; error: unknown; cancelled: boolean; pushed?: boolean };
+
+/** What the Worker's streaming mode adds to one job's processing. */
+export interface JobHooks {
+  /** Called once the handler has stopped, before the job is settled (the stream's credit goes back). */
+  handlerDone?: () => void;
+  /** Resolves with the abort reason when the stream names the job as cancelled (`ctx.signal` is aborted then). */
+  cancelled?: Promise<LeaseLostError>;
+}
 
 /** Processes one job to its end; never rejects. */
-export async function processJob(shared: ProcessContext, job: Job): Promise<void> {
+export async function processJob(shared: ProcessContext, job: Job, hooks: JobHooks = {}): Promise<void> {
   const { ctx } = job;
   const attributes = {
     "sepp.job_id": ctx.id,
@@ -48,7 +58,7 @@ export async function processJob(shared: ProcessContext, job: Job): Promise<void
     "sepp.worker_id": ctx.workerId,
   };
   try {
-    await inProcessSpan(attributes, ctx.traceContext, (span) => handle(shared, job, span));
+    await inProcessSpan(attributes, ctx.traceContext, (span) => handle(shared, job, span, hooks));
   } catch (error) {
     // Only a bug gets here: settling already swallows and logs its own failures.
     shared.logger.error("unexpected failure while processing a job", {
@@ -58,9 +68,15 @@ export async function processJob(shared: ProcessContext, job: Job): Promise<void
   }
 }
 
-async function handle(shared: ProcessContext, { payload, ctx }: Job, span: SpanHandle): Promise<void> {
+async function handle(
+  shared: ProcessContext,
+  { payload, ctx }: Job,
+  span: SpanHandle,
+  hooks: JobHooks,
+): Promise<void> {
   const handler = shared.handlers.get(ctx.jobType) ?? shared.catchAll;
   if (handler === undefined) {
+    hooks.handlerDone?.();
     const retry = failureBackoff(ctx.attempt);
     shared.logger.warn(`no handler registered for job_type ${ctx.jobType}; nacking`, {
       job: String(ctx),
@@ -76,7 +92,18 @@ async function handle(shared: ProcessContext, { payload, ctx }: Job, span: SpanH
       (): Ending => ({ kind: "returned" }),
       (error): Ending => ({ kind: "threw", error }),
     );
-  const ending = shared.autoExtend === undefined ? await run : await supervise(shared, ctx, run);
+  const pushed: Promise<Ending> | undefined = hooks.cancelled?.then((error) => ({
+    kind: "leaseLost",
+    error,
+    cancelled: true,
+    pushed: true,
+  }));
+  const watched = shared.autoExtend === undefined ? run : supervise(shared, ctx, run);
+  const ending = await (pushed === undefined ? watched : Promise.race([watched, pushed]));
+  // A cancel named by the stream: one extend dead-letters the job now (it fails JobCancelledError).
+  const finalized = ending.kind === "leaseLost" && ending.pushed ? finalizeCancel(shared, ctx) : undefined;
+  if (ending.kind === "leaseLost") await run; // the slot stays taken until the handler has actually stopped
+  hooks.handlerDone?.();
   switch (ending.kind) {
     case "leaseLost":
       span.fail(ending.error);
@@ -91,7 +118,7 @@ async function handle(shared: ProcessContext, { payload, ctx }: Job, span: SpanH
           error: String(ending.error),
         });
       }
-      await run; // the slot stays taken until the handler has actually stopped
+      await finalized;
       return;
     case "returned":
       try {
@@ -121,17 +148,45 @@ async function handle(shared: ProcessContext, { payload, ctx }: Job, span: SpanH
   }
 }
 
-/** Waits for the handler while extending its lease; aborts `ctx.signal` when the lease is lost. */
+/** The extend that answers a cancel the stream named; its expected JobCancelledError is no news. */
+async function finalizeCancel(shared: ProcessContext, ctx: JobCtx): Promise<void> {
+  try {
+    await shared.client.extend(ctx, shared.leaseDuration);
+    shared.logger.warn("the server named a job cancelled, but its lease could still be extended", {
+      job: String(ctx),
+    });
+  } catch (error) {
+    if (error instanceof JobNotFoundError) return;
+    shared.logger.warn("could not settle a cancelled job; it is dead-lettered when its lease expires", {
+      job: String(ctx),
+      error: String(error),
+    });
+  }
+}
+
+/**
+ * Waits for the handler while extending its lease; aborts `ctx.signal` when the lease is lost. Stops
+ * extending once `ctx.signal` is aborted (by a cancel the stream named; the caller handles that).
+ */
 async function supervise(shared: ProcessContext, ctx: JobCtx, run: Promise<Ending>): Promise<Ending> {
   const fixed = shared.autoExtend ?? undefined;
   for (;;) {
     const interval = heartbeatInterval(fixed, ctx.leaseExpiresAt.getTime(), Date.now());
     let timer: NodeJS.Timeout | undefined;
-    const tick = new Promise<"tick">((resolve) => {
+    let onAbort: (() => void) | undefined;
+    const tick = new Promise<"tick" | "aborted">((resolve) => {
       timer = setTimeout(() => resolve("tick"), interval);
+      onAbort = () => resolve("aborted");
+      ctx.signal.addEventListener("abort", onAbort, { once: true });
     });
-    const first = await Promise.race([run, tick]);
+    const first = ctx.signal.aborted ? "aborted" : await Promise.race([run, tick]);
     clearTimeout(timer);
+    if (onAbort !== undefined) ctx.signal.removeEventListener("abort", onAbort);
+    if (first === "aborted") {
+      const reason: unknown = ctx.signal.reason;
+      const cancelled = (reason as { cause?: unknown } | null)?.cause instanceof JobCancelledError;
+      return { kind: "leaseLost", error: reason, cancelled, pushed: true };
+    }
     if (first !== "tick") return first;
     try {
       const expiry = await shared.client.extend(ctx, shared.leaseDuration);

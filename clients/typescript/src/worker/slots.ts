@@ -37,11 +37,15 @@ export class Slots {
     });
   }
 
-  /** Gives a slot back, to the longest waiter if there is one. */
-  release(): void {
+  /** Gives a slot back, to the longest waiter if there is one; false when a waiter took it. */
+  release(): boolean {
     const next = this.#waiting.shift();
-    if (next) next();
-    else this.#free++;
+    if (next) {
+      next();
+      return false;
+    }
+    this.#free++;
+    return true;
   }
 }
 

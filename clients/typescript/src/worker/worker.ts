@@ -3,11 +3,20 @@
  * handlers, with bounded concurrency, optional automatic lease extension, and graceful shutdown
  * through a {@link ShutdownHandle}.
  *
- * The loop: take a free slot (or stop on shutdown); reserve up to the free capacity (cancelled by
- * shutdown, though jobs already handed over are still processed); after a failed reserve back off
- * (1 s by default), after an empty one that came back suspiciously early pause 250 ms; run each job
- * in its own slot. On shutdown it stops reserving and resolves `run()` once every job in flight has
- * been settled, with no deadline: bound your handlers yourself.
+ * Against a server with the feature `"consume"` (unless `streaming` is false) the Worker opens one
+ * `Consume` stream (see `stream.ts`): it grants the server a credit per free slot, runs each job the
+ * server pushes in its own slot, gives the credit back when the handler has stopped, and sends the
+ * jobs' acks, nacks and extends on the stream. It falls back to the reserve loop when the server
+ * lacks `"consume"` or answers the stream UNIMPLEMENTED.
+ *
+ * The reserve loop: take a free slot (or stop on shutdown); reserve up to the free capacity
+ * (cancelled by shutdown, though jobs already handed over are still processed); after a failed
+ * reserve back off (1 s by default), after an empty one that came back suspiciously early pause
+ * 250 ms; run each job in its own slot.
+ *
+ * On shutdown the Worker stops taking jobs (a stream is half-closed; the jobs the server pushed
+ * before it saw that are still processed) and resolves `run()` once every job in flight has been
+ * settled, with no deadline: bound your handlers yourself.
  */
 import type { SeppClient } from "../client.js";
 import { checkCount, checkMs } from "../convert.js";
@@ -15,8 +24,9 @@ import { ValidationError } from "../errors.js";
 import type { Job } from "../job.js";
 import type { Logger } from "../logger.js";
 import { defaultWorkerId, EARLY_EMPTY_PAUSE_MS, isEarlyEmpty, reserveBatch } from "./policy.js";
-import { type Handler, type ProcessContext, processJob } from "./process.js";
+import { type Handler, type JobHooks, type ProcessContext, processJob } from "./process.js";
 import { pause, Slots } from "./slots.js";
+import { runStream } from "./stream.js";
 
 export type { Handler } from "./process.js";
 
@@ -44,6 +54,12 @@ export interface WorkerOptions {
   logger?: Logger | undefined;
   /** Aborting it shuts the Worker down, like `shutdownHandle().shutdown()`. */
   signal?: AbortSignal | undefined;
+  /**
+   * Take jobs on one `Consume` stream when the server offers it (feature `"consume"`), and settle
+   * them on it (default true); false always uses the reserve loop. `waitTimeout` and `maxJobs`
+   * apply to the reserve loop only.
+   */
+  streaming?: boolean | undefined;
 }
 
 /** Stops a Worker: it finishes the jobs in flight, then `run()` resolves. Safe to call more than once. */
@@ -78,6 +94,7 @@ export class Worker {
   readonly #waitTimeout: number;
   readonly #maxJobs: number | undefined;
   readonly #reserveErrorBackoff: number;
+  readonly #streaming: boolean;
   readonly #logger: Logger;
   readonly #handlers = new Map<string, Handler>();
   #catchAll: Handler | undefined;
@@ -103,6 +120,9 @@ export class Worker {
     this.#maxJobs =
       options.maxJobs === undefined ? undefined : checkCount("Worker: maxJobs", options.maxJobs, 1);
     this.#reserveErrorBackoff = checkMs("Worker: reserveErrorBackoff", options.reserveErrorBackoff ?? 1_000);
+    if (options.streaming !== undefined && typeof options.streaming !== "boolean")
+      throw new ValidationError("Worker: streaming must be a boolean");
+    this.#streaming = options.streaming ?? true;
     if (options.autoExtendInterval !== undefined)
       checkMs("Worker: autoExtendInterval", options.autoExtendInterval);
     this.#autoExtend = options.autoExtend ? (options.autoExtendInterval ?? null) : undefined;
@@ -160,10 +180,29 @@ export class Worker {
     };
     const slots = new Slots(this.#maxInFlight);
     const inFlight = new Set<Promise<void>>();
-    const start = (job: Job) => {
-      const task = processJob(shared, job).finally(() => {
+    /** Runs a job that holds a slot; `released` hears when the slot is given back. */
+    const start = (job: Job, hooks: JobHooks = {}, released?: (freed: boolean) => void) => {
+      let holding = true;
+      const release = () => {
+        if (!holding) return;
+        holding = false;
+        const freed = slots.release();
+        released?.(freed);
+      };
+      // A streamed job's slot (and credit) goes back once its handler stops, before it is settled.
+      const own: JobHooks =
+        released === undefined
+          ? hooks
+          : {
+              ...hooks,
+              handlerDone: () => {
+                hooks.handlerDone?.();
+                release();
+              },
+            };
+      const task = processJob(shared, job, own).finally(() => {
         inFlight.delete(task);
-        slots.release();
+        release();
       });
       inFlight.add(task);
     };
@@ -174,9 +213,23 @@ export class Worker {
       catchAll: this.#catchAll !== undefined,
       autoExtend: this.#autoExtend !== undefined,
       queues: this.#queues,
+      streaming: this.#streaming,
     });
     try {
-      while (await slots.acquire(stop)) {
+      const streamed = this.#streaming
+        ? await runStream({
+            client: this.#client,
+            logger,
+            queues: this.#queues,
+            leaseDuration: this.#leaseDuration,
+            workerId: this.workerId,
+            backoff: this.#reserveErrorBackoff,
+            slots,
+            stop,
+            start,
+          })
+        : "fallback";
+      while (streamed === "fallback" && (await slots.acquire(stop))) {
         const jobs = await this.#reserveOnce(slots, stop);
         if (jobs === null) continue;
         // Later jobs of a batch wait for their own slot: they are leased to us already.

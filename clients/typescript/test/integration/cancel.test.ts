@@ -242,12 +242,19 @@ describe("a Worker and a cancelled job", () => {
     );
   });
 
-  test("without autoExtend, the ack after a cancel is refused and logged as a cancellation", async () => {
+  test("reserving without autoExtend, the ack after a cancel is refused and logged as a cancellation", async () => {
     const queue = freshQueue();
     const { jobId } = await client.enqueue({ queue, jobType: "t" });
     const logger = new RecordingLogger();
     const recorded = recordSettlements(client);
-    const worker = new Worker(client, { queues: [queue], leaseDuration: 30_000, waitTimeout: 1_000, logger });
+    // The reserve loop: nothing tells the handler of the cancel (a stream would; see stream.test.ts).
+    const worker = new Worker(client, {
+      queues: [queue],
+      leaseDuration: 30_000,
+      waitTimeout: 1_000,
+      logger,
+      streaming: false,
+    });
     const started = deferred();
     const release = deferred();
     worker.handle("t", async () => {

@@ -360,7 +360,9 @@ describe("server info and dead letters", () => {
       "in_flight_limits",
       "rate_limits",
       "key_limits",
+      "consume",
     ]);
+    assert.equal(info.maxConsumeCredits, 10_000);
     assert.equal(info.cluster, undefined); // a single node
   });
 

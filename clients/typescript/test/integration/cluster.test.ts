@@ -265,7 +265,8 @@ describe("following the cluster leader", () => {
     const leader = await stub({ enqueueBatch: accepted });
     const seed = await stub(follower(() => leader.addr));
     const logger = new RecordingLogger();
-    const client = await SeppClient.connect(seed.addr, { logger });
+    // Twenty calls of their own (coalesced, they would be one).
+    const client = await SeppClient.connect(seed.addr, { logger, coalesceEnqueues: false });
     const acks = await Promise.all(
       Array.from({ length: 20 }, () => client.enqueue({ queue: "q", jobType: "t" })),
     );

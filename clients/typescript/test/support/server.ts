@@ -34,6 +34,9 @@ export interface ServerOptions {
  * `reserve parked` is the signal. */
 export const PARKING_LOG = "sepp=info,sepp_server::committer=debug";
 
+/** `tail` configuration that turns on the Prometheus endpoint, on a free port (see `requestCount`). */
+export const PROMETHEUS = '[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = "127.0.0.1:0"\n';
+
 export class TestServer {
   readonly logs: string[] = [];
   readonly #waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
@@ -110,6 +113,23 @@ export class TestServer {
     while (this.logs.filter((line) => pattern.test(line)).length < count) {
       await new Promise<string>((resolve) => this.#waiters.push({ pattern, resolve }));
     }
+  }
+
+  /**
+   * The server's count of QueueService calls of `method` (`sepp.requests`, ok and error together),
+   * read from its Prometheus endpoint; the server must have been started with {@link PROMETHEUS}.
+   */
+  async requestCount(method: string): Promise<number> {
+    const line = await this.waitForLog(/prometheus metrics endpoint listening/);
+    const addr = /addr=(\S+)/.exec(line)?.[1];
+    if (addr === undefined) throw new Error(`no address in: ${line}`);
+    const text = await (await fetch(`http://${addr}/metrics`)).text();
+    let total = 0;
+    for (const row of text.split("\n")) {
+      const match = /^sepp_requests_total\{([^}]*)\} (\d+)/.exec(row);
+      if (match?.[1]?.includes(`method="${method}"`)) total += Number(match[2]);
+    }
+    return total;
   }
 
   /** Stops the server and removes its data directory. */

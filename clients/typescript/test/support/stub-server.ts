@@ -1,7 +1,7 @@
 /**
  * A stand-in QueueService on grpc-js, for what the real server cannot be made to do on demand:
  * fail with a chosen status (with metadata, such as a cluster follower's `sepp-leader`), answer
- * with malformed data, or never answer. It records every call (method, request, metadata, deadline)
+ * with malformed data, or never answer. The Consume stream can only end with a status, or hang. It records every call (method, request, metadata, deadline)
  * so tests can check what the client put on the wire.
  */
 import { EventEmitter, once } from "node:events";
@@ -60,6 +60,26 @@ export class StubServer {
     const events = new EventEmitter();
     const implementation: grpc.UntypedServiceImplementation = {};
     for (const name of Object.keys(QueueServiceService) as MethodName[]) {
+      if (QueueServiceService[name].requestStream) {
+        // A stream (Consume): it records its opening and ends with the answer's status, or hangs.
+        implementation[name] = (call: grpc.ServerDuplexStream<unknown, unknown>) => {
+          calls.push({
+            method: name,
+            request: undefined,
+            metadata: call.metadata,
+            deadline: call.getDeadline(),
+            cancelled: new Promise((resolve) => call.once("cancelled", () => resolve())),
+          });
+          events.emit("call");
+          call.on("data", () => {});
+          const answer = answers[name]?.(undefined) ?? { code: grpc.status.UNIMPLEMENTED, details: "stub" };
+          if (answer === "hang" || "response" in answer) return;
+          const metadata = new grpc.Metadata();
+          for (const [key, value] of Object.entries(answer.metadata ?? {})) metadata.set(key, value);
+          call.emit("error", { code: answer.code, details: answer.details ?? "stub failure", metadata });
+        };
+        continue;
+      }
       implementation[name] = (
         call: grpc.ServerUnaryCall<unknown, unknown>,
         callback: grpc.sendUnaryData<unknown>,

@@ -119,14 +119,24 @@ describe("AckPipeline", () => {
       batch: async (): Promise<wire.AckBatchResponse> => ({
         results: [
           success("job-1"),
-          { outcome: { $case: "error", value: { code: status.NOT_FOUND, message: "job not found" } } },
           {
             outcome: {
               $case: "error",
-              value: { code: status.FAILED_PRECONDITION, message: "attempt mismatch" },
+              value: { code: status.NOT_FOUND, message: "job not found", cancelled: false },
             },
           },
-          { outcome: { $case: "error", value: { code: status.NOT_FOUND, message: CANCELLED_MESSAGE } } },
+          {
+            outcome: {
+              $case: "error",
+              value: { code: status.FAILED_PRECONDITION, message: "attempt mismatch", cancelled: false },
+            },
+          },
+          {
+            outcome: {
+              $case: "error",
+              value: { code: status.NOT_FOUND, message: CANCELLED_MESSAGE, cancelled: false },
+            },
+          },
           { outcome: undefined },
         ],
       }),
@@ -215,6 +225,7 @@ describe("itemError", () => {
 
   test("the cancelled message gets the sepp-cancelled trailer; only with NOT_FOUND", () => {
     assert.deepEqual(itemError(status.NOT_FOUND, CANCELLED_MESSAGE).metadata.get("sepp-cancelled"), ["true"]);
+    assert.deepEqual(itemError(status.NOT_FOUND, "gone", true).metadata.get("sepp-cancelled"), ["true"]);
     const other = itemError(status.FAILED_PRECONDITION, CANCELLED_MESSAGE);
     assert.deepEqual(other.metadata.get("sepp-cancelled"), []);
     assert.ok(leaseErrorFromStatus(other) instanceof AttemptMismatchError);

@@ -10,8 +10,10 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientUnaryCall,
+  type handleBidiStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -418,6 +420,11 @@ export interface CallStatus {
   /** The gRPC status code number (NOT_FOUND = 5, ...); never OK. */
   code: number;
   message: string;
+  /**
+   * True when the job was cancelled (added after 0.1): what the trailer `sepp-cancelled: true`
+   * says on a call of its own.
+   */
+  cancelled: boolean;
 }
 
 export interface NackRequest {
@@ -505,12 +512,20 @@ export interface GetServerInfoResponse {
    * What this server offers beyond the 0.1 protocol, by name: "ack_batch" (the AckBatch call),
    * "cancel" (CancelJob), "schedules" (UpsertSchedule, DeleteSchedule, ListSchedules), "pause"
    * (PauseQueue, ResumeQueue, ListPauses), "in_flight_limits", "rate_limits" and "key_limits"
-   * (the server enforces the [[queues]] limits max_in_flight, rate_limit and the per-key ones).
+   * (the server enforces the [[queues]] limits max_in_flight, rate_limit and the per-key ones),
+   * "consume" (the Consume stream).
    * A 0.1 server leaves it empty.
    */
   features: string[];
   /** Cluster mode (added after 0.1): this node's view of its cluster. Unset on a single node. */
-  cluster: ClusterInfo | undefined;
+  cluster:
+    | ClusterInfo
+    | undefined;
+  /**
+   * The most credits a Consume stream may have outstanding (added after 0.1); 0 from a server
+   * without "consume".
+   */
+  maxConsumeCredits: number;
 }
 
 /** A cluster as one node sees it (GetServerInfo answers on every node, leader or not). */
@@ -538,6 +553,72 @@ export interface ClusterMember {
   voter: boolean;
   /** Known on the leader only: how many entries of the leader's log this member lacks. */
   replicationLag?: bigint | undefined;
+}
+
+/**
+ * One message from a worker on a Consume stream. Every member is optional; a message may carry
+ * credits and settles together.
+ */
+export interface ConsumeRequest {
+  /** The first message, and only the first, opens the stream. */
+  open?:
+    | ConsumeOpen
+    | undefined;
+  /**
+   * More jobs the worker can take, added to those it granted and has not yet been sent. The
+   * outstanding total may not exceed the server's max_consume_credits (INVALID_ARGUMENT).
+   */
+  credits: number;
+  /**
+   * Acks, nacks and extends of jobs leased on this stream or elsewhere; at most the server's
+   * max_enqueue_batch per message.
+   */
+  settles: ConsumeSettle[];
+}
+
+export interface ConsumeOpen {
+  /** As ReserveRequest.queues: at least one, polled in the order given. */
+  queues: string[];
+  /** Must be greater than zero; every job pushed is leased for this long. */
+  leaseDuration: Duration | undefined;
+  workerId?:
+    | string
+    | undefined;
+  /** Credits granted with the opening, as ConsumeRequest.credits. */
+  credits: number;
+}
+
+export interface ConsumeSettle {
+  /** Chosen by the worker and echoed on the result; the server does not interpret it. */
+  id: bigint;
+  op: { $case: "ack"; value: AckRequest } | { $case: "nack"; value: NackRequest } | {
+    $case: "extend";
+    value: ExtendRequest;
+  } | undefined;
+}
+
+/** One message from the server on a Consume stream. */
+export interface ConsumeResponse {
+  /** Jobs leased to this worker, each using one credit. */
+  jobs: Job[];
+  /** Answers to settles, each once durable, in the order they were decided. */
+  results: ConsumeResult[];
+  /**
+   * Ids of jobs leased on this stream that were cancelled since: their handlers should stop.
+   * Settling such a job fails NOT_FOUND with `cancelled` set, as with CancelJob's unary rule.
+   */
+  cancelled: string[];
+}
+
+export interface ConsumeResult {
+  /** The settle's id. */
+  id: bigint;
+  outcome: { $case: "ack"; value: AckResponse } | { $case: "nack"; value: NackResponse } | {
+    $case: "extend";
+    value: ExtendResponse;
+  } | //
+  /** The status the unary call would have failed with. */
+  { $case: "error"; value: CallStatus } | undefined;
 }
 
 function createBasePrimitiveValue(): PrimitiveValue {
@@ -3948,7 +4029,7 @@ export const AckResult: MessageFns<AckResult> = {
 };
 
 function createBaseCallStatus(): CallStatus {
-  return { code: 0, message: "" };
+  return { code: 0, message: "", cancelled: false };
 }
 
 export const CallStatus: MessageFns<CallStatus> = {
@@ -3958,6 +4039,9 @@ export const CallStatus: MessageFns<CallStatus> = {
     }
     if (message.message !== "") {
       writer.uint32(18).string(message.message);
+    }
+    if (message.cancelled !== false) {
+      writer.uint32(24).bool(message.cancelled);
     }
     return writer;
   },
@@ -3989,6 +4073,14 @@ export const CallStatus: MessageFns<CallStatus> = {
             }
 
             message.message = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.cancelled = reader.bool();
             continue;
           }
         }
@@ -4609,6 +4701,7 @@ function createBaseGetServerInfoResponse(): GetServerInfoResponse {
     deadLetterRetentionEnabled: false,
     features: [],
     cluster: undefined,
+    maxConsumeCredits: 0,
   };
 }
 
@@ -4685,6 +4778,9 @@ export const GetServerInfoResponse: MessageFns<GetServerInfoResponse> = {
     }
     if (message.cluster !== undefined) {
       ClusterInfo.encode(message.cluster, writer.uint32(178).fork()).join();
+    }
+    if (message.maxConsumeCredits !== 0) {
+      writer.uint32(184).uint32(message.maxConsumeCredits);
     }
     return writer;
   },
@@ -4876,6 +4972,14 @@ export const GetServerInfoResponse: MessageFns<GetServerInfoResponse> = {
             }
 
             message.cluster = ClusterInfo.decode(reader, reader.uint32());
+            continue;
+          }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.maxConsumeCredits = reader.uint32();
             continue;
           }
         }
@@ -5108,6 +5212,400 @@ export const ClusterMember: MessageFns<ClusterMember> = {
   },
 };
 
+function createBaseConsumeRequest(): ConsumeRequest {
+  return { open: undefined, credits: 0, settles: [] };
+}
+
+export const ConsumeRequest: MessageFns<ConsumeRequest> = {
+  encode(message: ConsumeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.open !== undefined) {
+      ConsumeOpen.encode(message.open, writer.uint32(10).fork()).join();
+    }
+    if (message.credits !== 0) {
+      writer.uint32(16).uint32(message.credits);
+    }
+    for (const v of message.settles) {
+      ConsumeSettle.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsumeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsumeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.open = ConsumeOpen.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.credits = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.settles.push(ConsumeSettle.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseConsumeOpen(): ConsumeOpen {
+  return { queues: [], leaseDuration: undefined, workerId: undefined, credits: 0 };
+}
+
+export const ConsumeOpen: MessageFns<ConsumeOpen> = {
+  encode(message: ConsumeOpen, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.queues) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.leaseDuration !== undefined) {
+      Duration.encode(message.leaseDuration, writer.uint32(18).fork()).join();
+    }
+    if (message.workerId !== undefined) {
+      writer.uint32(26).string(message.workerId);
+    }
+    if (message.credits !== 0) {
+      writer.uint32(32).uint32(message.credits);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsumeOpen {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsumeOpen();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.queues.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.leaseDuration = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.workerId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.credits = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseConsumeSettle(): ConsumeSettle {
+  return { id: 0n, op: undefined };
+}
+
+export const ConsumeSettle: MessageFns<ConsumeSettle> = {
+  encode(message: ConsumeSettle, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0n) {
+      if (BigInt.asUintN(64, message.id) !== message.id) {
+        throw new globalThis.Error("value provided for field message.id of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.id);
+    }
+    switch (message.op?.$case) {
+      case "ack":
+        AckRequest.encode(message.op.value, writer.uint32(18).fork()).join();
+        break;
+      case "nack":
+        NackRequest.encode(message.op.value, writer.uint32(26).fork()).join();
+        break;
+      case "extend":
+        ExtendRequest.encode(message.op.value, writer.uint32(34).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsumeSettle {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsumeSettle();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.op = { $case: "ack", value: AckRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.op = { $case: "nack", value: NackRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.op = { $case: "extend", value: ExtendRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseConsumeResponse(): ConsumeResponse {
+  return { jobs: [], results: [], cancelled: [] };
+}
+
+export const ConsumeResponse: MessageFns<ConsumeResponse> = {
+  encode(message: ConsumeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.jobs) {
+      Job.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.results) {
+      ConsumeResult.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.cancelled) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsumeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsumeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobs.push(Job.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.results.push(ConsumeResult.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cancelled.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseConsumeResult(): ConsumeResult {
+  return { id: 0n, outcome: undefined };
+}
+
+export const ConsumeResult: MessageFns<ConsumeResult> = {
+  encode(message: ConsumeResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0n) {
+      if (BigInt.asUintN(64, message.id) !== message.id) {
+        throw new globalThis.Error("value provided for field message.id of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.id);
+    }
+    switch (message.outcome?.$case) {
+      case "ack":
+        AckResponse.encode(message.outcome.value, writer.uint32(18).fork()).join();
+        break;
+      case "nack":
+        NackResponse.encode(message.outcome.value, writer.uint32(26).fork()).join();
+        break;
+      case "extend":
+        ExtendResponse.encode(message.outcome.value, writer.uint32(34).fork()).join();
+        break;
+      case "error":
+        CallStatus.encode(message.outcome.value, writer.uint32(42).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsumeResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsumeResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.outcome = { $case: "ack", value: AckResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.outcome = { $case: "nack", value: NackResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.outcome = { $case: "extend", value: ExtendResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.outcome = { $case: "error", value: CallStatus.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
 /** The job queue: producers enqueue, workers reserve and settle leases. */
 export type QueueServiceService = typeof QueueServiceService;
 export const QueueServiceService = {
@@ -5292,6 +5790,25 @@ export const QueueServiceService = {
     responseSerialize: (value: ListPausesResponse): Buffer => Buffer.from(ListPausesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListPausesResponse => ListPausesResponse.decode(value),
   },
+  /**
+   * A worker's stream (added after 0.1; GetServerInfo lists the feature "consume"). The worker
+   * opens it with a ConsumeOpen and grants credits: how many more jobs it can take. The server
+   * leases ready jobs from the named queues and pushes them while credits remain (each job uses
+   * one), under the same limits, pauses and ordering as Reserve. Acks, nacks and extends sent on
+   * the stream are each answered on it once durable, with the outcome the unary call would have
+   * had. A job leased on the stream and then cancelled is named in `cancelled` as it happens.
+   * Leases are leases: one not settled in time expires exactly as with Reserve, and closing the
+   * stream does not release them. On a follower the stream ends UNAVAILABLE with `sepp-leader`.
+   */
+  consume: {
+    path: "/sepp.v1.QueueService/Consume" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: ConsumeRequest): Buffer => Buffer.from(ConsumeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ConsumeRequest => ConsumeRequest.decode(value),
+    responseSerialize: (value: ConsumeResponse): Buffer => Buffer.from(ConsumeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ConsumeResponse => ConsumeResponse.decode(value),
+  },
 } as const;
 
 export interface QueueServiceServer extends UntypedServiceImplementation {
@@ -5339,6 +5856,17 @@ export interface QueueServiceServer extends UntypedServiceImplementation {
   pauseQueue: handleUnaryCall<PauseQueueRequest, PauseQueueResponse>;
   resumeQueue: handleUnaryCall<ResumeQueueRequest, ResumeQueueResponse>;
   listPauses: handleUnaryCall<ListPausesRequest, ListPausesResponse>;
+  /**
+   * A worker's stream (added after 0.1; GetServerInfo lists the feature "consume"). The worker
+   * opens it with a ConsumeOpen and grants credits: how many more jobs it can take. The server
+   * leases ready jobs from the named queues and pushes them while credits remain (each job uses
+   * one), under the same limits, pauses and ordering as Reserve. Acks, nacks and extends sent on
+   * the stream are each answered on it once durable, with the outcome the unary call would have
+   * had. A job leased on the stream and then cancelled is named in `cancelled` as it happens.
+   * Leases are leases: one not settled in time expires exactly as with Reserve, and closing the
+   * stream does not release them. On a follower the stream ends UNAVAILABLE with `sepp-leader`.
+   */
+  consume: handleBidiStreamingCall<ConsumeRequest, ConsumeResponse>;
 }
 
 export interface QueueServiceClient extends Client {
@@ -5604,6 +6132,19 @@ export interface QueueServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListPausesResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * A worker's stream (added after 0.1; GetServerInfo lists the feature "consume"). The worker
+   * opens it with a ConsumeOpen and grants credits: how many more jobs it can take. The server
+   * leases ready jobs from the named queues and pushes them while credits remain (each job uses
+   * one), under the same limits, pauses and ordering as Reserve. Acks, nacks and extends sent on
+   * the stream are each answered on it once durable, with the outcome the unary call would have
+   * had. A job leased on the stream and then cancelled is named in `cancelled` as it happens.
+   * Leases are leases: one not settled in time expires exactly as with Reserve, and closing the
+   * stream does not release them. On a follower the stream ends UNAVAILABLE with `sepp-leader`.
+   */
+  consume(): ClientDuplexStream<ConsumeRequest, ConsumeResponse>;
+  consume(options: Partial<CallOptions>): ClientDuplexStream<ConsumeRequest, ConsumeResponse>;
+  consume(metadata: Metadata, options?: Partial<CallOptions>): ClientDuplexStream<ConsumeRequest, ConsumeResponse>;
 }
 
 export const QueueServiceClient = makeGenericClientConstructor(
