@@ -1,8 +1,8 @@
 """The Worker on the Consume stream, against the real server (it must list the feature
-"consume"): jobs pushed and acked, the queue's in-flight limit, cancellations pushed to running
-handlers, nack and extend answered as the unary calls are, a cluster's follower ending the
-stream. The fallback to reserve calls needs a server without the stream: an in-process stub
-(`recording_server`) that answers Consume UNIMPLEMENTED, as sepp 0.1 does."""
+"consume", or every test here fails): jobs pushed and acked, the queue's in-flight limit,
+cancellations pushed to running handlers, nack and extend answered as the unary calls are, a
+cluster's follower ending the stream, and `streaming=False`. The fallback to reserve calls
+needs a server without the stream: it is in test_consume_wire.py, against a stub."""
 
 from __future__ import annotations
 
@@ -25,10 +25,7 @@ from sepp import (
     SeppClient,
     Worker,
 )
-from sepp.v1 import queue_pb2 as pb
 from tests.integration.test_cluster import cluster, leader_of  # noqa: F401 (a fixture)
-from tests.integration.test_wire import wire_job
-from tests.recording_server import recording_server
 from tests.sepp_server import SeppServer
 
 WAIT = 20.0  # the most any signal below is waited for
@@ -219,37 +216,6 @@ async def test_a_worker_follows_a_follower_to_the_leader_and_streams_there(
         assert f"following the cluster leader to {leader.addr}" in caplog.text
         assert "consume stream ended" not in caplog.text  # no backoff: reopened at once
         await assert_finished(client, [ack.job_id])
-
-
-@pytest.mark.parametrize("lists_consume", [False, True], ids=["no-feature", "unimplemented"])
-async def test_without_the_stream_the_worker_reserves(lists_consume: bool) -> None:
-    async with recording_server() as stub:
-        features = ["ack_batch", "consume"] if lists_consume else ["ack_batch"]
-        stub.answer("GetServerInfo", pb.GetServerInfoResponse(features=features))
-        stub.answer("Reserve", pb.ReserveResponse(jobs=[wire_job("j1")]), pb.ReserveResponse())
-        acked = asyncio.Event()
-
-        def ack(_: pb.AckRequest) -> pb.AckResponse:
-            acked.set()
-            return pb.AckResponse()
-
-        stub.answer("Ack", ack)
-        async with await SeppClient.connect(stub.addr) as client:
-            worker = Worker(
-                client,
-                ["q"],
-                timedelta(seconds=30),
-                wait_timeout=timedelta(seconds=1),
-                reserve_error_backoff=timedelta(milliseconds=10),
-            )
-            worker.catch_all(_nothing)
-            await run_until(worker, acked.wait)
-        assert worker.transport == "reserve"
-        assert stub.calls_to("Ack")[0].request.job_id == "j1"
-
-
-async def _nothing(payload: Payload | None, ctx: JobCtx) -> None:
-    return None
 
 
 async def test_with_streaming_off_the_worker_reserves(client: SeppClient, queue: str) -> None:

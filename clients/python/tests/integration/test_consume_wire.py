@@ -1,7 +1,9 @@
 """The Worker's Consume stream on the wire, against an in-process stub (`recording_server`):
 what the worker sends (the opening, credits riding with the settles of one event-loop turn),
-how it reads answers the real server gives only in rare moments (a cancelled ack), and a
-stream that ends before answering its settles (they are sent again as unary calls)."""
+how it reads answers the real server gives only in rare moments (a cancelled ack), a stream
+that ends before answering its settles (they are sent again as unary calls), and the fallback
+to reserve calls against a server without the stream (no feature "consume", or Consume
+answered UNIMPLEMENTED, as sepp 0.1 does)."""
 
 from __future__ import annotations
 
@@ -107,6 +109,33 @@ async def test_settles_a_stream_never_answered_are_sent_again_as_unary_calls() -
             await run_until(worker, acked.wait)
     assert [c.request.job_id for c in stub.calls_to("Ack")] == ["j1"]
     assert stub.consume_requests[1].settles[0].ack.job_id == "j1"  # tried on the stream first
+
+
+@pytest.mark.parametrize("lists_consume", [False, True], ids=["no-feature", "unimplemented"])
+async def test_without_the_stream_the_worker_reserves(lists_consume: bool) -> None:
+    async with recording_server() as stub:
+        features = ["ack_batch", "consume"] if lists_consume else ["ack_batch"]
+        stub.answer("GetServerInfo", pb.GetServerInfoResponse(features=features))
+        stub.answer("Reserve", pb.ReserveResponse(jobs=[wire_job("j1")]), pb.ReserveResponse())
+        acked = asyncio.Event()
+
+        def ack(_: pb.AckRequest) -> pb.AckResponse:
+            acked.set()
+            return pb.AckResponse()
+
+        stub.answer("Ack", ack)
+        async with await SeppClient.connect(stub.addr) as client:
+            worker = Worker(
+                client,
+                ["q"],
+                timedelta(seconds=30),
+                wait_timeout=timedelta(seconds=1),
+                reserve_error_backoff=timedelta(milliseconds=10),
+            )
+            worker.catch_all(_nothing)
+            await run_until(worker, acked.wait)
+        assert worker.transport == "reserve"
+        assert stub.calls_to("Ack")[0].request.job_id == "j1"
 
 
 async def _nothing(payload: Payload | None, ctx: JobCtx) -> None:
