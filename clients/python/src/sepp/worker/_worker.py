@@ -405,6 +405,7 @@ class Worker:
                 )
                 self._session = session
                 session.start()
+                self._transport = "consume"
                 ended = loop.create_task(session.ended())
                 try:
                     await asyncio.wait((ended, stop), return_when=asyncio.FIRST_COMPLETED)
@@ -499,7 +500,6 @@ class Worker:
         """Start a task for each job the stream pushed (never more than the credits granted,
         which are the free slots)."""
         loop = asyncio.get_running_loop()
-        self._transport = "consume"
         self._metrics.reserve_completed(True)
         for message in messages:
             try:
