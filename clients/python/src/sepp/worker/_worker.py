@@ -403,8 +403,18 @@ class Worker:
                     on_jobs=self._pushed,
                     on_cancelled=self._cancel_pushed,
                 )
+                try:
+                    session.start()
+                except grpc.aio.UsageError as err:  # e.g. the client was closed
+                    self._metrics.reserve_failed()
+                    _log.warning(
+                        "cannot open the consume stream (%s); retrying in %.3f s",
+                        err,
+                        self._reserve_error_backoff,
+                    )
+                    await self._pause(loop, stop, self._reserve_error_backoff)
+                    continue
                 self._session = session
-                session.start()
                 self._transport = "consume"
                 ended = loop.create_task(session.ended())
                 try:
