@@ -14,6 +14,12 @@ A settle raises `StreamEnded` when the stream is gone before its answer came (or
 when it was asked for): the caller then makes the unary call instead, so a settle never gets
 lost with a stream. Pushed cancellations (`ConsumeResponse.cancelled`) are handed to
 `on_cancelled`, pushed jobs to `on_jobs`; both run in the reader, so they must not block.
+
+`response_of` turns a `ConsumeResult` into what the unary call returns or raises. gRPC's
+asyncio client can report a stream the server refused at once (a follower, a server without
+Consume) as INTERNAL "Internal error from Core", having lost the server's status to the failed
+opening write (`status_lost`); `consult_after_refusal` then asks the node what it would have
+said.
 """
 
 from __future__ import annotations
@@ -21,13 +27,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import grpc
 
 from .. import _log
+from .._acks import item_error
 from .._cluster import Node
 from ..client import SeppClient
+from ..errors import MalformedResponseError, SeppError, lease_error_from_rpc
 from ..v1 import queue_pb2 as pb
 
 CONSUME_METHOD = "/sepp.v1.QueueService/Consume"
@@ -241,3 +249,53 @@ def _fail(
     for _, future in entries:
         if not future.done():
             future.set_exception(err)
+
+
+async def consult_after_refusal(client: SeppClient) -> Literal["reserve", "follow", "retry"]:
+    """After a stream ended without a status (see `status_lost`): "reserve" if the node has no
+    Consume stream, "follow" if it is a follower that names the leader (the client's current
+    node now), else "retry"."""
+    try:
+        info = await client.get_server_info()
+    except SeppError as err:
+        _log.debug("get_server_info after a refused stream failed: %s", err)
+        return "retry"
+    if "consume" not in info.features:
+        _log.info("the server has no Consume stream; reserving jobs")
+        return "reserve"
+    cluster = info.cluster
+    if cluster is not None and not cluster.is_leader and cluster.leader_addr:
+        if client._nodes.follow_named_leader(cluster.leader_addr):
+            return "follow"
+    return "retry"
+
+
+def response_of(result: pb.ConsumeResult, kind: str) -> Any:
+    """The response of a settle of `kind` ("ack", "nack", "extend") that `result` answers.
+    Raises what the unary call would have raised."""
+    outcome = result.WhichOneof("outcome")
+    if outcome == "error":
+        error = result.error
+        raise lease_error_from_rpc(item_error(error.code, error.message, error.cancelled))
+    if outcome != kind:
+        raise MalformedResponseError(
+            f"the server answered a {kind} on the consume stream with {outcome or 'nothing'}"
+        )
+    return getattr(result, kind)
+
+
+def status_lost(err: grpc.aio.AioRpcError | None) -> bool:
+    """Whether `err` is gRPC's asyncio client hiding the server's status behind INTERNAL (a
+    write that failed as the server ended the call)."""
+    return (
+        err is not None
+        and err.code() == grpc.StatusCode.INTERNAL
+        and err.details() == "Internal error from Core"
+    )
+
+
+def describe_end(err: grpc.aio.AioRpcError | None) -> str:
+    if err is None:
+        return "the server ended it"
+    details = err.details()
+    return f"{err.code().name}: {details}" if details else err.code().name

@@ -61,7 +61,6 @@ from typing import Any, Literal, TypeVar
 import grpc
 
 from .. import _log, _otel
-from .._acks import item_error
 from .._cluster import MAX_REDIRECTS
 from .._convert import duration_to_pb, job_from_pb
 from .._retry import RetryDirective
@@ -78,15 +77,23 @@ from ..errors import (
     JobCancelledError,
     JobConversionError,
     JobNotFoundError,
-    MalformedResponseError,
     SeppError,
-    lease_error_from_rpc,
 )
 from ..types import Job, JobCtx, Payload, ReserveOptions
 from ..v1 import queue_pb2 as pb
 from . import _decisions
-from ._consume import DEFAULT_MAX_CREDITS, DEFAULT_MAX_SETTLES, ConsumeSession, StreamEnded
+from ._consume import (
+    DEFAULT_MAX_CREDITS,
+    DEFAULT_MAX_SETTLES,
+    ConsumeSession,
+    StreamEnded,
+    consult_after_refusal,
+    describe_end,
+    response_of,
+    status_lost,
+)
 from ._handler_error import DuplicateHandlerError, HandlerError
+from ._shutdown import ShutdownHandle
 
 __all__ = ["Handler", "ShutdownHandle", "Worker"]
 
@@ -121,45 +128,6 @@ def default_worker_id() -> str:
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-class ShutdownHandle:
-    """Stops a Worker gracefully. Share it freely; `shutdown()` may be called from any thread."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-        self._requested = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def shutdown(self) -> None:
-        """Ask the worker to stop taking jobs and to return from `run()` once drained."""
-        self._requested = True
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            self._event.set()
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self._event.set()
-        else:
-            loop.call_soon_threadsafe(self._event.set)
-
-    @property
-    def is_shutdown(self) -> bool:
-        """Whether shutdown was requested."""
-        return self._requested
-
-    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        if self._requested:
-            self._event.set()
-
-    async def wait(self) -> None:
-        """Wait until shutdown is requested."""
-        await self._event.wait()
 
 
 class Worker:
@@ -436,11 +404,11 @@ class Worker:
                 if await session.finish(ended_with, redirects):
                     redirects += 1
                     continue  # a follower named the leader, the current node now
-                if _status_lost(ended_with) and not session.answered:
+                if status_lost(ended_with) and not session.answered:
                     # gRPC's asyncio client reports INTERNAL instead of the server's status
                     # when the opening write races the server ending the stream (a follower,
                     # a server without Consume): ask the node what it would have said.
-                    decision = await self._consult_after_refusal()
+                    decision = await consult_after_refusal(self._client)
                     if decision == "reserve":
                         return False
                     if decision == "follow" and redirects < MAX_REDIRECTS:
@@ -450,31 +418,13 @@ class Worker:
                 self._metrics.reserve_failed()
                 _log.warning(
                     "consume stream ended (%s); reopening in %.3f s",
-                    _describe(ended_with),
+                    describe_end(ended_with),
                     self._reserve_error_backoff,
                 )
                 await self._pause(loop, stop, self._reserve_error_backoff)
             return True
         finally:
             self._granting = False
-
-    async def _consult_after_refusal(self) -> Literal["reserve", "follow", "retry"]:
-        """After a stream ended without a status: "reserve" if the node has no Consume
-        stream, "follow" if it is a follower that names the leader (the current node now),
-        else "retry"."""
-        try:
-            info = await self._client.get_server_info()
-        except SeppError as err:
-            _log.debug("get_server_info after a refused stream failed: %s", err)
-            return "retry"
-        if "consume" not in info.features:
-            _log.info("the server has no Consume stream; reserving jobs")
-            return "reserve"
-        cluster = info.cluster
-        if cluster is not None and not cluster.is_leader and cluster.leader_addr:
-            if self._client._nodes.follow_named_leader(cluster.leader_addr):
-                return "follow"
-        return "retry"
 
     async def _close_stream(
         self,
@@ -493,7 +443,7 @@ class Worker:
         self._session = None
         await session.finish(ended_with, 0)
         if ended_with is not None:
-            _log.warning("consume stream ended while closing (%s)", _describe(ended_with))
+            _log.warning("consume stream ended while closing (%s)", describe_end(ended_with))
 
     def _consume_open(self, credits: int) -> pb.ConsumeOpen:
         options = self._options
@@ -554,15 +504,7 @@ class Worker:
             result = await session.settle(settle)
         except StreamEnded:
             return None
-        outcome = result.WhichOneof("outcome")
-        if outcome == "error":
-            error = result.error
-            raise lease_error_from_rpc(item_error(error.code, error.message, error.cancelled))
-        if outcome != kind:
-            raise MalformedResponseError(
-                f"the server answered a {kind} on the consume stream with {outcome or 'nothing'}"
-            )
-        return getattr(result, kind)
+        return response_of(result, kind)
 
     # The settles of the worker: on the stream while one is open (in a client span
     # `sepp.<operation>` as the unary call has), else, or if it ends first, the unary call.
@@ -838,23 +780,6 @@ async def _invoke(handler: Handler, job: Job) -> Exception | None:
     except Exception as err:
         return err
     return None
-
-
-def _status_lost(err: grpc.aio.AioRpcError | None) -> bool:
-    """Whether `err` is gRPC's asyncio client hiding the server's status behind INTERNAL (a
-    write that failed as the server ended the call)."""
-    return (
-        err is not None
-        and err.code() == grpc.StatusCode.INTERNAL
-        and err.details() == "Internal error from Core"
-    )
-
-
-def _describe(err: grpc.aio.AioRpcError | None) -> str:
-    if err is None:
-        return "the server ended it"
-    details = err.details()
-    return f"{err.code().name}: {details}" if details else err.code().name
 
 
 def _check_handler(job_type: str, handler: object) -> None:
