@@ -3,7 +3,10 @@
 For each (producer, worker) pair of AGENTS, the producer enqueues a few jobs on a queue of their
 own and the worker's high-level Worker handles them; the test then checks that each job arrived
 with the same job type, payload bytes, encoding, custom metadata (with their types: an int stays an
-int, a float a float) and traceparent. The agents' interface is described in README.md.
+int, a float a float) and traceparent, that the server holds none of them any more (each was acked),
+and, when the server has the Consume stream, that the Worker of every agent that streams took them
+over the stream (its `work` answer says `"streamed": true`). The agents' interface is described in
+README.md.
 
 Run by run.sh, which builds the agents; the environment names the pieces:
   SEPP_BIN                   the server binary (started on port 0 with a temporary data directory)
@@ -30,16 +33,28 @@ AGENT_TIMEOUT_S = 120
 
 
 def agents():
-    """The agents under test: a name and the command that runs it (the mode and flags follow)."""
+    """The agents under test: a name, the command that runs it (the mode and flags follow), and
+    whether its Worker takes jobs over the Consume stream when the server has it (`streams`)."""
     return [
-        {"name": "typescript", "command": ["node", str(ROOT / "clients/typescript/build/agent.js")]},
-        {"name": "rust", "command": [os.environ["SEPP_INTEROP_RUST_AGENT"]]},
-        {"name": "sepp-py", "command": [os.environ["SEPP_INTEROP_SEPP_PY"], str(HERE / "agents/sepp_py.py")]},
+        {"name": "typescript", "command": ["node", str(ROOT / "clients/typescript/build/agent.js")], "streams": True},
+        {"name": "rust", "command": [os.environ["SEPP_INTEROP_RUST_AGENT"]], "streams": True},
+        # sepp-py 0.1.0 predates the stream: it reserves.
+        {
+            "name": "sepp-py",
+            "command": [os.environ["SEPP_INTEROP_SEPP_PY"], str(HERE / "agents/sepp_py.py")],
+            "streams": False,
+        },
         {
             "name": "python",
             "command": [os.environ["SEPP_INTEROP_PYTHON"], str(ROOT / "clients/python/interop/agent.py")],
+            "streams": True,
         },
     ]
+
+
+def our_python():
+    """The agent of our Python client, which also answers `info` and `settled`."""
+    return next(agent for agent in agents() if agent["name"] == "python")
 
 
 def start_server(data_dir):
@@ -122,14 +137,26 @@ def same_typed(expected, actual):
     return type(expected) is type(actual) and expected == actual
 
 
-def check_pair(producer, worker, addr, workdir):
+def check_pair(producer, worker, addr, workdir, features):
     queue = f"interop-{producer['name']}-to-{worker['name']}"
     jobs = spec_for(producer["name"], worker["name"])
     spec_path = Path(workdir) / f"{queue}.json"
     spec_path.write_text(json.dumps({"jobs": jobs}))
     job_ids = run_agent(producer, "produce", addr, queue, "--spec", str(spec_path))["job_ids"]
-    seen = run_agent(worker, "work", addr, queue, "--count", str(len(jobs)))["jobs"]
+    answer = run_agent(worker, "work", addr, queue, "--count", str(len(jobs)))
+    seen = answer["jobs"]
     problems = []
+    # Over the stream whenever both sides can; with reserve calls otherwise.
+    expected = bool(worker["streams"] and "consume" in features)
+    if answer.get("streamed", False) is not expected:
+        problems.append(
+            f"{worker['name']}'s Worker reported streamed={answer.get('streamed')!r}, expected {expected}"
+            " (an agent reports `streamed` in its work answer)"
+        )
+    if "cancel" in features:
+        unsettled = run_agent(our_python(), "settled", addr, queue, "--ids", ",".join(job_ids))["unsettled"]
+        if unsettled:
+            problems.append(f"the server still holds jobs the worker handled (not acked): {unsettled}")
     if len(job_ids) != len(jobs) or sorted(job_ids) != sorted(job["id"] for job in seen):
         problems.append(f"job ids differ: produced {job_ids}, handled {[job['id'] for job in seen]}")
     by_id = {job["id"]: job for job in seen}
@@ -151,10 +178,15 @@ def main():
     with tempfile.TemporaryDirectory(prefix="sepp-interop-") as workdir:
         server, addr = start_server(workdir)
         try:
+            features = run_agent(our_python(), "info", addr, "-")["features"]
+            if "consume" not in features:
+                print("interop: the server has no Consume stream: every Worker must reserve", file=sys.stderr)
+            if "cancel" not in features:
+                print("interop: the server cannot cancel: acks are not checked on it", file=sys.stderr)
             for producer, worker in itertools.product(chosen, chosen):
                 pair = f"{producer['name']} -> {worker['name']}"
                 try:
-                    problems = check_pair(producer, worker, addr, workdir)
+                    problems = check_pair(producer, worker, addr, workdir, features)
                 except (AssertionError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as error:
                     problems = [str(error)]
                 if problems:

@@ -5,6 +5,10 @@ show: the metadata and deadlines the client sends (user-agent, authorization, tr
 reserve deadline), answers a correct server never gives (malformed jobs, missing outcomes,
 wrong result counts, transient failures to retry), and failures with metadata (`Abort`, e.g. a
 cluster follower's UNAVAILABLE naming the leader in `sepp-leader`).
+
+The Consume stream is answered by `consume` when a test sets it (an async generator of
+responses, given the request iterator and the context), and UNIMPLEMENTED otherwise, as sepp 0.1
+does; every request message it reads is recorded in `consume_requests`.
 """
 
 from __future__ import annotations
@@ -68,6 +72,10 @@ class RecordingServer:
     # Per method, the answers to give in turn; the last one repeats.
     script: dict[str, list[Answer]] = field(default_factory=dict)
     server: grpc.aio.Server | None = None
+    consume: Callable[[AsyncIterator[Any], grpc.aio.ServicerContext], AsyncIterator[Any]] | None = (
+        None
+    )
+    consume_requests: list[Any] = field(default_factory=list)
 
     def answer(self, method: str, *answers: Answer) -> None:
         self.script[method] = list(answers)
@@ -105,6 +113,21 @@ class RecordingServer:
 
         return handle
 
+    async def _consume(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Any]:
+        if self.consume is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Consume is not served here")
+            return
+
+        async def recorded() -> AsyncIterator[Any]:
+            async for request in requests:
+                self.consume_requests.append(request)
+                yield request
+
+        async for response in self.consume(recorded(), context):
+            yield response
+
 
 @asynccontextmanager
 async def recording_server(
@@ -121,6 +144,11 @@ async def recording_server(
         )
         for name, (request, response) in METHODS.items()
     }
+    handlers["Consume"] = grpc.stream_stream_rpc_method_handler(
+        recorder._consume,
+        request_deserializer=pb.ConsumeRequest.FromString,
+        response_serializer=pb.ConsumeResponse.SerializeToString,
+    )
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler("sepp.v1.QueueService", handlers),)
     )

@@ -39,19 +39,21 @@ SendBatch = Callable[[pb.AckBatchRequest], Awaitable[pb.AckBatchResponse]]
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
-def item_error(code: int, message: str) -> grpc.aio.AioRpcError:
-    """The error a failed item of an `AckBatch` stands for, as its own `Ack` would have raised.
+def item_error(code: int, message: str, cancelled: bool = False) -> grpc.aio.AioRpcError:
+    """The error a failed item of an `AckBatch` (or a settle of a Consume stream) stands for, as
+    its own `Ack` would have raised.
 
-    An item carries a code and a message only. The item of a cancelled job (NOT_FOUND, "job was
-    cancelled") gets the trailer its own `Ack` would have had, `sepp-cancelled: true`, so it
-    raises `JobCancelledError` just the same.
+    An item carries a code, a message and whether the job was cancelled. The item of a
+    cancelled job (NOT_FOUND with `cancelled`, or from a server that predates that flag, the
+    message "job was cancelled") gets the trailer its own call would have had,
+    `sepp-cancelled: true`, so it raises `JobCancelledError` just the same.
     """
     status = _CODES.get(code, grpc.StatusCode.UNKNOWN)
     if status == grpc.StatusCode.OK:
         status = grpc.StatusCode.UNKNOWN
     trailing = (
         grpc.aio.Metadata((CANCELLED_TRAILER, "true"))
-        if status == grpc.StatusCode.NOT_FOUND and message == CANCELLED_MESSAGE
+        if status == grpc.StatusCode.NOT_FOUND and (cancelled or message == CANCELLED_MESSAGE)
         else grpc.aio.Metadata()
     )
     return grpc.aio.AioRpcError(status, grpc.aio.Metadata(), trailing, message)
@@ -132,7 +134,9 @@ class AckPipeline:
             if outcome == "success":
                 future.set_result(None)
             elif outcome == "error":
-                future.set_exception(item_error(result.error.code, result.error.message))
+                future.set_exception(
+                    item_error(result.error.code, result.error.message, result.error.cancelled)
+                )
             else:
                 future.set_exception(
                     MalformedResponseError("the server sent an ack result with no outcome")

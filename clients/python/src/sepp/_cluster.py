@@ -162,6 +162,50 @@ class Nodes:
                 if node.retired and node.calls == 0:
                     await self._close_node(node)
 
+    def open_stream(
+        self,
+        path: str,
+        serializer: Callable[[Any], bytes],
+        parser: Callable[[bytes], Any],
+        metadata: tuple[tuple[str, str], ...] | None,
+    ) -> tuple[Node, Any]:
+        """Opens a bidirectional stream `path` on the current node; returns the node and the
+        call. Hand the node to `stream_ended` once the stream has ended."""
+        node = self._current
+        method = node.channel.stream_stream(
+            path, request_serializer=serializer, response_deserializer=parser
+        )
+        call = method(metadata=metadata)
+        node.calls += 1
+        return node, call
+
+    async def stream_ended(
+        self, node: Node, err: grpc.aio.AioRpcError | None, redirects: int
+    ) -> bool:
+        """Records the end of a stream `open_stream` opened on `node` (`err`: its failure, None
+        if it ended cleanly), with the rule of `call`: UNAVAILABLE naming the leader switches to
+        the leader, naming none points the next attempt at another node. Returns whether the
+        stream should be opened again at once (on the leader): at most `MAX_REDIRECTS` times in
+        a row (`redirects` so far)."""
+        try:
+            if err is None or err.code() != grpc.StatusCode.UNAVAILABLE:
+                return False
+            leader = leader_of(err)
+            if leader is None:
+                self._lost(node, err)
+                return False
+            self._in_cluster = True
+            return self._follow(node, leader, redirects)
+        finally:
+            node.calls -= 1
+            if node.retired and node.calls == 0:
+                await self._close_node(node)
+
+    def follow_named_leader(self, leader: str) -> bool:
+        """Switch to `leader`, which a node named in an answer rather than in a failure (the
+        cluster of its GetServerInfo); whether calls can go there."""
+        return self._follow(self._current, leader, 0)
+
     def _follow(self, node: Node, leader: str, redirects: int) -> bool:
         """Whether the call that `node` redirected to `leader` goes again (on the leader)."""
         if self._dialer is None or self._closed:

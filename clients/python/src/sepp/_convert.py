@@ -475,6 +475,7 @@ def server_info_from_pb(message: pb.GetServerInfoResponse) -> ServerInfo:
         dead_letter_retention_enabled=message.dead_letter_retention_enabled,
         features=list(message.features),
         cluster=_cluster_from_pb(message.cluster) if message.HasField("cluster") else None,
+        max_consume_credits=message.max_consume_credits,
     )
 
 

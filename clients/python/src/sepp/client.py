@@ -683,13 +683,7 @@ class SeppClient:
     async def ack(self, ctx: JobCtx | Job) -> None:
         """Complete a job: the server deletes it."""
         ctx = _ctx_of(ctx)
-        lease = ctx._lease
-        worker_id = lease.worker_id if lease is not None else None
-        request = (
-            pb.AckRequest(job_id=ctx.id, attempt=ctx.attempt, worker_id=worker_id)
-            if worker_id is not None
-            else pb.AckRequest(job_id=ctx.id, attempt=ctx.attempt)
-        )
+        request = ack_request_to_pb(ctx)
         if _OTEL:
             with _otel.client_span("ack", "Ack"):
                 try:
@@ -743,15 +737,7 @@ class SeppClient:
         reason: str = "",
     ) -> bool:
         """Fail a job; `retry` says what happens next. Returns True if it was dead-lettered."""
-        ctx = _ctx_of(ctx)
-        lease = ctx._lease
-        request = pb.NackRequest(
-            job_id=ctx.id, attempt=ctx.attempt, retry=_convert.nack_retry_to_pb(retry)
-        )
-        if reason:
-            request.reason = reason
-        if lease is not None and lease.worker_id is not None:
-            request.worker_id = lease.worker_id
+        request = nack_request_to_pb(_ctx_of(ctx), retry, reason)
         with _otel.client_span("nack", "Nack") if _OTEL else _NO_SPAN:
             try:
                 response = await self._call("nack", "Nack", request, RETRYABLE_CODES)
@@ -765,29 +751,13 @@ class SeppClient:
         The server may grant less than asked (it caps leases at its maximum).
         """
         ctx = _ctx_of(ctx)
-        if extension <= timedelta(0):
-            raise ValueError("a lease extension must be positive")
-        lease = ctx._lease
-        request = pb.ExtendRequest(
-            job_id=ctx.id, attempt=ctx.attempt, lease_duration=_convert.duration_to_pb(extension)
-        )
-        if lease is not None and lease.worker_id is not None:
-            request.worker_id = lease.worker_id
+        request = extend_request_to_pb(ctx, extension)
         with _otel.client_span("extend", "Extend") if _OTEL else _NO_SPAN:
             try:
                 response = await self._call("extend", "Extend", request, RETRYABLE_CODES)
             except grpc.aio.AioRpcError as err:
                 raise lease_error_from_rpc(err) from err
-        expires_at = (
-            _convert.datetime_from_pb(response.lease_expires_at)
-            if response.HasField("lease_expires_at")
-            else None
-        )
-        if expires_at is None:
-            raise MalformedResponseError("extend returned an invalid lease_expires_at")
-        if lease is not None:
-            lease.expires_at = expires_at  # ctx.lease_expires_at keeps the delivery's deadline
-        return expires_at
+        return extended(ctx, response)
 
     # ----------------------------------------------------------------------------------------
     # Operating
@@ -947,3 +917,53 @@ def reserve_request_to_pb(
     if jobs is not None:
         request.max_jobs = jobs
     return request
+
+
+def ack_request_to_pb(ctx: JobCtx) -> pb.AckRequest:
+    """The wire ack of `ctx`'s lease."""
+    lease = ctx._lease
+    worker_id = lease.worker_id if lease is not None else None
+    if worker_id is not None:
+        return pb.AckRequest(job_id=ctx.id, attempt=ctx.attempt, worker_id=worker_id)
+    return pb.AckRequest(job_id=ctx.id, attempt=ctx.attempt)
+
+
+def nack_request_to_pb(ctx: JobCtx, retry: RetryDirective, reason: str) -> pb.NackRequest:
+    """The wire nack of `ctx`'s lease."""
+    request = pb.NackRequest(
+        job_id=ctx.id, attempt=ctx.attempt, retry=_convert.nack_retry_to_pb(retry)
+    )
+    if reason:
+        request.reason = reason
+    lease = ctx._lease
+    if lease is not None and lease.worker_id is not None:
+        request.worker_id = lease.worker_id
+    return request
+
+
+def extend_request_to_pb(ctx: JobCtx, extension: timedelta) -> pb.ExtendRequest:
+    """The wire extend of `ctx`'s lease; refuses an extension that is not positive."""
+    if extension <= timedelta(0):
+        raise ValueError("a lease extension must be positive")
+    request = pb.ExtendRequest(
+        job_id=ctx.id, attempt=ctx.attempt, lease_duration=_convert.duration_to_pb(extension)
+    )
+    lease = ctx._lease
+    if lease is not None and lease.worker_id is not None:
+        request.worker_id = lease.worker_id
+    return request
+
+
+def extended(ctx: JobCtx, response: pb.ExtendResponse) -> datetime:
+    """The deadline an extend of `ctx` was granted, recorded on its lease."""
+    expires_at = (
+        _convert.datetime_from_pb(response.lease_expires_at)
+        if response.HasField("lease_expires_at")
+        else None
+    )
+    if expires_at is None:
+        raise MalformedResponseError("extend returned an invalid lease_expires_at")
+    lease = ctx._lease
+    if lease is not None:
+        lease.expires_at = expires_at  # ctx.lease_expires_at keeps the delivery's deadline
+    return expires_at

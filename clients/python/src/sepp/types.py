@@ -246,6 +246,8 @@ class JobCtx:
         lease = self._lease
         if lease is None:
             raise RuntimeError("this JobCtx has no lease (it was not returned by reserve)")
+        if lease.extend_via is not None:
+            return await lease.extend_via(self, extension)
         return await lease.client.extend(self, extension)
 
     def __str__(self) -> str:
@@ -358,10 +360,13 @@ class ServerInfo:
     strict_queues: bool
     dead_letter_retention_enabled: bool
     #: What the server offers beyond the 0.1 protocol, by name (``"ack_batch"``,
-    #: ``"cancel"``, ``"schedules"``, ``"pause"``); empty on 0.1.
+    #: ``"cancel"``, ``"schedules"``, ``"pause"``, ``"consume"``, ...); empty on 0.1.
     features: list[str] = field(default_factory=list)
     #: The answering node's view of its cluster; ``None`` on a single node (and on 0.1).
     cluster: ClusterInfo | None = None
+    #: The most credits a Consume stream may have outstanding; 0 from a server without the
+    #: feature ``"consume"``.
+    max_consume_credits: int = 0
 
 
 class DeadLetterCause(str, enum.Enum):

@@ -240,7 +240,11 @@ async def test_without_auto_extend_the_ack_after_a_cancel_is_logged_as_cancelled
     client: SeppClient, queue: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     ack = await client.enqueue(EnqueueRequest(queue, "t"))
-    worker = Worker(client, [queue], timedelta(seconds=30), wait_timeout=timedelta(seconds=1))
+    # Over reserve calls: on the Consume stream the server pushes the cancel and the handler is
+    # stopped at once (test_consume.py).
+    worker = Worker(
+        client, [queue], timedelta(seconds=30), wait_timeout=timedelta(seconds=1), streaming=False
+    )
     settlements = Settlements(client)
     started = asyncio.Event()
     release = asyncio.Event()

@@ -234,7 +234,9 @@ async def test_server_info_has_every_limit(start_server) -> None:
         "in_flight_limits",
         "rate_limits",
         "key_limits",
+        "consume",
     ]
+    assert info.max_consume_credits == 10_000
 
 
 async def test_the_receive_limit_applies_to_reserve_answers(start_server, queue: str) -> None:

@@ -81,10 +81,26 @@ def test_every_readme_block_is_covered() -> None:
     assert kinds.count("session") >= 6
 
 
-async def test_the_session_snippets_run_in_order(server: SeppServer, tmp_path: Path) -> None:
+async def test_the_session_snippets_run_in_order(
+    server: SeppServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     channel_client = await SeppClient.connect(server.addr)
     client = RecordingClient.from_channel(channel_client.channel)
     client.settled = []
+    # A Worker on the Consume stream settles on the stream, not with the client's calls.
+    worker_ack, worker_nack = Worker._ack, Worker._nack
+
+    async def ack(worker: Worker, ctx: Any) -> None:
+        await worker_ack(worker, ctx)
+        client.settled.append(("ack", ctx.job_type))
+
+    async def nack(worker: Worker, ctx: Any, *args: Any) -> bool:
+        dead = await worker_nack(worker, ctx, *args)
+        client.settled.append(("nack", ctx.job_type))
+        return dead
+
+    monkeypatch.setattr(Worker, "_ack", ack)
+    monkeypatch.setattr(Worker, "_nack", nack)
     namespace: dict[str, Any] = {"client": client, "asyncio": asyncio, "logging": logging}
     for block in (b for b in readme_blocks() if kind(b) == "session"):
         code = block.replace(DOC_ADDR, server.addr)

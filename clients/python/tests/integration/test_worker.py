@@ -16,6 +16,7 @@ from sepp import (
     EnqueueRequest,
     HandlerError,
     JobCtx,
+    JobNotFoundError,
     Payload,
     ReserveOptions,
     SeppClient,
@@ -241,10 +242,9 @@ async def test_shutdown_before_run_returns_at_once(client: SeppClient, queue: st
 
 
 async def test_auto_extend_keeps_a_long_handler_alive(client: SeppClient, queue: str) -> None:
-    await client.enqueue(EnqueueRequest(queue, "long"))
+    ack = await client.enqueue(EnqueueRequest(queue, "long"))
     worker = fast_worker(client, queue, lease=timedelta(seconds=1), auto_extend=True)
     extended = asyncio.Event()
-    acked = asyncio.Event()
 
     @worker.handler("long")
     async def long(payload: Payload | None, ctx: JobCtx) -> None:
@@ -254,14 +254,9 @@ async def test_auto_extend_keeps_a_long_handler_alive(client: SeppClient, queue:
             await asyncio.sleep(0.05)
         extended.set()
 
-    original_ack = client.ack
-
-    async def ack(ctx: JobCtx) -> None:
-        await original_ack(ctx)
-        acked.set()
-
-    client.ack = ack  # type: ignore[method-assign]
-    await run_until(worker, lambda: asyncio.gather(extended.wait(), acked.wait()))
+    await run_until(worker, extended.wait)  # run() returns once the job is settled
+    with pytest.raises(JobNotFoundError):  # acked: the server no longer knows it
+        await client.cancel(ack.job_id)
 
 
 async def test_a_lost_lease_cancels_the_handler_and_settles_nothing(
@@ -344,6 +339,7 @@ async def test_reserve_errors_back_off_and_the_worker_keeps_going(
             ["undeclared"],
             timedelta(seconds=5),
             reserve_error_backoff=timedelta(milliseconds=50),
+            streaming=False,
         )
         with caplog.at_level(logging.WARNING, logger="sepp"):
             task = asyncio.ensure_future(worker.run())

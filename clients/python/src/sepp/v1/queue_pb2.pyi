@@ -520,12 +520,14 @@ class AckResult(_message.Message):
     def __init__(self, success: _Optional[_Union[AckResponse, _Mapping]] = ..., error: _Optional[_Union[CallStatus, _Mapping]] = ...) -> None: ...
 
 class CallStatus(_message.Message):
-    __slots__ = ("code", "message")
+    __slots__ = ("code", "message", "cancelled")
     CODE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
     code: int
     message: str
-    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+    cancelled: bool
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., cancelled: _Optional[bool] = ...) -> None: ...
 
 class NackRequest(_message.Message):
     __slots__ = ("job_id", "attempt", "reason", "retry", "worker_id")
@@ -612,7 +614,7 @@ class GetServerInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetServerInfoResponse(_message.Message):
-    __slots__ = ("server_version", "supported_protocol_versions", "server_time", "restricts_encodings", "allowed_encodings", "max_payload_bytes", "max_custom_entries", "max_custom_total_bytes", "max_custom_key_bytes", "max_queue_name_bytes", "max_job_type_bytes", "max_idempotency_key_bytes", "max_schedule_horizon", "max_enqueue_batch", "max_reserve_batch", "max_reserve_queues", "max_wait_timeout", "max_lease_duration", "strict_queues", "dead_letter_retention_enabled", "features", "cluster")
+    __slots__ = ("server_version", "supported_protocol_versions", "server_time", "restricts_encodings", "allowed_encodings", "max_payload_bytes", "max_custom_entries", "max_custom_total_bytes", "max_custom_key_bytes", "max_queue_name_bytes", "max_job_type_bytes", "max_idempotency_key_bytes", "max_schedule_horizon", "max_enqueue_batch", "max_reserve_batch", "max_reserve_queues", "max_wait_timeout", "max_lease_duration", "strict_queues", "dead_letter_retention_enabled", "features", "cluster", "max_consume_credits")
     SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
     SUPPORTED_PROTOCOL_VERSIONS_FIELD_NUMBER: _ClassVar[int]
     SERVER_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -635,6 +637,7 @@ class GetServerInfoResponse(_message.Message):
     DEAD_LETTER_RETENTION_ENABLED_FIELD_NUMBER: _ClassVar[int]
     FEATURES_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONSUME_CREDITS_FIELD_NUMBER: _ClassVar[int]
     server_version: str
     supported_protocol_versions: _containers.RepeatedScalarFieldContainer[str]
     server_time: _timestamp_pb2.Timestamp
@@ -657,7 +660,8 @@ class GetServerInfoResponse(_message.Message):
     dead_letter_retention_enabled: bool
     features: _containers.RepeatedScalarFieldContainer[str]
     cluster: ClusterInfo
-    def __init__(self, server_version: _Optional[str] = ..., supported_protocol_versions: _Optional[_Iterable[str]] = ..., server_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., restricts_encodings: _Optional[bool] = ..., allowed_encodings: _Optional[_Iterable[str]] = ..., max_payload_bytes: _Optional[int] = ..., max_custom_entries: _Optional[int] = ..., max_custom_total_bytes: _Optional[int] = ..., max_custom_key_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_idempotency_key_bytes: _Optional[int] = ..., max_schedule_horizon: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_enqueue_batch: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_reserve_queues: _Optional[int] = ..., max_wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_lease_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., strict_queues: _Optional[bool] = ..., dead_letter_retention_enabled: _Optional[bool] = ..., features: _Optional[_Iterable[str]] = ..., cluster: _Optional[_Union[ClusterInfo, _Mapping]] = ...) -> None: ...
+    max_consume_credits: int
+    def __init__(self, server_version: _Optional[str] = ..., supported_protocol_versions: _Optional[_Iterable[str]] = ..., server_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., restricts_encodings: _Optional[bool] = ..., allowed_encodings: _Optional[_Iterable[str]] = ..., max_payload_bytes: _Optional[int] = ..., max_custom_entries: _Optional[int] = ..., max_custom_total_bytes: _Optional[int] = ..., max_custom_key_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_idempotency_key_bytes: _Optional[int] = ..., max_schedule_horizon: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_enqueue_batch: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_reserve_queues: _Optional[int] = ..., max_wait_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_lease_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., strict_queues: _Optional[bool] = ..., dead_letter_retention_enabled: _Optional[bool] = ..., features: _Optional[_Iterable[str]] = ..., cluster: _Optional[_Union[ClusterInfo, _Mapping]] = ..., max_consume_credits: _Optional[int] = ...) -> None: ...
 
 class ClusterInfo(_message.Message):
     __slots__ = ("node_id", "role", "term", "leader_id", "leader_addr", "last_applied_index", "members")
@@ -688,3 +692,61 @@ class ClusterMember(_message.Message):
     voter: bool
     replication_lag: int
     def __init__(self, id: _Optional[int] = ..., addr: _Optional[str] = ..., voter: _Optional[bool] = ..., replication_lag: _Optional[int] = ...) -> None: ...
+
+class ConsumeRequest(_message.Message):
+    __slots__ = ("open", "credits", "settles")
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    SETTLES_FIELD_NUMBER: _ClassVar[int]
+    open: ConsumeOpen
+    credits: int
+    settles: _containers.RepeatedCompositeFieldContainer[ConsumeSettle]
+    def __init__(self, open: _Optional[_Union[ConsumeOpen, _Mapping]] = ..., credits: _Optional[int] = ..., settles: _Optional[_Iterable[_Union[ConsumeSettle, _Mapping]]] = ...) -> None: ...
+
+class ConsumeOpen(_message.Message):
+    __slots__ = ("queues", "lease_duration", "worker_id", "credits")
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    LEASE_DURATION_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    queues: _containers.RepeatedScalarFieldContainer[str]
+    lease_duration: _duration_pb2.Duration
+    worker_id: str
+    credits: int
+    def __init__(self, queues: _Optional[_Iterable[str]] = ..., lease_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ..., credits: _Optional[int] = ...) -> None: ...
+
+class ConsumeSettle(_message.Message):
+    __slots__ = ("id", "ack", "nack", "extend")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    NACK_FIELD_NUMBER: _ClassVar[int]
+    EXTEND_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    ack: AckRequest
+    nack: NackRequest
+    extend: ExtendRequest
+    def __init__(self, id: _Optional[int] = ..., ack: _Optional[_Union[AckRequest, _Mapping]] = ..., nack: _Optional[_Union[NackRequest, _Mapping]] = ..., extend: _Optional[_Union[ExtendRequest, _Mapping]] = ...) -> None: ...
+
+class ConsumeResponse(_message.Message):
+    __slots__ = ("jobs", "results", "cancelled")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[Job]
+    results: _containers.RepeatedCompositeFieldContainer[ConsumeResult]
+    cancelled: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., results: _Optional[_Iterable[_Union[ConsumeResult, _Mapping]]] = ..., cancelled: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ConsumeResult(_message.Message):
+    __slots__ = ("id", "ack", "nack", "extend", "error")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    NACK_FIELD_NUMBER: _ClassVar[int]
+    EXTEND_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    ack: AckResponse
+    nack: NackResponse
+    extend: ExtendResponse
+    error: CallStatus
+    def __init__(self, id: _Optional[int] = ..., ack: _Optional[_Union[AckResponse, _Mapping]] = ..., nack: _Optional[_Union[NackResponse, _Mapping]] = ..., extend: _Optional[_Union[ExtendResponse, _Mapping]] = ..., error: _Optional[_Union[CallStatus, _Mapping]] = ...) -> None: ...

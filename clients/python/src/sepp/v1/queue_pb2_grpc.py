@@ -115,6 +115,11 @@ class QueueServiceStub:
                 request_serializer=sepp_dot_v1_dot_queue__pb2.ListPausesRequest.SerializeToString,
                 response_deserializer=sepp_dot_v1_dot_queue__pb2.ListPausesResponse.FromString,
                 _registered_method=True)
+        self.Consume = channel.stream_stream(
+                '/sepp.v1.QueueService/Consume',
+                request_serializer=sepp_dot_v1_dot_queue__pb2.ConsumeRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__pb2.ConsumeResponse.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -237,6 +242,20 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Consume(self, request_iterator, context):
+        """A worker's stream (added after 0.1; GetServerInfo lists the feature "consume"). The worker
+        opens it with a ConsumeOpen and grants credits: how many more jobs it can take. The server
+        leases ready jobs from the named queues and pushes them while credits remain (each job uses
+        one), under the same limits, pauses and ordering as Reserve. Acks, nacks and extends sent on
+        the stream are each answered on it once durable, with the outcome the unary call would have
+        had. A job leased on the stream and then cancelled is named in `cancelled` as it happens.
+        Leases are leases: one not settled in time expires exactly as with Reserve, and closing the
+        stream does not release them. On a follower the stream ends UNAVAILABLE with `sepp-leader`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -319,6 +338,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.ListPauses,
                     request_deserializer=sepp_dot_v1_dot_queue__pb2.ListPausesRequest.FromString,
                     response_serializer=sepp_dot_v1_dot_queue__pb2.ListPausesResponse.SerializeToString,
+            ),
+            'Consume': grpc.stream_stream_rpc_method_handler(
+                    servicer.Consume,
+                    request_deserializer=sepp_dot_v1_dot_queue__pb2.ConsumeRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__pb2.ConsumeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -754,6 +778,33 @@ class QueueService:
             '/sepp.v1.QueueService/ListPauses',
             sepp_dot_v1_dot_queue__pb2.ListPausesRequest.SerializeToString,
             sepp_dot_v1_dot_queue__pb2.ListPausesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Consume(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/sepp.v1.QueueService/Consume',
+            sepp_dot_v1_dot_queue__pb2.ConsumeRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__pb2.ConsumeResponse.FromString,
             options,
             channel_credentials,
             insecure,
