@@ -419,6 +419,10 @@ pub struct PeerResults {
     pub targets: Vec<PeerTarget>,
     /// Targets that were asked for but could not run here, with why.
     pub skipped: Vec<(String, String)>,
+    /// Measurements that failed (target, scenario, round, the error): the run goes on without
+    /// them, and `sepp-bench peers` exits with an error after writing the results.
+    #[serde(default)]
+    pub failed: Vec<(String, String, usize, String)>,
     pub runs: Vec<PeerRun>,
 }
 
@@ -682,8 +686,9 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
                 let queue = queue_name(peer, &scenario.name, round);
                 let enqueue_phase = if scenario.batch > 1 { "enqueue-batch" } else { "enqueue-single" };
                 let mut line = format!("{:<10} round {round} {:<23}", scenario.name, peer.name());
+                let mut measured = Vec::new();
                 for phase_name in [enqueue_phase, "drain"] {
-                    let (report, broker_cpu, driver_cpu, memory) = phase(
+                    let outcome = phase(
                         &broker,
                         peer,
                         tools,
@@ -693,7 +698,18 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
                         scenario.batch,
                         scenario.shape,
                         &queue,
-                    )?;
+                    );
+                    let (report, broker_cpu, driver_cpu, memory) = match outcome {
+                        Ok(outcome) => outcome,
+                        Err(error) => {
+                            // Both phases of a round count or neither: a failed phase drops the
+                            // round's row for this target.
+                            eprintln!("{line}  FAILED in {phase_name}: {error}");
+                            results.failed.push((peer.name(), scenario.name.clone(), round, error.to_string()));
+                            measured.clear();
+                            break;
+                        }
+                    };
                     let run = PeerRun {
                         target: peer.name(),
                         scenario: scenario.name.clone(),
@@ -712,9 +728,12 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
                         broker_cpu * 1e6 / scenario.jobs as f64,
                         driver_cpu * 1e6 / scenario.jobs as f64,
                     );
-                    results.runs.push(run);
+                    measured.push(run);
                 }
-                eprintln!("{line}");
+                if !measured.is_empty() {
+                    eprintln!("{line}");
+                    results.runs.append(&mut measured);
+                }
                 broker.stop()?;
             }
         }
@@ -725,17 +744,17 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
             for peer in peers[start..].iter().chain(&peers[..start]) {
                 let broker = Broker::start(peer, tools)?;
                 let queue = queue_name(peer, "latency", round);
-                let (report, broker_cpu, driver_cpu, memory) = phase(
-                    &broker,
-                    peer,
-                    tools,
-                    "latency",
-                    plan.latency_rounds as u64,
-                    1,
-                    1,
-                    Shape::PerProducer,
-                    &queue,
-                )?;
+                let outcome =
+                    phase(&broker, peer, tools, "latency", plan.latency_rounds as u64, 1, 1, Shape::PerProducer, &queue);
+                let (report, broker_cpu, driver_cpu, memory) = match outcome {
+                    Ok(outcome) => outcome,
+                    Err(error) => {
+                        eprintln!("latency    round {round} {:<23}  FAILED: {error}", peer.name());
+                        results.failed.push((peer.name(), "latency".into(), round, error.to_string()));
+                        broker.stop()?;
+                        continue;
+                    }
+                };
                 eprintln!(
                     "latency    round {round} {:<23}  p50 {:>8.0} us  p99 {:>8.0} us",
                     peer.name(),

@@ -186,6 +186,9 @@ pub fn markdown(results: &PeerResults) -> String {
     for (name, why) in &results.skipped {
         let _ = writeln!(out, "| {name} | skipped | {why} |");
     }
+    for (name, scenario, round, error) in &results.failed {
+        let _ = writeln!(out, "\n**Failed:** {name} {scenario} round {round}: {error}");
+    }
 
     let scenarios = scenario_names(results);
     let _ = writeln!(
