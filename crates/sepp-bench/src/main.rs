@@ -565,8 +565,11 @@ fn peers_command(args: PeersArgs) -> Result<(), BenchError> {
     println!("{tables}");
     eprintln!("wrote {}{}", out.display(), if png { " (with peers.png)" } else { "" });
     if !results.failed.is_empty() {
-        let failed: Vec<String> =
-            results.failed.iter().map(|(target, scenario, round, _)| format!("{target} {scenario} round {round}")).collect();
+        let failed: Vec<String> = results
+            .failed
+            .iter()
+            .map(|(target, scenario, round, _)| format!("{target} {scenario} round {round}"))
+            .collect();
         return Err(BenchError::Unexpected(format!("measurements failed: {}", failed.join(", "))));
     }
     Ok(())

@@ -744,8 +744,17 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
             for peer in peers[start..].iter().chain(&peers[..start]) {
                 let broker = Broker::start(peer, tools)?;
                 let queue = queue_name(peer, "latency", round);
-                let outcome =
-                    phase(&broker, peer, tools, "latency", plan.latency_rounds as u64, 1, 1, Shape::PerProducer, &queue);
+                let outcome = phase(
+                    &broker,
+                    peer,
+                    tools,
+                    "latency",
+                    plan.latency_rounds as u64,
+                    1,
+                    1,
+                    Shape::PerProducer,
+                    &queue,
+                );
                 let (report, broker_cpu, driver_cpu, memory) = match outcome {
                     Ok(outcome) => outcome,
                     Err(error) => {
