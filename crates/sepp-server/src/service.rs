@@ -323,7 +323,9 @@ impl pb::queue_service_server::QueueService for QueueApi {
                             acked += 1;
                             pb::ack_result::Outcome::Success(pb::AckResponse { job_id: ack.job_id })
                         }
-                        Err(error) => pb::ack_result::Outcome::Error(crate::status::call_status(&Status::from(error))),
+                        Err(error) => {
+                            pb::ack_result::Outcome::Error(crate::status::call_status(&Status::from(error)))
+                        }
                     }),
                 })
                 .collect::<Vec<_>>();
