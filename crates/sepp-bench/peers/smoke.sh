@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # A smoke run of every peer driver of `sepp-bench peers`: a few hundred jobs through each phase
-# (enqueue, drain, round trips) of every target whose server is reachable here, sepp included.
-# Peers whose server is not reachable (PostgreSQL on 127.0.0.1:5432, RabbitMQ on 127.0.0.1:5672,
-# a redis-server or nats-server binary) are skipped with a message saying why. No speed is
-# asserted: it checks that each driver completes its phases and that each drain leaves its queue
-# empty.
+# (enqueue, drain, round trips) of every scenario (a connection per producer: single/8,
+# single/50, batch64/8; one shared client: shared/50) and every target whose server is reachable
+# here, sepp included. Peers whose server is not reachable (PostgreSQL on 127.0.0.1:5432,
+# RabbitMQ on 127.0.0.1:5672, a redis-server, nats-server or beanstalkd binary) are skipped with a
+# message saying why. No speed is asserted: it checks that each driver completes its phases,
+# that each drain leaves its queue empty, and that every measured target has its shared/50 row.
 #
 #   SEPP_BENCH_BIN=/path/to/sepp-bench SEPP_BIN=/path/to/sepp crates/sepp-bench/peers/smoke.sh
 #
@@ -40,11 +41,17 @@ if ! run; then
   run
 fi
 grep -q '^| sepp sync_all |' "$out/peers.md"
+grep -q '^| sepp sync_all | shared/50 | shared |' "$out/peers.md"
 python3 - "$out/peers.json" <<'PY'
 import json, sys
 results = json.load(open(sys.argv[1]))
 for name, why in results["skipped"]:
     print(f"peers smoke: skipped {name}: {why}")
 measured = sorted({run["target"] for run in results["runs"]})
+for target in measured:
+    shared = [run for run in results["runs"] if run["target"] == target and run["scenario"] == "shared/50"]
+    phases = sorted(run["report"]["phase"] for run in shared)
+    if phases != ["drain", "enqueue-single"] or any(run["shape"] != "shared" for run in shared):
+        sys.exit(f"peers smoke: {target} has no complete shared/50 row: {phases}")
 print("peers smoke: every phase completed for " + ", ".join(measured))
 PY

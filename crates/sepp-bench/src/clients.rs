@@ -24,8 +24,16 @@ use crate::report::median;
 use crate::server::ServerProcess;
 
 /// The phases every client program runs, with their concurrency: single-job enqueues from 16
-/// tasks, batches of 64 from 16 tasks, and a Worker draining with 32 jobs in flight.
-pub const PHASES: [(&str, usize); 3] = [("enqueue-single", 16), ("enqueue-batch", 16), ("drain", 32)];
+/// tasks, batches of 64 from 16 tasks, and a Worker draining with 32 jobs in flight; then the
+/// shared/50 shape of `sepp-bench peers`: single-job enqueues from 50 tasks and a Worker with 50
+/// in flight. Every program shares one client between its tasks.
+pub const PHASES: [(&str, usize); 5] =
+    [("enqueue-single", 16), ("enqueue-batch", 16), ("drain", 32), ("enqueue-single", 50), ("drain", 50)];
+
+/// A phase's name in the tables and in `--phases`: `enqueue-single/16`.
+pub fn phase_label(phase: &str, concurrency: usize) -> String {
+    format!("{phase}/{concurrency}")
+}
 pub const BATCH: u32 = 64;
 
 /// A client library's benchmark program: a name for the tables and the command that runs it
@@ -61,6 +69,9 @@ pub struct ProgramReport {
 pub struct ClientRun {
     pub client: String,
     pub round: usize,
+    /// Tasks or jobs in flight (0 in results written before it was recorded).
+    #[serde(default)]
+    pub concurrency: usize,
     pub report: ProgramReport,
     /// Server CPU over the whole program run (start-up included, so a little above the phase's).
     pub server_cpu_seconds: Option<f64>,
@@ -97,6 +108,7 @@ pub fn run(
     runtime: &tokio::runtime::Runtime,
     server: &ServerProcess,
     programs: &[ClientProgram],
+    phases: &[(&str, usize)],
     jobs: u64,
     rounds: usize,
 ) -> Result<ClientResults, BenchError> {
@@ -112,8 +124,8 @@ pub fn run(
     for round in 0..rounds {
         let start = round % programs.len().max(1);
         for program in programs[start..].iter().chain(&programs[..start]) {
-            for (phase, concurrency) in PHASES {
-                let queue = format!("clients-{}-{phase}-{round}", program.name);
+            for &(phase, concurrency) in phases {
+                let queue = format!("clients-{}-{phase}-{concurrency}-{round}", program.name);
                 if phase == "drain" {
                     runtime.block_on(fill(&mut filler, &queue, jobs))?;
                 }
@@ -123,13 +135,20 @@ pub fn run(
                 let server_cpu_seconds =
                     before.zip(after).map(|(before, after)| after.cpu_seconds - before.cpu_seconds);
                 eprintln!(
-                    "round {round} {:<16} {phase:<15} {:>9.0} jobs/s  client {:>7.1} us/job  server {:>6.1} us/job",
+                    "round {round} {:<16} {:<18} {:>9.0} jobs/s  client {:>7.1} us/job  server {:>6.1} us/job",
                     program.name,
+                    phase_label(phase, concurrency),
                     report.jobs as f64 / report.seconds.max(1e-9),
                     report.cpu_seconds * 1e6 / report.jobs.max(1) as f64,
                     server_cpu_seconds.map_or(f64::NAN, |cpu| cpu * 1e6 / jobs.max(1) as f64),
                 );
-                results.runs.push(ClientRun { client: program.name.clone(), round, report, server_cpu_seconds });
+                results.runs.push(ClientRun {
+                    client: program.name.clone(),
+                    round,
+                    concurrency,
+                    report,
+                    server_cpu_seconds,
+                });
             }
         }
     }
@@ -186,14 +205,44 @@ pub async fn run_rust_phase(
     batch: u32,
     queue: &str,
 ) -> Result<ProgramReport, BenchError> {
-    use sepp_client::client::SeppClient;
-    let client = SeppClient::builder(format!("http://{addr}"))
-        .connect()
-        .await
-        .map_err(|error| BenchError::Unexpected(format!("connect: {error}")))?;
-    let payload = sepp_client::Payload::new(vec![b'x'; PAYLOAD_BYTES], "application/octet-stream");
+    let client = connect_rust(addr).await?;
     let cpu_before = procfs::sample(std::process::id()).map_or(0.0, |sample| sample.cpu_seconds);
     let started = Instant::now();
+    run_shared_phase(&client, phase, jobs, concurrency, batch, queue).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu_seconds = procfs::sample(std::process::id()).map_or(0.0, |sample| sample.cpu_seconds) - cpu_before;
+    Ok(ProgramReport {
+        client: "sepp-client".into(),
+        client_version: env!("CARGO_PKG_VERSION").into(),
+        phase: phase.into(),
+        jobs,
+        seconds,
+        cpu_seconds,
+    })
+}
+
+/// One `sepp-client` client for a phase of [`run_shared_phase`].
+pub async fn connect_rust(addr: SocketAddr) -> Result<sepp_client::client::SeppClient, BenchError> {
+    sepp_client::client::SeppClient::builder(format!("http://{addr}"))
+        .connect()
+        .await
+        .map_err(|error| BenchError::Unexpected(format!("connect: {error}")))
+}
+
+/// One phase through one shared `sepp-client` client, through its public calls only:
+/// enqueue-single is `concurrency` tasks each awaiting `SeppClient::enqueue` of one job at a
+/// time (whatever the client does with concurrent calls, coalescing included, shows here),
+/// enqueue-batch the same with `enqueue_batch` of `batch` jobs, and drain the crate's Worker with
+/// `concurrency` jobs in flight until `jobs` jobs were handled and acknowledged.
+pub async fn run_shared_phase(
+    client: &sepp_client::client::SeppClient,
+    phase: &str,
+    jobs: u64,
+    concurrency: usize,
+    batch: u32,
+    queue: &str,
+) -> Result<(), BenchError> {
+    let payload = sepp_client::Payload::new(vec![b'x'; PAYLOAD_BYTES], "application/octet-stream");
     match phase {
         "enqueue-single" | "enqueue-batch" => {
             let per_call = if phase == "enqueue-single" { 1 } else { u64::from(batch.max(1)) };
@@ -209,6 +258,16 @@ pub async fn run_rust_phase(
                                 return Ok::<_, BenchError>(());
                             }
                             let count = per_call.min(jobs - first);
+                            if per_call == 1 {
+                                let request = sepp_client::EnqueueRequest::new(&queue, "bench")
+                                    .map_err(|error| BenchError::Unexpected(error.to_string()))?
+                                    .with_payload(payload.clone());
+                                client
+                                    .enqueue(request)
+                                    .await
+                                    .map_err(|error| BenchError::Unexpected(format!("enqueue: {error}")))?;
+                                continue;
+                            }
                             let requests = (0..count)
                                 .map(|_| {
                                     sepp_client::EnqueueRequest::new(&queue, "bench")
@@ -235,7 +294,7 @@ pub async fn run_rust_phase(
             let handled = Arc::new(AtomicU64::new(0));
             let stop = Arc::new(std::sync::OnceLock::<sepp_client::worker::ShutdownHandle>::new());
             let (counter, stopper) = (handled.clone(), stop.clone());
-            let worker = sepp_client::worker::Worker::new(client, [queue.to_string()], Duration::from_secs(60))
+            let worker = sepp_client::worker::Worker::new(client.clone(), [queue.to_string()], Duration::from_secs(60))
                 .map_err(|error| BenchError::Unexpected(error.to_string()))?
                 .with_max_in_flight(concurrency.max(1))
                 .handle("bench", move |_payload, _ctx| {
@@ -256,16 +315,7 @@ pub async fn run_rust_phase(
         }
         other => return Err(BenchError::Unexpected(format!("unknown phase {other}"))),
     }
-    let seconds = started.elapsed().as_secs_f64();
-    let cpu_seconds = procfs::sample(std::process::id()).map_or(0.0, |sample| sample.cpu_seconds) - cpu_before;
-    Ok(ProgramReport {
-        client: "sepp-client".into(),
-        client_version: env!("CARGO_PKG_VERSION").into(),
-        phase: phase.into(),
-        jobs,
-        seconds,
-        cpu_seconds,
-    })
+    Ok(())
 }
 
 /// The tables of a clients run: per phase, each client's median jobs/s, its CPU per job and the
@@ -280,17 +330,29 @@ pub fn markdown(results: &ClientResults) -> String {
     );
     let _ = writeln!(out, "| phase | client | version | jobs/s | client CPU µs/job | server CPU µs/job |");
     let _ = writeln!(out, "|---|---|---|---:|---:|---:|");
-    for (phase, _) in PHASES {
+    let mut phases: Vec<(String, usize)> = Vec::new();
+    for run in &results.runs {
+        if !phases.contains(&(run.report.phase.clone(), run.concurrency)) {
+            phases.push((run.report.phase.clone(), run.concurrency));
+        }
+    }
+    for (phase, concurrency) in &phases {
         for program in &results.clients {
-            let runs: Vec<&ClientRun> =
-                results.runs.iter().filter(|run| run.client == program.name && run.report.phase == phase).collect();
+            let runs: Vec<&ClientRun> = results
+                .runs
+                .iter()
+                .filter(|run| {
+                    run.client == program.name && &run.report.phase == phase && run.concurrency == *concurrency
+                })
+                .collect();
             let Some(first) = runs.first() else { continue };
             let rate = median(runs.iter().map(|run| run.jobs_per_second()).collect());
             let client_cpu = median(runs.iter().map(|run| run.client_cpu_us_per_job()).collect());
             let server_cpu = median(runs.iter().filter_map(|run| run.server_cpu_us_per_job()).collect());
             let _ = writeln!(
                 out,
-                "| {phase} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
+                if *concurrency == 0 { phase.clone() } else { phase_label(phase, *concurrency) },
                 program.name,
                 first.report.client_version,
                 crate::report::rate(rate),
@@ -303,13 +365,25 @@ pub fn markdown(results: &ClientResults) -> String {
     out
 }
 
-/// Median over rounds of `numerator`'s rate divided by `denominator`'s, within each round.
-pub fn ratio(results: &ClientResults, phase: &str, numerator: &str, denominator: &str) -> Option<f64> {
+/// Median over rounds of `numerator`'s rate divided by `denominator`'s, within each round, in
+/// the phase at `concurrency`.
+pub fn ratio(
+    results: &ClientResults,
+    phase: &str,
+    concurrency: usize,
+    numerator: &str,
+    denominator: &str,
+) -> Option<f64> {
     let rate = |client: &str, round: usize| {
         results
             .runs
             .iter()
-            .find(|run| run.client == client && run.round == round && run.report.phase == phase)
+            .find(|run| {
+                run.client == client
+                    && run.round == round
+                    && run.report.phase == phase
+                    && run.concurrency == concurrency
+            })
             .map(ClientRun::jobs_per_second)
     };
     median((0..results.rounds).filter_map(|round| Some(rate(numerator, round)? / rate(denominator, round)?)).collect())
@@ -332,7 +406,7 @@ mod tests {
     fn a_report_line_is_the_documented_json() {
         let line = r#"{"client":"sepp-js","client_version":"0.2.0","phase":"drain","jobs":20000,"seconds":1.5,"cpu_seconds":0.75}"#;
         let report: ProgramReport = serde_json::from_str(line).unwrap();
-        let run = ClientRun { client: "ts".into(), round: 0, report, server_cpu_seconds: Some(1.0) };
+        let run = ClientRun { client: "ts".into(), round: 0, concurrency: 32, report, server_cpu_seconds: Some(1.0) };
         assert_eq!(run.jobs_per_second().round(), 13_333.0);
         assert_eq!(run.client_cpu_us_per_job(), 37.5);
         assert_eq!(run.server_cpu_us_per_job(), Some(50.0));

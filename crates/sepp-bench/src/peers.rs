@@ -1,16 +1,20 @@
 //! sepp side by side with the job queues users would pick instead: BullMQ (Redis), pg-boss
-//! (PostgreSQL), RabbitMQ (a quorum queue) and NATS JetStream (a work-queue stream), each
-//! driven by its own client library from a small driver program, with the same phases, payload
-//! size, concurrency and (per row, stated) durability as sepp.
+//! (PostgreSQL), RabbitMQ (a quorum queue), NATS JetStream (a work-queue stream) and
+//! beanstalkd, each driven by its own client library from a small driver program, with the same
+//! phases, payload size, concurrency and (per row, stated) durability as sepp.
 //!
-//! A driver (`peers/node/driver.js` for BullMQ, pg-boss and RabbitMQ, `sepp-bench nats-driver`
+//! Every scenario has a shape ([`Shape`]): a connection (or client instance) per producer and
+//! per worker, or one client shared by the process's producers and one consumer with N jobs in
+//! flight, the way each peer's documentation has an application do it.
+//!
+//! A driver (`peers/node/driver.js` for BullMQ, pg-boss, RabbitMQ and beanstalkd, `sepp-bench nats-driver`
 //! on the async-nats crate for NATS, `sepp-bench sepp-driver` for sepp) runs one phase: it connects, prints `ready`, waits for a line on stdin, runs the phase closed-loop and
 //! prints one JSON line ([`DriverReport`]). The harness samples the broker's CPU (every process
 //! of it) and the driver's CPU from `/proc` between `ready` and the report, so start-up and
 //! connection set-up are not counted.
 //!
-//! Redis and nats-server are started by the harness, fresh for every measurement, on a free
-//! port with a temporary directory. PostgreSQL and RabbitMQ are the machine's system-wide
+//! Redis, nats-server and beanstalkd are started by the harness, fresh for every measurement, on
+//! a free port with a temporary directory. PostgreSQL and RabbitMQ are the machine's system-wide
 //! servers: their CPU is the sum over all of their processes (every PostgreSQL backend, the
 //! Erlang VM and its helpers), children that exited included.
 
@@ -47,6 +51,8 @@ pub enum Peer {
     /// NATS JetStream on a nats-server the harness starts; `sync_always` sets
     /// `jetstream { sync_interval: always }`, otherwise its default sync interval.
     Nats { sync_always: bool },
+    /// jackd on a beanstalkd the harness starts with a binlog and `-f 0` (fsync every write).
+    Beanstalkd,
 }
 
 impl Peer {
@@ -58,6 +64,7 @@ impl Peer {
             Peer::RabbitMq => "RabbitMQ quorum".into(),
             Peer::Nats { sync_always: true } => "NATS sync always".into(),
             Peer::Nats { sync_always: false } => "NATS default sync".into(),
+            Peer::Beanstalkd => "beanstalkd fsync always".into(),
         }
     }
 
@@ -69,6 +76,7 @@ impl Peer {
             Peer::PgBoss,
             Peer::RabbitMq,
             Peer::Nats { sync_always: true },
+            Peer::Beanstalkd,
             Peer::Sepp("buffer".into()),
             Peer::BullMq { appendfsync: "everysec".into() },
             Peer::Nats { sync_always: false },
@@ -89,6 +97,7 @@ impl Peer {
             Peer::RabbitMq => "rabbitmq".into(),
             Peer::Nats { sync_always: true } => "nats-always".into(),
             Peer::Nats { sync_always: false } => "nats-default".into(),
+            Peer::Beanstalkd => "beanstalkd".into(),
         }
     }
 
@@ -97,7 +106,7 @@ impl Peer {
         match self {
             Peer::Sepp(mode) => mode == "sync_all",
             Peer::BullMq { appendfsync } => appendfsync == "always",
-            Peer::PgBoss | Peer::RabbitMq => true,
+            Peer::PgBoss | Peer::RabbitMq | Peer::Beanstalkd => true,
             Peer::Nats { sync_always } => *sync_always,
         }
     }
@@ -115,12 +124,13 @@ impl Peer {
             Peer::RabbitMq => "on disk: a quorum queue confirms after its log is fsynced",
             Peer::Nats { sync_always: true } => "on disk: JetStream fsyncs every write (sync_interval always)",
             Peer::Nats { sync_always: false } => "in the page cache: JetStream fsyncs every 2 minutes by default",
+            Peer::Beanstalkd => "on disk: beanstalkd (-f 0) fsyncs its binlog after every write before it replies",
         }
     }
 
     /// Whether the peer has a call that enqueues many jobs at once.
     pub fn has_batches(&self) -> bool {
-        !matches!(self, Peer::Nats { .. })
+        !matches!(self, Peer::Nats { .. } | Peer::Beanstalkd)
     }
 
     /// The address of the machine's server this peer needs, for those the harness does not start.
@@ -147,6 +157,8 @@ pub struct Tools {
     pub nats_server: Option<PathBuf>,
     /// An older nats-server, for the default-sync row only when no newer one is there.
     pub nats_server_any: Option<PathBuf>,
+    /// The beanstalkd binary (Debian's package installs /usr/bin/beanstalkd).
+    pub beanstalkd: PathBuf,
 }
 
 impl Tools {
@@ -177,6 +189,8 @@ pub fn unavailable(peer: &Peer, tools: &Tools) -> Option<String> {
             None => Some("no nats-server of 2.10 or later, which sync_interval needs (give --nats-server)".into()),
             Some(path) => (!runs(path, "--version")).then(|| format!("{} does not run", path.display())),
         },
+        Peer::Beanstalkd => (!runs(&tools.beanstalkd, "-v"))
+            .then(|| format!("{} does not run (apt-get install beanstalkd)", tools.beanstalkd.display())),
         Peer::PgBoss | Peer::RabbitMq => None,
     }
     .or_else(|| {
@@ -269,6 +283,19 @@ impl Broker {
                 wait_for_port(port)?;
                 Ok(Broker::Own { child, _dir: dir, url: format!("nats://127.0.0.1:{port}") })
             }
+            Peer::Beanstalkd => {
+                let dir = tempfile::Builder::new().prefix("sepp-bench-beanstalkd-").tempdir()?;
+                let port = free_port()?;
+                // -b: the binlog, in this measurement's directory; -f 0: fsync after every write.
+                let child = Command::new(&tools.beanstalkd)
+                    .args(["-l", "127.0.0.1", "-p", &port.to_string(), "-f", "0", "-b"])
+                    .arg(dir.path())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()?;
+                wait_for_port(port)?;
+                Ok(Broker::Own { child, _dir: dir, url: format!("beanstalk://127.0.0.1:{port}") })
+            }
             Peer::PgBoss => Ok(Broker::System { names: &["postgres"], url: POSTGRES_URL.into() }),
             Peer::RabbitMq => Ok(Broker::System {
                 names: &["beam.smp", "erl_child_setup", "epmd", "inet_gethost"],
@@ -355,6 +382,9 @@ pub struct PeerRun {
     pub scenario: String,
     pub round: usize,
     pub concurrency: usize,
+    /// How the producers and workers were connected ([`Shape::name`]).
+    #[serde(default = "per_producer_name")]
+    pub shape: String,
     pub report: DriverReport,
     /// Broker CPU seconds over the phase, all of its processes.
     pub broker_cpu_seconds: f64,
@@ -389,10 +419,52 @@ pub struct PeerResults {
     pub targets: Vec<PeerTarget>,
     /// Targets that were asked for but could not run here, with why.
     pub skipped: Vec<(String, String)>,
+    /// Measurements that failed (target, scenario, round, the error): the run goes on without
+    /// them, and `sepp-bench peers` exits with an error after writing the results.
+    #[serde(default)]
+    pub failed: Vec<(String, String, usize, String)>,
     pub runs: Vec<PeerRun>,
 }
 
-/// A load shape: enqueue (single or batch) with N producers, then a drain with N workers.
+/// How a driver connects its N producers and its N jobs in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Shape {
+    /// A connection (or client instance) of its own for every producer and every worker.
+    PerProducer,
+    /// One client for the process, its N producers' calls concurrent on it, and one consumer
+    /// with N jobs in flight: what each peer's documentation has an application do (the Node
+    /// driver and `nats_driver` say per peer what that is).
+    Shared,
+}
+
+impl Shape {
+    /// The name in the tables and the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::PerProducer => "connection per producer",
+            Shape::Shared => "shared",
+        }
+    }
+
+    /// The `--shape` argument of the drivers.
+    pub fn arg(self) -> &'static str {
+        match self {
+            Shape::PerProducer => "per-producer",
+            Shape::Shared => "shared",
+        }
+    }
+
+    /// Parses a `--shape` argument.
+    pub fn parse(arg: &str) -> Option<Shape> {
+        [Shape::PerProducer, Shape::Shared].into_iter().find(|shape| shape.arg() == arg)
+    }
+}
+
+fn per_producer_name() -> String {
+    Shape::PerProducer.name().into()
+}
+
+/// A load shape: enqueue (single or batch) with N producers, then a drain with N in flight.
 #[derive(Clone, Debug)]
 pub struct PeerScenario {
     pub name: String,
@@ -400,14 +472,25 @@ pub struct PeerScenario {
     pub jobs: u64,
     /// Jobs per enqueue call (1: single).
     pub batch: u32,
+    pub shape: Shape,
 }
 
-/// The scenarios of the comparison for `jobs` jobs.
+/// The scenarios of the comparison for `jobs` jobs: single/8, single/50 and batch64/8 with a
+/// connection per producer, and shared/50 (one shared client, 50 concurrent single enqueues,
+/// then one consumer with 50 in flight).
 pub fn scenarios(jobs: u64) -> Vec<PeerScenario> {
+    let scenario = |name: &str, concurrency, jobs, batch, shape| PeerScenario {
+        name: name.into(),
+        concurrency,
+        jobs,
+        batch,
+        shape,
+    };
     vec![
-        PeerScenario { name: "single/8".into(), concurrency: 8, jobs: (jobs / 4).max(1), batch: 1 },
-        PeerScenario { name: "single/50".into(), concurrency: 50, jobs, batch: 1 },
-        PeerScenario { name: "batch64/8".into(), concurrency: 8, jobs, batch: 64 },
+        scenario("single/8", 8, (jobs / 4).max(1), 1, Shape::PerProducer),
+        scenario("single/50", 50, jobs, 1, Shape::PerProducer),
+        scenario("batch64/8", 8, jobs, 64, Shape::PerProducer),
+        scenario("shared/50", 50, jobs, 1, Shape::Shared),
     ]
 }
 
@@ -440,6 +523,7 @@ impl Driver {
         jobs: u64,
         concurrency: usize,
         batch: u32,
+        shape: Shape,
         queue: &str,
     ) -> Result<Driver, BenchError> {
         let mut command = match peer {
@@ -459,6 +543,7 @@ impl Driver {
                     Peer::BullMq { .. } => "bullmq",
                     Peer::PgBoss => "pg-boss",
                     Peer::RabbitMq => "rabbitmq",
+                    Peer::Beanstalkd => "beanstalkd",
                     _ => "nats",
                 };
                 command.arg(&tools.node_driver).args(["--peer", name]);
@@ -468,7 +553,7 @@ impl Driver {
         command
             .args(["--url", url, "--phase", phase, "--jobs", &jobs.to_string()])
             .args(["--concurrency", &concurrency.to_string(), "--batch", &batch.to_string(), "--queue", queue])
-            .args(["--payload-bytes", "256"])
+            .args(["--payload-bytes", "256", "--shape", shape.arg()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -536,9 +621,10 @@ fn phase(
     jobs: u64,
     concurrency: usize,
     batch: u32,
+    shape: Shape,
     queue: &str,
 ) -> Result<(DriverReport, f64, f64, u64), BenchError> {
-    let mut driver = Driver::start(peer, tools, &broker.url(), phase, jobs, concurrency, batch, queue)?;
+    let mut driver = Driver::start(peer, tools, &broker.url(), phase, jobs, concurrency, batch, shape, queue)?;
     let driver_pid = driver.child.id();
     let broker_before = broker.sample();
     let driver_before = procfs::sample(driver_pid).map_or(0.0, |sample| sample.cpu_seconds);
@@ -599,9 +685,10 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
                 let broker = Broker::start(peer, tools)?;
                 let queue = queue_name(peer, &scenario.name, round);
                 let enqueue_phase = if scenario.batch > 1 { "enqueue-batch" } else { "enqueue-single" };
-                let mut line = format!("{:<10} round {round} {:<18}", scenario.name, peer.name());
+                let mut line = format!("{:<10} round {round} {:<23}", scenario.name, peer.name());
+                let mut measured = Vec::new();
                 for phase_name in [enqueue_phase, "drain"] {
-                    let (report, broker_cpu, driver_cpu, memory) = phase(
+                    let outcome = phase(
                         &broker,
                         peer,
                         tools,
@@ -609,13 +696,26 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
                         scenario.jobs,
                         scenario.concurrency,
                         scenario.batch,
+                        scenario.shape,
                         &queue,
-                    )?;
+                    );
+                    let (report, broker_cpu, driver_cpu, memory) = match outcome {
+                        Ok(outcome) => outcome,
+                        Err(error) => {
+                            // Both phases of a round count or neither: a failed phase drops the
+                            // round's row for this target.
+                            eprintln!("{line}  FAILED in {phase_name}: {error}");
+                            results.failed.push((peer.name(), scenario.name.clone(), round, error.to_string()));
+                            measured.clear();
+                            break;
+                        }
+                    };
                     let run = PeerRun {
                         target: peer.name(),
                         scenario: scenario.name.clone(),
                         round,
                         concurrency: scenario.concurrency,
+                        shape: scenario.shape.name().into(),
                         report,
                         broker_cpu_seconds: broker_cpu,
                         driver_cpu_seconds: driver_cpu,
@@ -628,9 +728,12 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
                         broker_cpu * 1e6 / scenario.jobs as f64,
                         driver_cpu * 1e6 / scenario.jobs as f64,
                     );
-                    results.runs.push(run);
+                    measured.push(run);
                 }
-                eprintln!("{line}");
+                if !measured.is_empty() {
+                    eprintln!("{line}");
+                    results.runs.append(&mut measured);
+                }
                 broker.stop()?;
             }
         }
@@ -641,10 +744,28 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
             for peer in peers[start..].iter().chain(&peers[..start]) {
                 let broker = Broker::start(peer, tools)?;
                 let queue = queue_name(peer, "latency", round);
-                let (report, broker_cpu, driver_cpu, memory) =
-                    phase(&broker, peer, tools, "latency", plan.latency_rounds as u64, 1, 1, &queue)?;
+                let outcome = phase(
+                    &broker,
+                    peer,
+                    tools,
+                    "latency",
+                    plan.latency_rounds as u64,
+                    1,
+                    1,
+                    Shape::PerProducer,
+                    &queue,
+                );
+                let (report, broker_cpu, driver_cpu, memory) = match outcome {
+                    Ok(outcome) => outcome,
+                    Err(error) => {
+                        eprintln!("latency    round {round} {:<23}  FAILED: {error}", peer.name());
+                        results.failed.push((peer.name(), "latency".into(), round, error.to_string()));
+                        broker.stop()?;
+                        continue;
+                    }
+                };
                 eprintln!(
-                    "latency    round {round} {:<18}  p50 {:>8.0} us  p99 {:>8.0} us",
+                    "latency    round {round} {:<23}  p50 {:>8.0} us  p99 {:>8.0} us",
                     peer.name(),
                     report.p50_us.unwrap_or(f64::NAN),
                     report.p99_us.unwrap_or(f64::NAN)
@@ -654,6 +775,7 @@ pub fn run(plan: &PeerPlan, tools: &Tools) -> Result<PeerResults, BenchError> {
                     scenario: "latency".into(),
                     round,
                     concurrency: 1,
+                    shape: Shape::PerProducer.name().into(),
                     report,
                     broker_cpu_seconds: broker_cpu,
                     driver_cpu_seconds: driver_cpu,
@@ -683,6 +805,25 @@ mod tests {
             assert_eq!(Peer::parse(&peer.cli_name()), Some(peer.clone()));
         }
         assert_eq!(Peer::parse("kafka"), None);
+        for shape in [Shape::PerProducer, Shape::Shared] {
+            assert_eq!(Shape::parse(shape.arg()), Some(shape));
+        }
+        assert_eq!(Shape::parse("pooled"), None);
+    }
+
+    #[test]
+    fn shared_50_is_one_client_with_50_single_enqueues() {
+        let shared = scenarios(20_000).into_iter().find(|scenario| scenario.name == "shared/50").unwrap();
+        assert_eq!((shared.concurrency, shared.jobs, shared.batch, shared.shape), (50, 20_000, 1, Shape::Shared));
+        let single = scenarios(20_000).into_iter().find(|scenario| scenario.name == "single/50").unwrap();
+        assert_eq!(single.shape, Shape::PerProducer);
+    }
+
+    #[test]
+    fn runs_of_older_results_read_as_connection_per_producer() {
+        let line = r#"{"target":"pg-boss","scenario":"single/50","round":0,"concurrency":50,"report":{"client":"pg-boss","client_version":"10.4.2","server_version":"postgresql 15","phase":"drain","jobs":10,"seconds":1.0},"broker_cpu_seconds":0.1,"driver_cpu_seconds":0.1,"broker_memory_bytes":1}"#;
+        let run: PeerRun = serde_json::from_str(line).unwrap();
+        assert_eq!(run.shape, "connection per producer");
     }
 
     #[test]

@@ -64,6 +64,72 @@ pub fn ratio(results: &PeerResults, top: &str, bottom: &str, scenario: &str, fig
     median((0..results.rounds).filter_map(|round| Some(value(top, round)? / value(bottom, round)?)).collect())
 }
 
+/// Median over rounds of one (target, scenario)'s rate divided by another's, within each round.
+pub fn rate_ratio(results: &PeerResults, top: (&str, &str), bottom: (&str, &str), drain: bool) -> Option<f64> {
+    median(
+        (0..results.rounds)
+            .filter_map(|round| {
+                Some(
+                    rate_in_round(results, top.0, top.1, round, drain)?
+                        / rate_in_round(results, bottom.0, bottom.1, round, drain)?,
+                )
+            })
+            .collect(),
+    )
+}
+
+/// The row every "vs BullMQ" ratio divides by: BullMQ on Redis with `appendfsync always` in
+/// shared/50 (its documented way: one Queue, one Worker with concurrency 50).
+pub const BULLMQ_REFERENCE: (&str, &str) = ("BullMQ fsync always", "shared/50");
+
+/// The scenarios of the results in the order they ran, the latency phase left out.
+fn scenario_names(results: &PeerResults) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for run in results.runs.iter().filter(|run| run.scenario != "latency") {
+        if !names.contains(&run.scenario) {
+            names.push(run.scenario.clone());
+        }
+    }
+    names
+}
+
+/// One line per target and scenario: shape, enqueue and drain rates, broker CPU per job
+/// (enqueue + drain) and both rates against BullMQ (fsync always) in shared/50.
+pub fn summary(results: &PeerResults) -> String {
+    let mut out = String::new();
+    let reference =
+        results.runs.iter().any(|run| run.target == BULLMQ_REFERENCE.0 && run.scenario == BULLMQ_REFERENCE.1);
+    let _ = writeln!(
+        out,
+        "| driver | scenario | shape | enqueue jobs/s | drain jobs/s | broker CPU µs/job | vs BullMQ, enqueue / drain |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|");
+    for scenario in scenario_names(results) {
+        for target in &results.targets {
+            let Some(first) = runs(results, &target.name, &scenario).next() else { continue };
+            let versus = if reference {
+                format!(
+                    "{}x / {}x",
+                    fmt(rate_ratio(results, (&target.name, &scenario), BULLMQ_REFERENCE, false), 2),
+                    fmt(rate_ratio(results, (&target.name, &scenario), BULLMQ_REFERENCE, true), 2)
+                )
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {scenario} | {} | {} | {} | {} | {versus} |",
+                target.name,
+                first.shape,
+                fmt_rate(rate(results, &target.name, &scenario, false)),
+                fmt_rate(rate(results, &target.name, &scenario, true)),
+                fmt(cpu_per_job(results, &target.name, &scenario, true), 1),
+            );
+        }
+    }
+    out
+}
+
 fn latency(results: &PeerResults, target: &str, percentile: u8) -> Option<f64> {
     median(
         runs(results, target, "latency")
@@ -120,16 +186,17 @@ pub fn markdown(results: &PeerResults) -> String {
     for (name, why) in &results.skipped {
         let _ = writeln!(out, "| {name} | skipped | {why} |");
     }
+    for (name, scenario, round, error) in &results.failed {
+        let _ = writeln!(out, "\n**Failed:** {name} {scenario} round {round}: {error}");
+    }
 
-    let scenarios: Vec<String> = {
-        let mut names: Vec<String> = Vec::new();
-        for run in results.runs.iter().filter(|run| run.scenario != "latency") {
-            if !names.contains(&run.scenario) {
-                names.push(run.scenario.clone());
-            }
-        }
-        names
-    };
+    let scenarios = scenario_names(results);
+    let _ = writeln!(
+        out,
+        "\n### Per driver and shape (median of rounds; vs BullMQ: against {} in {}, median of per-round ratios)\n",
+        BULLMQ_REFERENCE.0, BULLMQ_REFERENCE.1
+    );
+    out += &summary(results);
     let _ = writeln!(out, "\n### Throughput, jobs/s (enqueue / drain)\n");
     let mut header = "| target |".to_string();
     let mut align = "|---|".to_string();
@@ -288,6 +355,7 @@ mod tests {
             scenario: "single/50".into(),
             round,
             concurrency: 50,
+            shape: "connection per producer".into(),
             report: DriverReport {
                 client: "c".into(),
                 client_version: "1".into(),
@@ -331,6 +399,47 @@ mod tests {
         assert_eq!(cpu_per_job(&results, "pg-boss", "single/50", true), Some(300.0));
         let text = markdown(&results);
         assert!(text.contains("| pg-boss | yes | on disk"), "{text}");
+        assert!(text.contains("| pg-boss | single/50 | connection per producer | 1,000 | 500 | 300.0 | - |"), "{text}");
         assert!(svg(&results).starts_with("<svg"));
+    }
+
+    #[test]
+    fn every_row_is_set_against_bullmq_shared() {
+        let shared = |mut run: PeerRun| {
+            run.scenario = "shared/50".into();
+            run.shape = "shared".into();
+            run
+        };
+        let results = PeerResults {
+            rounds: 1,
+            targets: vec![
+                target("sepp sync_all", Peer::Sepp("sync_all".into())),
+                target("BullMQ fsync always", Peer::BullMq { appendfsync: "always".into() }),
+            ],
+            runs: vec![
+                shared(run("BullMQ fsync always", "enqueue-single", 0, 2.0, 0.1)),
+                shared(run("BullMQ fsync always", "drain", 0, 4.0, 0.1)),
+                shared(run("sepp sync_all", "enqueue-single", 0, 0.5, 0.05)),
+                shared(run("sepp sync_all", "drain", 0, 0.5, 0.05)),
+                run("sepp sync_all", "enqueue-single", 0, 1.0, 0.05),
+                run("sepp sync_all", "drain", 0, 1.0, 0.05),
+            ],
+            ..PeerResults::default()
+        };
+        let table = summary(&results);
+        assert!(
+            table.contains("| sepp sync_all | shared/50 | shared | 2,000 | 2,000 | 100.0 | 4.00x / 8.00x |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| BullMQ fsync always | shared/50 | shared | 500 | 250 | 200.0 | 1.00x / 1.00x |"),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "| sepp sync_all | single/50 | connection per producer | 1,000 | 1,000 | 100.0 | 2.00x / 4.00x |"
+            ),
+            "{table}"
+        );
     }
 }

@@ -1,13 +1,19 @@
 // One phase of the peer comparison against one peer job queue, driven through that peer's own
 // client library. `sepp-bench peers` starts this program once per phase:
 //
-//   node driver.js --peer bullmq|pg-boss|rabbitmq --url URL --phase PHASE --jobs M
-//                  --concurrency N --batch B --queue NAME [--payload-bytes 256] [--timeout-s 600]
+//   node driver.js --peer bullmq|pg-boss|rabbitmq|beanstalkd --url URL --phase PHASE --jobs M
+//                  --concurrency N --batch B --queue NAME [--shape per-producer|shared]
+//                  [--payload-bytes 256] [--timeout-s 600]
 //   (--timeout-s defaults to $SEPP_PEERS_DRIVER_TIMEOUT_S, else 600)
 //
 // PHASE is enqueue-single (N producers, one job per call), enqueue-batch (N producers, B jobs
-// per call), drain (N workers that each take a job and acknowledge it, until M are acknowledged)
+// per call), drain (N jobs in flight, each taken and acknowledged, until M are acknowledged)
 // or latency (M sequential enqueue -> take -> acknowledge round trips on one connection).
+//
+// SHAPE says how the N producers and the N in flight are connected. per-producer (the default):
+// every producer and every worker has a connection (or client instance) of its own. shared: the
+// way each peer's documentation has an application do it, one client per process with
+// concurrent calls on it; each peer's function below says what that is for it.
 // Every loop is closed: a producer or worker sends its next call when the previous one is
 // answered. The program connects, prints `ready`, waits for one line on stdin (so the harness
 // samples CPU around the phase alone), runs the phase and prints one JSON line:
@@ -21,7 +27,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 
 function parseArgs(argv) {
-  const args = { payloadBytes: 256, batch: 64, concurrency: 1 };
+  const args = { payloadBytes: 256, batch: 64, concurrency: 1, shape: 'per-producer' };
   for (let i = 0; i < argv.length; i += 2) {
     const [key, value] = [argv[i], argv[i + 1]];
     if (!key.startsWith('--') || value === undefined) throw new Error(`bad argument ${key}`);
@@ -32,6 +38,7 @@ function parseArgs(argv) {
     if (args[required] === undefined) throw new Error(`--${required} is required`);
   }
   if (!Number.isInteger(args.jobs) || args.jobs < 1) throw new Error('--jobs must be a positive integer');
+  if (!['per-producer', 'shared'].includes(args.shape)) throw new Error('--shape must be per-producer or shared');
   args.concurrency = Math.max(1, args.concurrency | 0);
   args.batch = Math.max(1, args.batch | 0);
   return args;
@@ -114,8 +121,12 @@ async function bullmq(args, payload) {
   };
 
   if (args.phase === 'enqueue-single' || args.phase === 'enqueue-batch') {
-    const producers = Array.from({ length: args.concurrency }, () => queue());
-    await Promise.all(producers.map((q) => q.waitUntilReady()));
+    // per-producer: a Queue (a Redis connection) per producer. shared: one Queue for the
+    // process, as BullMQ's guide has it, with the N producers' add() calls concurrent on it
+    // (ioredis pipelines them on its one connection).
+    const queues = Array.from({ length: args.shape === 'shared' ? 1 : args.concurrency }, () => queue());
+    const producers = Array.from({ length: args.concurrency }, (_, i) => queues[i % queues.length]);
+    await Promise.all(queues.map((q) => q.waitUntilReady()));
     const server = await serverVersion();
     const per = args.phase === 'enqueue-single' ? 1 : args.batch;
     const take = tickets(args.jobs);
@@ -144,7 +155,7 @@ async function bullmq(args, payload) {
     return {
       server,
       run: async () => {
-        // One Worker with concurrency N: BullMQ's own consumer, N jobs in flight.
+        // One Worker with concurrency N, in both shapes: BullMQ's own consumer, N jobs in flight.
         worker = new Worker(args.queue, async () => null, { connection, concurrency: args.concurrency });
         worker.on('completed', () => {
           progress = `${completed + 1} of ${args.jobs} jobs completed`;
@@ -203,8 +214,12 @@ async function bullmq(args, payload) {
 
 async function pgBoss(args, payload) {
   const { default: PgBoss } = await import('pg-boss');
-  // A pool as large as the concurrency, so that N producers or workers are N sessions.
-  const boss = new PgBoss({ connectionString: args.url, max: args.concurrency + 2, schedule: false });
+  const shared = args.shape === 'shared';
+  // per-producer: a pool as large as the concurrency, so that N producers or workers are N
+  // sessions. shared: one PgBoss instance with its default pool (max 10 connections), as an
+  // application constructs it.
+  const pool = shared ? {} : { max: args.concurrency + 2 };
+  const boss = new PgBoss({ connectionString: args.url, ...pool, schedule: false });
   boss.on('error', (error) => console.error(error));
   await boss.start();
   await boss.createQueue(args.queue);
@@ -228,6 +243,44 @@ async function pgBoss(args, payload) {
           }),
         ),
       close,
+    };
+  }
+  if (args.phase === 'drain' && shared) {
+    // pg-boss's own consumer: one work() worker fetching up to N jobs per poll (batchSize), its
+    // handler taking the batch at once; pg-boss completes the batch when the handler returns.
+    // pollingIntervalSeconds is at its minimum (0.5 s), and after a full batch the worker is
+    // woken with notifyWorker(), which pg-boss documents for skipping the polling interval, so
+    // a backlog is not taken at one batch per interval.
+    let handled = 0;
+    let done;
+    const finished = new Promise((resolve) => (done = resolve));
+    return {
+      server,
+      run: async () => {
+        let workerId;
+        workerId = await boss.work(
+          args.queue,
+          { batchSize: args.concurrency, pollingIntervalSeconds: 0.5 },
+          async (jobs) => {
+            handled += jobs.length;
+            progress = `${handled} of ${args.jobs} jobs handled`;
+            if (handled >= args.jobs) done();
+            else if (jobs.length === args.concurrency && workerId) boss.notifyWorker(workerId);
+          },
+        );
+        await finished;
+        // pg-boss completes a batch after its handler returned, without waiting: the phase ends
+        // when no job of the queue is left before the completed state.
+        while ((await boss.getQueueSize(args.queue, { before: 'completed' })) > 0) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        await boss.offWork(args.queue);
+      },
+      close: async () => {
+        const left = await boss.getQueueSize(args.queue);
+        await close();
+        if (left !== 0) throw new Error(`${left} jobs left after the drain`);
+      },
     };
   }
   if (args.phase === 'drain') {
@@ -306,10 +359,12 @@ async function rabbitmq(args, payload) {
 
   if (args.phase === 'enqueue-single' || args.phase === 'enqueue-batch') {
     const per = args.phase === 'enqueue-single' ? 1 : args.batch;
-    // One connection with one confirm channel per producer.
+    // One confirm channel per producer. per-producer: each on a connection of its own.
+    // shared: all on one connection, as RabbitMQ's guides advise (connections are long-lived
+    // and few, a channel per thread or task that publishes).
     const channels = [];
     for (let i = 0; i < args.concurrency; i++) {
-      const connection = i === 0 ? first : await open();
+      const connection = i === 0 || args.shape === 'shared' ? first : await open();
       channels.push(await connection.createConfirmChannel());
     }
     return {
@@ -324,14 +379,19 @@ async function rabbitmq(args, payload) {
     };
   }
   if (args.phase === 'drain') {
+    // per-producer: N consumers, each a channel with prefetch 1 on a connection of its own.
+    // shared: one consumer on one channel with prefetch N (N unacknowledged deliveries in
+    // flight), as RabbitMQ's consumer-prefetch guide sets a consumer up.
+    const shared = args.shape === 'shared';
     const channels = [];
-    for (let i = 0; i < args.concurrency; i++) {
+    for (let i = 0; i < (shared ? 1 : args.concurrency); i++) {
       const connection = i === 0 ? first : await open();
       const channel = await connection.createChannel();
-      await channel.prefetch(1);
+      await channel.prefetch(shared ? args.concurrency : 1);
       channels.push(channel);
     }
     let acked = 0;
+    let redelivered = 0;
     return {
       server,
       run: async () => {
@@ -342,6 +402,7 @@ async function rabbitmq(args, payload) {
             args.queue,
             (message) => {
               if (!message) return;
+              if (message.fields.redelivered) redelivered++;
               channel.ack(message);
               if (++acked === args.jobs) done();
             },
@@ -355,11 +416,19 @@ async function rabbitmq(args, payload) {
       },
       close: async () => {
         const check = await first.createChannel();
-        const { messageCount } = await check.checkQueue(args.queue);
+        // A quorum queue's count can trail the acks the broker already took: it gets up to
+        // 3 s to reach 0.
+        let { messageCount } = await check.checkQueue(args.queue);
+        for (let tries = 0; messageCount !== 0 && tries < 300; tries++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          ({ messageCount } = await check.checkQueue(args.queue));
+        }
         await check.deleteQueue(args.queue);
         await check.close();
         await close();
-        if (messageCount !== 0) throw new Error(`${messageCount} messages left after the drain`);
+        if (messageCount !== 0) {
+          throw new Error(`${messageCount} messages left after the drain (${redelivered} deliveries were redeliveries)`);
+        }
       },
     };
   }
@@ -397,6 +466,109 @@ async function rabbitmq(args, payload) {
   throw new Error(`unknown phase ${args.phase}`);
 }
 
+// ---------------------------------------------------------------- beanstalkd (jackd)
+
+async function beanstalkd(args, payload) {
+  const { default: Jackd } = await import('jackd');
+  const url = new URL(args.url);
+  const address = { host: url.hostname, port: Number(url.port) };
+  const clients = [];
+  const open = async () => {
+    const client = new Jackd();
+    await client.connect(address);
+    clients.push(client);
+    return client;
+  };
+  const close = () => Promise.all(clients.map((client) => client.quit()));
+  const first = await open();
+  const stats = await first.stats();
+  const server = `beanstalkd ${/version: "?([^"\s]+)"?/.exec(stats)?.[1]}`;
+  const take = tickets(args.jobs);
+  // A job counts as enqueued once put is answered INSERTED: beanstalkd (run with -f 0) has then
+  // written it to its binlog and fsynced it. The TTR is large: no job is handed out twice.
+  // The payload goes as a string: jackd 2 sends a string's bytes as they are, but turns any
+  // object, a Buffer included, into JSON.
+  const put = (client) => client.put(payload, { ttr: 600 });
+  // Takes a ready job of the watched tube and deletes it (beanstalkd's acknowledgement, also
+  // written to the binlog).
+  const reserveAndDelete = async (client) => {
+    const job = await client.reserve();
+    await client.delete(job.id);
+  };
+  const consumer = async (client) => {
+    await client.watch(args.queue);
+    await client.ignore('default');
+    return client;
+  };
+
+  if (args.phase === 'enqueue-single') {
+    // per-producer: a connection per producer. shared: one jackd client for the process with
+    // the N producers' put() calls concurrent on it: jackd writes each command at once and
+    // matches the answers in order, so they are pipelined on the one connection.
+    const producers = [];
+    for (let i = 0; i < (args.shape === 'shared' ? 1 : args.concurrency); i++) {
+      const client = i === 0 ? first : await open();
+      await client.use(args.queue);
+      producers.push(client);
+    }
+    return {
+      server,
+      run: () =>
+        Promise.all(
+          Array.from({ length: args.concurrency }, async (_, i) => {
+            const client = producers[i % producers.length];
+            while (take(1) > 0) await put(client);
+          }),
+        ),
+      close,
+    };
+  }
+  if (args.phase === 'enqueue-batch') throw new Error('beanstalkd has no call that puts many jobs');
+  if (args.phase === 'drain') {
+    // In both shapes a connection per job in flight: reserve blocks its connection until a job
+    // is ready, so beanstalkd's workers (and jackd's documentation) take jobs one connection at
+    // a time. Exactly M reserves are sent for the M jobs the queue holds.
+    const workers = [];
+    for (let i = 0; i < args.concurrency; i++) workers.push(await consumer(i === 0 ? first : await open()));
+    let acked = 0;
+    return {
+      server,
+      run: () =>
+        Promise.all(
+          workers.map(async (client) => {
+            while (take(1) > 0) {
+              await reserveAndDelete(client);
+              progress = `${++acked} of ${args.jobs} jobs deleted`;
+            }
+          }),
+        ),
+      close: async () => {
+        const tube = await first.statsTube(args.queue).catch(() => '');
+        const ready = Number(/current-jobs-ready: (\d+)/.exec(tube)?.[1] ?? 0);
+        const reserved = Number(/current-jobs-reserved: (\d+)/.exec(tube)?.[1] ?? 0);
+        await close();
+        if (ready + reserved !== 0) throw new Error(`${ready} ready and ${reserved} reserved jobs left after the drain`);
+      },
+    };
+  }
+  if (args.phase === 'latency') {
+    await first.use(args.queue);
+    await consumer(first);
+    let times;
+    return {
+      server,
+      run: async () => {
+        times = await roundTrips(args.jobs, async () => {
+          await put(first);
+          await reserveAndDelete(first);
+        });
+      },
+      times: () => times,
+      close,
+    };
+  }
+  throw new Error(`unknown phase ${args.phase}`);
+}
 
 // ----------------------------------------------------------------
 
@@ -404,6 +576,7 @@ const PEERS = {
   bullmq: [bullmq, 'bullmq'],
   'pg-boss': [pgBoss, 'pg-boss'],
   rabbitmq: [rabbitmq, 'amqplib'],
+  beanstalkd: [beanstalkd, 'jackd'],
 };
 
 async function main() {
