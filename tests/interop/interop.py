@@ -5,8 +5,9 @@ own and the worker's high-level Worker handles them; the test then checks that e
 with the same job type, payload bytes, encoding, custom metadata (with their types: an int stays an
 int, a float a float) and traceparent, that the server holds none of them any more (each was acked),
 and, when the server has the Consume stream, that the Worker of every agent that streams took them
-over the stream (its `work` answer says `"streamed": true`). The agents' interface is described in
-README.md.
+over the stream: the server's Prometheus endpoint counts no Reserve call while it works (an agent
+that also reports `"streamed"` in its `work` answer must agree). The agents' interface is
+described in README.md.
 
 Run by run.sh, which builds the agents; the environment names the pieces:
   SEPP_BIN                   the server binary (started on port 0 with a temporary data directory)
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +66,8 @@ def start_server(data_dir):
         'listen_addr = "127.0.0.1:0"\n'
         f"db_path = {json.dumps(str(Path(data_dir) / 'data'))}\n\n"
         "[admin]\nenabled = false\n\n"
-        '[storage]\npersist_mode = "buffer"\n'
+        '[storage]\npersist_mode = "buffer"\n\n'
+        '[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = "127.0.0.1:0"\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("SEPP_")}
     env["RUST_LOG"] = "sepp=info"
@@ -76,20 +79,33 @@ def start_server(data_dir):
         env=env,
         text=True,
     )
-    port = None
+    port = metrics_port = None
     for line in server.stdout:
         line = re.sub(r"\x1b\[[0-9;]*m", "", line)
-        if "queue server listening" in line:
-            match = re.search(r"127\.0\.0\.1:(\d+)", line)
-            if match:
-                port = int(match.group(1))
-                break
-    if port is None:
+        match = re.search(r"127\.0\.0\.1:(\d+)", line)
+        if match and "queue server listening" in line:
+            port = int(match.group(1))
+        elif match and "prometheus metrics endpoint listening" in line:
+            metrics_port = int(match.group(1))
+        if port is not None and metrics_port is not None:
+            break
+    if port is None or metrics_port is None:
         server.kill()
         raise SystemExit("interop: the server exited before it was listening")
     # Keep draining its output so it never blocks on a full pipe.
     threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
-    return server, f"127.0.0.1:{port}"
+    return server, f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}/metrics"
+
+
+def reserve_calls(metrics_url):
+    """How many Reserve calls the server has answered: a Worker on the Consume stream makes none."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("sepp_requests_total{") and 'method="Reserve"' in line
+    )
 
 
 def spec_for(producer, worker):
@@ -137,22 +153,24 @@ def same_typed(expected, actual):
     return type(expected) is type(actual) and expected == actual
 
 
-def check_pair(producer, worker, addr, workdir, features):
+def check_pair(producer, worker, addr, metrics_url, workdir, features):
     queue = f"interop-{producer['name']}-to-{worker['name']}"
     jobs = spec_for(producer["name"], worker["name"])
     spec_path = Path(workdir) / f"{queue}.json"
     spec_path.write_text(json.dumps({"jobs": jobs}))
     job_ids = run_agent(producer, "produce", addr, queue, "--spec", str(spec_path))["job_ids"]
+    reserves_before = reserve_calls(metrics_url)
     answer = run_agent(worker, "work", addr, queue, "--count", str(len(jobs)))
+    streamed = reserve_calls(metrics_url) == reserves_before
     seen = answer["jobs"]
     problems = []
-    # Over the stream whenever both sides can; with reserve calls otherwise.
+    # Over the stream whenever both sides can (the server answered no Reserve call meanwhile);
+    # with reserve calls otherwise. An agent that reports `streamed` must agree.
     expected = bool(worker["streams"] and "consume" in features)
-    if answer.get("streamed", False) is not expected:
-        problems.append(
-            f"{worker['name']}'s Worker reported streamed={answer.get('streamed')!r}, expected {expected}"
-            " (an agent reports `streamed` in its work answer)"
-        )
+    if streamed is not expected:
+        problems.append(f"{worker['name']}'s Worker streamed={streamed} (Reserve calls seen), expected {expected}")
+    if "streamed" in answer and answer["streamed"] is not streamed:
+        problems.append(f"{worker['name']}'s Worker reported streamed={answer['streamed']!r}, the server saw {streamed}")
     if "cancel" in features:
         unsettled = run_agent(our_python(), "settled", addr, queue, "--ids", ",".join(job_ids))["unsettled"]
         if unsettled:
@@ -176,7 +194,7 @@ def main():
     chosen = agents()
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="sepp-interop-") as workdir:
-        server, addr = start_server(workdir)
+        server, addr, metrics_url = start_server(workdir)
         try:
             features = run_agent(our_python(), "info", addr, "-")["features"]
             if "consume" not in features:
@@ -186,7 +204,7 @@ def main():
             for producer, worker in itertools.product(chosen, chosen):
                 pair = f"{producer['name']} -> {worker['name']}"
                 try:
-                    problems = check_pair(producer, worker, addr, workdir, features)
+                    problems = check_pair(producer, worker, addr, metrics_url, workdir, features)
                 except (AssertionError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as error:
                     problems = [str(error)]
                 if problems:
