@@ -297,6 +297,9 @@ pub async fn run_shared_phase(
             let worker = sepp_client::worker::Worker::new(client.clone(), [queue.to_string()], Duration::from_secs(60))
                 .map_err(|error| BenchError::Unexpected(error.to_string()))?
                 .with_max_in_flight(concurrency.max(1))
+                // SEPP_BENCH_WORKER_STREAMING=0 keeps the Worker on Reserve and Ack calls, to
+                // compare it with the Consume stream it uses by default.
+                .with_streaming(std::env::var("SEPP_BENCH_WORKER_STREAMING").as_deref() != Ok("0"))
                 .handle("bench", move |_payload, _ctx| {
                     // The last job stops the Worker, which then finishes (acks) what it holds.
                     if counter.fetch_add(1, Ordering::Relaxed) + 1 == jobs
