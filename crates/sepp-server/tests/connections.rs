@@ -192,13 +192,17 @@ async fn connections_past_max_connections_are_closed_at_once_and_counted() {
     .await;
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind port 0").local_addr().expect("address").port()
+/// Four distinct free ports: every listener is held until all are bound, so the system never
+/// hands out one twice.
+fn free_ports() -> (u16, u16, u16, u16) {
+    let bound: Vec<TcpListener> = (0..4).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind port 0")).collect();
+    let port = |index: usize| bound[index].local_addr().expect("address").port();
+    (port(0), port(1), port(2), port(3))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_server_restarts_at_once_on_the_same_ports() {
-    let (queue, admin, metrics, cluster) = (free_port(), free_port(), free_port(), free_port());
+    let (queue, admin, metrics, cluster) = free_ports();
     let mut server = TestServer::start(&format!(
         "[server]\nlisten_addr = \"127.0.0.1:{queue}\"\n\n\
          [admin]\nenabled = true\nlisten_addr = \"127.0.0.1:{admin}\"\n\n\

@@ -309,6 +309,7 @@ async fn reflection_lists_and_describes_the_queue_service() {
             "PauseQueue",
             "ResumeQueue",
             "ListPauses",
+            "Consume",
         ]);
     }
     assert_eq!(methods, expected);
