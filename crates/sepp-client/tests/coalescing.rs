@@ -8,10 +8,9 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::{Server, eventually, unique};
+use common::{Server, calls, unique};
 use sepp_client::client::{EnqueueError, LeaseError, SeppClient};
 use sepp_client::{EnqueueRequest, JobRejection, ReserveOptions};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const METRICS: &str = "[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n";
 
@@ -27,30 +26,6 @@ fn server_with_metrics(tail: &str) -> Server {
 /// The server's count of successful `EnqueueBatch` calls, read from its Prometheus endpoint.
 async fn enqueue_calls(server: &Server) -> u64 {
     calls(server, "EnqueueBatch").await
-}
-
-/// The server's count of successful calls of `method`, read from its Prometheus endpoint.
-async fn calls(server: &Server, method: &str) -> u64 {
-    let port = eventually("the prometheus endpoint's address", || async {
-        server
-            .logs()
-            .lines()
-            .find(|line| line.contains("prometheus metrics endpoint listening"))
-            .and_then(common::loopback_port)
-    })
-    .await;
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).await.unwrap();
-    let label = format!("method=\"{method}\"");
-    text.lines()
-        .filter(|line| {
-            line.starts_with("sepp_requests_total{") && line.contains(&label) && line.contains("outcome=\"ok\"")
-        })
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|value| value as u64)
-        .sum()
 }
 
 async fn reserve_all(client: &SeppClient, queue: &str, max: u32) -> usize {

@@ -10,11 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Server, eventually, signalled, unique};
+use common::{Server, calls, eventually, signalled, unique};
 use sepp_client::EnqueueRequest;
 use sepp_client::client::SeppClient;
 use sepp_client::worker::{ShutdownHandle, Worker};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -43,30 +42,6 @@ impl Running {
             .expect("the worker stops")
             .expect("run does not panic");
     }
-}
-
-/// The server's count of successful calls of `method`, from its Prometheus endpoint.
-async fn calls(server: &Server, method: &str) -> u64 {
-    let port = eventually("the prometheus endpoint's address", || async {
-        server
-            .logs()
-            .lines()
-            .find(|line| line.contains("prometheus metrics endpoint listening"))
-            .and_then(common::loopback_port)
-    })
-    .await;
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).await.unwrap();
-    let label = format!("method=\"{method}\"");
-    text.lines()
-        .filter(|line| {
-            line.starts_with("sepp_requests_total{") && line.contains(&label) && line.contains("outcome=\"ok\"")
-        })
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|value| value as u64)
-        .sum()
 }
 
 async fn consume_offered(client: &SeppClient) {

@@ -174,3 +174,29 @@ pub async fn signalled<T>(what: &str, receiver: &mut tokio::sync::mpsc::Unbounde
         Err(_) => panic!("timed out waiting for {what}"),
     }
 }
+
+/// The server's count of successful calls of `method`, read from its Prometheus endpoint (the
+/// server must have been started with it on, as `[metrics] prometheus_enabled = true`).
+pub async fn calls(server: &Server, method: &str) -> u64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let port = eventually("the prometheus endpoint's address", || async {
+        server
+            .logs()
+            .lines()
+            .find(|line| line.contains("prometheus metrics endpoint listening"))
+            .and_then(loopback_port)
+    })
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    let label = format!("method=\"{method}\"");
+    text.lines()
+        .filter(|line| {
+            line.starts_with("sepp_requests_total{") && line.contains(&label) && line.contains("outcome=\"ok\"")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|value| value as u64)
+        .sum()
+}
