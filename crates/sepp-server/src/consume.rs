@@ -16,7 +16,7 @@ use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, Stream, StreamExt};
 use sepp_core::validate::{self, ReservePlan};
 use sepp_core::{JobId, TimeMs};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Span;
 
@@ -150,12 +150,7 @@ impl Session {
 
     /// Parks a Reserve for as many jobs as the credits allow.
     async fn reserve(api: Arc<QueueApi>, plan: ReservePlan) -> Result<Vec<Loaded<sepp_core::Delivery>>, ApiError> {
-        let (reply, answer) = oneshot::channel();
-        api.committer.send(Command::Reserve { plan, reply }).await?;
-        answer.await.map_err(|dropped| match &api.cluster {
-            Some(_) => crate::cluster::ClusterGate::lost_leadership().into(),
-            None => dropped.into(),
-        })
+        api.ask(|reply| Command::Reserve { plan, reply }).await
     }
 
     /// Sends a message to the worker; false once it is gone.
@@ -256,9 +251,10 @@ impl Session {
                                 break None;
                             }
                         }
+                        // In cluster mode a leader that stepped down names the new one.
                         Err(error) => {
-                            let status = Status::from(error);
-                            break Some(if self.api.cluster.is_some() { self.not_serving() } else { status });
+                            let refusal = self.api.cluster.as_ref().and_then(|gate| gate.refusal());
+                            break Some(refusal.unwrap_or_else(|| Status::from(error)));
                         }
                     }
                 }

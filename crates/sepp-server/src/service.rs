@@ -96,7 +96,7 @@ impl QueueApi {
     }
 
     /// Sends `command` built around a fresh reply channel and waits for the answer.
-    async fn ask<T>(&self, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ApiError> {
+    pub(crate) async fn ask<T>(&self, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ApiError> {
         let (reply, answer) = oneshot::channel();
         self.committer.send(command(reply)).await?;
         match answer.await {

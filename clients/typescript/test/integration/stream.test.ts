@@ -21,7 +21,7 @@ import {
   Worker,
   type WorkerOptions,
 } from "../../src/index.js";
-import { deferred, freshQueue, RecordingLogger } from "../support/helpers.js";
+import { deferred, freshQueue, RecordingLogger, within } from "../support/helpers.js";
 import { PROMETHEUS, TestServer } from "../support/server.js";
 import { type MethodName, redirectTo, type StubAnswer, StubServer } from "../support/stub-server.js";
 
@@ -50,19 +50,6 @@ function worker(on: SeppClient, queue: string, options: Partial<WorkerOptions> =
     logger: new RecordingLogger(),
     ...options,
   });
-}
-
-/** `promise`, or a rejection naming `what` if it has not settled within 20 s. */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out waiting for: ${what}`)), 20_000);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

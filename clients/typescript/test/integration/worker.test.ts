@@ -14,7 +14,7 @@ import {
   Worker,
   type WorkerOptions,
 } from "../../src/index.js";
-import { deferred, freshQueue, RecordingLogger } from "../support/helpers.js";
+import { deferred, freshQueue, RecordingLogger, within } from "../support/helpers.js";
 import { TestServer } from "../support/server.js";
 
 let server: TestServer;
@@ -50,19 +50,6 @@ async function hasReadyJob(queue: string): Promise<boolean> {
 }
 
 const SETTLE_FAILURE = /^(ack|nack) failed/;
-
-/** `promise`, or a rejection naming `what` if it has not settled within 20 s. */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out waiting for: ${what}`)), 20_000);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 describe("Worker", () => {
   test("handlers receive payload and context, and returning acks the job", async () => {

@@ -56,3 +56,16 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
   });
   return { promise, resolve };
 }
+
+/** `promise`, or a rejection naming `what` if it has not settled within 20 s. */
+export async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for: ${what}`)), 20_000);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
