@@ -15,9 +15,11 @@
 //! - [`clients`]: the client libraries (Rust, TypeScript, Python, sepp-py 0.1) side by side on
 //!   one server, each through its own benchmark program.
 //! - [`results`], [`report`], [`chart`]: the raw results (JSON), the Markdown tables, the SVG.
-//! - [`peers`], [`peers_report`]: sepp beside BullMQ, pg-boss, RabbitMQ and NATS JetStream, each
-//!   through its own client from a driver program; their tables and chart.
+//! - [`peers`], [`peers_report`]: sepp beside BullMQ, pg-boss, RabbitMQ, NATS JetStream and
+//!   beanstalkd, each through its own client from a driver program; their tables and chart.
+//! - [`nats_driver`]: the NATS JetStream driver (async-nats), which speaks the drivers' protocol.
 //! - [`admin_cost`]: what the admin listener costs (load with it off and on, listing calls).
+//! - [`obs_cost`]: what metrics and tracing cost (load with each off and on).
 //!
 //! The binary (`src/main.rs`) is the command line around these; `benches/core.rs` measures
 //! `sepp-core` alone.

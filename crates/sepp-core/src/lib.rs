@@ -9,8 +9,11 @@
 //! - [`limits`]: the resolved per-queue and server-wide limits ([`Policy`]).
 //! - [`types`]: jobs, payloads, dead letters.
 //! - [`validate`]: request checks that need no state (enqueue stages A to C, reserve clamps).
-//! - [`State`] (in `state`): the indexes and [`State::apply`], the only function that changes them.
+//! - [`State`] (in `state`): the indexes and [`State::apply`], the only function that changes the
+//!   queue's data (payload placement, the policy and this process's totals are set beside it).
+//! - `jobs`: the table of live jobs; `keyed`: the per-key limit groups and their buckets.
 //! - `enqueue`, `lease`, `sweep`: the operations, each deciding and then applying records.
+//! - [`errors`]: rejections, lease errors and whole-call errors (values, not I/O errors).
 //! - [`retry`]: the nack retry policy.
 //! - [`record`]: the records an operation produces, which the server writes to its log.
 //! - [`peek`]: read-only listings, counts and lookups for the admin API, each one bounded.
@@ -18,6 +21,7 @@
 //! - [`audit`]: the bounded audit log of operator actions.
 //! - [`cancel`]: cancelling a job by id, whatever it is doing.
 //! - [`schedule`]: recurring schedules that fire a job template on a cron expression or interval.
+//! - [`snapshot`]: the whole state as records, for checkpoints and cluster snapshots.
 //! - [`totals`]: per-queue totals since start, for the dashboard.
 
 pub mod admin;

@@ -1,8 +1,10 @@
 //! Records: the state changes the queue makes, in the order it makes them.
 //!
-//! Every mutation of [`crate::State`] is expressed as a record and applied through
-//! [`crate::State::apply`], live and on replay alike, so replaying the records of a run rebuilds
-//! exactly the state that run had. Records carry results, not requests: a replay with a changed
+//! Every change to the queue's data (jobs, leases, dead letters, keys, pauses, schedules,
+//! buckets) is expressed as a record and applied through [`crate::State::apply`], live and on
+//! replay alike, so replaying the records of a run rebuilds exactly the state that run had. (The
+//! per-process totals of `totals`, where payload bytes sit and the policy in force are not
+//! records: a replay does not rebuild them.) Records carry results, not requests: a replay with a changed
 //! configuration still reproduces the same state.
 
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! The queue state and its indexes. Every change to the queue goes through [`State::apply`] with
-//! a record; the other mutators only say where payload bytes now are (`place_payload`) or which
-//! rules apply from now on (`set_policy`), and neither is part of what a replay must rebuild.
+//! a record; the other mutators only say where payload bytes now are (`place_payload`), which
+//! rules apply from now on (`set_policy`), or count this process's totals (`count_totals`, see
+//! `totals`), and none of them is part of what a replay must rebuild.
 //!
 //! The operations (enqueue, reserve, lease settlement, sweep, drain) live in their own modules;
 //! each decides what happens and then calls `apply` with the records of its decision. Nothing

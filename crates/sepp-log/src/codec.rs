@@ -2,8 +2,9 @@
 //!
 //! Little-endian fixed-width integers, length-prefixed strings and bytes, one tag byte per
 //! record and per optional value. The encoding is internal to the data directory; the format
-//! version (the data directory's `FORMAT` file, see `durable`) changes whenever it does. Decoding never panics on any input: every
-//! malformed byte sequence is a [`DecodeError`].
+//! version (the data directory's `FORMAT` file, written and checked in `durable/files.rs`)
+//! changes whenever it does. Decoding never panics on any input: every malformed byte sequence
+//! is a [`DecodeError`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -10,7 +10,10 @@
 //!
 //! - `codec`: the binary encoding of one record.
 //! - `frame`: a checksummed group of records (one committer cycle).
-//! - `durable`: segments, checkpoints, recovery and reclaiming.
+//! - `durable`: segments, checkpoints, recovery and reclaiming (files, the preparer and syncer
+//!   threads, replay).
+//! - [`Relocations`] (in `relocations`): where a finished checkpoint moved payloads to, handed to
+//!   the committer a slice per cycle.
 
 pub mod codec;
 pub mod frame;

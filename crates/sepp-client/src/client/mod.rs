@@ -1,6 +1,9 @@
-//! The connection and the eight calls: [`SeppClient`] with its producer half (`enqueue*`) and
-//! consumer half (`reserve`, `ack`, `nack`, `extend`), server info and dead-letter drains; plus
-//! its builder, errors, and retry policy.
+//! The connection and its calls: [`SeppClient`] with its producer half (`enqueue`,
+//! `enqueue_batch`, `enqueue_atomic`, `cancel`), its consumer half (`reserve`, `ack`, `nack`,
+//! `extend`; a Worker's `Consume` stream is the Worker's own), schedules (`upsert_schedule`,
+//! `delete_schedule`, `list_schedules`), pauses (`pause_queue`, `resume_queue`, `list_pauses`),
+//! server info and dead-letter drains; plus its builder, errors, retry policy and the
+//! coalescing of concurrent enqueues and acks (`coalesce`).
 //!
 //! Every call runs in a `tracing` span named `sepp.<call>` (`otel.kind = "client"`), carries
 //! the current trace context as `traceparent`/`tracestate` metadata (with the `opentelemetry`
