@@ -6,10 +6,14 @@
 //! place and attempt, on depths and on the next deadline, and never have one job under two live
 //! leases. At the end of each run, replaying its records into a fresh state must rebuild it.
 //!
+//! `operations.rs` runs every other operation (cancels, pauses, limits, schedules, admin actions)
+//! and checks the rules that bound them after every step.
+//!
 //! A failure prints its seed. `SEPP_CORE_SEED=<n>` reruns one seed; `SEPP_CORE_SEEDS=<n>` changes
 //! how many seeds run (default 200).
 
 mod model;
+mod operations;
 mod rng;
 
 use std::cmp::Reverse;
