@@ -287,6 +287,12 @@
 //! no call for `drain_dead_letters(_, 0)`, refuses jobs without `enqueued_at` or
 //! `lease_expires_at`, and nacks unhandled or crashed jobs with a backoff instead of an
 //! immediate retry.
+
+// No unsafe code here; a panic in the library is a bug with a message (`expect` says what was
+// assumed).
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
 pub mod client;

@@ -22,6 +22,12 @@
 //! - `local`: loopback listeners and memberships for nodes in one process (the tests').
 //! - `replicated_log`: `sepp_log::Log` for a leader's committer: cycles proposed as entries.
 
+// No unsafe code here; a panic in the library is a bug with a message (`expect` says what was
+// assumed).
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 mod entry;
 pub mod local;
 mod log_store;

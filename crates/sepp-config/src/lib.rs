@@ -18,6 +18,12 @@
 //! - `example`: the commented example file (`sepp config example`).
 //! - `watch`: the file watcher that triggers hot reloads.
 
+// No unsafe code here; a panic in the library is a bug with a message (`expect` says what was
+// assumed).
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 mod env;
 mod example;
 mod hosts;

@@ -24,6 +24,12 @@
 //! - [`snapshot`]: the whole state as records, for checkpoints and cluster snapshots.
 //! - [`totals`]: per-queue totals since start, for the dashboard.
 
+// No unsafe code here; a panic in the library is a bug with a message (`expect` says what was
+// assumed).
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod admin;
 pub mod audit;
 pub mod cancel;

@@ -15,6 +15,10 @@
 //! - [`Relocations`] (in `relocations`): where a finished checkpoint moved payloads to, handed to
 //!   the committer a slice per cycle.
 
+// A panic in the library is a bug with a message: `expect` says what was assumed.
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod codec;
 pub mod frame;
 

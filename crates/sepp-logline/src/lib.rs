@@ -3,6 +3,12 @@
 //! when piped (docs/operations.md#log-lines), and a server started on port 0 names the port it bound in its
 //! `queue server listening` line.
 
+// No unsafe code here; a panic in the library is a bug with a message (`expect` says what was
+// assumed).
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 /// `line` without its ANSI escape sequences.
 pub fn strip_ansi(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
