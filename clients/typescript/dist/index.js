@@ -6340,6 +6340,13 @@ function api() {
 var NO_SPAN = { setAttribute() {
 }, fail() {
 } };
+var noopProvider;
+function tracing(otel) {
+  noopProvider ??= new otel.ProxyTracerProvider().getDelegate();
+  const provider = otel.trace.getTracerProvider();
+  const delegate = typeof provider.getDelegate === "function" ? provider.getDelegate() : provider;
+  return delegate !== noopProvider;
+}
 function tracer(otel) {
   return otel.trace.getTracer("sepp-js", VERSION);
 }
@@ -6362,7 +6369,7 @@ function clean(attributes) {
 }
 async function inClientSpan(name, attributes, call) {
   const otel = api();
-  if (otel === null) return call(NO_SPAN);
+  if (otel === null || !tracing(otel)) return call(NO_SPAN);
   const options = { kind: otel.SpanKind.CLIENT, attributes: clean(attributes) };
   return tracer(otel).startActiveSpan(name, options, async (span) => {
     const handle2 = settle(span, otel);
@@ -6378,7 +6385,7 @@ async function inClientSpan(name, attributes, call) {
 }
 async function inProcessSpan(attributes, producer, call) {
   const otel = api();
-  if (otel === null) return call(NO_SPAN);
+  if (otel === null || !tracing(otel)) return call(NO_SPAN);
   const links = [];
   const parsed = producer === void 0 ? void 0 : parseTraceparent(producer.traceparent);
   if (parsed !== void 0) {

@@ -3,7 +3,7 @@
  * `sepp.<call>`, the active span's W3C context is sent as `traceparent`/`tracestate` metadata and
  * stamped onto enqueued jobs that have none, and the Worker runs each job in a consumer span
  * `sepp.process` linked to the producer's span. Without the package (or without a registered tracer
- * provider, where the API hands out no-op spans) all of this does nothing.
+ * provider, where the API would hand out no-op spans, so none is started) all of this does nothing.
  *
  * The API is loaded with `require` from this file's location, so an application's own copy is
  * found; the API keeps its providers on a process-wide global, so the application's registrations
@@ -47,6 +47,24 @@ export interface SpanHandle {
 
 const NO_SPAN: SpanHandle = { setAttribute() {}, fail() {} };
 
+let noopProvider: Api.TracerProvider | undefined;
+
+/**
+ * Whether a tracer provider is registered. Without one the API hands out non-recording spans that
+ * carry their parent's context, so running a call in one changes nothing a caller could see (the
+ * context sent and stamped is the same either way) and costs a few microseconds a call: skip it.
+ * The registered provider is the registering copy's proxy with a delegate; with none, the global
+ * is our own proxy, whose delegate is the API's no-op singleton.
+ */
+function tracing(otel: OtelApi): boolean {
+  noopProvider ??= new otel.ProxyTracerProvider().getDelegate();
+  const provider = otel.trace.getTracerProvider() as Api.TracerProvider & {
+    getDelegate?: () => Api.TracerProvider;
+  };
+  const delegate = typeof provider.getDelegate === "function" ? provider.getDelegate() : provider;
+  return delegate !== noopProvider;
+}
+
 function tracer(otel: OtelApi): Api.Tracer {
   return otel.trace.getTracer("sepp-js", VERSION);
 }
@@ -77,7 +95,7 @@ export async function inClientSpan<T>(
   call: (span: SpanHandle) => Promise<T>,
 ): Promise<T> {
   const otel = api();
-  if (otel === null) return call(NO_SPAN);
+  if (otel === null || !tracing(otel)) return call(NO_SPAN);
   const options = { kind: otel.SpanKind.CLIENT, attributes: clean(attributes) };
   return tracer(otel).startActiveSpan(name, options, async (span) => {
     const handle = settle(span, otel);
@@ -102,7 +120,7 @@ export async function inProcessSpan<T>(
   call: (span: SpanHandle) => Promise<T>,
 ): Promise<T> {
   const otel = api();
-  if (otel === null) return call(NO_SPAN);
+  if (otel === null || !tracing(otel)) return call(NO_SPAN);
   const links: Api.Link[] = [];
   const parsed = producer === undefined ? undefined : parseTraceparent(producer.traceparent);
   if (parsed !== undefined) {
