@@ -42,7 +42,7 @@ pub fn status(metrics: &RaftMetrics<u64, NodeAddr>, me: &NodeAddr) -> ClusterSta
         .collect();
     ClusterStatus {
         node_id: metrics.id,
-        role: role(metrics.state).into(),
+        role: role_of(metrics).into(),
         term: metrics.current_term,
         leader_id: metrics.current_leader,
         last_log_index: metrics.last_log_index,
@@ -53,6 +53,18 @@ pub fn status(metrics: &RaftMetrics<u64, NodeAddr>, me: &NodeAddr) -> ClusterSta
         this_node: Some(member(metrics.id, me)),
         fingerprint: None,
         fingerprint_index: None,
+    }
+}
+
+/// This node's role as `sepp cluster status` and the APIs name it: `leader` only for a leader a
+/// majority has acknowledged. Raft restores a leader's state from its own saved vote, so a node
+/// restarted while the others are down believes it leads with nobody to confirm it; it commits
+/// nothing and serves nothing, and is reported as a `candidate` (it waits for a majority) until
+/// a majority answers it.
+pub fn role_of(metrics: &RaftMetrics<u64, NodeAddr>) -> &'static str {
+    match metrics.state {
+        ServerState::Leader if metrics.millis_since_quorum_ack.is_none() => "candidate",
+        state => role(state),
     }
 }
 

@@ -35,7 +35,13 @@ pub async fn follow_leadership(raft: Raft, machine: StateMachine, committer: Com
             if raft.ensure_linearizable().await.is_err() {
                 // No quorum confirmed the leadership (a node restarted alone believes it still
                 // leads). Raft's metrics change many times a second, so retrying on each change
-                // would spin (and log thousands of errors a second): wait, longer each time.
+                // would spin (and log thousands of errors a second): wait, longer each time, and
+                // say so once.
+                if retry == CONFIRM_RETRY_MIN {
+                    tracing::warn!(
+                        "Raft elected this node, but no majority confirms it leads (are the other nodes down?); not serving until one does"
+                    );
+                }
                 tokio::time::sleep(retry).await;
                 retry = (retry * 2).min(CONFIRM_RETRY_MAX);
                 if metrics.has_changed().is_err() {

@@ -193,6 +193,26 @@ pub async fn run(
     };
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
+    if gate.is_some() {
+        // In cluster mode the queue service is SERVING only while this node serves it: it leads
+        // and a majority confirmed it. A follower (and a node that believes it leads with nobody
+        // to confirm it) refuses queue calls, so it says NOT_SERVING; the server as a whole ("")
+        // stays SERVING.
+        let mut leading = committer.leading();
+        let reporter = health_reporter.clone();
+        tokio::spawn(async move {
+            loop {
+                if *leading.borrow_and_update() {
+                    reporter.set_serving::<QueueServiceServer<QueueApi>>().await;
+                } else {
+                    reporter.set_not_serving::<QueueServiceServer<QueueApi>>().await;
+                }
+                if leading.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
     let (stop_streams, stopping_streams) = tokio::sync::watch::channel(false);
     let api = QueueApi {
         committer: committer.clone(),

@@ -114,6 +114,60 @@ async fn a_node_started_again_after_a_kill_says_it_rejoins_its_cluster() {
     }
 }
 
+/// The queue service's health on node `id`, once it is `expected` (each change of leadership
+/// reaches the health service a moment after the committer's own word); panics at the deadline.
+async fn wait_for_queue_health(cluster: &TestCluster, id: u64, expected: i32) {
+    use tonic_health::pb::health_client::HealthClient;
+    let started = Instant::now();
+    loop {
+        let mut health = HealthClient::new(cluster.node(id).channel().await);
+        let request = tonic_health::pb::HealthCheckRequest { service: "sepp.v1.QueueService".into() };
+        let status = health.check(request).await.expect("health answers").into_inner().status;
+        if status == expected {
+            return;
+        }
+        assert!(started.elapsed() < ELECTION_TIMEOUT, "node {id}'s queue service stayed {status}, not {expected}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Raft restores a leader from its own saved vote, so the leader of a cluster whose two other
+/// nodes are down, restarted alone, believes it leads with nobody to confirm it. It must not
+/// say so: `sepp cluster status` and GetServerInfo call it a candidate, its queue service's
+/// health is NOT_SERVING (the leader's was SERVING, a follower's NOT_SERVING), and a queue call
+/// is refused UNAVAILABLE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_restarted_without_a_majority_never_says_it_leads() {
+    const SERVING: i32 = tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
+    const NOT_SERVING: i32 = tonic_health::pb::health_check_response::ServingStatus::NotServing as i32;
+    let mut cluster = TestCluster::start(3, "", "");
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    wait_for_queue_health(&cluster, leader, SERVING).await;
+    let followers: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+    wait_for_queue_health(&cluster, followers[0], NOT_SERVING).await;
+    assert_eq!(cluster.status(leader, false).await.expect("status").role, "leader");
+
+    for follower in &followers {
+        cluster.node_mut(*follower).sigkill_and_wait();
+    }
+    let node = cluster.node_mut(leader);
+    node.sigkill_and_wait();
+    node.start_again();
+    // Raft made it leader again from its vote, and nobody confirms it.
+    let node = cluster.node(leader);
+    node.wait_for_log("no majority confirms it leads", ELECTION_TIMEOUT).await.expect("a word on its leadership");
+
+    let status = cluster.status(leader, false).await.expect("status");
+    assert_eq!(status.role, "candidate", "{status:?}");
+    let mut client = node.raw_client().await;
+    let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("answers").into_inner();
+    assert_eq!(info.cluster.expect("a cluster node").role, "candidate");
+    wait_for_queue_health(&cluster, leader, NOT_SERVING).await;
+    let job = crash_load::new_job("q", b"to nobody");
+    let refused = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+}
+
 /// Producers, workers and a canceller run against the leader while it is killed with SIGKILL
 /// 20 times (and started again, as a follower). Afterwards every acknowledged enqueue that was
 /// not cancelled was delivered, nothing was delivered after its ack or cancel was acknowledged,
