@@ -51,12 +51,12 @@ use sepp_core::AuditEntry;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-use crate::committer::{Clock, CommitterHandle};
 use crate::live::LiveConfig;
 use crate::logtext::Bounded;
 use access::{Actor, Sessions};
 use errors::AdminResult;
 use events::Event;
+use sepp_engine::{Clock, CommitterHandle};
 use stats::StatsHub;
 use workers::Workers;
 
