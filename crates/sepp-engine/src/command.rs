@@ -231,7 +231,8 @@ fn load_all<T>(log: &mut dyn Log, items: Vec<T>, job: impl Fn(&T) -> &Job) -> Op
                 Some(PayloadData::Stored(stored)) => match log.read_payload(stored) {
                     Ok(bytes) => Some(bytes),
                     Err(error) => {
-                        tracing::error!(target: crate::LOG_TARGET,
+                        tracing::error!(
+                            target: crate::LOG_TARGET,
                             %error,
                             job_id = %job(&value).id,
                             "reading a payload back from the log failed"

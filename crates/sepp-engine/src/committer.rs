@@ -324,7 +324,12 @@ impl Committer {
                 if jobs.is_empty() && plan.wait_ms > 0 && !self.closing {
                     let deadline_ms = now_ms.saturating_add(plan.wait_ms as TimeMs);
                     // Tests (and an operator at debug level) wait on this line, not on a sleep.
-                    tracing::debug!(target: crate::LOG_TARGET, queues = plan.queues.len(), wait_ms = plan.wait_ms, "reserve parked");
+                    tracing::debug!(
+                        target: crate::LOG_TARGET,
+                        queues = plan.queues.len(),
+                        wait_ms = plan.wait_ms,
+                        "reserve parked"
+                    );
                     self.waiters.push_back(Waiter { plan, deadline_ms, reply });
                     return;
                 }

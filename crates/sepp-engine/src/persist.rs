@@ -119,7 +119,11 @@ impl Committer {
             && let Err(error) = self.log.reclaim()
         {
             // The old files stay until a later cycle manages; nothing acknowledged is at stake.
-            tracing::warn!(target: crate::LOG_TARGET, %error, "deleting log files a checkpoint replaced failed; trying again next cycle");
+            tracing::warn!(
+                target: crate::LOG_TARGET,
+                %error,
+                "deleting log files a checkpoint replaced failed; trying again next cycle"
+            );
         }
     }
 
@@ -129,7 +133,11 @@ impl Committer {
     /// dropped the pages it could not write, and a second sync could report success for them.
     /// The server sees the reason through [`CommitterHandle::poisoned`] and exits with an error.
     pub(crate) fn poisoned(&mut self, error: &std::io::Error) {
-        tracing::error!(target: crate::LOG_TARGET, %error, "persisting the log failed; storage is poisoned and the server stops");
+        tracing::error!(
+            target: crate::LOG_TARGET,
+            %error,
+            "persisting the log failed; storage is poisoned and the server stops"
+        );
         self.answers.clear();
         self.pending.clear();
         self.records.clear();

@@ -64,24 +64,41 @@ impl Committer {
 
 fn log_sweep(report: &SweepReport) {
     for job_id in &report.lease_dead_lettered {
-        tracing::warn!(target: crate::LOG_TARGET, %job_id, "job dead-lettered after its lease expired on the final attempt");
+        tracing::warn!(
+            target: crate::LOG_TARGET,
+            %job_id,
+            "job dead-lettered after its lease expired on the final attempt"
+        );
     }
     for firing in &report.schedule_firings {
         use sepp_core::schedule::FiringOutcome;
         let schedule = crate::logtext::Bounded(&firing.schedule_id);
         match &firing.outcome {
             FiringOutcome::Fired(job_id) => {
-                tracing::debug!(target: crate::LOG_TARGET, %schedule, slot_ms = firing.slot_ms, %job_id, "schedule fired")
+                tracing::debug!(
+                    target: crate::LOG_TARGET,
+                    %schedule,
+                    slot_ms = firing.slot_ms,
+                    %job_id,
+                    "schedule fired"
+                )
             }
-            FiringOutcome::SkippedOverlap => tracing::info!(target: crate::LOG_TARGET,
+            FiringOutcome::SkippedOverlap => tracing::info!(
+                target: crate::LOG_TARGET,
                 %schedule,
                 slot_ms = firing.slot_ms,
                 "schedule slot skipped: its previous job is still queued or running"
             ),
             FiringOutcome::SkippedMissed => {
-                tracing::info!(target: crate::LOG_TARGET, %schedule, slot_ms = firing.slot_ms, "schedule slot missed; its catch-up policy is none")
+                tracing::info!(
+                    target: crate::LOG_TARGET,
+                    %schedule,
+                    slot_ms = firing.slot_ms,
+                    "schedule slot missed; its catch-up policy is none"
+                )
             }
-            FiringOutcome::Refused(reason) => tracing::warn!(target: crate::LOG_TARGET,
+            FiringOutcome::Refused(reason) => tracing::warn!(
+                target: crate::LOG_TARGET,
                 %schedule,
                 slot_ms = firing.slot_ms,
                 reason = reason.as_str(),
@@ -90,10 +107,15 @@ fn log_sweep(report: &SweepReport) {
         }
     }
     if report.pauses_ended > 0 {
-        tracing::info!(target: crate::LOG_TARGET, count = report.pauses_ended, "queue pause ended; reserves serve the queue again");
+        tracing::info!(
+            target: crate::LOG_TARGET,
+            count = report.pauses_ended,
+            "queue pause ended; reserves serve the queue again"
+        );
     }
     if !report.is_empty() {
-        tracing::debug!(target: crate::LOG_TARGET,
+        tracing::debug!(
+            target: crate::LOG_TARGET,
             promoted = report.promoted.len(),
             redelivered = report.redelivered.len(),
             dedup_expired = report.dedup_expired,

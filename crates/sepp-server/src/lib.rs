@@ -17,7 +17,8 @@
 //! - [`net`]: the accept path of every listener: `SO_REUSEADDR` binds, connection limits, the
 //!   descriptor budget, handshake deadlines.
 //! - [`logtext`]: client-supplied strings cut to a bounded length for log lines (the engine's,
-//!   re-exported); [`log_limit`]: the flood guard, which holds every log call site to about a line a second.
+//!   re-exported); [`log_limit`]: the flood guard, which holds every log call site to about a
+//!   line a second.
 //! - [`telemetry`]: OpenTelemetry traces and metrics, the Prometheus endpoint.
 //! - [`memory`]: the allocator (mimalloc) of every binary that links this crate.
 //!
