@@ -131,7 +131,7 @@ impl Committer {
     /// answers are dropped, so their callers see INTERNAL), and the loop stops, so every later
     /// command fails the same way. A failed sync is never retried: the kernel may already have
     /// dropped the pages it could not write, and a second sync could report success for them.
-    /// The server sees the reason through [`CommitterHandle::poisoned`] and exits with an error.
+    /// The server sees the reason through [`crate::CommitterHandle::poisoned`] and exits with an error.
     pub(crate) fn poisoned(&mut self, error: &std::io::Error) {
         tracing::error!(
             target: crate::LOG_TARGET,
