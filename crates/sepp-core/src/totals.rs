@@ -1,9 +1,10 @@
 //! Per-queue totals since start: how many jobs each queue took in, handed out, completed, failed
 //! and lost to the dead-letter queue. They feed the admin dashboard's rates.
 //!
-//! Totals are counted only once [`crate::State::count_totals`] turned them on (the server does
-//! when its admin listener runs), at the operations themselves where the queue is at hand, and
-//! never on replay: they describe this run of the process, not the data. They are not records.
+//! Totals are counted only once [`crate::State::count_totals`] turned them on (the committer does
+//! while stats are published: when the server's admin listener or metrics run), at the
+//! operations themselves where the queue is at hand, and never on replay: they describe this run
+//! of the process, not the data. They are not records.
 
 use std::sync::Arc;
 

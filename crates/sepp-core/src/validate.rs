@@ -1,5 +1,6 @@
 //! Request validation that needs no queue state: enqueue stages A to C (docs/protocol.md#job-validation), and the
-//! argument checks and clamps of Reserve, Ack, Nack, Extend and DrainDeadLetters.
+//! argument checks and clamps of Reserve, Ack, Nack, Extend and DrainDeadLetters, and the checks
+//! of a queue pause.
 //!
 //! These functions run on the caller's task, before a command reaches the committer, so the
 //! committer only does the work that needs state (stage D). They read the policy and a `now`
@@ -23,6 +24,29 @@ pub fn queue_name_problem(name: &str, subject: &str) -> Option<String> {
     } else {
         None
     }
+}
+
+/// The longest reason kept with a queue pause, in bytes.
+pub const MAX_PAUSE_REASON_BYTES: usize = 1_024;
+
+/// What is wrong with a pause of `queue` (every queue for `ALL_QUEUES`) until `until_ms`, with
+/// `reason`, asked at `now_ms`; `None` when nothing is. Shared by the admin API and gRPC's
+/// `PauseQueue`.
+pub fn pause_problem(queue: &str, until_ms: Option<TimeMs>, reason: Option<&str>, now_ms: TimeMs) -> Option<String> {
+    if queue != crate::ALL_QUEUES
+        && let Some(problem) = queue_name_problem(queue, "queue")
+    {
+        return Some(problem);
+    }
+    if let Some(until_ms) = until_ms
+        && until_ms <= now_ms
+    {
+        return Some(format!("the pause's end {until_ms} is not in the future (the server's time is {now_ms})"));
+    }
+    if reason.is_some_and(|reason| reason.len() > MAX_PAUSE_REASON_BYTES) {
+        return Some(format!("reason is longer than {MAX_PAUSE_REASON_BYTES} bytes"));
+    }
+    None
 }
 
 /// Stages A (structure), B (strict mode) and C (limits) for one job; the first failure wins.

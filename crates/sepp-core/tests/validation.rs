@@ -1,10 +1,12 @@
-//! Enqueue validation stages A (structure), B (strict mode) and C (limits) of docs/protocol.md, and the
-//! batch-size checks of #enqueuebatch there.
+//! Enqueue validation stages A (structure), B (strict mode) and C (limits) of docs/protocol.md, the
+//! batch-size checks of #enqueuebatch there, and the checks of a queue pause.
 
 mod common;
 
 use common::{JobBuilder, declare, job, policy_with};
-use sepp_core::validate::{queue_name_problem, validate_batch_size, validate_new_job};
+use sepp_core::validate::{
+    MAX_PAUSE_REASON_BYTES, pause_problem, queue_name_problem, validate_batch_size, validate_new_job,
+};
 use sepp_core::{CallError, NewJob, Payload, Policy, Primitive, Rejection, TraceContext};
 
 const NOW_MS: i64 = 1_700_000_000_000;
@@ -513,4 +515,21 @@ fn every_rejection_has_the_label_of_spec_7_3() {
     for (rejection, label) in cases {
         assert_eq!(rejection.label(), label, "{rejection:?}");
     }
+}
+
+/// A pause names a valid queue (or every queue), ends in the future if it ends, and keeps a
+/// bounded reason; the first problem is the one reported.
+#[test]
+fn a_pause_needs_a_valid_queue_a_future_end_and_a_bounded_reason() {
+    assert_eq!(pause_problem("q", None, None, NOW_MS), None);
+    assert_eq!(pause_problem(sepp_core::ALL_QUEUES, Some(NOW_MS + 1), Some("deploy"), NOW_MS), None);
+    assert_eq!(pause_problem("..", None, None, NOW_MS), Some("queue must not be \".\" or \"..\"".to_owned()));
+    assert_eq!(
+        pause_problem("q", Some(NOW_MS), None, NOW_MS),
+        Some(format!("the pause's end {NOW_MS} is not in the future (the server's time is {NOW_MS})"))
+    );
+    let long = "x".repeat(MAX_PAUSE_REASON_BYTES + 1);
+    assert_eq!(pause_problem("q", None, Some(&long), NOW_MS), Some("reason is longer than 1024 bytes".to_owned()));
+    assert_eq!(pause_problem("q", None, Some(&long[1..]), NOW_MS), None);
+    assert_eq!(pause_problem("a/b", Some(0), Some(&long), NOW_MS), Some("queue must not contain '/'".to_owned()));
 }

@@ -21,9 +21,9 @@ use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
 use tonic::{Code, Status};
 
-use crate::committer::Clock;
 use crate::live::LiveConfig;
 use crate::throttle::{Answer, AuthThrottle, Client, Listener};
+use sepp_engine::Clock;
 
 const MISSING: &str = "missing API key; expected an `authorization: Bearer <key>` header";
 const INVALID: &str = "invalid API key";

@@ -12,7 +12,7 @@
 use sepp_cluster::{Raft, ReplicatedLog, StateMachine};
 use tokio::runtime::Handle;
 
-use crate::committer::{Command, CommitterHandle};
+use sepp_engine::{Command, CommitterHandle};
 
 /// The first wait after a leader failed to confirm its leadership; it doubles with each failure
 /// in a row, up to [`CONFIRM_RETRY_MAX`].

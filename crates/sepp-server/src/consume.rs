@@ -20,11 +20,11 @@ use tokio::sync::{broadcast, mpsc};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Span;
 
-use crate::committer::{Command, Loaded};
 use crate::convert;
 use crate::proto::v1 as pb;
 use crate::service::QueueApi;
 use crate::status::{ApiError, call_status};
+use sepp_engine::{Command, Loaded};
 
 /// What a Consume call answers with.
 pub type ConsumeStream = Pin<Box<dyn Stream<Item = Result<pb::ConsumeResponse, Status>> + Send>>;

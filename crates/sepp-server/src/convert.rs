@@ -9,9 +9,9 @@ use sepp_core::{
     DeadLetter, DeadLetterCause, Delivery, Job, NewJob, Payload, Primitive, Rejection, TimeMs, TraceContext,
 };
 
-use crate::committer::Loaded;
 use crate::proto::v1 as pb;
 use pb::job_rejection::Reason;
+use sepp_engine::Loaded;
 
 /// Milliseconds of a timestamp; sub-millisecond parts are truncated.
 pub fn timestamp_ms(timestamp: &Timestamp) -> TimeMs {

@@ -97,7 +97,7 @@ fn main() -> ExitCode {
         let shutdown = shutdown_signal().map_err(sepp_server::server::StartError::Signals)?;
         let listener = sepp_server::server::bind(&config).await?;
         let reload = Some(sepp_server::server::ReloadSource { source });
-        let clock = std::sync::Arc::new(sepp_server::committer::SystemClock);
+        let clock = std::sync::Arc::new(sepp_engine::SystemClock);
         sepp_server::server::run(config, listener, reload, clock, shutdown).await
     });
     if let Some(otel) = otel {

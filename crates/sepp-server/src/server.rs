@@ -16,10 +16,10 @@ use tokio::net::TcpListener;
 use tonic::transport::Server;
 
 use crate::auth::ApiKeyCheck;
-use crate::committer::{self, Clock, Command, CommitterHandle, CommitterSettings};
 use crate::live::{Live, LiveConfig};
 use crate::proto::v1::queue_service_server::QueueServiceServer;
 use crate::service::QueueApi;
+use sepp_engine::{Clock, Command, CommitterHandle, CommitterSettings};
 
 /// Calls (and Consume streams) open at once on one queue-service connection.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 1024;
@@ -101,16 +101,17 @@ pub async fn run(
     let boot = &live.boot;
     let tracing_on = boot.tracing.enabled;
     let (sweeps, swept) = tokio::sync::mpsc::unbounded_channel();
-    let observe = (pipeline.is_some() || tracing_on).then(|| committer::Observe {
+    let observe = (pipeline.is_some() || tracing_on).then(|| sepp_engine::Observe {
         commit_duration: pipeline.as_ref().map(|pipeline| {
             use opentelemetry::metrics::MeterProvider as _;
-            pipeline
+            let histogram = pipeline
                 .provider
                 .meter("sepp")
                 .f64_histogram("sepp.commit.duration")
                 .with_unit("ms")
                 .with_description("Committer cycle: apply, write and persist")
-                .build()
+                .build();
+            Box::new(move |ms| histogram.record(ms, &[])) as Box<dyn Fn(f64) + Send>
         }),
         sweeps: Some(sweeps),
         settled_jobs: true,
@@ -123,7 +124,7 @@ pub async fn run(
     if boot.admin.enabled || pipeline.is_some() {
         let publisher = crate::admin::stats::StatsPublisher::new(snapshot_sender);
         committer
-            .send(Command::Admin(Box::new(crate::admin::commands::AdminCommand::PublishStats(publisher))))
+            .send(Command::PublishStats(Box::new(publisher)))
             .await
             .map_err(|_| StartError::Poisoned("the committer stopped during startup".into()))?;
     }
@@ -337,8 +338,8 @@ fn open_storage(
     boot: &Config,
     live: &LiveConfig,
     clock: Arc<dyn Clock>,
-    observe: Option<committer::Observe>,
-) -> Result<(CommitterHandle, committer::Closed), StartError> {
+    observe: Option<sepp_engine::Observe>,
+) -> Result<(CommitterHandle, sepp_engine::Closed), StartError> {
     let clustered = boot.cluster.node_id.is_some();
     let settings = CommitterSettings {
         command_queue_capacity: boot.storage.command_queue_capacity,
@@ -353,15 +354,15 @@ fn open_storage(
     if clustered {
         // A cluster node's state comes from Raft (`cluster`), once it leads.
         let empty = State::new(policy, storage_rules(&boot));
-        return committer::spawn(
-            move || Ok((empty, Box::new(committer::NotLeading) as Box<dyn sepp_log::Log>)),
+        return sepp_engine::spawn(
+            move || Ok((empty, Box::new(sepp_engine::NotLeading) as Box<dyn sepp_log::Log>)),
             settings,
         );
     }
     if crate::cluster::data_dir(&boot.server.db_path).is_dir() {
         return Err(StartError::ClusterData { path: boot.server.db_path.clone() });
     }
-    committer::spawn(move || recover(&boot, policy), settings)
+    sepp_engine::spawn(move || recover(&boot, policy), settings)
 }
 
 fn storage_rules(boot: &Config) -> StorageRules {

@@ -14,7 +14,6 @@ use tonic::{Request, Response, Status};
 use tracing::{Instrument, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::committer::{Clock, Command, CommitterHandle, Loaded};
 use crate::convert;
 use crate::live::LiveConfig;
 use crate::logtext::{Bounded, MAX_REJECTIONS_LOGGED, RejectionDetail};
@@ -23,6 +22,7 @@ use crate::status::{ApiError, is_server_fault};
 use crate::telemetry::Telemetry;
 use crate::telemetry::metrics::PerQueue;
 use crate::telemetry::spans;
+use sepp_engine::{Clock, Command, CommitterHandle, Loaded};
 
 /// The version this server reports (`sepp --version`, `GetServerInfo`, the startup line): the
 /// crate's own.
@@ -389,7 +389,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
         let request = request.into_inner();
         let result = async {
             let until_ms = request.until.as_ref().map(convert::timestamp_ms);
-            let problem = crate::admin::pauses::pause_problem(
+            let problem = sepp_core::validate::pause_problem(
                 &request.queue,
                 until_ms,
                 request.reason.as_deref(),

@@ -1,9 +1,12 @@
-//! The one place where outcomes become gRPC statuses.
+//! Where the outcomes of the core and the committer become gRPC statuses: lease, cancel and call
+//! errors, a stopped committer, a dropped answer. Checks the edge makes itself build their status
+//! in place: an argument of the request (`service.rs`, `consume.rs`), a refused API key
+//! (`auth.rs`), a follower's refusal (`cluster.rs`).
 
 use sepp_core::{CallError, LeaseError};
 use tonic::Status;
 
-use crate::committer::Stopped;
+use sepp_engine::Stopped;
 
 /// A failed call on its way to becoming a gRPC status.
 #[derive(Debug)]

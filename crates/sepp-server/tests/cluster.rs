@@ -458,8 +458,9 @@ async fn the_admin_api_shows_the_cluster_and_a_follower_names_the_leader() {
     assert_eq!(status, 200);
 }
 
-/// A leader counts its queues' totals for the dashboard: the committed state it leads from
-/// keeps counting what the committer counted before it led (they used to read zero).
+/// A leader counts its queues' totals for the dashboard while stats are published: the committed
+/// state it leads from, which never counts them itself, counts from the moment it leads (they
+/// used to read zero).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaders_dashboard_counts_its_queues_totals() {
     let cluster = TestCluster::start(3, "[admin]\nenabled = true\nlisten_addr = \"127.0.0.1:0\"\n", "");
@@ -467,18 +468,28 @@ async fn a_leaders_dashboard_counts_its_queues_totals() {
     for _ in 0..5 {
         assert!(cluster.try_enqueue(leader, "counted").await.is_some(), "the leader acknowledges");
     }
+    let mut client = cluster.node(leader).raw_client().await;
+    let mut acked = 0;
+    while acked < 3 {
+        for job in crash_load::reserve(&mut client, "counted", 60_000, 0).await.into_iter().take(3 - acked) {
+            let ack = pb::AckRequest { job_id: job.id, attempt: job.attempt, worker_id: None };
+            client.ack(ack).await.expect("the leader acks");
+            acked += 1;
+        }
+    }
     let url = format!("{}/admin/api/v1/overview?history=false", cluster.node(leader).admin_url());
     let http = reqwest::Client::new();
-    // The stats snapshot is published every 250 ms: wait for the one that holds the enqueues.
+    // The stats snapshot is published every 250 ms: wait for the one that holds the enqueues
+    // and acks.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let overview: serde_json::Value =
             http.get(&url).send().await.expect("admin API answers").json().await.expect("JSON");
-        let enqueued = overview["frame"]["queues"]["counted"]["totals"]["enqueued"].as_u64();
-        if enqueued == Some(5) {
+        let totals = &overview["frame"]["queues"]["counted"]["totals"];
+        if (totals["enqueued"].as_u64(), totals["acked"].as_u64()) == (Some(5), Some(3)) {
             break;
         }
-        assert!(Instant::now() < deadline, "the leader's totals never counted the enqueues: {overview}");
+        assert!(Instant::now() < deadline, "the leader's totals never counted the enqueues and acks: {overview}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

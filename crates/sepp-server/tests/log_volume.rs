@@ -60,7 +60,7 @@ async fn many_one_second_schedules_whose_job_is_still_queued_log_a_bounded_numbe
     for n in 0..300 {
         client.upsert_schedule(skip_every_second(&format!("tick-{n}"), "blocked")).await.expect("upsert");
     }
-    let (logged, suppressed) = wait_suppressed(&server, "schedule slot skipped", "committer.rs", 1_500).await;
+    let (logged, suppressed) = wait_suppressed(&server, "schedule slot skipped", "sweep.rs", 1_500).await;
     assert!(logged * 20 < suppressed as usize, "{logged} skip lines logged, {suppressed} suppressed");
     let bytes = server.stdout().bytes();
     assert!(bytes < 64 << 10, "{bytes} bytes of log for {suppressed} suppressed lines\n{}", server.logs());

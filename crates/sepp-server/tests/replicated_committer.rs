@@ -11,7 +11,7 @@ use std::time::Duration;
 use sepp_cluster::{LogStoreOptions, Node, ReplicatedLog};
 use sepp_core::validate::ReservePlan;
 use sepp_core::{JobId, NewJob, Payload, Policy, State, StorageRules};
-use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings, SystemClock};
+use sepp_engine::{Command, CommitterHandle, CommitterSettings, SystemClock};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -73,7 +73,7 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
         follows: false,
     };
     let opened = move || Ok::<_, std::convert::Infallible>((fresh(), Box::new(log) as Box<dyn sepp_log::Log>));
-    let Ok((committer, closed)) = committer::spawn(opened, settings);
+    let Ok((committer, closed)) = sepp_engine::spawn(opened, settings);
 
     // Many callers at once, so that cycles are pipelined: each answer comes only after its
     // cycle's entry is committed.
@@ -146,7 +146,7 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
 struct Member {
     node: Node,
     committer: CommitterHandle,
-    closed: committer::Closed,
+    closed: sepp_engine::Closed,
     driver: tokio::task::JoinHandle<()>,
 }
 
@@ -164,8 +164,8 @@ fn follower_settings() -> CommitterSettings {
 async fn member(id: u64, dir: &Path, listener: TcpListener) -> Member {
     let node = start(id, dir, listener).await;
     let opened =
-        || Ok::<_, std::convert::Infallible>((fresh(), Box::new(committer::NotLeading) as Box<dyn sepp_log::Log>));
-    let Ok((committer, closed)) = committer::spawn(opened, follower_settings());
+        || Ok::<_, std::convert::Infallible>((fresh(), Box::new(sepp_engine::NotLeading) as Box<dyn sepp_log::Log>));
+    let Ok((committer, closed)) = sepp_engine::spawn(opened, follower_settings());
     let driver = tokio::spawn(sepp_server::cluster::follow_leadership(
         node.raft.clone(),
         node.machine.clone(),

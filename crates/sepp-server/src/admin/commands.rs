@@ -1,4 +1,5 @@
-//! The admin API's commands to the committer, and how the committer applies them.
+//! The admin API's commands to the committer, and how the committer applies them: each is a
+//! `sepp_engine::Operation` (sent as `Command::Operation`), run on the state inside a cycle.
 //!
 //! Mutations (enqueue, dead-letter, requeue, delete, close, purge, bulk actions) are applied
 //! through the core like any other command; each one that changes something also appends its
@@ -13,16 +14,15 @@ use std::sync::Arc;
 
 use sepp_core::{
     AuditDraft, AuditEntry, AuditPage, AuditQuery, BulkAction, BulkError, BulkStep, CLOSE_GRACE_MS, DeadLetter, Depths,
-    Enqueued, Job, JobFilter, JobId, JobKey, JobState, NewJob, PayloadData, PeekPage, PeekState, PurgeStep, Record,
-    Rejection, State, TimeMs, Touched, WrongCursor,
+    Enqueued, Job, JobFilter, JobId, JobKey, JobState, NewJob, PayloadData, PeekPage, PeekState, PurgeStep, Rejection,
+    TimeMs, Touched, WrongCursor,
 };
+use sepp_engine::{Cycle, Deferred, Operation, Reply};
 use sepp_log::Log;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::admin::access::Actor;
-use crate::admin::stats::StatsPublisher;
-use crate::committer::Reply;
 
 /// Payloads up to this size are shown in listings; detail views always show them.
 pub const LISTING_PAYLOAD_MAX: usize = 4096;
@@ -51,8 +51,6 @@ pub type CancelAnswer = Result<(sepp_core::CancelOutcome, Option<Arc<AuditEntry>
 
 /// A request of the admin API to the committer.
 pub enum AdminCommand {
-    /// Count per-queue totals from now on and publish stats snapshots through this publisher.
-    PublishStats(StatsPublisher),
     Peek {
         queue: String,
         state: PeekState,
@@ -199,37 +197,12 @@ pub type BulkAnswer = Result<(BulkStep, Option<Arc<AuditEntry>>), BulkError>;
 /// A job's queue and lease deadline while it is in flight.
 pub type Lease = Option<(Arc<str>, TimeMs)>;
 
-type SendWithLog = Box<dyn FnOnce(&mut dyn Log) + Send>;
-
-/// An answer to send once the cycle is persisted, loading payloads from the log first.
-pub struct Deferred(SendWithLog);
-
-impl Deferred {
-    fn new(send: impl FnOnce(&mut dyn Log) + Send + 'static) -> Deferred {
-        Deferred(Box::new(send))
-    }
-
-    /// An answer that needs nothing from the log.
-    fn reply<T: Send + 'static>(reply: Reply<T>, value: T) -> Deferred {
-        Deferred::new(move |_| {
-            let _ = reply.send(value);
-        })
-    }
-
-    pub fn send(self, log: &mut dyn Log) {
-        (self.0)(log)
-    }
+/// Appends audit entries in the cycle an admin command runs in.
+trait Audit {
+    fn audit(&mut self, actor: &Actor, action: &str, details: Value) -> Arc<AuditEntry>;
 }
 
-/// What the committer lends an admin command for one cycle.
-pub struct AdminCycle<'a> {
-    pub state: &'a mut State,
-    pub records: &'a mut Vec<Record>,
-    pub now_ms: TimeMs,
-    pub stats: &'a mut Option<StatsPublisher>,
-}
-
-impl AdminCycle<'_> {
+impl Audit for Cycle<'_> {
     fn audit(&mut self, actor: &Actor, action: &str, details: Value) -> Arc<AuditEntry> {
         let draft = AuditDraft {
             actor: actor.label().to_owned(),
@@ -259,17 +232,11 @@ fn touched_details(queue: &str, counted: &str, touched: &Touched, reason: &Optio
     details
 }
 
-impl AdminCommand {
-    /// Applies the command in the committer's current cycle. `None` when there is nothing to
-    /// answer.
-    pub fn apply(self, cycle: &mut AdminCycle<'_>) -> Option<Deferred> {
+impl Operation for AdminCommand {
+    /// Applies the command in the committer's current cycle.
+    fn apply(self: Box<Self>, cycle: &mut Cycle<'_>) -> Option<Deferred> {
         let now_ms = cycle.now_ms;
-        Some(match self {
-            AdminCommand::PublishStats(publisher) => {
-                cycle.state.count_totals();
-                *cycle.stats = Some(publisher);
-                return None;
-            }
+        Some(match *self {
             AdminCommand::Peek { queue, state, cursor, limit, filter, reply } => {
                 match cycle.state.peek(&queue, state, cursor.as_ref(), limit, &filter) {
                     Ok(page) => Deferred::new(move |log| {
@@ -462,10 +429,17 @@ impl AdminCommand {
             }
         })
     }
+
+    fn cancels(&self) -> Option<JobId> {
+        match self {
+            AdminCommand::Cancel { job_id, .. } => Some(*job_id),
+            _ => None,
+        }
+    }
 }
 
 fn bulk_audit(
-    cycle: &mut AdminCycle<'_>,
+    cycle: &mut Cycle<'_>,
     actor: &Actor,
     queue: &str,
     filter: &JobFilter,
@@ -507,10 +481,10 @@ fn load_payload(log: &mut dyn Log, job: &Job, max_bytes: usize) -> Result<Option
 
 /// Sends `command` to the committer with a fresh reply channel and waits for the answer.
 pub async fn ask<T>(
-    committer: &crate::committer::CommitterHandle,
+    committer: &sepp_engine::CommitterHandle,
     command: impl FnOnce(Reply<T>) -> AdminCommand,
 ) -> Result<T, crate::admin::errors::AdminError> {
     let (reply, answer) = oneshot::channel();
-    committer.send(crate::committer::Command::Admin(Box::new(command(reply)))).await?;
+    committer.send(sepp_engine::Command::Operation(Box::new(command(reply)))).await?;
     Ok(answer.await?)
 }

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use sepp_core::Rejection;
 use serde_json::json;
 
-use crate::committer::Stopped;
+use sepp_engine::Stopped;
 
 /// A failed admin request.
 #[derive(Debug, Clone, PartialEq, Eq)]

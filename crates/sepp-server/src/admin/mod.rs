@@ -10,10 +10,11 @@
 //!   login and logout.
 //! - [`errors`]: the error envelope.
 //! - [`commands`]: what the API asks of the committer (mutations with their audit entries, and
-//!   bounded reads).
+//!   bounded reads), each a `sepp_engine::Operation`.
 //! - [`stats`], [`history`] and [`events`]: the published stats, the once-a-second frames, the
 //!   history within its byte budget, SSE.
-//! - [`jobs`], [`queues`], [`overview`], [`audit`], [`config_api`] (with [`config_file`]),
+//! - [`jobs`], [`queues`], [`pauses`], [`schedules`], [`overview`], [`audit`], [`cluster`] (with
+//!   the refusal of the data routes on a follower), [`config_api`] (with [`config_file`]),
 //!   [`workers`]: the endpoints; [`views`]: their JSON shapes.
 //! - [`ui`]: the embedded bundle.
 //!
@@ -51,12 +52,12 @@ use sepp_core::AuditEntry;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-use crate::committer::{Clock, CommitterHandle};
 use crate::live::LiveConfig;
 use crate::logtext::Bounded;
 use access::{Actor, Sessions};
 use errors::AdminResult;
 use events::Event;
+use sepp_engine::{Clock, CommitterHandle};
 use stats::StatsHub;
 use workers::Workers;
 

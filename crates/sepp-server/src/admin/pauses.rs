@@ -10,15 +10,13 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use sepp_core::validate::pause_problem;
 use sepp_core::{ALL_QUEUES, TimeMs};
 
 use crate::admin::AdminState;
 use crate::admin::access::{Actor, Operator, Viewer};
 use crate::admin::commands::{AdminCommand, ask};
 use crate::admin::errors::{AdminError, AdminResult};
-
-/// The longest reason kept with a pause, in bytes.
-const MAX_REASON_BYTES: usize = 1_024;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -28,26 +26,6 @@ pub struct PauseBody {
     until_ms: Option<TimeMs>,
     #[serde(default)]
     reason: Option<String>,
-}
-
-/// What is wrong with a pause of `queue` (every queue for `ALL_QUEUES`) until `until_ms`, with
-/// `reason`, asked at `now_ms`; `None` when nothing is. Shared by the admin API and gRPC's
-/// `PauseQueue`.
-pub fn pause_problem(queue: &str, until_ms: Option<TimeMs>, reason: Option<&str>, now_ms: TimeMs) -> Option<String> {
-    if queue != ALL_QUEUES
-        && let Some(problem) = sepp_core::validate::queue_name_problem(queue, "queue")
-    {
-        return Some(problem);
-    }
-    if let Some(until_ms) = until_ms
-        && until_ms <= now_ms
-    {
-        return Some(format!("the pause's end {until_ms} is not in the future (the server's time is {now_ms})"));
-    }
-    if reason.is_some_and(|reason| reason.len() > MAX_REASON_BYTES) {
-        return Some(format!("reason is longer than {MAX_REASON_BYTES} bytes"));
-    }
-    None
 }
 
 /// `POST /queues/{name}/pause`.

@@ -20,8 +20,8 @@ use tokio::sync::{broadcast, watch};
 
 use crate::admin::events::Event;
 use crate::admin::history::{History, QueueRates};
-use crate::committer::{Clock, CommitterHandle};
 use crate::live::LiveConfig;
+use sepp_engine::{Clock, CommitterHandle, StatsSink};
 
 /// The committer publishes at most this often.
 pub const PUBLISH_INTERVAL_MS: TimeMs = 250;
@@ -134,6 +134,26 @@ impl StatsPublisher {
     pub fn forget(&mut self, queue: &str) {
         self.activity.remove(queue);
         self.next_publish_ms = 0;
+    }
+}
+
+/// The committer's stats sink (`Command::PublishStats`): the same methods, on the committer
+/// thread.
+impl StatsSink for StatsPublisher {
+    fn wake_ms(&self) -> TimeMs {
+        StatsPublisher::wake_ms(self)
+    }
+
+    fn after_cycle(&mut self, now_ms: TimeMs, state: &mut State) {
+        StatsPublisher::after_cycle(self, now_ms, state)
+    }
+
+    fn publish_soon(&mut self) {
+        StatsPublisher::publish_soon(self)
+    }
+
+    fn forget(&mut self, queue: &str) {
+        StatsPublisher::forget(self, queue)
     }
 }
 

@@ -22,7 +22,7 @@ use sepp_core::{DeadLetterCause, Rejection};
 use tokio::sync::watch;
 
 use crate::admin::stats::StatsSnapshot;
-use crate::committer::CommitterHandle;
+use sepp_engine::CommitterHandle;
 
 /// How many distinct queue names get their own label.
 pub const MAX_QUEUE_LABELS: usize = 1_000;

@@ -27,7 +27,7 @@ use sepp_config::Config;
 use tokio::sync::watch;
 
 use crate::admin::stats::StatsSnapshot;
-use crate::committer::CommitterHandle;
+use sepp_engine::CommitterHandle;
 
 pub use metrics::Metrics;
 

@@ -6,10 +6,10 @@ use sepp_core::DeadLetterCause;
 use tokio::sync::mpsc;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::committer::Swept;
 use crate::telemetry::Telemetry;
 use crate::telemetry::metrics::PerQueue;
 use crate::telemetry::spans;
+use sepp_engine::Swept;
 
 /// Consumes sweeps until the committer drops its sender.
 pub async fn run(telemetry: Telemetry, mut sweeps: mpsc::UnboundedReceiver<Swept>) {

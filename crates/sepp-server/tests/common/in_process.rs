@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use sepp_core::TimeMs;
-use sepp_server::committer::Clock;
+use sepp_engine::Clock;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use sepp_core::validate::ReservePlan;
 use sepp_core::{JobId, NewJob, Payload, Policy, Record, Snapshot, State, StorageRules, StoredPayload};
+use sepp_engine::{self as committer, Command, CommitterHandle, CommitterSettings, SystemClock};
 use sepp_log::{DurableLog, LogOptions, PersistMode};
-use sepp_server::committer::{self, Command, CommitterHandle, CommitterSettings, SystemClock};
 use tokio::sync::oneshot;
 
 /// Ten bands of priorities, rising with the index.
@@ -146,18 +146,27 @@ async fn checkpoints_that_move_no_payloads_still_delete_the_files_they_replaced(
 /// of one that ends by itself with its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pauses_survive_checkpoints_that_replace_the_files_holding_their_records() {
-    use sepp_server::admin::access::Actor;
-    use sepp_server::admin::commands::AdminCommand;
+    /// Pauses `queue` until `until_ms`, as the server's admin API does, and answers when that is
+    /// durable.
+    struct Pause {
+        queue: String,
+        until_ms: Option<i64>,
+        reply: oneshot::Sender<()>,
+    }
+
+    impl committer::Operation for Pause {
+        fn apply(self: Box<Self>, cycle: &mut committer::Cycle<'_>) -> Option<committer::Deferred> {
+            cycle.state.pause_queue(&self.queue, self.until_ms, cycle.records);
+            Some(committer::Deferred::reply(self.reply, ()))
+        }
+    }
 
     let dir = tempfile::tempdir().expect("tempdir");
     let (committer, closed) = spawn_with_tiny_checkpoints(dir.path());
     let until_ms = i64::MAX / 2;
     for (queue, until_ms) in [("empty", None), ("timed", Some(until_ms))] {
-        let (queue, reason, actor) = (queue.to_owned(), None, Actor::local());
-        ask(&committer, |reply| {
-            Command::Admin(Box::new(AdminCommand::Pause { queue, until_ms, reason, actor, reply }))
-        })
-        .await;
+        let queue = queue.to_owned();
+        ask(&committer, |reply| Command::Operation(Box::new(Pause { queue, until_ms, reply }))).await;
     }
     let plan = ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 60_000, max_jobs: 1 };
     let mut seen = std::collections::HashSet::new();
@@ -654,6 +663,77 @@ async fn with_two_frames_allowed_in_flight_the_second_is_written_before_the_firs
         order,
         ["append", "start sync", "append", "start sync", "append", "finish sync", "finish sync", "persist"]
     );
+    drop(committer);
+    closed.wait().await.expect("the committer stops");
+}
+
+/// Hands the enqueued total of queue `q` to the test after every cycle.
+struct TotalsSink(tokio::sync::mpsc::UnboundedSender<u64>);
+
+impl committer::StatsSink for TotalsSink {
+    fn wake_ms(&self) -> sepp_core::TimeMs {
+        sepp_core::TimeMs::MAX
+    }
+    fn after_cycle(&mut self, _now_ms: sepp_core::TimeMs, state: &mut State) {
+        let enqueued = state.totals().find(|(queue, _)| &***queue == "q").map_or(0, |(_, totals)| totals.enqueued);
+        let _ = self.0.send(enqueued);
+    }
+    fn publish_soon(&mut self) {}
+    fn forget(&mut self, _queue: &str) {}
+}
+
+/// Waits until the sink reports `expected` enqueued jobs.
+async fn sink_reports(totals: &mut tokio::sync::mpsc::UnboundedReceiver<u64>, expected: u64) {
+    let reported = async {
+        while let Some(enqueued) = totals.recv().await {
+            if enqueued == expected {
+                return;
+            }
+        }
+        panic!("the committer stopped");
+    };
+    tokio::time::timeout(Duration::from_secs(10), reported)
+        .await
+        .unwrap_or_else(|_| panic!("the stats sink never saw {expected} enqueued"));
+}
+
+/// Cluster mode: stats published to a follower go on while it leads, and the committed state it
+/// leads from (which never counts totals itself) counts them, also after stepping down and
+/// leading again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_counts_totals_while_stats_are_published() {
+    let settings = CommitterSettings {
+        command_queue_capacity: 64,
+        sweep_interval_ms: 1000,
+        relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
+        clock: Arc::new(SystemClock),
+        observe: None,
+        follows: true,
+    };
+    let opened = || {
+        let state = State::new(Arc::new(Policy::default()), StorageRules::default());
+        Ok::<_, std::convert::Infallible>((state, Box::new(committer::NotLeading) as Box<dyn sepp_log::Log>))
+    };
+    let Ok((committer, closed)) = committer::spawn(opened, settings);
+    let (sink, mut totals) = tokio::sync::mpsc::unbounded_channel();
+    committer.send(Command::PublishStats(Box::new(TotalsSink(sink)))).await.expect("the committer runs");
+    let mut leading = committer.leading();
+    // Each term enqueues one more job than the last, so no report of an earlier term's state
+    // passes for this one's.
+    for term in 1..=2 {
+        let committed = State::new(Arc::new(Policy::default()), StorageRules::default());
+        assert!(!committed.counts_totals());
+        let mut log = TestLog::default();
+        log.replicated = true;
+        committer.send(Command::Lead { state: Box::new(committed), log: Box::new(log) }).await.expect("runs");
+        leading.wait_for(|leads| *leads).await.expect("it leads");
+        let jobs = (0..term).map(|_| small_job()).collect();
+        let accepted = ask(&committer, |reply| Command::Enqueue { jobs, reply }).await;
+        assert!(accepted.iter().all(Result::is_ok));
+        sink_reports(&mut totals, term).await;
+        committer.send(Command::Follow).await.expect("runs");
+        leading.wait_for(|leads| !*leads).await.expect("it follows");
+    }
     drop(committer);
     closed.wait().await.expect("the committer stops");
 }
