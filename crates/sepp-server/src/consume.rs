@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, mpsc};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Span;
 
-use crate::committer::{Command, Loaded};
+use crate::committer::Loaded;
 use crate::convert;
 use crate::proto::v1 as pb;
 use crate::service::QueueApi;
@@ -150,7 +150,7 @@ impl Session {
 
     /// Parks a Reserve for as many jobs as the credits allow.
     async fn reserve(api: Arc<QueueApi>, plan: ReservePlan) -> Result<Vec<Loaded<sepp_core::Delivery>>, ApiError> {
-        api.ask(|reply| Command::Reserve { plan, reply }).await
+        api.reserve_plan(plan).await
     }
 
     /// Sends a message to the worker; false once it is gone.
