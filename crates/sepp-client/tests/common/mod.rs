@@ -151,7 +151,7 @@ fn server_binary() -> PathBuf {
     }
 }
 
-pub use sepp_logline::{loopback_port, strip_ansi};
+pub use sepp_logline::strip_ansi;
 
 /// A queue name no other test uses.
 pub fn unique(prefix: &str) -> String {
