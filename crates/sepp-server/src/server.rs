@@ -184,17 +184,6 @@ pub async fn run(
         throttle: throttle.clone(),
     })
     .await?;
-    if let Some(path) = &ready_file {
-        let ready = serde_json::json!({
-            "pid": std::process::id(),
-            "version": crate::service::SERVER_VERSION,
-            "queue_addr": addr.to_string(),
-            "admin_addr": admin.as_ref().map(|admin| admin.addr.to_string()),
-            "admin_tls": boot.admin.tls_cert_path.is_some(),
-            "prometheus_addr": prometheus.as_ref().map(|prometheus| prometheus.addr.to_string()),
-        });
-        write_ready_file(path, &ready).map_err(|source| StartError::ReadyFile { path: path.clone(), source })?;
-    }
 
     // A peer that stops answering pings (30 s apart, 10 s to answer) is closed. One connection
     // carries at most MAX_STREAMS_PER_CONNECTION calls and Consume streams at once (a client's
@@ -252,6 +241,18 @@ pub async fn run(
             let _ = committer.send(Command::Shutdown).await;
         }
     };
+    // Everything that can fail to start is behind: say where the listeners are.
+    if let Some(path) = &ready_file {
+        let ready = serde_json::json!({
+            "pid": std::process::id(),
+            "version": crate::service::SERVER_VERSION,
+            "queue_addr": addr.to_string(),
+            "admin_addr": admin.as_ref().map(|admin| admin.addr.to_string()),
+            "admin_tls": boot.admin.tls_cert_path.is_some(),
+            "prometheus_addr": prometheus.as_ref().map(|prometheus| prometheus.addr.to_string()),
+        });
+        write_ready_file(path, &ready).map_err(|source| StartError::ReadyFile { path: path.clone(), source })?;
+    }
     // Accepted sockets get TCP_NODELAY in `net` (without it, every small reply waits out a
     // delayed ACK of tens of milliseconds), within the listener's connection limit and the
     // descriptor budget, each after its handshake.
