@@ -21,11 +21,11 @@ import hashlib
 import itertools
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -71,29 +71,27 @@ def start_server(data_dir):
     )
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("SEPP_")}
     env["RUST_LOG"] = "sepp=info"
+    ready_file = Path(data_dir) / "sepp.ready.json"
     server = subprocess.Popen(
-        [os.environ["SEPP_BIN"], "--config", str(config)],
+        [os.environ["SEPP_BIN"], "--config", str(config), "--ready-file", str(ready_file)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         env=env,
         text=True,
     )
-    port = metrics_port = None
-    for line in server.stdout:
-        line = re.sub(r"\x1b\[[0-9;]*m", "", line)
-        match = re.search(r"127\.0\.0\.1:(\d+)", line)
-        if match and "queue server listening" in line:
-            port = int(match.group(1))
-        elif match and "prometheus metrics endpoint listening" in line:
-            metrics_port = int(match.group(1))
-        if port is not None and metrics_port is not None:
-            break
-    if port is None or metrics_port is None:
-        server.kill()
-        raise SystemExit("interop: the server exited before it was listening")
     # Keep draining its output so it never blocks on a full pipe.
     threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
+    # The server writes the file (renamed into place whole) once its listeners are bound.
+    deadline = time.monotonic() + 30
+    while not ready_file.exists():
+        if server.poll() is not None or time.monotonic() >= deadline:
+            server.kill()
+            raise SystemExit("interop: the server exited before it was listening")
+        time.sleep(0.01)
+    ready = json.loads(ready_file.read_text())
+    port = int(ready["queue_addr"].rsplit(":", 1)[1])
+    metrics_port = int(ready["prometheus_addr"].rsplit(":", 1)[1])
     return server, f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}/metrics"
 
 

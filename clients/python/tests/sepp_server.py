@@ -1,8 +1,8 @@
 """Starting the real sepp server for the integration tests.
 
 Each server is a process of the binary named by `$SEPP_BIN`, with its own data directory and a
-TOML file written from a dict, listening on port 0. Its port is read from its own
-`queue server listening` log line, and it is stopped with SIGTERM.
+TOML file written from a dict, listening on port 0. Its addresses are read from the ready file it
+writes once its listeners are bound (`--ready-file`), and it is stopped with SIGTERM.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import re
 import signal
 import subprocess
 import threading
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-LISTENING = "queue server listening"
-_PORT = re.compile(r"127\.0\.0\.1:(\d+)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 START_TIMEOUT_S = 30.0
 
@@ -61,9 +61,11 @@ def render_config(config: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# `rust_log` for a server whose tests wait for a reserve to park: the committer's debug line
-# "reserve parked" is the signal.
-PARKING_LOG = "sepp=info,sepp_server::committer=debug"
+# Configuration for a server whose tests wait for reserves to park (`SeppServer.wait_parked`):
+# its Prometheus endpoint, on a port of its own, serves the `sepp_reserve_waiting` gauge.
+WATCH_PARKED: dict[str, Any] = {
+    "metrics": {"prometheus_enabled": True, "prometheus_listen_addr": "127.0.0.1:0"}
+}
 
 
 class SeppServer:
@@ -88,6 +90,7 @@ class SeppServer:
         self.lines: list[str] = []
         self._new_line = threading.Condition()
         self.port = 0
+        self.prometheus_port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -100,8 +103,10 @@ class SeppServer:
         config_path.write_text(render_config(self.config))
         env = {k: v for k, v in os.environ.items() if not k.startswith("SEPP_")}
         env["RUST_LOG"] = self.rust_log
+        ready_file = self.workdir / "sepp.ready.json"
+        ready_file.unlink(missing_ok=True)  # left by a server that was killed
         self._proc = subprocess.Popen(
-            [sepp_binary(), "--config", str(config_path)],
+            [sepp_binary(), "--config", str(config_path), "--ready-file", str(ready_file)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -109,17 +114,20 @@ class SeppServer:
         )
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, args=(lines,), daemon=True).start()
-        while True:
-            try:
-                line = lines.get(timeout=START_TIMEOUT_S)
-            except queue.Empty:
-                self.kill()
-                raise RuntimeError(f"sepp did not start listening:\n{self.output()}") from None
-            if line is None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        # The file is renamed into place whole: once it exists, it can be read.
+        while not ready_file.exists():
+            if self._proc.poll() is not None:
                 raise RuntimeError(f"sepp exited before listening:\n{self.output()}")
-            if LISTENING in line and (match := _PORT.search(line)):
-                self.port = int(match.group(1))
-                return self
+            if time.monotonic() >= deadline:
+                self.kill()
+                raise RuntimeError(f"sepp did not start listening:\n{self.output()}")
+            time.sleep(0.01)
+        ready = json.loads(ready_file.read_text())
+        self.port = int(ready["queue_addr"].rsplit(":", 1)[1])
+        if ready["prometheus_addr"] is not None:
+            self.prometheus_port = int(ready["prometheus_addr"].rsplit(":", 1)[1])
+        return self
 
     def _read(self, lines: queue.Queue[str | None]) -> None:
         assert self._proc is not None and self._proc.stdout is not None
@@ -131,9 +139,28 @@ class SeppServer:
             lines.put(line)
         lines.put(None)
 
+    def reserves_waiting(self) -> int:
+        """The server's `sepp_reserve_waiting` gauge now (it runs with `WATCH_PARKED`)."""
+        assert self.prometheus_port is not None, "the server runs without WATCH_PARKED"
+        url = f"http://127.0.0.1:{self.prometheus_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            text = response.read().decode()
+        for line in text.splitlines():
+            if line.startswith("sepp_reserve_waiting"):
+                return int(float(line.rsplit(" ", 1)[1]))
+        raise AssertionError(f"no sepp_reserve_waiting in the scrape:\n{text}")
+
+    def wait_parked(self, count: int, timeout_s: float = 10.0) -> None:
+        """Block until `count` reserves wait for a job at once: the server has each of them, so
+        it parks them before any call made after this returns. AssertionError after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while self.reserves_waiting() < count:
+            assert time.monotonic() < deadline, f"no {count} reserves waiting within {timeout_s} s"
+            time.sleep(0.02)
+
     def wait_for_lines(self, needle: str, count: int, timeout_s: float = 10.0) -> None:
         """Block until `count` lines of the output contain `needle`; AssertionError after
-        `timeout_s`. (With `rust_log=PARKING_LOG`, "reserve parked" marks a parked reserve.)"""
+        `timeout_s`."""
         with self._new_line:
             found = self._new_line.wait_for(
                 lambda: sum(needle in line for line in self.lines) >= count, timeout_s

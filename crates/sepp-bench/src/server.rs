@@ -1,10 +1,11 @@
 //! Starting and stopping the servers under test as child processes.
 //!
 //! A sepp binary (ours or 0.1.1) gets a fresh temporary directory with a config file and an
-//! empty data directory; the ceiling is this binary's `ceiling` subcommand. Either way the
-//! harness reads the bound address from the `queue server listening` line on stdout, and can
-//! sample the process in `/proc`, stop it with SIGTERM (or kill it with SIGKILL) and start it
-//! again on the same port.
+//! empty data directory; the ceiling is this binary's `ceiling` subcommand. The harness reads
+//! the bound address from the ready file a sepp that offers `--ready-file` writes (ours), else
+//! from the `queue server listening` line on stdout (0.1.1, the ceiling), and can sample the
+//! process in `/proc`, stop it with SIGTERM (or kill it with SIGKILL) and start it again on the
+//! same port.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
@@ -229,10 +230,20 @@ type Output = Arc<Mutex<Vec<String>>>;
 
 type Spawned = (Child, SocketAddr, Output);
 
-/// Starts `program` listening on `listen` and waits for its listening line.
+/// Starts `program` listening on `listen` and waits for its ready file, or its listening line.
 fn spawn(program: &Program, dir: &Path, listen: SocketAddr) -> Result<Spawned, BenchError> {
     let (listening_tx, listening_rx) = mpsc::channel();
     let (mut child, output) = launch(program, dir, listen, Some(listening_tx))?;
+    if let Some(ready_file) = ready_file_of(program, dir) {
+        return match wait_ready_file(&mut child, &ready_file) {
+            Ok(addr) => Ok((child, addr, output)),
+            Err(why) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(BenchError::Server(format!("{program:?} {why}{}", tail_of(&output))))
+            }
+        };
+    }
     match listening_rx.recv_timeout(STARTUP_TIMEOUT) {
         Ok(addr) => Ok((child, addr, output)),
         Err(_) => {
@@ -240,6 +251,54 @@ fn spawn(program: &Program, dir: &Path, listen: SocketAddr) -> Result<Spawned, B
             let _ = child.wait();
             Err(BenchError::Server(format!("{program:?} printed no `queue server listening` line{}", tail_of(&output))))
         }
+    }
+}
+
+/// Where `program` writes its ready file in `dir`: a sepp binary that offers `--ready-file`.
+fn ready_file_of(program: &Program, dir: &Path) -> Option<PathBuf> {
+    match program {
+        Program::Sepp { binary, .. } | Program::SeppWithAdmin { binary, .. } | Program::SeppWith { binary, .. }
+            if offers_ready_file(binary) =>
+        {
+            Some(dir.join("sepp.ready.json"))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `binary` takes `--ready-file` (its `--help` says so; sepp 0.1.1's does not).
+fn offers_ready_file(binary: &Path) -> bool {
+    static PROBED: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
+    let mut probed = PROBED.lock().expect("probe lock");
+    if let Some((_, offers)) = probed.iter().find(|(path, _)| path == binary) {
+        return *offers;
+    }
+    let help = Command::new(binary).arg("--help").stdin(Stdio::null()).output();
+    let offers = help.is_ok_and(|help| String::from_utf8_lossy(&help.stdout).contains("--ready-file"));
+    probed.push((binary.to_path_buf(), offers));
+    offers
+}
+
+/// Polls for `ready_file` (written in one step, once every listener is bound) until it exists,
+/// the child exits, or [`STARTUP_TIMEOUT`] passes; returns the gRPC address it names.
+fn wait_ready_file(child: &mut Child, ready_file: &Path) -> Result<SocketAddr, String> {
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(ready_file) {
+            let ready: serde_json::Value =
+                serde_json::from_str(&text).map_err(|error| format!("wrote a ready file that is not JSON: {error}"))?;
+            return ready["queue_addr"]
+                .as_str()
+                .and_then(|addr| addr.parse().ok())
+                .ok_or_else(|| format!("wrote a ready file without a queue_addr: {text}"));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited with {status} before it was ready"));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("wrote no ready file within {STARTUP_TIMEOUT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -280,6 +339,11 @@ fn launch(
             command
         }
     };
+    if let Some(ready_file) = ready_file_of(program, dir) {
+        // A file left by an earlier run of this directory (killed, or restarted) is not this one's.
+        let _ = std::fs::remove_file(&ready_file);
+        command.arg("--ready-file").arg(ready_file);
+    }
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().to_ascii_uppercase().starts_with("SEPP_") {
             command.env_remove(name);

@@ -323,7 +323,7 @@ impl Committer {
                 let jobs = self.state.reserve(now_ms, &plan, records);
                 if jobs.is_empty() && plan.wait_ms > 0 && !self.closing {
                     let deadline_ms = now_ms.saturating_add(plan.wait_ms as TimeMs);
-                    // Tests (and an operator at debug level) wait on this line, not on a sleep.
+                    // An operator at debug level sees each reserve that starts to wait.
                     tracing::debug!(
                         target: crate::LOG_TARGET,
                         queues = plan.queues.len(),

@@ -24,7 +24,7 @@ use crate::convert;
 use crate::proto::v1 as pb;
 use crate::service::QueueApi;
 use crate::status::{ApiError, call_status};
-use sepp_engine::{Command, Loaded};
+use sepp_engine::Loaded;
 
 /// What a Consume call answers with.
 pub type ConsumeStream = Pin<Box<dyn Stream<Item = Result<pb::ConsumeResponse, Status>> + Send>>;
@@ -150,7 +150,7 @@ impl Session {
 
     /// Parks a Reserve for as many jobs as the credits allow.
     async fn reserve(api: Arc<QueueApi>, plan: ReservePlan) -> Result<Vec<Loaded<sepp_core::Delivery>>, ApiError> {
-        api.ask(|reply| Command::Reserve { plan, reply }).await
+        api.reserve_plan(plan).await
     }
 
     /// Sends a message to the worker; false once it is gone.

@@ -22,6 +22,10 @@ struct Cli {
     /// Path of the configuration file (default: ./sepp.toml when it exists).
     #[arg(long, global = true, env = "SEPP_CONFIG")]
     config: Option<PathBuf>,
+    /// Once every listener is bound, write their addresses to this file as JSON (replaced in
+    /// one step; removed when the server stops).
+    #[arg(long, value_name = "PATH")]
+    ready_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Commands>,
 }
@@ -98,7 +102,7 @@ fn main() -> ExitCode {
         let listener = sepp_server::server::bind(&config).await?;
         let reload = Some(sepp_server::server::ReloadSource { source });
         let clock = std::sync::Arc::new(sepp_engine::SystemClock);
-        sepp_server::server::run(config, listener, reload, clock, shutdown).await
+        sepp_server::server::run(config, listener, reload, cli.ready_file, clock, shutdown).await
     });
     if let Some(otel) = otel {
         // Flushes the last spans; the exporter's channel still runs on the runtime.

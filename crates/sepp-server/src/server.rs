@@ -58,6 +58,8 @@ pub enum StartError {
         "{path} holds a cluster node's data (its cluster/ directory); set cluster.node_id to run this node, or point server.db_path elsewhere"
     )]
     ClusterData { path: PathBuf },
+    #[error("could not write the ready file {path}: {source}")]
+    ReadyFile { path: PathBuf, source: std::io::Error },
 }
 
 /// Where the running configuration came from, for hot reload.
@@ -78,6 +80,7 @@ pub async fn run(
     config: Config,
     listener: TcpListener,
     reload: Option<ReloadSource>,
+    ready_file: Option<PathBuf>,
     clock: Arc<dyn Clock>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
@@ -128,8 +131,11 @@ pub async fn run(
             .await
             .map_err(|_| StartError::Poisoned("the committer stopped during startup".into()))?;
     }
+    let waiting = Arc::new(crate::service::WaitingReserves::default());
     let telemetry = crate::telemetry::Telemetry {
-        metrics: pipeline.as_ref().map(|pipeline| pipeline.instruments(snapshots.clone(), committer.clone())),
+        metrics: pipeline
+            .as_ref()
+            .map(|pipeline| pipeline.instruments(snapshots.clone(), committer.clone(), waiting.clone())),
         tracing: tracing_on,
     };
     if telemetry.is_on() {
@@ -223,6 +229,7 @@ pub async fn run(
         telemetry,
         cluster: gate.clone(),
         stopping: stopping_streams,
+        waiting,
     };
     let queue_service = QueueServiceServer::new(api)
         .max_decoding_message_size(boot.limits.max_message_bytes as usize)
@@ -255,6 +262,18 @@ pub async fn run(
             let _ = committer.send(Command::Shutdown).await;
         }
     };
+    // Everything that can fail to start is behind: say where the listeners are.
+    if let Some(path) = &ready_file {
+        let ready = serde_json::json!({
+            "pid": std::process::id(),
+            "version": crate::service::SERVER_VERSION,
+            "queue_addr": addr.to_string(),
+            "admin_addr": admin.as_ref().map(|admin| admin.addr.to_string()),
+            "admin_tls": boot.admin.tls_cert_path.is_some(),
+            "prometheus_addr": prometheus.as_ref().map(|prometheus| prometheus.addr.to_string()),
+        });
+        write_ready_file(path, &ready).map_err(|source| StartError::ReadyFile { path: path.clone(), source })?;
+    }
     // Accepted sockets get TCP_NODELAY in `net` (without it, every small reply waits out a
     // delayed ACK of tens of milliseconds), within the listener's connection limit and the
     // descriptor budget, each after its handshake.
@@ -286,6 +305,9 @@ pub async fn run(
         prometheus.stop().await;
     }
     tracing::info!("queue server stopped");
+    if let Some(path) = &ready_file {
+        let _ = std::fs::remove_file(path);
+    }
     drop(watcher);
     let poisoned = committer.poison_reason();
     // Connections past the grace period may still hold handles; the committer stops anyway.
@@ -326,6 +348,16 @@ fn reflection_services() -> Result<
     let v1 = builder().build_v1().map_err(StartError::Reflection)?;
     let v1alpha = builder().build_v1alpha().map_err(StartError::Reflection)?;
     Ok((v1, v1alpha))
+}
+
+/// Writes `ready` to `path` in one step (a sibling written, then renamed over it), so a reader
+/// never sees half a file.
+fn write_ready_file(path: &std::path::Path, ready: &serde_json::Value) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let temporary = path.with_file_name(name);
+    std::fs::write(&temporary, format!("{ready}\n"))?;
+    std::fs::rename(&temporary, path)
 }
 
 fn enabled(on: bool) -> &'static str {

@@ -5,9 +5,10 @@
 //! decisions itself.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use sepp_core::validate::{self, LeaseTarget, NackStrategy};
+use sepp_core::validate::{self, LeaseTarget, NackStrategy, ReservePlan};
 use sepp_core::{DeadLetterCause, JobId, Rejection};
 use tokio::sync::oneshot;
 use tonic::{Request, Response, Status};
@@ -56,6 +57,29 @@ pub struct QueueApi {
     pub cluster: Option<Arc<crate::cluster::ClusterGate>>,
     /// Becomes true when the server begins to stop: Consume streams end UNAVAILABLE.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// Reserves that wait for a job now (the `sepp.reserve.waiting` gauge).
+    pub waiting: Arc<WaitingReserves>,
+}
+
+/// How many reserves wait for a job now: each Reserve with a `wait_timeout`, and each Consume
+/// stream's pending ask, from the moment the committer has it (so it parks before any command
+/// sent later) until its answer. One that finds jobs at once counts only for that moment.
+#[derive(Default)]
+pub struct WaitingReserves(AtomicU64);
+
+impl WaitingReserves {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts one waiting reserve until dropped (answered, or its caller gone).
+struct Waiting<'a>(&'a WaitingReserves);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl QueueApi {
@@ -99,6 +123,23 @@ impl QueueApi {
     pub(crate) async fn ask<T>(&self, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ApiError> {
         let (reply, answer) = oneshot::channel();
         self.committer.send(command(reply)).await?;
+        match answer.await {
+            Ok(answer) => Ok(answer),
+            Err(_) if self.cluster.is_some() => Err(crate::cluster::ClusterGate::lost_leadership().into()),
+            Err(dropped) => Err(dropped.into()),
+        }
+    }
+
+    /// Sends a reserve to the committer and waits for its answer, counted in
+    /// [`QueueApi::waiting`] while it may park.
+    pub(crate) async fn reserve_plan(&self, plan: ReservePlan) -> Result<Vec<Loaded<sepp_core::Delivery>>, ApiError> {
+        let may_park = plan.wait_ms > 0;
+        let (reply, answer) = oneshot::channel();
+        self.committer.send(Command::Reserve { plan, reply }).await?;
+        let _waiting = may_park.then(|| {
+            self.waiting.0.fetch_add(1, Ordering::Relaxed);
+            Waiting(&self.waiting)
+        });
         match answer.await {
             Ok(answer) => Ok(answer),
             Err(_) if self.cluster.is_some() => Err(crate::cluster::ClusterGate::lost_leadership().into()),
@@ -255,7 +296,7 @@ impl pb::queue_service_server::QueueService for QueueApi {
                 span.set_attribute("lease_ms", plan.lease_ms as i64);
                 span.set_attribute("wait_ms", plan.wait_ms as i64);
             }
-            let deliveries = self.ask(|reply| Command::Reserve { plan, reply }).await?;
+            let deliveries = self.reserve_plan(plan).await?;
             self.delivered(worker_id.as_deref(), &deliveries);
             if let Some(metrics) = &self.telemetry.metrics
                 && deliveries.is_empty()

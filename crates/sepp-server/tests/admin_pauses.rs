@@ -16,7 +16,7 @@ use serde_json::json;
 const WAIT: Duration = Duration::from_secs(20);
 
 fn parking_server() -> AdminServer {
-    AdminServer::from(TestServer::start_with_env(WITH_KEYS, &[PARKING_LOG]))
+    AdminServer::from(TestServer::start(&watching_parked(WITH_KEYS)))
 }
 
 #[tokio::test]

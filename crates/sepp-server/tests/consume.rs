@@ -219,7 +219,7 @@ async fn a_job_is_pushed_as_soon_as_it_is_enqueued() {
     if is_reference() {
         return;
     }
-    let server = TestServer::start_with_env("", &[PARKING_LOG]);
+    let server = TestServer::start(&watching_parked(""));
     let mut stream = open(&server, opening(&["later"], 1)).await.expect("opened");
     server.wait_parked(1).await;
     let mut producer = server.raw_client().await;
@@ -234,7 +234,7 @@ async fn credits_never_lease_past_a_queue_in_flight_limit() {
     if is_reference() {
         return;
     }
-    let server = TestServer::start_with_env("[[queues]]\nname = \"db\"\nmax_in_flight = 2\n", &[PARKING_LOG]);
+    let server = TestServer::start(&watching_parked("[[queues]]\nname = \"db\"\nmax_in_flight = 2\n"));
     let mut producer = server.raw_client().await;
     for _ in 0..5 {
         enqueue_one(&mut producer, job("db", "t")).await;
@@ -339,7 +339,7 @@ async fn a_shutdown_ends_the_stream_unavailable_and_the_server_stops() {
     if is_reference() {
         return;
     }
-    let mut server = TestServer::start_with_env("", &[PARKING_LOG]);
+    let mut server = TestServer::start(&watching_parked(""));
     let stream = open(&server, opening(&["s"], 1)).await.expect("opened");
     server.wait_parked(1).await;
     server.sigterm();

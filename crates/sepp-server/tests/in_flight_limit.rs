@@ -17,7 +17,7 @@ async fn reserves_across_connections_hold_at_most_the_limit_and_an_ack_serves_th
     if is_reference() {
         return; // 0.1 has no in-flight limit.
     }
-    let server = TestServer::start_with_env(LIMITED, &[PARKING_LOG]);
+    let server = TestServer::start(&watching_parked(LIMITED));
     let mut producer = server.raw_client().await;
     for _ in 0..5 {
         enqueue_one(&mut producer, job("db", "t")).await;
@@ -43,7 +43,7 @@ async fn raising_the_limit_by_hot_reload_serves_the_parked_reserve() {
     if is_reference() {
         return;
     }
-    let server = TestServer::start_with_env(LIMITED, &[PARKING_LOG]);
+    let server = TestServer::start(&watching_parked(LIMITED));
     server.wait_for_log("watching config file for hot reload", WAIT).await.expect("watching");
     let mut client = server.raw_client().await;
     for _ in 0..4 {

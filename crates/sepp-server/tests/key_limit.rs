@@ -36,7 +36,7 @@ async fn each_key_holds_its_limit_across_connections_and_an_ack_serves_the_parke
     if is_reference() {
         return; // 0.1 has no per-key limits.
     }
-    let server = TestServer::start_with_env(KEYED, &[PARKING_LOG]);
+    let server = TestServer::start(&watching_parked(KEYED));
     let mut producer = server.raw_client().await;
     for tenant in ["busy", "busy", "busy", "quiet"] {
         enqueue_one(&mut producer, of(tenant)).await;

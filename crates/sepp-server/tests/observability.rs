@@ -225,6 +225,7 @@ async fn the_endpoint_exposes_every_family_with_the_names_labels_and_values_of_a
     expect("sepp_queue_inflight", &[("queue", q)], 0.0);
     expect("sepp_queue_scheduled", &[("queue", q)], 0.0);
     expect("sepp_command_queue_depth", &[], 0.0);
+    expect("sepp_reserve_waiting", &[], 0.0);
     assert!(value(&samples, "sepp_commit_duration_milliseconds_count", &[]).is_some_and(|count| count >= 1.0));
     assert!(value(&samples, "target_info", &[("service_name", "sepp")]).is_some(), "target_info names the service");
     for sample in samples.iter().filter(|sample| sample.name.starts_with("sepp_")) {

@@ -15,10 +15,8 @@ async fn reserves_take_the_tokens_there_are_and_a_parked_one_is_served_by_the_ne
     if is_reference() {
         return; // 0.1 has no rate limits.
     }
-    let server = TestServer::start_with_env(
-        "[[queues]]\nname = \"api\"\nrate_limit = 2\nrate_period_ms = 1000\nrate_burst = 2\n",
-        &[PARKING_LOG],
-    );
+    let server =
+        TestServer::start("[[queues]]\nname = \"api\"\nrate_limit = 2\nrate_period_ms = 1000\nrate_burst = 2\n");
     let mut client = server.raw_client().await;
     for _ in 0..4 {
         enqueue_one(&mut client, job("api", "call")).await;

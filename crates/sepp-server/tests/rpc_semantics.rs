@@ -1,12 +1,15 @@
 //! What each `sepp.v1.QueueService` RPC does with valid input (docs/protocol.md), through a
 //! raw tonic client against the real binary: fields, defaults, ordering, long-poll, leases,
-//! retries, dead letters, dedup, depth caps and clamping.
+//! retries, dead letters, dedup, depth caps and clamping. Rules that turn on a time (a wait's
+//! deadline, a schedule, a retry delay, a retention or dedup window) run on a server in this
+//! process on a clock the test moves (`common::in_process`).
 
 mod common;
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::in_process::{InProcessServer, ManualClock};
 use common::*;
 use sepp_server::proto::v1 as pb;
 use tonic::Code;
@@ -14,6 +17,16 @@ use tonic::Code;
 use pb::job_rejection::Reason;
 
 const LEASE_MS: u64 = 30_000;
+
+/// How long a test waits for an answer that must come (a bound for a failure, not a timing).
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The longest wait a Reserve may ask for by default (`limits.max_wait_timeout_ms`): a reserve
+/// that asks for it and is answered within [`WAIT`] was woken, not timed out.
+const LONGEST_WAIT_MS: u64 = 300_000;
+
+/// When the in-process servers' clock starts.
+const EPOCH_MS: i64 = 1_700_000_000_000;
 
 #[tokio::test]
 async fn a_job_travels_enqueue_reserve_extend_ack_with_every_field() {
@@ -109,8 +122,11 @@ async fn reserve_takes_priority_then_fifo_and_walks_queues_in_order() {
         let mut request = job(queue, "t");
         request.priority = Some(priority);
         ids.push(enqueue_one(&mut client, request).await);
-        // Separate enqueue milliseconds, so FIFO holds on 0.1 as well (docs/operations.md#what-differs).
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        if is_reference() {
+            // 0.1 orders one enqueue millisecond by random id (docs/operations.md#what-differs):
+            // separate milliseconds.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
     let mut request = reserve(&[&first, &second], LEASE_MS);
     request.max_jobs = Some(10);
@@ -141,38 +157,45 @@ async fn a_batch_comes_out_in_submission_order() {
 
 #[tokio::test]
 async fn a_parked_reserve_wakes_when_a_job_arrives() {
-    let server = TestServer::start_with_env("", &[PARKING_LOG]);
+    let server = TestServer::start(&watching_parked(""));
     let mut client = server.raw_client().await;
     let queue = unique("long-poll");
     let mut parked_client = client.clone();
     let mut request = reserve(&[&queue], LEASE_MS);
-    request.wait_timeout = Some(ms(20_000));
-    let started = Instant::now();
+    request.wait_timeout = Some(ms(LONGEST_WAIT_MS));
     let parked = tokio::spawn(async move { parked_client.reserve(request).await });
     server.wait_parked(1).await;
     let id = enqueue_one(&mut client, job(&queue, "t")).await;
-    let jobs = parked.await.expect("task").expect("reserve").into_inner().jobs;
+    let answered = tokio::time::timeout(WAIT, parked).await.expect("the enqueue wakes the parked reserve");
+    let jobs = answered.expect("task").expect("reserve").into_inner().jobs;
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].id, id);
-    assert!(started.elapsed() < Duration::from_secs(10), "the reserve waited for its deadline instead of waking");
 }
 
 #[tokio::test]
 async fn reserve_without_wait_returns_at_once_and_a_wait_ends_empty_at_its_deadline() {
-    let server = TestServer::start("");
-    let mut client = server.raw_client().await;
+    // On a clock the test moves: the wait ends when the clock says, not when the machine does.
+    let dir = tempfile::TempDir::new().unwrap();
+    let clock = ManualClock::at(EPOCH_MS);
+    let server = InProcessServer::start(dir.path(), WATCH_PARKED, clock.clone()).await;
+    let mut client = server.client().await;
     let queue = unique("empty");
-    let started = Instant::now();
+    // Without a wait the answer comes on a clock that stands still.
     assert!(reserve_now(&mut client, &[&queue], LEASE_MS).await.is_empty());
-    assert!(started.elapsed() < Duration::from_secs(2));
     let mut request = reserve(&[&queue], LEASE_MS);
     request.wait_timeout = Some(ms(300));
-    let started = Instant::now();
-    let jobs = client.reserve(request).await.expect("reserve").into_inner().jobs;
-    let waited = started.elapsed();
-    assert!(jobs.is_empty());
-    assert!(waited >= Duration::from_millis(280), "returned after {waited:?}, before the wait");
-    assert!(waited < Duration::from_secs(5), "returned after {waited:?}");
+    let mut parked_client = client.clone();
+    let parked = tokio::spawn(async move { parked_client.reserve(request).await });
+    server.wait_parked(1).await;
+    clock.advance(299);
+    // A later command: the committer has seen the clock at 299 ms into the wait.
+    assert!(reserve_now(&mut client, &[&unique("other")], LEASE_MS).await.is_empty());
+    assert_eq!(server.reserves_waiting().await, 1, "the wait ended before its deadline");
+    assert!(!parked.is_finished(), "the wait ended before its deadline");
+    clock.advance(1);
+    let answered = tokio::time::timeout(WAIT, parked).await.expect("the wait ends at its deadline");
+    assert!(answered.expect("task").expect("reserve").into_inner().jobs.is_empty());
+    server.stop().await;
 }
 
 #[tokio::test]
@@ -210,14 +233,12 @@ async fn nack_retries_delays_and_dead_letters_and_drain_returns_the_records() {
     assert_eq!((jobs[0].id.as_str(), jobs[0].attempt), (id.as_str(), 2));
 
     // An explicit delay schedules the retry.
-    let nacked_at = Instant::now();
     let response = client.nack(nack(&id, 2, Some(Strategy::Delay(ms(300))))).await.expect("nack").into_inner();
     assert!(!response.dead_lettered);
     assert!(reserve_now(&mut client, &[&queue], LEASE_MS).await.is_empty(), "a delayed retry came back at once");
     let mut wait = reserve(&[&queue], LEASE_MS);
     wait.wait_timeout = Some(ms(5_000));
     let jobs = client.reserve(wait).await.expect("reserve").into_inner().jobs;
-    assert!(nacked_at.elapsed() >= Duration::from_millis(290), "redelivered after {:?}", nacked_at.elapsed());
     assert_eq!((jobs[0].id.as_str(), jobs[0].attempt), (id.as_str(), 3));
 
     // The final attempt is exhausted even with an explicit delay.
@@ -362,50 +383,54 @@ async fn reserve_and_extend_clamp_to_the_configured_maxima() {
     let lease = timestamp_ms(jobs[0].lease_expires_at.as_ref().unwrap());
     assert!(lease <= now_ms() + 1_000 && lease >= before + 500, "lease {lease} not clamped to 1 s");
 
-    // The wait is clamped to max_wait_timeout.
+    // The wait is clamped to max_wait_timeout: the hour asked for would outlast the test's wait.
     let mut request = reserve(&[&unique("nothing")], 1_000);
-    request.wait_timeout = Some(ms(60_000));
-    let started = Instant::now();
-    assert!(client.reserve(request).await.expect("reserve").into_inner().jobs.is_empty());
-    assert!(started.elapsed() < Duration::from_secs(5), "waited {:?} despite a 300 ms cap", started.elapsed());
+    request.wait_timeout = Some(ms(3_600_000));
+    let answered = tokio::time::timeout(WAIT, client.reserve(request)).await.expect("the wait is cut to 300 ms");
+    assert!(answered.expect("reserve").into_inner().jobs.is_empty());
 }
 
 #[tokio::test]
 async fn a_scheduled_job_becomes_ready_at_its_time() {
-    let server = TestServer::start("[storage]\nsweep_interval_ms = 50\n");
-    let mut client = server.raw_client().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let clock = ManualClock::at(EPOCH_MS);
+    let server = InProcessServer::start(dir.path(), "", clock.clone()).await;
+    let mut client = server.client().await;
     let queue = unique("scheduled");
-    let due = now_ms() + 400;
+    let due = EPOCH_MS + 400;
     let mut request = job(&queue, "later");
     request.scheduled_at =
         Some(prost_types::Timestamp { seconds: due / 1000, nanos: ((due % 1000) * 1_000_000) as i32 });
     let id = enqueue_one(&mut client, request).await;
     assert!(reserve_now(&mut client, &[&queue], LEASE_MS).await.is_empty(), "a future job was ready at once");
-    let mut wait = reserve(&[&queue], LEASE_MS);
-    wait.wait_timeout = Some(ms(5_000));
-    let jobs = client.reserve(wait).await.expect("reserve").into_inner().jobs;
-    assert!(now_ms() >= due - 5, "delivered before its time");
+    clock.advance(399);
+    assert!(reserve_now(&mut client, &[&queue], LEASE_MS).await.is_empty(), "delivered before its time");
+    clock.advance(1);
+    let jobs = reserve_now(&mut client, &[&queue], LEASE_MS).await;
+    assert_eq!(jobs.len(), 1, "not delivered at its time");
     assert_eq!((jobs[0].id.as_str(), jobs[0].attempt), (id.as_str(), 1));
     assert_eq!(jobs[0].scheduled_at.as_ref().map(timestamp_ms), Some(due));
+    server.stop().await;
 }
 
 #[tokio::test]
 async fn a_default_nack_follows_the_queue_retry_policy_with_jitter() {
-    let server = TestServer::start("[storage]\nsweep_interval_ms = 20\n[limits]\nretry_delay_ms = 400\n");
-    let mut client = server.raw_client().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let clock = ManualClock::at(EPOCH_MS);
+    let server = InProcessServer::start(dir.path(), "[limits]\nretry_delay_ms = 400\n", clock.clone()).await;
+    let mut client = server.client().await;
     let queue = unique("retry-policy");
     let id = enqueue_one(&mut client, job(&queue, "t")).await;
     reserve_now(&mut client, &[&queue], LEASE_MS).await;
-    let nacked_at = Instant::now();
     assert!(!client.nack(nack(&id, 1, None)).await.expect("nack").into_inner().dead_lettered);
-    let mut wait = reserve(&[&queue], LEASE_MS);
-    wait.wait_timeout = Some(ms(5_000));
-    let jobs = client.reserve(wait).await.expect("reserve").into_inner().jobs;
-    let delay = nacked_at.elapsed();
+    // 400 ms less up to 25 % jitter: not before 300 ms, at the latest at 400 ms.
+    clock.advance(299);
+    assert!(reserve_now(&mut client, &[&queue], LEASE_MS).await.is_empty(), "retried before 300 ms");
+    clock.advance(101);
+    let jobs = reserve_now(&mut client, &[&queue], LEASE_MS).await;
+    assert_eq!(jobs.len(), 1, "not retried by 400 ms");
     assert_eq!((jobs[0].id.as_str(), jobs[0].attempt), (id.as_str(), 2));
-    // 400 ms less up to 25 % jitter, plus sweep and scheduling slack.
-    assert!(delay >= Duration::from_millis(290), "redelivered after {delay:?}");
-    assert!(delay < Duration::from_millis(5_000), "redelivered after {delay:?}");
+    server.stop().await;
 }
 
 #[tokio::test]
@@ -458,8 +483,10 @@ async fn a_lease_running_out_on_the_final_attempt_dead_letters_the_job() {
 
 #[tokio::test]
 async fn dead_letters_are_swept_after_their_retention() {
-    let server = TestServer::start("[storage]\ndead_letter_retention_ms = 300\nsweep_interval_ms = 20\n");
-    let mut client = server.raw_client().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let clock = ManualClock::at(EPOCH_MS);
+    let server = InProcessServer::start(dir.path(), "[storage]\ndead_letter_retention_ms = 300\n", clock.clone()).await;
+    let mut client = server.client().await;
     let queue = unique("retention");
     for _ in 0..2 {
         let id = enqueue_one(&mut client, job(&queue, "t")).await;
@@ -471,42 +498,38 @@ async fn dead_letters_are_swept_after_their_retention() {
     // Within the retention a record is kept (draining one of the two proves it) ...
     let kept = client.drain_dead_letters(drain()).await.expect("drain").into_inner().records;
     assert_eq!(kept.len(), 1, "a dead letter was not kept");
-    // ... and once it has passed, the other one is gone. No RPC can look at a dead letter
-    // without removing it, so this waits out the retention (plus slack) once.
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // ... and once it has passed, the other one is gone.
+    clock.advance(300);
     let left = client.drain_dead_letters(drain()).await.expect("drain").into_inner().records;
     assert!(left.is_empty(), "a dead letter outlived its 300 ms retention: {left:?}");
+    server.stop().await;
 }
 
 #[tokio::test]
 async fn an_idempotency_key_expires_with_its_window() {
-    let server = TestServer::start("[storage]\ndedup_window_ms = 300\nsweep_interval_ms = 20\n");
-    let mut client = server.raw_client().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let clock = ManualClock::at(EPOCH_MS);
+    let server = InProcessServer::start(dir.path(), "[storage]\ndedup_window_ms = 300\n", clock.clone()).await;
+    let mut client = server.client().await;
     let queue = unique("dedup-window");
     let keyed = || {
         let mut request = job(&queue, "t");
         request.idempotency_key = Some("once".into());
         batch(vec![request])
     };
-    let enqueued_at = Instant::now();
     let first = results(client.enqueue_batch(keyed()).await.expect("enqueue").into_inner());
     let first = first[0].clone().expect("accepted");
+    clock.advance(299);
     let again = results(client.enqueue_batch(keyed()).await.expect("enqueue").into_inner());
-    if enqueued_at.elapsed() < Duration::from_millis(250) {
-        assert!(again[0].as_ref().expect("accepted").deduplicated, "a hit inside the window");
-    }
-    let fresh = eventually("the dedup window to end", Duration::from_secs(5), || {
-        let mut client = client.clone();
-        let request = keyed();
-        async move {
-            let result = results(client.enqueue_batch(request).await.expect("enqueue").into_inner());
-            let response = result[0].clone().expect("accepted");
-            (!response.deduplicated).then_some(response)
-        }
-    })
-    .await;
-    assert!(enqueued_at.elapsed() >= Duration::from_millis(290), "the window ended early");
+    let again = again[0].clone().expect("accepted");
+    assert!(again.deduplicated, "a hit inside the window");
+    assert_eq!(again.job_id, first.job_id);
+    clock.advance(1);
+    let fresh = results(client.enqueue_batch(keyed()).await.expect("enqueue").into_inner());
+    let fresh = fresh[0].clone().expect("accepted");
+    assert!(!fresh.deduplicated, "the window did not end at 300 ms");
     assert_ne!(fresh.job_id, first.job_id);
+    server.stop().await;
 }
 
 #[tokio::test]
@@ -545,20 +568,19 @@ async fn an_empty_encoding_list_refuses_payloads_but_not_jobs_without_one() {
 
 #[tokio::test]
 async fn a_reserve_parked_on_several_queues_wakes_for_any_of_them() {
-    let server = TestServer::start_with_env("", &[PARKING_LOG]);
+    let server = TestServer::start(&watching_parked(""));
     let mut client = server.raw_client().await;
     let first = unique("first");
     let second = unique("second");
     let mut request = reserve(&[&first, &second], LEASE_MS);
-    request.wait_timeout = Some(ms(20_000));
+    request.wait_timeout = Some(ms(LONGEST_WAIT_MS));
     let mut parked_client = client.clone();
-    let started = Instant::now();
     let parked = tokio::spawn(async move { parked_client.reserve(request).await });
     server.wait_parked(1).await;
     let id = enqueue_one(&mut client, job(&second, "t")).await;
-    let jobs = parked.await.expect("task").expect("reserve").into_inner().jobs;
+    let answered = tokio::time::timeout(WAIT, parked).await.expect("the enqueue wakes the parked reserve");
+    let jobs = answered.expect("task").expect("reserve").into_inner().jobs;
     assert_eq!((jobs[0].id.as_str(), jobs[0].queue.as_str()), (id.as_str(), second.as_str()));
-    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[tokio::test]

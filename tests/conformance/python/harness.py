@@ -2,13 +2,17 @@
 
 Every server under test is a real process of the binary named by ``SEPP_BIN``,
 started with its own temporary data directory and a TOML config file written
-for the test. The gRPC port is learnt from the server's own log line
-("queue server listening ... 127.0.0.1:<port>"), never guessed, and the
-server is stopped with SIGTERM and must exit with status 0.
+for the test. The gRPC port is learnt from the server itself, never guessed:
+from the ready file it writes once its listeners are bound (``--ready-file``,
+when its ``--help`` offers it), else from its log line ("queue server
+listening ... 127.0.0.1:<port>", sepp 0.1.1). The server is stopped with
+SIGTERM and must exit with status 0.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import itertools
 import json
 import os
@@ -18,6 +22,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -29,6 +34,19 @@ import pytest
 STARTUP_TIMEOUT_S = 30.0
 SHUTDOWN_TIMEOUT_S = 20.0
 LISTENING_MARKER = "queue server listening"
+
+# A config section that serves the Prometheus endpoint on a port of its own, for
+# ``SeppServer.wait_parked``.
+WATCH_PARKED: dict[str, Any] = {
+    "metrics": {"prometheus_enabled": True, "prometheus_listen_addr": "127.0.0.1:0"}
+}
+
+
+@functools.cache
+def offers_ready_file(binary: str) -> bool:
+    """Whether ``binary`` takes ``--ready-file`` (this project's server; not sepp 0.1.1)."""
+    shown = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30)
+    return "--ready-file" in shown.stdout
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _PORT = re.compile(r"127\.0\.0\.1:(\d+)")
@@ -117,6 +135,8 @@ class SeppServer:
         self.config = merge_config(base, config)
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
+        self.prometheus_port: int | None = None
+        self.ready_file = workdir / "sepp.ready.json"
         self.lines: list[str] = []
         self._lines_lock = threading.Lock()
         self._line_queue: queue_mod.Queue[str | None] = queue_mod.Queue()
@@ -149,8 +169,13 @@ class SeppServer:
         self.config_path.write_text(render_config(self.config))
         env = {k: v for k, v in os.environ.items() if not k.upper().startswith("SEPP_")}
         env["RUST_LOG"] = "sepp=info"
+        args = [self.binary, "--config", str(self.config_path)]
+        ready_file = offers_ready_file(self.binary)
+        if ready_file:
+            self.ready_file.unlink(missing_ok=True)  # left by a server that was killed
+            args += ["--ready-file", str(self.ready_file)]
         self.proc = subprocess.Popen(
-            [self.binary, "--config", str(self.config_path)],
+            args,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -166,6 +191,8 @@ class SeppServer:
         self._reader.start()
 
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        if ready_file:
+            return self._wait_ready_file(deadline)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -191,6 +218,54 @@ class SeppServer:
                     raise RuntimeError(f"no 127.0.0.1:<port> in listening line: {line!r}")
                 self.port = int(m.group(1))
                 return self
+
+    def _wait_ready_file(self, deadline: float) -> SeppServer:
+        assert self.proc is not None
+        # The file is renamed into place whole: once it exists, it can be read.
+        while not self.ready_file.exists():
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"sepp exited with status {self.proc.returncode} before listening\n"
+                    f"--- config ---\n{render_config(self.config)}\n--- output ---\n{self.output()}"
+                )
+            if time.monotonic() >= deadline:
+                self._kill()
+                raise RuntimeError(
+                    f"sepp wrote no ready file within {STARTUP_TIMEOUT_S}s\n"
+                    f"--- config ---\n{render_config(self.config)}\n--- output ---\n{self.output()}"
+                )
+            time.sleep(0.01)
+        ready = json.loads(self.ready_file.read_text())
+        self.port = int(ready["queue_addr"].rsplit(":", 1)[1])
+        if ready["prometheus_addr"] is not None:
+            self.prometheus_port = int(ready["prometheus_addr"].rsplit(":", 1)[1])
+        return self
+
+    def reserves_waiting(self) -> int | None:
+        """The ``sepp_reserve_waiting`` gauge now, or None from a server without it (0.1.1)."""
+        if self.prometheus_port is None:
+            return None
+        url = f"http://127.0.0.1:{self.prometheus_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            text = response.read().decode()
+        for line in text.splitlines():
+            if line.startswith("sepp_reserve_waiting"):
+                return int(float(line.rsplit(" ", 1)[1]))
+        return None
+
+    async def wait_parked(self, count: int, timeout: float = 10.0) -> None:
+        """Return once ``count`` reserves wait for a job at once: the server has each of them,
+        so it parks them before any call made after this returns. The server must run with
+        ``WATCH_PARKED``. sepp 0.1.1 has no such gauge: there this can only give the reserves
+        a moment."""
+        if await asyncio.to_thread(self.reserves_waiting) is None:
+            assert not offers_ready_file(self.binary), "the server runs without WATCH_PARKED"
+            await asyncio.sleep(0.3)
+            return
+        deadline = time.monotonic() + timeout
+        while (await asyncio.to_thread(self.reserves_waiting) or 0) < count:
+            assert time.monotonic() < deadline, f"no {count} reserves waiting within {timeout}s"
+            await asyncio.sleep(0.02)
 
     def wait_for_log(self, needle: str, timeout: float = 10.0) -> str:
         """Block until a log line (seen so far or later) contains ``needle``."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import timedelta
 
 import pytest
@@ -19,7 +18,7 @@ from sepp import (
     UnknownQueuesError,
 )
 
-from harness import running_server
+from harness import WATCH_PARKED, running_server
 from helpers import (
     WAIT,
     assert_empty,
@@ -37,6 +36,7 @@ RETRY_POLICY_QUEUE = "retry-600ms"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     config = {
+        **WATCH_PARKED,
         "storage": {"dead_letter_retention_ms": 3_600_000},
         "queues": [
             {"name": SHORT_LEASE_QUEUE, "max_lease_duration_ms": 1000},
@@ -54,25 +54,21 @@ def server(tmp_path_factory):
 
 async def test_reserve_long_poll_wakes_when_another_client_enqueues(server, client, new_queue):
     q = new_queue()
-    started = time.monotonic()
-    waiter = asyncio.create_task(client.reserve(opts(q, wait=timedelta(seconds=20))))
-    # Give the long poll time to reach the server and park. Correctness does
-    # not depend on this; it only makes sure we exercise the wake-up path.
-    await asyncio.sleep(0.3)
+    waiter = asyncio.create_task(client.reserve(opts(q, wait=timedelta(seconds=60))))
+    # The enqueue below comes after the server parked the long poll: the wake-up path.
+    await server.wait_parked(1)
     assert not waiter.done(), "reserve on an empty queue returned before its wait elapsed"
     async with await SeppClient.connect(server.addr) as producer:
         ack = await producer.enqueue(EnqueueRequest(q, "wake"))
+    # Woken: its own wait (60 s) outlasts this one.
     jobs = await asyncio.wait_for(waiter, timeout=10)
     assert jobs is not None and [j.ctx.id for j in jobs] == [ack.job_id]
-    assert time.monotonic() - started < 10
 
 
 async def test_reserve_wait_elapses_empty(client, new_queue):
-    started = time.monotonic()
+    # Ends empty, not in an error. (When: the server's own tests move its clock to the deadline.)
     jobs = await client.reserve(opts(new_queue(), wait=timedelta(milliseconds=300)))
-    elapsed = time.monotonic() - started
     assert jobs is None
-    assert 0.28 <= elapsed < 5, elapsed
 
 
 async def test_reserve_takes_max_jobs_from_queues_in_listed_order(client, new_queue):
@@ -147,13 +143,11 @@ async def test_nack_default_redelivers_at_once_with_attempt_2(client, new_queue)
 async def test_nack_default_follows_the_queue_retry_delay(client):
     await client.enqueue(EnqueueRequest(RETRY_POLICY_QUEUE, "t"))
     first = await reserve_one(client, RETRY_POLICY_QUEUE)
-    nacked = time.monotonic()
     assert await client.nack(first.ctx) is False
+    # retry_delay_ms = 600 (less up to 25 % jitter): not back at once, then back. (The server's
+    # own tests hold the delay to the millisecond on a clock they move.)
     assert await client.reserve(opts(RETRY_POLICY_QUEUE)) is None
     again = await reserve_one(client, RETRY_POLICY_QUEUE, wait=WAIT)
-    waited = time.monotonic() - nacked
-    # retry_delay_ms = 600 with up to 25 % jitter subtracted.
-    assert waited >= 0.44, waited
     assert again.ctx.attempt == 2
     await client.ack(again.ctx)
 
@@ -162,12 +156,10 @@ async def test_nack_with_a_delay_is_not_redelivered_before_the_delay(client, new
     q = new_queue()
     await client.enqueue(EnqueueRequest(q, "t"))
     first = await reserve_one(client, q)
-    nacked = time.monotonic()
     dead = await client.nack(first.ctx, RetryDirective.after(timedelta(milliseconds=500)), "later")
     assert dead is False
     assert await client.reserve(opts(q)) is None
     again = await reserve_one(client, q, wait=WAIT)
-    assert time.monotonic() - nacked >= 0.49
     assert again.ctx.id == first.ctx.id and again.ctx.attempt == 2
 
 

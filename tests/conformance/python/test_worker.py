@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
@@ -100,20 +99,21 @@ async def test_worker_retries_a_job_whose_handler_raised(client, new_queue):
 async def test_worker_retry_after_delays_the_next_attempt(client, new_queue):
     q = new_queue()
     await client.enqueue(EnqueueRequest(q, "later"))
-    calls: list[tuple[int, float]] = []
+    calls: list[int] = []
     succeeded = asyncio.Event()
     worker = make_worker(client, q)
 
     @worker.handler("later")
     async def later(payload, ctx):
-        calls.append((ctx.attempt, time.monotonic()))
+        calls.append(ctx.attempt)
         if ctx.attempt == 1:
             raise HandlerError.retry_after("not yet", timedelta(milliseconds=300))
         succeeded.set()
 
+    # Retried, not dead-lettered. (That a nack's delay holds the job back:
+    # test_leases.py, test_nack_with_a_delay_is_not_redelivered_before_the_delay.)
     await run_until(worker, succeeded.wait)
-    assert [a for a, _ in calls] == [1, 2]
-    assert calls[1][1] - calls[0][1] >= 0.29
+    assert calls == [1, 2]
 
 
 async def test_worker_permanent_error_dead_letters_the_job(client, new_queue):

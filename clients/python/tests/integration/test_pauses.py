@@ -19,7 +19,7 @@ from sepp import (
     SeppClient,
 )
 from sepp import sync as sepp_sync
-from tests.sepp_server import PARKING_LOG, SeppServer
+from tests.sepp_server import WATCH_PARKED, SeppServer
 
 LEASE = timedelta(seconds=30)
 
@@ -80,15 +80,15 @@ async def test_pausing_again_replaces_the_end_of_the_pause(client: SeppClient, q
 async def test_a_resume_serves_a_parked_long_poll(
     start_server: Callable[..., SeppServer], queue: str
 ) -> None:
-    server = start_server(rust_log=PARKING_LOG)
+    server = start_server(WATCH_PARKED)
     async with await SeppClient.connect(server.addr) as client:
         await client.pause_queue(queue)
         ack = await client.enqueue(EnqueueRequest(queue, "t"))
         waiting = asyncio.ensure_future(
             client.reserve(ReserveOptions([queue], LEASE, wait_timeout=timedelta(seconds=60)))
         )
-        # The server logs each reserve it parks; the first of this server is ours.
-        await asyncio.to_thread(server.wait_for_lines, "reserve parked", 1)
+        # The only reserve of this server waits: the resume below comes after it.
+        await asyncio.to_thread(server.wait_parked, 1)
         assert not waiting.done()
         assert await client.resume_queue(queue) is True
         jobs = await asyncio.wait_for(waiting, timeout=30)

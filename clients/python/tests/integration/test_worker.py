@@ -22,7 +22,7 @@ from sepp import (
     SeppClient,
     Worker,
 )
-from tests.sepp_server import SeppServer
+from tests.sepp_server import WATCH_PARKED, SeppServer
 
 WAIT = 20.0  # the most any signal below is waited for
 
@@ -227,12 +227,17 @@ async def test_shutdown_waits_for_the_jobs_in_flight(client: SeppClient, queue: 
     assert await client.reserve(reserve(queue, wait=0.2)) is None  # it was acked
 
 
-async def test_shutdown_interrupts_an_idle_long_poll(client: SeppClient, queue: str) -> None:
-    worker = Worker(client, [queue], timedelta(seconds=30), wait_timeout=timedelta(seconds=60))
-    task = asyncio.ensure_future(worker.run())
-    await asyncio.sleep(0.1)  # let it park in reserve; shutdown works at any point
-    worker.shutdown_handle().shutdown()
-    await asyncio.wait_for(task, WAIT)
+async def test_shutdown_interrupts_an_idle_long_poll(
+    start_server: Callable[..., SeppServer], queue: str
+) -> None:
+    server = start_server(WATCH_PARKED)
+    async with await SeppClient.connect(server.addr) as client:
+        worker = Worker(client, [queue], timedelta(seconds=30), wait_timeout=timedelta(seconds=60))
+        task = asyncio.ensure_future(worker.run())
+        # Its long poll (60 s, past WAIT) is parked before the shutdown.
+        await asyncio.to_thread(server.wait_parked, 1)
+        worker.shutdown_handle().shutdown()
+        await asyncio.wait_for(task, WAIT)
 
 
 async def test_shutdown_before_run_returns_at_once(client: SeppClient, queue: str) -> None:

@@ -1,20 +1,20 @@
 /**
  * Pausing queues against the real server: a paused queue takes enqueues but serves no reserve, is
  * listed, and serves its jobs again once resumed (a parked long poll at once, waited for on the
- * server's "reserve parked" line, not a sleep); the pause of every queue, on a server of its own;
+ * server's count of parked reserves, not a sleep); the pause of every queue, on a server of its own;
  * input the server refuses is InvalidRequestError.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ALL_QUEUES, InvalidRequestError, type QueuePause, SeppClient } from "../../src/index.js";
 import { freshQueue } from "../support/helpers.js";
-import { PARKING_LOG, TestServer } from "../support/server.js";
+import { PROMETHEUS, TestServer } from "../support/server.js";
 
 let server: TestServer;
 let client: SeppClient;
 
 before(async () => {
-  server = await TestServer.start({ rustLog: PARKING_LOG });
+  server = await TestServer.start({ tail: PROMETHEUS });
   client = await SeppClient.connect(server.addr);
 });
 
@@ -81,15 +81,14 @@ describe("pausing queues", () => {
     const queue = freshQueue("parked");
     await client.pauseQueue(queue);
     const { jobId } = await client.enqueue({ queue, jobType: "t" });
-    const parkedBefore = server.logs.filter((line) => /reserve parked/.test(line)).length;
     let settled = false;
     const waiting = client
       .reserve({ queues: [queue], leaseDuration: LEASE, waitTimeout: 60_000 })
       .finally(() => {
         settled = true;
       });
-    // The server logs each reserve it parks; wait for one more than there were before.
-    await server.waitForLogCount(/reserve parked/, parkedBefore + 1);
+    // The only reserve waiting on this server: the resume below comes after it.
+    await server.waitParked(1);
     assert.equal(settled, false);
     assert.equal(await client.resumeQueue(queue), true);
     const jobs = await waiting;

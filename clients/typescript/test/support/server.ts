@@ -1,13 +1,18 @@
 /**
  * The integration harness: starts the real `sepp` binary (`$SEPP_BIN`) on port 0 with a temporary
- * data directory, learns the port from its `queue server listening` line, and stops it. Nothing
- * here sleeps: it waits for that line, and `waitForLog` waits for later ones.
+ * data directory, learns its addresses from the ready file it writes once its listeners are bound
+ * (`--ready-file`), and stops it. Nothing here sleeps to wait: it polls for that file (failing at
+ * once if the server exits first), `waitForLog` waits for log lines, and `waitParked` for the
+ * server's count of parked reserves.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+
+/** How long a server may take to write its ready file. */
+const START_TIMEOUT_MS = 30_000;
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character starts every colour code.
 const ANSI = /\x1b\[[0-9;]*m/g;
@@ -26,15 +31,12 @@ export interface ServerOptions {
   tail?: string;
   /** `[storage]` lines replacing the defaults (buffered writes, dead letters kept for a day). */
   storage?: string;
-  /** `RUST_LOG` of the server (default `sepp=info`); {@link PARKING_LOG} logs each parked reserve. */
+  /** `RUST_LOG` of the server (default `sepp=info`). */
   rustLog?: string;
 }
 
-/** `RUST_LOG` for a server whose tests wait for a reserve to park: the committer's debug line
- * `reserve parked` is the signal. */
-export const PARKING_LOG = "sepp=info,sepp_server::committer=debug";
-
-/** `tail` configuration that turns on the Prometheus endpoint, on a free port (see `requestCount`). */
+/** `tail` configuration that turns on the Prometheus endpoint, on a free port (see `requestCount`
+ * and `waitParked`). */
 export const PROMETHEUS = '[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = "127.0.0.1:0"\n';
 
 export class TestServer {
@@ -45,6 +47,8 @@ export class TestServer {
     readonly child: ChildProcess,
     readonly port: number,
     readonly dir: string,
+    /** `127.0.0.1:<port>` of the Prometheus endpoint, when it is on. */
+    readonly prometheusAddr: string | undefined,
   ) {}
 
   /** `127.0.0.1:<port>`. */
@@ -65,27 +69,49 @@ export class TestServer {
     );
     const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: options.rustLog ?? "sepp=info" };
     for (const name of Object.keys(env)) if (name.toUpperCase().startsWith("SEPP_")) delete env[name];
-    const child = spawn(serverBinary(), ["--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const readyFile = join(dir, "sepp.ready.json");
+    const child = spawn(serverBinary(), ["--config", config, "--ready-file", readyFile], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const lines: string[] = [];
     let server: TestServer | undefined;
-    const port = await new Promise<number>((resolve, reject) => {
-      const onLine = (raw: string) => {
-        const line = raw.replace(ANSI, "");
-        if (server) server.onLine(line);
-        else lines.push(line);
-        if (line.includes("queue server listening")) {
-          const match = /127\.0\.0\.1:(\d+)/.exec(line);
-          if (match) resolve(Number(match[1]));
-        }
-      };
-      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", onLine);
-      createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", onLine);
-      child.once("error", reject);
-      child.once("exit", (code) =>
-        reject(new Error(`sepp exited with ${code} before listening:\n${lines.join("\n")}`)),
-      );
+    const onLine = (raw: string) => {
+      const line = raw.replace(ANSI, "");
+      if (server) server.onLine(line);
+      else lines.push(line);
+    };
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", onLine);
+    createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", onLine);
+    let failed: Error | undefined;
+    child.once("error", (error) => {
+      failed = error;
     });
-    server = new TestServer(child, port, dir);
+    child.once("exit", (code) => {
+      failed ??= new Error(`sepp exited with ${code} before listening:\n${lines.join("\n")}`);
+    });
+    // The file is renamed into place whole: once it exists, it can be read.
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    while (!existsSync(readyFile)) {
+      if (failed) throw failed;
+      if (Date.now() >= deadline) {
+        child.kill("SIGKILL");
+        throw new Error(`sepp wrote no ready file:\n${lines.join("\n")}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const ready = JSON.parse(readFileSync(readyFile, "utf8")) as {
+      queue_addr: string;
+      prometheus_addr: string | null;
+    };
+    const port = Number(ready.queue_addr.slice(ready.queue_addr.lastIndexOf(":") + 1));
+    const prometheus = ready.prometheus_addr ?? undefined;
+    server = new TestServer(
+      child,
+      port,
+      dir,
+      prometheus && `127.0.0.1:${prometheus.slice(prometheus.lastIndexOf(":") + 1)}`,
+    );
     server.logs.push(...lines);
     return server;
   }
@@ -120,16 +146,39 @@ export class TestServer {
    * read from its Prometheus endpoint; the server must have been started with {@link PROMETHEUS}.
    */
   async requestCount(method: string): Promise<number> {
-    const line = await this.waitForLog(/prometheus metrics endpoint listening/);
-    const addr = /addr=(\S+)/.exec(line)?.[1];
-    if (addr === undefined) throw new Error(`no address in: ${line}`);
-    const text = await (await fetch(`http://${addr}/metrics`)).text();
+    const text = await this.scrape();
     let total = 0;
     for (const row of text.split("\n")) {
       const match = /^sepp_requests_total\{([^}]*)\} (\d+)/.exec(row);
       if (match?.[1]?.includes(`method="${method}"`)) total += Number(match[2]);
     }
     return total;
+  }
+
+  /** The Prometheus endpoint's exposition; the server must have been started with {@link PROMETHEUS}. */
+  async scrape(): Promise<string> {
+    if (this.prometheusAddr === undefined) throw new Error("the server runs without PROMETHEUS");
+    return await (await fetch(`http://${this.prometheusAddr}/metrics`)).text();
+  }
+
+  /** The server's `sepp_reserve_waiting` gauge: reserves waiting for a job now. */
+  async reservesWaiting(): Promise<number> {
+    const text = await this.scrape();
+    const match = /^sepp_reserve_waiting(?:\{[^}]*\})? (\S+)$/m.exec(text);
+    if (!match) throw new Error(`no sepp_reserve_waiting in the scrape:\n${text}`);
+    return Number(match[1]);
+  }
+
+  /**
+   * Resolves once `count` reserves wait for a job at once: the server has each of them, so it
+   * parks them before any call made after this resolves. Polls the gauge; rejects after 10 s.
+   */
+  async waitParked(count: number): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while ((await this.reservesWaiting()) < count) {
+      if (Date.now() >= deadline) throw new Error(`no ${count} reserves waiting within 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   /** Stops the server and removes its data directory. */

@@ -1,6 +1,7 @@
 //! The integration harness: starts the real `sepp` server binary on port 0 with a temporary
-//! data directory, learns its port from what it prints, and kills it on drop. Nothing here
-//! sleeps to wait for the server: it waits for the `queue server listening` line.
+//! data directory, learns its addresses from the ready file it writes once its listeners are
+//! bound (`--ready-file`), and kills it on drop. Nothing here sleeps to wait for the server: it
+//! polls for that file, and fails at once if the server exits first.
 //!
 //! The binary is `$SEPP_BIN` when set, else `$CARGO_TARGET_DIR/debug/sepp`, else the `sepp`
 //! next to this test executable's `deps/` directory. Build it with `cargo build -p sepp-server`.
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use sepp_client::client::SeppClient;
 use tempfile::TempDir;
 
-/// How long the server may take to print `queue server listening`.
+/// How long the server may take to write its ready file.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `eventually` keeps checking a condition before the test fails.
 const EVENTUALLY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -27,6 +28,8 @@ const EVENTUALLY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Server {
     child: Child,
     port: u16,
+    /// The Prometheus endpoint's port, when it is on.
+    prometheus_port: Option<u16>,
     logs: Arc<Mutex<Vec<String>>>,
     _dir: TempDir,
 }
@@ -55,9 +58,12 @@ impl Server {
                 command.env_remove(name);
             }
         }
+        let ready_file = dir.path().join("sepp.ready.json");
         let mut child = command
             .arg("--config")
             .arg(&config)
+            .arg("--ready-file")
+            .arg(&ready_file)
             .env("RUST_LOG", "sepp=info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -66,31 +72,36 @@ impl Server {
             .unwrap_or_else(|error| panic!("start {}: {error}", server_binary().display()));
         let stdout = child.stdout.take().expect("piped stdout");
         let logs = Arc::new(Mutex::new(Vec::new()));
-        let (port_tx, port_rx) = mpsc::channel();
+        let (closed_tx, closed_rx) = mpsc::channel::<()>();
         let drained = logs.clone();
         // Keep draining stdout for the server's whole life, so it never blocks on a full pipe.
         std::thread::spawn(move || {
-            let mut port_tx = Some(port_tx);
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let line = strip_ansi(&line);
-                if line.contains("queue server listening") {
-                    let port = loopback_port(&line);
-                    if let (Some(tx), Some(port)) = (port_tx.take(), port) {
-                        let _ = tx.send(port);
-                    }
-                }
-                drained.lock().unwrap().push(line);
+                drained.lock().unwrap().push(strip_ansi(&line));
             }
+            drop(closed_tx);
         });
-        let port = match port_rx.recv_timeout(STARTUP_TIMEOUT) {
-            Ok(port) => port,
-            Err(_) => {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        let ready = loop {
+            // Written in one step (a rename): a file that exists is whole.
+            if let Ok(text) = std::fs::read_to_string(&ready_file) {
+                break serde_json::from_str::<serde_json::Value>(&text).expect("the ready file is JSON");
+            }
+            // Ten milliseconds between looks, or at once when the server's stdout closes.
+            let exited =
+                matches!(closed_rx.recv_timeout(Duration::from_millis(10)), Err(mpsc::RecvTimeoutError::Disconnected));
+            if exited || Instant::now() >= deadline {
                 let _ = child.kill();
                 panic!("the server did not start:\n{}", logs.lock().unwrap().join("\n"));
             }
         };
-        Self { child, port, logs, _dir: dir }
+        let port_of = |name: &str| {
+            ready[name].as_str().map(|addr| addr.parse::<std::net::SocketAddr>().expect("an address").port())
+        };
+        let port = port_of("queue_addr").expect("the queue listener's address");
+        let prometheus_port = port_of("prometheus_addr");
+        Self { child, port, prometheus_port, logs, _dir: dir }
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -140,7 +151,7 @@ fn server_binary() -> PathBuf {
     }
 }
 
-pub use sepp_logline::{loopback_port, strip_ansi};
+pub use sepp_logline::strip_ansi;
 
 /// A queue name no other test uses.
 pub fn unique(prefix: &str) -> String {
@@ -179,14 +190,7 @@ pub async fn signalled<T>(what: &str, receiver: &mut tokio::sync::mpsc::Unbounde
 /// server must have been started with it on, as `[metrics] prometheus_enabled = true`).
 pub async fn calls(server: &Server, method: &str) -> u64 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let port = eventually("the prometheus endpoint's address", || async {
-        server
-            .logs()
-            .lines()
-            .find(|line| line.contains("prometheus metrics endpoint listening"))
-            .and_then(loopback_port)
-    })
-    .await;
+    let port = server.prometheus_port.expect("the Prometheus endpoint is on");
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
     let mut text = String::new();

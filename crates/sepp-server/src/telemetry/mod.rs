@@ -136,8 +136,15 @@ impl MetricsPipeline {
         &self,
         snapshots: watch::Receiver<Arc<StatsSnapshot>>,
         committer: CommitterHandle,
+        waiting: Arc<crate::service::WaitingReserves>,
     ) -> Arc<Metrics> {
-        Metrics::new(&self.provider.meter("sepp"), metrics::MAX_QUEUE_LABELS, snapshots, committer)
+        let meter = self.provider.meter("sepp");
+        meter
+            .u64_observable_gauge("sepp.reserve.waiting")
+            .with_description("Reserves waiting for a job (long polls and Consume streams' asks)")
+            .with_callback(move |observer| observer.observe(waiting.get(), &[]))
+            .build();
+        Metrics::new(&meter, metrics::MAX_QUEUE_LABELS, snapshots, committer)
     }
 
     /// Pushes the last values (OTLP) and stops.

@@ -11,7 +11,7 @@ use sepp_engine::Clock;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::{QueueServiceClient, render_config};
+use super::{QueueServiceClient, Ready, STARTUP_TIMEOUT, eventually, render_config, reserves_waiting, wait_parked};
 
 /// A clock that stands still until the test moves it.
 pub struct ManualClock(AtomicI64);
@@ -35,6 +35,7 @@ impl Clock for ManualClock {
 /// A server running in this process until [`InProcessServer::stop`].
 pub struct InProcessServer {
     addr: String,
+    ready: Ready,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), sepp_server::server::StartError>>>,
 }
@@ -51,8 +52,27 @@ impl InProcessServer {
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let task = tokio::spawn(sepp_server::server::run(config, listener, None, clock, shutdown));
-        InProcessServer { addr, stop: Some(stop), task: Some(task) }
+        let ready_path = dir.join("sepp.ready.json");
+        let _ = std::fs::remove_file(&ready_path);
+        let task =
+            tokio::spawn(sepp_server::server::run(config, listener, None, Some(ready_path.clone()), clock, shutdown));
+        let ready = eventually("the ready file", STARTUP_TIMEOUT, || async {
+            std::fs::read_to_string(&ready_path).ok().map(|text| Ready::parse(&text))
+        })
+        .await;
+        InProcessServer { addr, ready, stop: Some(stop), task: Some(task) }
+    }
+
+    /// Waits until `parked` reserves wait for a job at once (see [`super::TestServer::wait_parked`];
+    /// the server must run with [`super::WATCH_PARKED`]).
+    pub async fn wait_parked(&self, parked: u64) {
+        let port = self.ready.prometheus.expect("the Prometheus endpoint is on").port();
+        wait_parked(port, parked).await;
+    }
+
+    /// The `sepp_reserve_waiting` gauge now.
+    pub async fn reserves_waiting(&self) -> u64 {
+        reserves_waiting(self.ready.prometheus.expect("the Prometheus endpoint is on").port()).await
     }
 
     pub async fn client(&self) -> QueueServiceClient<tonic::transport::Channel> {

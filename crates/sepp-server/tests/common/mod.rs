@@ -1,5 +1,7 @@
 //! The end-to-end harness: starts the real `sepp` binary as a child process on port 0 with a
-//! temporary data directory, and waits on what it prints rather than on the clock.
+//! temporary data directory, and waits on signals rather than on the clock: the ready file the
+//! server writes once its listeners are bound (`--ready-file`), what it prints, and its
+//! `sepp_reserve_waiting` gauge.
 //!
 //! The binary is `$SEPP_BIN` when set (to run the same tests against another build, such as
 //! the published 0.1.1 release), else the one Cargo built for this crate.
@@ -24,7 +26,7 @@ use tonic::transport::Channel;
 
 pub use pb::queue_service_client::QueueServiceClient;
 
-/// How long a server may take to print `queue server listening`.
+/// How long a server may take to write its ready file (or print `queue server listening`).
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The binary under test.
@@ -49,9 +51,43 @@ pub fn server_version() -> &'static str {
     if is_reference() { "0.1.1" } else { env!("CARGO_PKG_VERSION") }
 }
 
-/// `RUST_LOG` for a server whose tests wait for a reserve to park: the committer's debug line
-/// `reserve parked` is the signal.
-pub const PARKING_LOG: (&str, &str) = ("RUST_LOG", "sepp=info,sepp_server::committer=debug");
+/// Configuration for a server whose tests wait for reserves to park
+/// ([`TestServer::wait_parked`]): its Prometheus endpoint, on a port of its own, serves the
+/// `sepp_reserve_waiting` gauge. Add it to the test's own TOML with [`watching_parked`].
+pub const WATCH_PARKED: &str = "[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n";
+
+/// `toml_extra` with [`WATCH_PARKED`].
+pub fn watching_parked(toml_extra: &str) -> String {
+    format!("{toml_extra}\n{WATCH_PARKED}")
+}
+
+/// What the server wrote to its ready file: the addresses it bound.
+#[derive(Clone, Debug)]
+pub struct Ready {
+    pub pid: u32,
+    pub queue: std::net::SocketAddr,
+    pub admin: Option<std::net::SocketAddr>,
+    pub admin_tls: bool,
+    pub prometheus: Option<std::net::SocketAddr>,
+}
+
+impl Ready {
+    /// Parses the ready file's JSON.
+    pub fn parse(text: &str) -> Ready {
+        let json: serde_json::Value =
+            serde_json::from_str(text).unwrap_or_else(|error| panic!("the ready file is not JSON: {error}\n{text}"));
+        let addr = |name: &str| {
+            json[name].as_str().map(|addr| addr.parse().unwrap_or_else(|_| panic!("{name} is no address: {text}")))
+        };
+        Ready {
+            pid: json["pid"].as_u64().unwrap_or_else(|| panic!("no pid: {text}")) as u32,
+            queue: addr("queue_addr").unwrap_or_else(|| panic!("no queue_addr: {text}")),
+            admin: addr("admin_addr"),
+            admin_tls: json["admin_tls"].as_bool().unwrap_or_else(|| panic!("no admin_tls: {text}")),
+            prometheus: addr("prometheus_addr"),
+        }
+    }
+}
 
 /// A `Command` for the binary under test with a clean environment: no `SEPP_*` variable of the
 /// test process leaks into the server's configuration.
@@ -187,6 +223,11 @@ impl Lines {
         }
     }
 
+    /// Whether the stream ended (the child closed it, normally by exiting).
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().unwrap().closed
+    }
+
     /// Blocks until the stream ends (the child closed it, normally by exiting).
     pub fn wait_closed(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
@@ -243,6 +284,9 @@ pub struct TestServer {
     stdout: Arc<Lines>,
     stderr: Arc<Lines>,
     port: u16,
+    /// What the running server wrote to its ready file (`None` for a server without the
+    /// option: the published 0.1.1).
+    ready: Option<Ready>,
     env: Vec<(String, String)>,
     /// The largest file the server may write (`RLIMIT_FSIZE`), when limited.
     file_size_limit: Option<u64>,
@@ -314,6 +358,7 @@ impl TestServer {
             stdout: Arc::default(),
             stderr: Arc::default(),
             port: 0,
+            ready: None,
             env,
             file_size_limit: None,
             descriptor_limit: None,
@@ -347,9 +392,14 @@ impl TestServer {
         if let Some(descriptors) = self.descriptor_limit {
             limit_descriptors(&mut command, descriptors);
         }
+        let ready_path = self.dir.path().join("sepp.ready.json");
+        // A server killed earlier left its file behind.
+        let _ = std::fs::remove_file(&ready_path);
+        command.arg("--config").arg(&self.config_path);
+        if !is_reference() {
+            command.arg("--ready-file").arg(&ready_path);
+        }
         let mut child = command
-            .arg("--config")
-            .arg(&self.config_path)
             .current_dir(self.dir.path())
             .envs(self.env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
@@ -360,6 +410,13 @@ impl TestServer {
         self.stdout = Lines::drain(child.stdout.take().expect("stdout piped"));
         self.stderr = Lines::drain(child.stderr.take().expect("stderr piped"));
         self.child = Some(child);
+        if !is_reference() {
+            let ready = self.wait_ready_file(&ready_path);
+            self.port = ready.queue.port();
+            self.ready = Some(ready);
+            return;
+        }
+        // The published 0.1.1 writes no ready file: its listening line names the port.
         let Some(line) = self.stdout.wait_for("queue server listening", STARTUP_TIMEOUT) else {
             panic!(
                 "the server did not log `queue server listening`\n--- stdout\n{}\n--- stderr\n{}",
@@ -374,13 +431,48 @@ impl TestServer {
         self.port = port.unwrap_or_else(|| panic!("no {host}<port> in {line:?}"));
     }
 
+    /// Waits (polling, up to [`STARTUP_TIMEOUT`]) until the server has written its ready file,
+    /// failing at once if it exits first.
+    fn wait_ready_file(&self, path: &Path) -> Ready {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            // Written in one step (a rename), so a file that exists is whole.
+            if let Ok(text) = std::fs::read_to_string(path) {
+                return Ready::parse(&text);
+            }
+            assert!(
+                !self.stdout.is_closed() && Instant::now() < deadline,
+                "the server wrote no ready file\n--- stdout\n{}\n--- stderr\n{}",
+                self.stdout.text(),
+                self.stderr.text()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// The admin listener's base URL (`http://127.0.0.1:<port>`, or https under TLS), from its
-    /// `admin UI listening` line (which names `localhost` when it is bound to every address).
+    /// What the server wrote to its ready file (not for the published 0.1.1, which writes none).
+    pub fn ready(&self) -> &Ready {
+        self.ready.as_ref().expect("a ready file (the server under test is not this workspace's)")
+    }
+
+    /// The Prometheus endpoint's port, from the ready file.
+    pub fn prometheus_port(&self) -> u16 {
+        self.ready().prometheus.expect("the Prometheus endpoint is on").port()
+    }
+
+    /// The admin listener's base URL (`http://127.0.0.1:<port>`, or https under TLS): from the
+    /// ready file, or for the published 0.1.1 from its `admin UI listening` line (which names
+    /// `localhost` when it is bound to every address).
     pub fn admin_url(&self) -> String {
+        if let Some(ready) = &self.ready {
+            let admin = ready.admin.expect("the admin listener is on");
+            let scheme = if ready.admin_tls { "https" } else { "http" };
+            return format!("{scheme}://127.0.0.1:{}", admin.port());
+        }
         let Some(line) = self.stdout.wait_for("admin UI listening", STARTUP_TIMEOUT) else {
             panic!("the server did not log `admin UI listening`\n{}", self.stdout.text());
         };
@@ -461,29 +553,21 @@ impl TestServer {
         tokio::task::spawn_blocking(move || lines.wait_for_since(mark, &needle, timeout)).await.expect("log waiter")
     }
 
-    /// Waits until the committer has parked `parked` reserves since the start (the server must
-    /// log at [`PARKING_LOG`]). The published 0.1.1 says nothing when it parks one, so against
-    /// it this can only give the reserve a moment.
-    pub async fn wait_parked(&self, parked: usize) {
+    /// The server's `sepp_reserve_waiting` gauge now (the server runs with [`WATCH_PARKED`]).
+    pub async fn reserves_waiting(&self) -> u64 {
+        reserves_waiting(self.prometheus_port()).await
+    }
+
+    /// Waits until `parked` reserves wait for a job at once: the committer has each of them, so
+    /// it parks them before any command sent after this returns (the server must run with
+    /// [`WATCH_PARKED`]). The published 0.1.1 has no such gauge, so against it this can only
+    /// give the reserves a moment.
+    pub async fn wait_parked(&self, parked: u64) {
         if is_reference() {
             tokio::time::sleep(Duration::from_millis(200)).await;
             return;
         }
-        let lines = self.stdout.clone();
-        let found = tokio::task::spawn_blocking(move || {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                // The mark comes first, so a line arriving after the count is still waited on.
-                let mark = lines.len();
-                if lines.count("reserve parked") >= parked {
-                    return Some(());
-                }
-                lines.wait_for_since(mark, "reserve parked", deadline.checked_duration_since(Instant::now())?)?;
-            }
-        })
-        .await
-        .expect("log waiter");
-        assert!(found.is_some(), "fewer than {parked} reserves parked\n{}", self.logs());
+        wait_parked(self.prometheus_port(), parked).await;
     }
 
     /// Sends SIGTERM to the server (and nothing else).
@@ -632,6 +716,32 @@ where
         assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+}
+
+/// The value of the series `name` with (at least) `labels` that the Prometheus endpoint on
+/// `port` serves now, if it serves one.
+pub async fn scrape_metric(port: u16, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let text = reqwest::get(&url).await.expect("scrape").text().await.expect("the scrape's body");
+    text.lines().find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let rest = series.strip_prefix(name)?;
+        let matches = (rest.is_empty() || rest.starts_with('{'))
+            && labels.iter().all(|(label, wanted)| rest.contains(&format!("{label}=\"{wanted}\"")));
+        matches.then(|| value.parse::<f64>().expect("a number"))
+    })
+}
+
+/// The `sepp_reserve_waiting` gauge of the server whose Prometheus endpoint is on `port`.
+pub async fn reserves_waiting(port: u16) -> u64 {
+    scrape_metric(port, "sepp_reserve_waiting", &[]).await.expect("the sepp_reserve_waiting gauge") as u64
+}
+
+/// Polls the `sepp_reserve_waiting` gauge on `port` until it reaches `parked` (10 s at most).
+pub async fn wait_parked(port: u16, parked: u64) {
+    let what = format!("{parked} reserves waiting");
+    eventually(&what, Duration::from_secs(10), || async { (reserves_waiting(port).await >= parked).then_some(()) })
+        .await;
 }
 
 // ---- raw request builders -------------------------------------------------------------------
