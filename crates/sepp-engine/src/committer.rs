@@ -13,11 +13,9 @@ use tokio::sync::oneshot;
 
 use crate::clock::Clock;
 use crate::command::{Answer, Command, Cycle, Loaded, Reply, Settled};
-use crate::handle::{CANCEL_FEED_CAPACITY, Closed, CommitterHandle};
+use crate::handle::{Closed, CommitterHandle};
 use crate::observe::{Observe, StatsSink, Swept};
-
-/// Most commands applied in one cycle; bounds reply latency under a flood.
-const MAX_GROUP: usize = 4096;
+use crate::{CANCEL_FEED_CAPACITY, CHECK_EVERY_CYCLE_UP_TO, CHECK_EVERY_NTH_CYCLE, MAX_GROUP};
 
 /// A Reserve parked until a job becomes ready in one of its queues or its wait ends.
 pub(crate) struct Waiter {
@@ -105,6 +103,7 @@ pub fn spawn<E: Send + 'static>(
                 following: settings.follows,
                 leading,
                 cancels: committer_cancels,
+                cycles: 0,
             };
             // A panic is a broken invariant. It poisons storage like a failed write: callers of
             // the cycle hear INTERNAL, later calls too, and the server stops and says why,
@@ -168,6 +167,8 @@ pub(crate) struct Committer {
     pub(crate) leading: tokio::sync::watch::Sender<bool>,
     /// Where cancelled leases are told to Consume streams.
     pub(crate) cancels: tokio::sync::broadcast::Sender<JobId>,
+    /// Cycles run, for the debug builds' invariant checks.
+    pub(crate) cycles: u64,
 }
 
 impl Committer {
@@ -261,7 +262,25 @@ impl Committer {
         if let Some(stats) = &mut self.stats {
             stats.after_cycle(now_ms, &mut self.state);
         }
+        self.cycles = self.cycles.wrapping_add(1);
+        if cfg!(debug_assertions) {
+            self.check_invariants();
+        }
         !self.close
+    }
+
+    /// Debug builds check the state's invariants after each cycle while it holds at most
+    /// [`CHECK_EVERY_CYCLE_UP_TO`] jobs, and after every [`CHECK_EVERY_NTH_CYCLE`]th beyond. A broken one panics, which poisons storage: the server
+    /// stops and says why.
+    fn check_invariants(&self) {
+        let depths = self.state.total_depths();
+        let jobs = depths.ready + depths.scheduled + depths.inflight + depths.dead_letter;
+        if jobs > CHECK_EVERY_CYCLE_UP_TO && !self.cycles.is_multiple_of(CHECK_EVERY_NTH_CYCLE) {
+            return;
+        }
+        if let Err(problem) = self.state.check_invariants() {
+            panic!("the queue state broke an invariant after cycle {}: {problem}", self.cycles);
+        }
     }
 
     /// Queues, as an answer of this cycle, the leased jobs it cancelled, when a Consume stream

@@ -6,9 +6,6 @@ use tokio::sync::oneshot;
 
 use crate::command::Command;
 
-/// Cancelled leases kept for a Consume stream that has not read them yet.
-pub const CANCEL_FEED_CAPACITY: usize = 4096;
-
 /// The sending side, cloned into every request handler.
 #[derive(Clone)]
 pub struct CommitterHandle {
@@ -61,7 +58,7 @@ impl CommitterHandle {
     }
 
     /// The ids of leased jobs as they are cancelled (by CancelJob or the admin API), each sent
-    /// once the cancel is durable. A receiver more than [`CANCEL_FEED_CAPACITY`] behind misses
+    /// once the cancel is durable. A receiver more than [`CANCEL_FEED_CAPACITY`](crate::CANCEL_FEED_CAPACITY) behind misses
     /// the oldest (it hears `Lagged`); the committer looks for cancels only while one listens.
     pub fn cancelled_leases(&self) -> tokio::sync::broadcast::Receiver<JobId> {
         self.cancels.subscribe()

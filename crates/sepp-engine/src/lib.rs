@@ -23,6 +23,13 @@
 //! - [`observe`]: the [`StatsSink`] and [`Observe`] seams and what a sweep did ([`Swept`]).
 //! - [`clock`]: where each cycle reads its `now`.
 //! - [`logtext`]: client-supplied strings cut to a bounded length for log lines.
+//!
+//! # Fixed limits
+//!
+//! The engine's own bounds are the constants below ([`MAX_GROUP`], [`CANCEL_FEED_CAPACITY`],
+//! the debug builds' invariant checks), and [`logtext`]'s two. Everything an operator tunes
+//! (queue depth, batch sizes, the sweep) comes in through the core's `Policy` and
+//! [`CommitterSettings`].
 
 pub mod clock;
 pub mod command;
@@ -37,10 +44,22 @@ mod sweep;
 pub use clock::{Clock, SystemClock};
 pub use command::{Command, Cycle, Deferred, Loaded, Operation, Reply, Settled};
 pub use committer::{CommitterSettings, spawn};
-pub use handle::{CANCEL_FEED_CAPACITY, Closed, CommitterHandle, Stopped};
+pub use handle::{Closed, CommitterHandle, Stopped};
 pub use leadership::NotLeading;
 pub use observe::{Observe, StatsSink, Swept};
 
 /// The target of the committer's log lines: the module it had in the server, which operators'
 /// filters name (`logging.level = "info,sepp_server::committer=debug"`).
 pub(crate) const LOG_TARGET: &str = "sepp_server::committer";
+
+/// Most commands applied in one cycle; bounds reply latency under a flood.
+pub const MAX_GROUP: usize = 4096;
+
+/// Cancelled leases kept for a Consume stream that has not read them yet.
+pub const CANCEL_FEED_CAPACITY: usize = 4096;
+
+/// Debug builds check the state's invariants after every cycle while it holds at most this
+/// many jobs (a check walks the whole state)...
+pub const CHECK_EVERY_CYCLE_UP_TO: u64 = 10_000;
+/// ...and after every this many cycles beyond.
+pub const CHECK_EVERY_NTH_CYCLE: u64 = 256;
