@@ -42,7 +42,11 @@ impl Event {
     }
 
     pub fn audit(entry: &AuditEntry) -> Event {
-        Event { name: "audit", data: Arc::from(views::audit_entry(entry).to_string()), admin_only: true }
+        Event {
+            name: "audit",
+            data: Arc::from(serde_json::to_string(&views::audit_entry(entry)).expect("an audit entry serializes")),
+            admin_only: true,
+        }
     }
 
     pub fn config(reloads: u64) -> Event {

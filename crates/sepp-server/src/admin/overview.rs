@@ -3,6 +3,7 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use sepp_admin_types::ServerInfo;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -58,16 +59,16 @@ pub async fn queue_history(
 }
 
 /// `GET /server-info`: the boot addresses and TLS, the live auth and strict-queues settings.
-pub async fn server_info(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Value> {
+pub async fn server_info(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<ServerInfo> {
     let live = state.live.get();
     let boot = &state.live.boot;
-    Json(json!({
-        "version": SERVER_VERSION,
-        "started_at_ms": state.started_at_ms,
-        "listen_addr": boot.server.listen_addr.to_string(),
-        "tls": boot.server.tls_cert_path.is_some(),
-        "auth_enforcing": live.config.auth.api_keys.is_some(),
-        "strict_queues": live.config.server.strict_queues,
-        "db_path": boot.server.db_path.display().to_string(),
-    }))
+    Json(ServerInfo {
+        version: SERVER_VERSION.to_owned(),
+        started_at_ms: state.started_at_ms,
+        listen_addr: boot.server.listen_addr.to_string(),
+        tls: boot.server.tls_cert_path.is_some(),
+        auth_enforcing: live.config.auth.api_keys.is_some(),
+        strict_queues: live.config.server.strict_queues,
+        db_path: boot.server.db_path.display().to_string(),
+    })
 }
