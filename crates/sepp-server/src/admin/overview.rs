@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use sepp_admin_types::ServerInfo;
+use sepp_admin_types::{QueueHistory, ServerInfo};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -37,7 +37,7 @@ pub async fn overview(
         "history_info": state.stats.history_info(),
     });
     if query.history.unwrap_or(true) {
-        body["history"] = state.stats.history_json();
+        body["history"] = json!(state.stats.history_json());
     }
     Json(body)
 }
@@ -48,14 +48,14 @@ pub async fn queue_history(
     State(state): State<AdminState>,
     Viewer(_): Viewer,
     Path(name): Path<String>,
-) -> Json<Value> {
+) -> Json<QueueHistory> {
     let samples = state.stats.queue_history(&name);
-    Json(json!({
-        "name": name,
-        "tracked": samples.is_some(),
-        "seconds": state.stats.history_info()["seconds"],
-        "samples": samples.unwrap_or_else(|| json!([])),
-    }))
+    Json(QueueHistory {
+        name,
+        tracked: samples.is_some(),
+        seconds: state.stats.history_info().seconds,
+        samples: samples.unwrap_or_default(),
+    })
 }
 
 /// `GET /server-info`: the boot addresses and TLS, the live auth and strict-queues settings.

@@ -160,17 +160,17 @@ impl StatsHub {
     }
 
     /// The history of the busiest queues, `other` and `total` (see [`History::summary_json`]).
-    pub fn history_json(&self) -> Value {
+    pub fn history_json(&self) -> sepp_admin_types::History {
         self.history.lock().expect("stats history lock").summary_json(SUMMARY_QUEUES, SUMMARY_SECONDS)
     }
 
     /// `{budget_bytes, bytes, seconds, queues_tracked, queues_folded}`.
-    pub fn history_info(&self) -> Value {
+    pub fn history_info(&self) -> sepp_admin_types::HistoryInfo {
         self.history.lock().expect("stats history lock").info_json()
     }
 
     /// One queue's own series, or `None` when it has none.
-    pub fn queue_history(&self, name: &str) -> Option<Value> {
+    pub fn queue_history(&self, name: &str) -> Option<Vec<sepp_admin_types::HistorySample>> {
         self.history.lock().expect("stats history lock").queue_json(name)
     }
 }
