@@ -109,6 +109,11 @@ export type ServerSummary = { version: string, started_at_ms: number, now_ms: nu
 export type Overview = { server: ServerSummary, frame: Frame, history?: History, history_info: HistoryInfo, };
 
 /**
+ * The first event of `GET /events` (`hello`): the history and the latest frame.
+ */
+export type Hello = { history: History, history_info: HistoryInfo, frame: Frame, };
+
+/**
  * `GET /server-info`.
  */
 export type ServerInfo = { version: string, started_at_ms: number, listen_addr: string, tls: boolean, auth_enforcing: boolean, strict_queues: boolean, db_path: string, };

@@ -78,7 +78,7 @@ pub struct Depths {
 }
 
 /// One queue in a stats frame.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct QueueFrame {
     #[serde(flatten)]
@@ -94,7 +94,7 @@ pub struct QueueFrame {
 }
 
 /// Every queue summed: depths, totals since boot and per-second rates.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FrameTotal {
     #[serde(flatten)]
@@ -107,14 +107,14 @@ pub struct FrameTotal {
 }
 
 /// The server part of a stats frame.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FrameServer {
     pub command_queue_len: u64,
 }
 
 /// One tick of live statistics: the busiest queues (at most 500) and the sum over every queue.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Frame {
     pub seq: u64,
@@ -197,6 +197,15 @@ pub struct Overview {
     #[cfg_attr(test, ts(optional))]
     pub history: Option<History>,
     pub history_info: HistoryInfo,
+}
+
+/// The first event of `GET /events` (`hello`): the history and the latest frame.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Hello {
+    pub history: History,
+    pub history_info: HistoryInfo,
+    pub frame: Frame,
 }
 
 /// `GET /server-info`.

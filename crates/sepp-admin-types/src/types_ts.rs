@@ -68,6 +68,7 @@ pub fn render() -> String {
         QueueHistory,
         ServerSummary,
         Overview,
+        Hello,
         ServerInfo,
         RetryBackoff,
         QueueLimits,

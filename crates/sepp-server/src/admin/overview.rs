@@ -3,9 +3,8 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use sepp_admin_types::{QueueHistory, ServerInfo};
+use sepp_admin_types::{Overview, QueueHistory, ServerInfo, ServerSummary};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::admin::AdminState;
 use crate::admin::access::Viewer;
@@ -22,24 +21,21 @@ pub async fn overview(
     State(state): State<AdminState>,
     Viewer(_): Viewer,
     Query(query): Query<OverviewQuery>,
-) -> Json<Value> {
+) -> Json<Overview> {
     let live = state.live.get();
-    let mut body = json!({
-        "server": {
-            "version": SERVER_VERSION,
-            "started_at_ms": state.started_at_ms,
-            "now_ms": state.clock.now_ms(),
-            "strict_queues": live.config.server.strict_queues,
-            "dead_letter_retention_ms": state.live.boot.storage.dead_letter_retention_ms,
-            "command_queue_len": state.committer.queued(),
+    Json(Overview {
+        server: ServerSummary {
+            version: SERVER_VERSION.to_owned(),
+            started_at_ms: state.started_at_ms,
+            now_ms: state.clock.now_ms(),
+            strict_queues: live.config.server.strict_queues,
+            dead_letter_retention_ms: state.live.boot.storage.dead_letter_retention_ms,
+            command_queue_len: state.committer.queued() as u64,
         },
-        "frame": *state.stats.frame(),
-        "history_info": state.stats.history_info(),
-    });
-    if query.history.unwrap_or(true) {
-        body["history"] = json!(state.stats.history_json());
-    }
-    Json(body)
+        frame: (*state.stats.frame()).clone(),
+        history: query.history.unwrap_or(true).then(|| state.stats.history_json()),
+        history_info: state.stats.history_info(),
+    })
 }
 
 /// `GET /queues/{name}/history`: `{name, tracked, seconds, samples}`, where `samples` is the
