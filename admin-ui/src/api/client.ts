@@ -5,8 +5,11 @@
  */
 import type {
   AuditPage, AuditQuery, ConfigChange, ConfigView, EnqueueRequest, Job, JobPage, JobState,
-  ClusterInfo, LoginResult, Overview, Queue, QueueHistory, QueueLimits, Rejection, ScheduleBody, ScheduleInfo, ServerInfo, Session, WorkerInfo, WriteResult, BulkActionName, CustomValue,
+  ClusterInfo, LoginResult, Overview, Queue, QueueHistory, QueueLimits, Rejection, ScheduleBody, ScheduleInfo, ServerInfo, Session, WriteResult, BulkActionName, CustomValue,
+  BulkAffected, BulkMatched, CancelResult, DeadLetteredResult, DeletedResult, Enqueued, JobCount, PauseResult,
+  QueueDeleted, RequeuedResult, ResumeResult, ScheduleDeleted, ScheduleList, WorkerList,
 } from './types'
+import { type Check, anything, arrayOf, shape } from './validate'
 import { filterToQuery, type JobFilter } from '../lib/filters'
 
 const BASE = '/admin/api/v1'
@@ -85,7 +88,57 @@ async function errorFrom(response: Response): Promise<ApiError> {
   return new ApiError(response.status, 'http_' + response.status, message, null)
 }
 
-async function call<T>(method: Method, path: string, options: CallOptions = {}): Promise<T> {
+/** What each answer must hold at its top level (see validate.ts). */
+const job = shape<Job>({
+  id: 'string', key_b64: 'string', job_type: 'string', priority: 'number', attempt: 'number',
+  max_attempts: 'number', enqueued_at_ms: 'number', custom: 'object', payload: 'object',
+})
+const queue = shape<Queue>({
+  name: 'string', declared: 'boolean', depths: 'object', overrides: 'object|null', effective: 'object',
+  paused: 'object|null', held_by_key_limit: 'number',
+})
+const writeResult = shape<WriteResult>({ applied: 'boolean', requires_restart: 'array', etag: 'string' })
+const schedule = shape<ScheduleInfo>({
+  id: 'string', cron: 'object|null', every_ms: 'number|null', queue: 'string', job_type: 'string',
+  custom: 'object', overlap: 'string', catch_up: 'string', next_fire_at_ms: 'number|null', fired: 'number',
+})
+export const checks = {
+  session: shape<Session>({ name: 'string|null', role: 'string', auth_enabled: 'boolean' }),
+  login: shape<LoginResult>({ name: 'string', role: 'string', expires_at_ms: 'number' }),
+  overview: shape<Overview>({ server: 'object', frame: 'object', history: 'object?', history_info: 'object' }),
+  serverInfo: shape<ServerInfo>({
+    version: 'string', started_at_ms: 'number', listen_addr: 'string', tls: 'boolean', auth_enforcing: 'boolean',
+    strict_queues: 'boolean', db_path: 'string',
+  }),
+  cluster: shape<ClusterInfo>({ enabled: 'boolean' }),
+  queues: arrayOf(queue),
+  queue,
+  queueHistory: shape<QueueHistory>({ name: 'string', tracked: 'boolean', seconds: 'number', samples: 'array' }),
+  writeResult,
+  queueDeleted: shape<QueueDeleted>({ purged: 'number', etag: 'string' }),
+  cancel: shape<CancelResult>({ job_id: 'string', outcome: 'string' }),
+  pause: shape<PauseResult>({ paused: 'boolean', until_ms: 'number|null' }),
+  resume: shape<ResumeResult>({ resumed: 'boolean' }),
+  jobPage: shape<JobPage>({ jobs: 'array', next_cursor: 'string|null', truncated: 'boolean' }),
+  enqueued: shape<Enqueued>({ job_id: 'string' }),
+  job,
+  deadLettered: shape<DeadLetteredResult>({ dead_lettered: 'number', missing: 'number' }),
+  requeued: shape<RequeuedResult>({ requeued: 'number', missing: 'number' }),
+  deleted: shape<DeletedResult>({ deleted: 'number', missing: 'number' }),
+  count: shape<JobCount>({ count: 'number' }),
+  affected: shape<BulkAffected>({ affected: 'number' }),
+  matched: shape<BulkMatched>({ matched: 'number' }),
+  audit: shape<AuditPage>({ entries: 'array', next_before: 'number|null' }),
+  config: shape<ConfigView>({
+    effective: 'object', etag: 'string', env_pinned: 'array', restart_only: 'array', pending_restart: 'array',
+  }),
+  workers: shape<WorkerList>({ workers: 'array' }),
+  schedules: shape<ScheduleList>({ schedules: 'array' }),
+  schedule,
+  scheduleDeleted: shape<ScheduleDeleted>({ id: 'string', deleted: 'boolean' }),
+}
+
+async function call<T>(method: Method, path: string, check: Check<T>, options: CallOptions = {}): Promise<T> {
   const headers: Record<string, string> = { Accept: 'application/json' }
   if (options.body !== undefined) headers['Content-Type'] = 'application/json'
   if (options.ifMatch !== undefined) headers['If-Match'] = options.ifMatch
@@ -108,7 +161,7 @@ async function call<T>(method: Method, path: string, options: CallOptions = {}):
   }
   if (response.status === 204) return undefined as T
   const text = await response.text()
-  return (text ? JSON.parse(text) : undefined) as T
+  return check(text ? JSON.parse(text) : undefined, `${method} ${path}`)
 }
 
 function filterQuery(filter?: JobFilter): Record<string, string> {
@@ -147,87 +200,87 @@ export interface KeysAction {
 export const MAX_KEYS_PER_CALL = 100
 
 export const api = {
-  session: () => call<Session>('GET', '/session'),
-  login: (name: string, key: string) => call<LoginResult>('POST', '/session', { body: { name, key } }),
-  logout: () => call<void>('DELETE', '/session'),
+  session: () => call('GET', '/session', checks.session),
+  login: (name: string, key: string) => call('POST', '/session', checks.login, { body: { name, key } }),
+  logout: () => call('DELETE', '/session', anything<void>()),
 
   overview: (history: boolean) =>
-    call<Overview>('GET', '/overview', { query: history ? undefined : { history: false } }),
-  serverInfo: () => call<ServerInfo>('GET', '/server-info'),
+    call('GET', '/overview', checks.overview, { query: history ? undefined : { history: false } }),
+  serverInfo: () => call('GET', '/server-info', checks.serverInfo),
   /** This node's view of the cluster; `{enabled: false}` on a single node. */
-  cluster: () => call<ClusterInfo>('GET', '/cluster'),
+  cluster: () => call('GET', '/cluster', checks.cluster),
 
-  queues: () => call<Queue[]>('GET', '/queues'),
-  queue: (name: string) => call<Queue>('GET', `/queues/${seg(name)}`),
-  queueHistory: (name: string) => call<QueueHistory>('GET', `/queues/${seg(name)}/history`),
+  queues: () => call('GET', '/queues', checks.queues),
+  queue: (name: string) => call('GET', `/queues/${seg(name)}`, checks.queue),
+  queueHistory: (name: string) => call('GET', `/queues/${seg(name)}/history`, checks.queueHistory),
   putQueue: (name: string, etag: string, overrides: Partial<QueueLimits>) =>
-    call<WriteResult>('PUT', `/queues/${seg(name)}`, { body: { etag, overrides } }),
+    call('PUT', `/queues/${seg(name)}`, checks.writeResult, { body: { etag, overrides } }),
   deleteQueue: (name: string, etag: string, purge: boolean) =>
-    call<{ purged: number; etag: string }>('DELETE', `/queues/${seg(name)}`, {
+    call('DELETE', `/queues/${seg(name)}`, checks.queueDeleted, {
       ifMatch: etag,
       query: purge ? { purge: true } : undefined,
     }),
 
   cancelJob: (id: string, reason: string | undefined) =>
-    call<{ job_id: string; outcome: 'removed' | 'lease_cancelled' | 'already_cancelled' }>('POST', `/jobs/${seg(id)}/cancel`, {
+    call('POST', `/jobs/${seg(id)}/cancel`, checks.cancel, {
       body: reason ? { reason } : {},
     }),
 
   pauseQueue: (name: string, untilMs: number | null) =>
-    call<{ queue: string; paused: boolean; until_ms: number | null }>('POST', `/queues/${seg(name)}/pause`, {
+    call('POST', `/queues/${seg(name)}/pause`, checks.pause, {
       body: untilMs === null ? {} : { until_ms: untilMs },
     }),
   resumeQueue: (name: string) =>
-    call<{ queue: string; resumed: boolean }>('POST', `/queues/${seg(name)}/resume`, { body: {} }),
-  resumeAll: () => call<{ all_queues: boolean; resumed: boolean }>('POST', '/queues:resume', { body: {} }),
+    call('POST', `/queues/${seg(name)}/resume`, checks.resume, { body: {} }),
+  resumeAll: () => call('POST', '/queues:resume', checks.resume, { body: {} }),
 
   peek: (queue: string, params: PeekParams) =>
-    call<JobPage>('GET', `/queues/${seg(queue)}/jobs`, {
+    call('GET', `/queues/${seg(queue)}/jobs`, checks.jobPage, {
       query: { state: params.state, cursor: params.cursor, limit: params.limit, ...filterQuery(params.filter) },
     }),
   enqueue: (queue: string, request: EnqueueRequest) =>
-    call<{ job_id: string }>('POST', `/queues/${seg(queue)}/jobs`, { body: request }),
-  job: (id: string) => call<Job & { queue: string; state: JobState }>('GET', `/jobs/${seg(id)}`),
+    call('POST', `/queues/${seg(queue)}/jobs`, checks.enqueued, { body: request }),
+  job: (id: string) => call('GET', `/jobs/${seg(id)}`, checks.job) as Promise<Job & { queue: string; state: JobState }>,
   deadLetter: (queue: string, keyB64: string) =>
-    call<Job>('GET', `/queues/${seg(queue)}/dead-letters/${seg(keyB64)}`),
+    call('GET', `/queues/${seg(queue)}/dead-letters/${seg(keyB64)}`, checks.job),
 
   deadLetterJobs: (queue: string, state: 'ready' | 'scheduled', action: KeysAction) =>
-    call<{ dead_lettered: number; missing: number }>('POST', `/queues/${seg(queue)}/jobs:dead-letter`, {
+    call('POST', `/queues/${seg(queue)}/jobs:dead-letter`, checks.deadLettered, {
       body: { state, ...action },
     }),
   requeueDeadLetters: (queue: string, action: KeysAction) =>
-    call<{ requeued: number; missing: number }>('POST', `/queues/${seg(queue)}/dead-letters:requeue`, {
+    call('POST', `/queues/${seg(queue)}/dead-letters:requeue`, checks.requeued, {
       body: action,
     }),
   deleteDeadLetters: (queue: string, action: KeysAction) =>
-    call<{ deleted: number; missing: number }>('POST', `/queues/${seg(queue)}/dead-letters:delete`, {
+    call('POST', `/queues/${seg(queue)}/dead-letters:delete`, checks.deleted, {
       body: action,
     }),
 
   /** How many of the queue's jobs in `state` match `filter` (all of them without one). */
   countJobs: (queue: string, state: JobState, filter?: JobFilter) =>
-    call<{ count: number }>('GET', `/queues/${seg(queue)}/jobs:count`, { query: { state, ...filterQuery(filter) } }),
+    call('GET', `/queues/${seg(queue)}/jobs:count`, checks.count, { query: { state, ...filterQuery(filter) } }),
   /** Applies an action to every job in `state` matching `filter`; `dryRun` only counts them. */
   bulk: (queue: string, request: { state: JobState; action: BulkActionName; filter: JobFilter; reason?: string }) =>
-    call<{ affected: number }>('POST', `/queues/${seg(queue)}/jobs:bulk`, { body: bulkBody(request, false) }),
+    call('POST', `/queues/${seg(queue)}/jobs:bulk`, checks.affected, { body: bulkBody(request, false) }),
   bulkPreview: (queue: string, request: { state: JobState; action: BulkActionName; filter: JobFilter }) =>
-    call<{ matched: number }>('POST', `/queues/${seg(queue)}/jobs:bulk`, { body: bulkBody(request, true) }),
+    call('POST', `/queues/${seg(queue)}/jobs:bulk`, checks.matched, { body: bulkBody(request, true) }),
 
-  audit: (query: AuditQuery) => call<AuditPage>('GET', '/audit', { query: { ...query } }),
+  audit: (query: AuditQuery) => call('GET', '/audit', checks.audit, { query: { ...query } }),
 
-  config: () => call<ConfigView>('GET', '/config'),
+  config: () => call('GET', '/config', checks.config),
   putConfig: (etag: string, changes: ConfigChange[]) =>
-    call<WriteResult>('PUT', '/config', { body: { etag, changes } }),
+    call('PUT', '/config', checks.writeResult, { body: { etag, changes } }),
   addApiKey: (etag: string, name: string, key: string) =>
-    call<WriteResult>('POST', '/auth/keys', { body: { etag, name, key } }),
+    call('POST', '/auth/keys', checks.writeResult, { body: { etag, name, key } }),
   revokeApiKey: (etag: string, name: string) =>
-    call<WriteResult>('DELETE', `/auth/keys/${seg(name)}`, { ifMatch: etag }),
-  disableApiKeys: (etag: string) => call<WriteResult>('DELETE', '/auth/keys', { ifMatch: etag }),
+    call('DELETE', `/auth/keys/${seg(name)}`, checks.writeResult, { ifMatch: etag }),
+  disableApiKeys: (etag: string) => call('DELETE', '/auth/keys', checks.writeResult, { ifMatch: etag }),
 
-  workers: () => call<{ workers: WorkerInfo[] }>('GET', '/workers'),
-  schedules: () => call<{ schedules: ScheduleInfo[] }>('GET', '/schedules'),
-  putSchedule: (id: string, body: ScheduleBody) => call<ScheduleInfo>('PUT', `/schedules/${seg(id)}`, { body }),
-  deleteSchedule: (id: string) => call<{ id: string; deleted: boolean }>('DELETE', `/schedules/${seg(id)}`),
+  workers: () => call('GET', '/workers', checks.workers),
+  schedules: () => call('GET', '/schedules', checks.schedules),
+  putSchedule: (id: string, body: ScheduleBody) => call('PUT', `/schedules/${seg(id)}`, checks.schedule, { body }),
+  deleteSchedule: (id: string) => call('DELETE', `/schedules/${seg(id)}`, checks.scheduleDeleted),
 
   /** The URL of the live event stream (Server-Sent Events). */
   eventsUrl: () => buildUrl('/events'),

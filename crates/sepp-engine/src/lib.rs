@@ -31,6 +31,12 @@
 //! (queue depth, batch sizes, the sweep) comes in through the core's `Policy` and
 //! [`CommitterSettings`].
 
+// No unsafe code here; a panic in the library is a bug with a message (`expect` says what was
+// assumed).
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod clock;
 pub mod command;
 mod committer;

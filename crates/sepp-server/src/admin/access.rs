@@ -21,6 +21,7 @@ use axum::http::header::{AUTHORIZATION, COOKIE, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use sepp_admin_types::{LoginResult, Role, Session as SessionView};
 use sepp_config::{AdminKey, AdminRole};
 use serde::Deserialize;
 use serde_json::json;
@@ -56,6 +57,15 @@ impl Actor {
 
     pub fn role_name(&self) -> &'static str {
         role_name(self.role)
+    }
+}
+
+/// The role as the admin API shows it.
+pub fn api_role(role: AdminRole) -> Role {
+    match role {
+        AdminRole::Viewer => Role::Viewer,
+        AdminRole::Operator => Role::Operator,
+        AdminRole::Admin => Role::Admin,
     }
 }
 
@@ -297,16 +307,16 @@ pub async fn login(
     }
     let secure = if state.admin_tls { "; Secure" } else { "" };
     let cookie = format!("{COOKIE_NAME}={token}; HttpOnly; SameSite=Strict; Path=/{secure}");
-    let body = json!({ "name": key.name, "role": actor.role_name(), "expires_at_ms": expires_at_ms });
+    let body = LoginResult { name: key.name.clone(), role: api_role(actor.role), expires_at_ms };
     let mut response = (StatusCode::OK, Json(body)).into_response();
     response.headers_mut().insert(SET_COOKIE, HeaderValue::from_str(&cookie).expect("a cookie of hex and ASCII"));
     response
 }
 
 /// `GET /session`: who the caller is.
-pub async fn whoami(State(state): State<AdminState>, Viewer(actor): Viewer) -> Json<serde_json::Value> {
+pub async fn whoami(State(state): State<AdminState>, Viewer(actor): Viewer) -> Json<SessionView> {
     let auth_enabled = state.live.get().config.admin.keys.is_some();
-    Json(json!({ "name": actor.name, "role": actor.role_name(), "auth_enabled": auth_enabled }))
+    Json(SessionView { name: actor.name, role: api_role(actor.role), auth_enabled })
 }
 
 /// `DELETE /session`: signs out (the session of the cookie, if any).

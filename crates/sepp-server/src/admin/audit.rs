@@ -4,9 +4,8 @@
 
 use axum::Json;
 use axum::extract::{Query, State};
+use sepp_admin_types::{self as api, AuditPage};
 use sepp_core::AuditQuery;
-use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::admin::AdminState;
 use crate::admin::access::Admin;
@@ -14,20 +13,12 @@ use crate::admin::commands::{AdminCommand, ask};
 use crate::admin::errors::AdminResult;
 use crate::admin::views;
 
-#[derive(Deserialize)]
-pub struct AuditParams {
-    before: Option<u64>,
-    limit: Option<u64>,
-    actor: Option<String>,
-    action_prefix: Option<String>,
-}
-
 /// `GET /audit?before=&limit=&actor=&action_prefix=`: `{entries, next_before}`.
 pub async fn list(
     State(state): State<AdminState>,
     Admin(_): Admin,
-    Query(params): Query<AuditParams>,
-) -> AdminResult<Json<Value>> {
+    Query(params): Query<api::AuditQuery>,
+) -> AdminResult<Json<AuditPage>> {
     let query = AuditQuery {
         before: params.before,
         limit: params.limit.unwrap_or(50).clamp(1, 100) as usize,
@@ -35,6 +26,6 @@ pub async fn list(
         action_prefix: params.action_prefix.filter(|prefix| !prefix.is_empty()),
     };
     let page = ask(&state.committer, |reply| AdminCommand::AuditPage { query, reply }).await?;
-    let entries: Vec<Value> = page.entries.iter().map(|entry| views::audit_entry(entry)).collect();
-    Ok(Json(json!({ "entries": entries, "next_before": page.next_before })))
+    let entries = page.entries.iter().map(|entry| views::audit_entry(entry)).collect();
+    Ok(Json(AuditPage { entries, next_before: page.next_before }))
 }

@@ -6,7 +6,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use sepp_admin_types::{ClusterDisabled, ClusterMember, ClusterNode, ErrorBody};
 
 use crate::admin::AdminState;
 use crate::admin::access::Viewer;
@@ -14,13 +14,13 @@ use crate::admin::access::Viewer;
 /// `GET /cluster`: `{"enabled": false}` on a single node; otherwise this node's id, role, term,
 /// whether it serves, the leader, and each member with its addresses and (on the leader) how
 /// many entries it lacks.
-pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Value> {
+pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Response {
     let Some(gate) = &state.cluster else {
-        return Json(json!({ "enabled": false }));
+        return Json(ClusterDisabled { enabled: false }).into_response();
     };
     let info = gate.info();
     let status = gate.status();
-    let members: Vec<Value> = info
+    let members: Vec<ClusterMember> = info
         .members
         .iter()
         .map(|member| {
@@ -30,29 +30,30 @@ pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Va
                 .filter_map(|known| known.member.as_ref())
                 .find(|known| known.id == member.id)
                 .map(|known| known.raft_addr.clone());
-            json!({
-                "id": member.id,
-                "addr": member.addr,
-                "raft_addr": raft,
-                "voter": member.voter,
-                "leader": Some(member.id) == info.leader_id,
-                "replication_lag": member.replication_lag,
-            })
+            ClusterMember {
+                id: member.id,
+                addr: member.addr.clone(),
+                raft_addr: raft,
+                voter: member.voter,
+                leader: Some(member.id) == info.leader_id,
+                replication_lag: member.replication_lag,
+            }
         })
         .collect();
-    Json(json!({
-        "enabled": true,
-        "node_id": info.node_id,
-        "role": info.role,
-        "serving": gate.refusal().is_none(),
-        "term": info.term,
-        "leader_id": info.leader_id,
-        "leader_addr": (!info.leader_addr.is_empty()).then_some(info.leader_addr),
-        "last_applied_index": info.last_applied_index,
-        "last_log_index": status.last_log_index,
-        "snapshot_index": status.snapshot_index,
-        "members": members,
-    }))
+    Json(ClusterNode {
+        enabled: true,
+        node_id: info.node_id,
+        role: info.role,
+        serving: gate.refusal().is_none(),
+        term: info.term,
+        leader_id: info.leader_id,
+        leader_addr: (!info.leader_addr.is_empty()).then_some(info.leader_addr),
+        last_applied_index: info.last_applied_index,
+        last_log_index: status.last_log_index,
+        snapshot_index: status.snapshot_index,
+        members,
+    })
+    .into_response()
 }
 
 /// In front of the routes of the queue's data and changes (`routes::router` says which): on a
@@ -61,10 +62,12 @@ pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Va
 pub async fn leader_only(State(state): State<AdminState>, request: Request, next: Next) -> Response {
     if let Some(refusal) = state.cluster.as_ref().and_then(|gate| gate.refusal()) {
         let leader = refusal.metadata().get(crate::cluster::LEADER_METADATA).and_then(|value| value.to_str().ok());
-        let mut body = json!({ "error": refusal.message(), "code": "not_leader" });
-        if let Some(leader) = leader {
-            body["leader_addr"] = json!(leader);
-        }
+        let body = ErrorBody {
+            error: refusal.message().to_owned(),
+            code: "not_leader".to_owned(),
+            rejection: None,
+            leader_addr: leader.map(str::to_owned),
+        };
         return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
     }
     next.run(request).await

@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::http::header::IF_MATCH;
+use sepp_admin_types::{ConfigView, WriteResult};
 use sepp_config::ApiKey;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -26,22 +27,26 @@ pub fn if_match(headers: &HeaderMap) -> AdminResult<String> {
         .ok_or_else(AdminError::if_match_required)
 }
 
-pub fn written_json(written: &Written) -> Value {
-    json!({ "applied": written.applied, "requires_restart": written.requires_restart, "etag": written.etag })
+pub fn written_json(written: &Written) -> WriteResult {
+    WriteResult {
+        applied: written.applied,
+        requires_restart: written.requires_restart.clone(),
+        etag: written.etag.clone(),
+    }
 }
 
 /// `GET /config`.
-pub async fn get(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<Value>> {
+pub async fn get(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<ConfigView>> {
     let live = state.live.get();
     let etag = state.config.read()?.etag;
     let effective = serde_json::to_value(&live.config).map_err(|error| AdminError::internal(error.to_string()))?;
-    Ok(Json(json!({
-        "effective": effective,
-        "etag": etag,
-        "env_pinned": env_pinned(),
-        "restart_only": sepp_config::RESTART_ONLY,
-        "pending_restart": state.live.boot.restart_only_changes(&live.config),
-    })))
+    Ok(Json(ConfigView {
+        effective,
+        etag,
+        env_pinned: env_pinned(),
+        restart_only: sepp_config::RESTART_ONLY.iter().map(|path| (*path).to_owned()).collect(),
+        pending_restart: state.live.boot.restart_only_changes(&live.config),
+    }))
 }
 
 #[derive(Deserialize)]
@@ -61,7 +66,7 @@ pub async fn put(
     State(state): State<AdminState>,
     Admin(actor): Admin,
     Json(body): Json<ConfigPut>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<WriteResult>> {
     let lock = state.config.lock().await;
     let current = state.config.read_expecting(&lock, &body.etag)?;
     for change in &body.changes {
@@ -130,7 +135,7 @@ pub async fn add_key(
     State(state): State<AdminState>,
     Admin(actor): Admin,
     Json(body): Json<KeyAdd>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<WriteResult>> {
     check_new_key(&body.name, &body.key)?;
     api_keys_not_pinned()?;
     let lock = state.config.lock().await;
@@ -158,7 +163,7 @@ pub async fn revoke_key(
     Admin(actor): Admin,
     headers: HeaderMap,
     Path(name): Path<String>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<WriteResult>> {
     let etag = if_match(&headers)?;
     api_keys_not_pinned()?;
     let lock = state.config.lock().await;
@@ -182,7 +187,7 @@ pub async fn disable_auth(
     State(state): State<AdminState>,
     Admin(actor): Admin,
     headers: HeaderMap,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<WriteResult>> {
     let etag = if_match(&headers)?;
     api_keys_not_pinned()?;
     let lock = state.config.lock().await;

@@ -4,8 +4,8 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use sepp_admin_types::{ErrorBody, Rejection as RejectionBody};
 use sepp_core::Rejection;
-use serde_json::json;
 
 use sepp_engine::Stopped;
 
@@ -108,10 +108,12 @@ impl AdminError {
 
 impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
-        let mut body = json!({ "error": self.message, "code": self.code });
-        if let Some((reason, detail)) = self.rejection {
-            body["rejection"] = json!({ "reason": reason, "detail": detail });
-        }
+        let body = ErrorBody {
+            error: self.message,
+            code: self.code.to_owned(),
+            rejection: self.rejection.map(|(reason, detail)| RejectionBody { reason: reason.to_owned(), detail }),
+            leader_addr: None,
+        };
         let mut response = (self.status, Json(body)).into_response();
         if let Some(seconds) = self.retry_after_s {
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(seconds));

@@ -14,9 +14,9 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
+use sepp_admin_types::{Frame, Hello};
 use sepp_config::AdminRole;
 use sepp_core::AuditEntry;
-use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 use crate::admin::AdminState;
@@ -37,12 +37,17 @@ pub struct Event {
 }
 
 impl Event {
-    pub fn stats(frame: &Value) -> Event {
-        Event { name: "stats", data: Arc::from(frame.to_string()), admin_only: false }
+    pub fn stats(frame: &Frame) -> Event {
+        let data = serde_json::to_string(frame).expect("a frame serializes");
+        Event { name: "stats", data: Arc::from(data), admin_only: false }
     }
 
     pub fn audit(entry: &AuditEntry) -> Event {
-        Event { name: "audit", data: Arc::from(views::audit_entry(entry).to_string()), admin_only: true }
+        Event {
+            name: "audit",
+            data: Arc::from(serde_json::to_string(&views::audit_entry(entry)).expect("an audit entry serializes")),
+            admin_only: true,
+        }
     }
 
     pub fn config(reloads: u64) -> Event {
@@ -80,16 +85,16 @@ struct Subscription {
 
 /// `GET /events`.
 pub async fn events(State(state): State<AdminState>, headers: HeaderMap, Viewer(_): Viewer) -> impl IntoResponse {
-    let hello = json!({
-        "history": state.stats.history_json(),
-        "history_info": state.stats.history_info(),
-        "frame": *state.stats.frame(),
-    });
+    let hello = Hello {
+        history: state.stats.history_json(),
+        history_info: state.stats.history_info(),
+        frame: (*state.stats.frame()).clone(),
+    };
     let subscription = Subscription {
         receiver: state.events.subscribe(),
         stopping: state.stopping.clone(),
         credentials: Credentials::from_headers(&headers),
-        hello: Some(SseEvent::default().event("hello").data(hello.to_string())),
+        hello: Some(SseEvent::default().event("hello").data(serde_json::to_string(&hello).expect("hello serializes"))),
         state,
     };
     let stream = Sse::new(stream_of(subscription)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE));

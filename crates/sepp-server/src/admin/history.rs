@@ -17,8 +17,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use sepp_admin_types as api;
 use sepp_core::TimeMs;
-use serde_json::{Map, Value, json};
 
 /// Per-second rates: enqueued, acked, nacked, dead-lettered.
 pub type Rates = [f64; 4];
@@ -244,7 +244,7 @@ impl History {
     /// The samples of `ring` (aligned to the end of the timeline) of the last `seconds`, as at
     /// most [`MAX_POINTS`] `{ts_ms, enqueued, acked, nacked, dead_lettered}`, oldest first; when
     /// there are more seconds, each point is the mean of a span of them, at the span's last second.
-    fn series_json(&self, ring: &VecDeque<Sample>, seconds: usize) -> Value {
+    fn series_json(&self, ring: &VecDeque<Sample>, seconds: usize) -> Vec<api::HistorySample> {
         let offset = self.timeline.len() - ring.len();
         let skip = ring.len().saturating_sub(seconds);
         let len = ring.len() - skip;
@@ -260,51 +260,48 @@ impl History {
                 }
             }
             let count = (end - start) as f64;
-            let rate = |at: usize| Value::from((sum[at] as f64 / count).round() / 100.0);
-            points.push(json!({
-                "ts_ms": self.timeline[offset + end - 1],
-                "enqueued": rate(0),
-                "acked": rate(1),
-                "nacked": rate(2),
-                "dead_lettered": rate(3),
-            }));
+            let rate = |at: usize| (sum[at] as f64 / count).round() / 100.0;
+            points.push(api::HistorySample {
+                ts_ms: self.timeline[offset + end - 1],
+                rates: api::Rates { enqueued: rate(0), acked: rate(1), nacked: rate(2), dead_lettered: rate(3) },
+            });
             start = end;
         }
-        Value::Array(points)
+        points
     }
 
     /// What the overview and the SSE `hello` carry: `{queues: {<name>: [...]}, other: [...],
     /// total: [...]}` with the `busiest` busiest series and `other` over the last `seconds`, and
     /// `total` over the whole ring.
-    pub fn summary_json(&self, busiest: usize, seconds: usize) -> Value {
+    pub fn summary_json(&self, busiest: usize, seconds: usize) -> api::History {
         let mut tracked: Vec<(&Arc<str>, &Series)> = self.queues.iter().collect();
         tracked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then_with(|| a.0.cmp(b.0)));
-        let queues: Map<String, Value> = tracked
+        let queues = tracked
             .into_iter()
             .take(busiest)
             .map(|(name, series)| (name.to_string(), self.series_json(&series.ring, seconds)))
             .collect();
-        json!({
-            "queues": queues,
-            "other": self.series_json(&self.other, seconds),
-            "total": self.series_json(&self.total, usize::MAX),
-        })
+        api::History {
+            queues,
+            other: self.series_json(&self.other, seconds),
+            total: self.series_json(&self.total, usize::MAX),
+        }
     }
 
     /// `{budget_bytes, bytes, seconds, queues_tracked, queues_folded}`.
-    pub fn info_json(&self) -> Value {
-        json!({
-            "budget_bytes": self.budget_bytes,
-            "bytes": self.heap_bytes(),
-            "seconds": self.capacity,
-            "queues_tracked": self.queues.len(),
-            "queues_folded": self.folded,
-        })
+    pub fn info_json(&self) -> api::HistoryInfo {
+        api::HistoryInfo {
+            budget_bytes: self.budget_bytes as u64,
+            bytes: self.heap_bytes() as u64,
+            seconds: self.capacity as u64,
+            queues_tracked: self.queues.len() as u64,
+            queues_folded: self.folded as u64,
+        }
     }
 
     /// One queue's series over the whole ring, or `None` when it has none (it is folded into
     /// `other`, or unknown).
-    pub fn queue_json(&self, name: &str) -> Option<Value> {
+    pub fn queue_json(&self, name: &str) -> Option<Vec<api::HistorySample>> {
         self.queues.get(name).map(|series| self.series_json(&series.ring, usize::MAX))
     }
 }
@@ -341,8 +338,8 @@ mod tests {
         history.push(now_ms, &input.queues(), capacity, budget);
     }
 
-    fn enqueued(points: &Value) -> Vec<f64> {
-        points.as_array().unwrap().iter().map(|point| point["enqueued"].as_f64().unwrap()).collect()
+    fn enqueued(points: &[api::HistorySample]) -> Vec<f64> {
+        points.iter().map(|point| point.rates.enqueued).collect()
     }
 
     #[test]
@@ -363,8 +360,8 @@ mod tests {
         assert!(history.queues.values().all(|series| series.score >= 850.0), "the busiest are kept");
         assert!(history.queues.values().all(|series| series.ring.len() == 3_600), "the rings are full");
         let info = history.info_json();
-        assert_eq!(info["queues_folded"], 2_000 - tracked);
-        assert_eq!(info["budget_bytes"], 16 * MIB);
+        assert_eq!(info.queues_folded as usize, 2_000 - tracked);
+        assert_eq!(info.budget_bytes as usize, 16 * MIB);
     }
 
     #[test]
@@ -391,10 +388,10 @@ mod tests {
         }
         assert_eq!(history.queues.len(), 5);
         let summary = history.summary_json(usize::MAX, usize::MAX);
-        let total = enqueued(&summary["total"]);
-        let mut sum = enqueued(&summary["other"]);
+        let total = enqueued(&summary.total);
+        let mut sum = enqueued(&summary.other);
         assert_eq!((total.len(), sum.len()), (60, 60));
-        for points in summary["queues"].as_object().unwrap().values() {
+        for points in summary.queues.values() {
             let points = enqueued(points);
             let offset = sum.len() - points.len();
             for (at, value) in points.iter().enumerate() {
@@ -422,7 +419,7 @@ mod tests {
         assert_eq!(enqueued(&history.queue_json("queue-00003").unwrap()), [1.0], "it starts its own series now");
         assert!(history.queue_json("queue-00002").is_none(), "the least busy one was folded");
         // Its seconds are in `other` now, beside queue-00003's earlier seconds.
-        assert_eq!(enqueued(&history.summary_json(10, 10)["other"]), [2.0, 2.0, 1.0]);
+        assert_eq!(enqueued(&history.summary_json(10, 10).other), [2.0, 2.0, 1.0]);
     }
 
     #[test]
@@ -440,9 +437,9 @@ mod tests {
         push(&mut history, 31_000, &input, 20, small);
         assert_eq!(history.timeline.len(), 20);
         assert!(history.queues.values().all(|series| series.ring.len() <= 20));
-        assert_eq!(history.queue_json("queue-00000").unwrap().as_array().unwrap().len(), 20);
+        assert_eq!(history.queue_json("queue-00000").unwrap().len(), 20);
         assert!(history.queues.len() > 10, "a shorter ring leaves room for more series");
-        assert_eq!(history.info_json()["seconds"], 20);
+        assert_eq!(history.info_json().seconds, 20);
     }
 
     #[test]
@@ -452,21 +449,20 @@ mod tests {
         input.rates[0] = [1.23456, 7.0, 3.5, 0.25];
         push(&mut history, 1_000, &input, 10_000, 16 * MIB);
         let point = &history.queue_json("queue-00000").unwrap()[0];
-        assert_eq!((point["ts_ms"].as_i64(), point["enqueued"].as_f64()), (Some(1_000), Some(1.23)));
-        assert_eq!((point["acked"].as_f64(), point["dead_lettered"].as_f64()), (Some(7.0), Some(0.25)));
+        assert_eq!((point.ts_ms, point.rates.enqueued), (1_000, 1.23));
+        assert_eq!((point.rates.acked, point.rates.dead_lettered), (7.0, 0.25));
         for tick in 2..=7_200 {
             input.rates[0] = [if tick % 2 == 0 { 2.0 } else { 4.0 }, 0.0, 0.0, 0.0];
             push(&mut history, tick * 1_000, &input, 10_000, 16 * MIB);
         }
         let points = history.queue_json("queue-00000").unwrap();
-        let points = points.as_array().unwrap();
         assert_eq!(points.len(), MAX_POINTS);
-        assert_eq!(points[1]["enqueued"], 3.0, "two seconds averaged");
-        assert_eq!(points[1]["ts_ms"], 4_000, "at the span's last second");
-        assert_eq!(points.last().unwrap()["ts_ms"], 7_200_000);
+        assert_eq!(points[1].rates.enqueued, 3.0, "two seconds averaged");
+        assert_eq!(points[1].ts_ms, 4_000, "at the span's last second");
+        assert_eq!(points.last().unwrap().ts_ms, 7_200_000);
         let summary = history.summary_json(10, 300);
-        assert_eq!(summary["queues"]["queue-00000"].as_array().unwrap().len(), 300);
-        assert_eq!(summary["total"].as_array().unwrap().len(), MAX_POINTS);
+        assert_eq!(summary.queues["queue-00000"].len(), 300);
+        assert_eq!(summary.total.len(), MAX_POINTS);
     }
 
     #[test]
@@ -480,8 +476,8 @@ mod tests {
         push(&mut history, 2_000, &input, 10, MIB);
         assert!(history.queue_json("queue-00000").is_none());
         let summary = history.summary_json(10, 10);
-        assert_eq!(enqueued(&summary["other"]), [1.0, 0.0]);
-        assert_eq!(enqueued(&summary["total"]), [2.0, 1.0]);
-        assert_eq!(enqueued(&summary["queues"]["queue-00001"]), [1.0, 1.0]);
+        assert_eq!(enqueued(&summary.other), [1.0, 0.0]);
+        assert_eq!(enqueued(&summary.total), [2.0, 1.0]);
+        assert_eq!(enqueued(&summary.queues["queue-00001"]), [1.0, 1.0]);
     }
 }

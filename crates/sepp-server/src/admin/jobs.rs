@@ -10,11 +10,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use sepp_admin_types as api;
 use sepp_core::{
     BulkAction, BulkError, JobFilter, JobId, JobKey, NewJob, PEEK_SCAN_LIMIT, Payload, PeekState, Peeked, Primitive,
 };
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::admin::AdminState;
 use crate::admin::access::{Operator, Viewer};
@@ -118,7 +119,7 @@ pub async fn peek(
         Ok(Err(_)) => return AdminError::invalid_argument("cursor belongs to another state").into_response(),
         Err(error) => return error.into_response(),
     };
-    let jobs: Vec<Value> = loaded
+    let jobs: Vec<api::Job> = loaded
         .page
         .jobs
         .iter()
@@ -129,7 +130,7 @@ pub async fn peek(
         })
         .collect();
     let next_cursor = loaded.page.next_cursor.as_ref().map(views::key_b64);
-    Json(json!({ "jobs": jobs, "next_cursor": next_cursor, "truncated": loaded.page.truncated })).into_response()
+    Json(api::JobPage { jobs, next_cursor, truncated: loaded.page.truncated }).into_response()
 }
 
 /// `GET /queues/{name}/jobs:count?state=[&job_type=][&custom.<key>=<value>]`: `{count}`.
@@ -144,7 +145,7 @@ pub async fn count(
         Err(error) => return error.into_response(),
     };
     match count_matching(&state, &queue, listing.state, &listing.filter).await {
-        Ok(count) => Json(json!({ "count": count })).into_response(),
+        Ok(count) => Json(api::JobCount { count }).into_response(),
         Err(error) => error.into_response(),
     }
 }
@@ -184,17 +185,15 @@ pub async fn job(
     State(state): State<AdminState>,
     Viewer(_): Viewer,
     Path(id): Path<String>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::Job>> {
     let not_found = || AdminError::not_found("job not found");
     let job_id = JobId::try_parse(&id).map_err(|_| not_found())?;
     let loaded = ask(&state.committer, |reply| AdminCommand::FindJob { job_id, reply }).await?.ok_or_else(not_found)?;
     let mut shown =
         views::live_job(&loaded.job, loaded.state, Some(loaded.payload.as_deref().unwrap_or_default()), true);
-    shown["queue"] = json!(&*loaded.job.queue);
-    shown["state"] = json!(views::state_name(loaded.state));
-    if loaded.cancelled {
-        shown["cancelled"] = json!(true);
-    }
+    shown.queue = Some(loaded.job.queue.to_string());
+    shown.state = Some(views::state_name(loaded.state));
+    shown.cancelled = loaded.cancelled.then_some(true);
     Ok(Json(shown))
 }
 
@@ -217,7 +216,7 @@ pub async fn cancel(
     Operator(actor): Operator,
     Path(id): Path<String>,
     body: Option<Json<CancelBody>>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::CancelResult>> {
     let job_id = match sepp_core::validate::validate_job_id(&id) {
         Ok(sepp_core::validate::LeaseTarget::Job(job_id)) => job_id,
         Ok(sepp_core::validate::LeaseTarget::NoSuchJob) => return Err(AdminError::not_found("job not found")),
@@ -242,7 +241,7 @@ pub async fn cancel(
         sepp_core::CancelOutcome::LeaseCancelled => "lease_cancelled",
         sepp_core::CancelOutcome::AlreadyCancelled => "already_cancelled",
     };
-    Ok(Json(json!({ "job_id": id, "outcome": outcome })))
+    Ok(Json(api::CancelResult { job_id: id, outcome: outcome.to_owned() }))
 }
 
 /// `GET /queues/{name}/dead-letters/{key_b64}`: one dead letter with its whole payload.
@@ -250,7 +249,7 @@ pub async fn dead_letter(
     State(state): State<AdminState>,
     Viewer(_): Viewer,
     Path((queue, key)): Path<(String, String)>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::Job>> {
     let not_found = || AdminError::not_found("dead-letter record not found");
     let key = views::decode_key(&key, "key")?.ok_or_else(not_found)?;
     let (dead, data) = ask(&state.committer, |reply| AdminCommand::FindDeadLetter { queue, key, reply })
@@ -325,7 +324,7 @@ pub async fn enqueue(
     Operator(actor): Operator,
     Path(queue): Path<String>,
     Json(body): Json<EnqueueBody>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::Enqueued>> {
     let job = new_job(queue, body)?;
     let live = state.live.get();
     sepp_core::validate::validate_new_job(&live.policy, &job, state.clock.now_ms())
@@ -334,7 +333,7 @@ pub async fn enqueue(
     let outcome = ask(&state.committer, |reply| AdminCommand::Enqueue { job_id, job, actor, reply }).await?;
     let (enqueued, entry) = outcome.map_err(|rejection| AdminError::rejected(&rejection))?;
     state.announce(&entry);
-    Ok(Json(json!({ "job_id": enqueued.job_id.hyphenated().to_string() })))
+    Ok(Json(api::Enqueued { job_id: enqueued.job_id.hyphenated().to_string() }))
 }
 
 #[derive(Deserialize)]
@@ -366,7 +365,7 @@ pub async fn dead_letter_jobs(
     Operator(actor): Operator,
     Path(queue): Path<String>,
     Json(body): Json<DeadLetterBody>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::DeadLetteredResult>> {
     let peek_state = match body.state.as_str() {
         "ready" => PeekState::Ready,
         "scheduled" => PeekState::Scheduled,
@@ -388,7 +387,7 @@ pub async fn dead_letter_jobs(
     if let Some(metrics) = &state.metrics {
         metrics.dead_lettered(&name, sepp_core::DeadLetterCause::Admin, touched.job_ids.len() as u64);
     }
-    Ok(Json(json!({ "dead_lettered": touched.job_ids.len(), "missing": touched.missing })))
+    Ok(Json(api::DeadLetteredResult { dead_lettered: touched.job_ids.len() as u64, missing: touched.missing as u64 }))
 }
 
 /// `POST /queues/{name}/dead-letters:requeue`.
@@ -397,13 +396,13 @@ pub async fn requeue(
     Operator(actor): Operator,
     Path(queue): Path<String>,
     Json(body): Json<KeysBody>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::RequeuedResult>> {
     let keys = decode_keys(&body.keys_b64)?;
     let reason = body.reason;
     let (touched, entry) =
         ask(&state.committer, |reply| AdminCommand::RequeueDeadLetters { queue, keys, reason, actor, reply }).await?;
     state.announce(&entry);
-    Ok(Json(json!({ "requeued": touched.job_ids.len(), "missing": touched.missing })))
+    Ok(Json(api::RequeuedResult { requeued: touched.job_ids.len() as u64, missing: touched.missing as u64 }))
 }
 
 /// `POST /queues/{name}/dead-letters:delete`.
@@ -412,13 +411,13 @@ pub async fn delete(
     Operator(actor): Operator,
     Path(queue): Path<String>,
     Json(body): Json<KeysBody>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::DeletedResult>> {
     let keys = decode_keys(&body.keys_b64)?;
     let reason = body.reason;
     let (touched, entry) =
         ask(&state.committer, |reply| AdminCommand::DeleteDeadLetters { queue, keys, reason, actor, reply }).await?;
     state.announce(&entry);
-    Ok(Json(json!({ "deleted": touched.job_ids.len(), "missing": touched.missing })))
+    Ok(Json(api::DeletedResult { deleted: touched.job_ids.len() as u64, missing: touched.missing as u64 }))
 }
 
 #[derive(Deserialize)]
@@ -454,7 +453,7 @@ pub async fn bulk(
     Operator(actor): Operator,
     Path(queue): Path<String>,
     Json(body): Json<BulkBody>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::BulkAnswer>> {
     let peek_state = parse_state(&body.state)?;
     let action = match body.action.as_str() {
         "requeue" => BulkAction::Requeue,
@@ -478,7 +477,8 @@ pub async fn bulk(
     }
     let filter = bulk_filter(body.job_type, body.custom)?;
     if body.dry_run {
-        return Ok(Json(json!({ "matched": count_matching(&state, &queue, peek_state, &filter).await? })));
+        let matched = count_matching(&state, &queue, peek_state, &filter).await?;
+        return Ok(Json(api::BulkAnswer::Matched(api::BulkMatched { matched })));
     }
     let mut affected = 0;
     let mut cursor = None;
@@ -507,7 +507,7 @@ pub async fn bulk(
         }
         match step.next_cursor {
             Some(next) => cursor = Some(next),
-            None => return Ok(Json(json!({ "affected": affected }))),
+            None => return Ok(Json(api::BulkAnswer::Affected(api::BulkAffected { affected: affected as u64 }))),
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use sepp_admin_types::{Overview, QueueHistory, ServerInfo, ServerSummary};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::admin::AdminState;
 use crate::admin::access::Viewer;
@@ -21,24 +21,21 @@ pub async fn overview(
     State(state): State<AdminState>,
     Viewer(_): Viewer,
     Query(query): Query<OverviewQuery>,
-) -> Json<Value> {
+) -> Json<Overview> {
     let live = state.live.get();
-    let mut body = json!({
-        "server": {
-            "version": SERVER_VERSION,
-            "started_at_ms": state.started_at_ms,
-            "now_ms": state.clock.now_ms(),
-            "strict_queues": live.config.server.strict_queues,
-            "dead_letter_retention_ms": state.live.boot.storage.dead_letter_retention_ms,
-            "command_queue_len": state.committer.queued(),
+    Json(Overview {
+        server: ServerSummary {
+            version: SERVER_VERSION.to_owned(),
+            started_at_ms: state.started_at_ms,
+            now_ms: state.clock.now_ms(),
+            strict_queues: live.config.server.strict_queues,
+            dead_letter_retention_ms: state.live.boot.storage.dead_letter_retention_ms,
+            command_queue_len: state.committer.queued() as u64,
         },
-        "frame": *state.stats.frame(),
-        "history_info": state.stats.history_info(),
-    });
-    if query.history.unwrap_or(true) {
-        body["history"] = state.stats.history_json();
-    }
-    Json(body)
+        frame: (*state.stats.frame()).clone(),
+        history: query.history.unwrap_or(true).then(|| state.stats.history_json()),
+        history_info: state.stats.history_info(),
+    })
 }
 
 /// `GET /queues/{name}/history`: `{name, tracked, seconds, samples}`, where `samples` is the
@@ -47,27 +44,27 @@ pub async fn queue_history(
     State(state): State<AdminState>,
     Viewer(_): Viewer,
     Path(name): Path<String>,
-) -> Json<Value> {
+) -> Json<QueueHistory> {
     let samples = state.stats.queue_history(&name);
-    Json(json!({
-        "name": name,
-        "tracked": samples.is_some(),
-        "seconds": state.stats.history_info()["seconds"],
-        "samples": samples.unwrap_or_else(|| json!([])),
-    }))
+    Json(QueueHistory {
+        name,
+        tracked: samples.is_some(),
+        seconds: state.stats.history_info().seconds,
+        samples: samples.unwrap_or_default(),
+    })
 }
 
 /// `GET /server-info`: the boot addresses and TLS, the live auth and strict-queues settings.
-pub async fn server_info(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<Value> {
+pub async fn server_info(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<ServerInfo> {
     let live = state.live.get();
     let boot = &state.live.boot;
-    Json(json!({
-        "version": SERVER_VERSION,
-        "started_at_ms": state.started_at_ms,
-        "listen_addr": boot.server.listen_addr.to_string(),
-        "tls": boot.server.tls_cert_path.is_some(),
-        "auth_enforcing": live.config.auth.api_keys.is_some(),
-        "strict_queues": live.config.server.strict_queues,
-        "db_path": boot.server.db_path.display().to_string(),
-    }))
+    Json(ServerInfo {
+        version: SERVER_VERSION.to_owned(),
+        started_at_ms: state.started_at_ms,
+        listen_addr: boot.server.listen_addr.to_string(),
+        tls: boot.server.tls_cert_path.is_some(),
+        auth_enforcing: live.config.auth.api_keys.is_some(),
+        strict_queues: live.config.server.strict_queues,
+        db_path: boot.server.db_path.display().to_string(),
+    })
 }

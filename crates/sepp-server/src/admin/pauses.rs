@@ -7,8 +7,8 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use sepp_admin_types::{AllQueuesPause, NamedPause, PauseList, PauseResult, ResumeResult};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use sepp_core::validate::pause_problem;
 use sepp_core::{ALL_QUEUES, TimeMs};
@@ -34,7 +34,7 @@ pub async fn pause(
     Operator(actor): Operator,
     Path(queue): Path<String>,
     Json(body): Json<PauseBody>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<PauseResult>> {
     pause_scope(state, actor, queue, body).await
 }
 
@@ -43,11 +43,16 @@ pub async fn pause_all(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Json(body): Json<PauseBody>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<PauseResult>> {
     pause_scope(state, actor, ALL_QUEUES.to_owned(), body).await
 }
 
-async fn pause_scope(state: AdminState, actor: Actor, queue: String, body: PauseBody) -> AdminResult<Json<Value>> {
+async fn pause_scope(
+    state: AdminState,
+    actor: Actor,
+    queue: String,
+    body: PauseBody,
+) -> AdminResult<Json<PauseResult>> {
     if let Some(problem) = pause_problem(&queue, body.until_ms, body.reason.as_deref(), state.clock.now_ms()) {
         return Err(AdminError::invalid_argument(problem));
     }
@@ -63,48 +68,46 @@ pub async fn resume(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(queue): Path<String>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<ResumeResult>> {
     resume_scope(state, actor, queue).await
 }
 
 /// `POST /queues:resume`: lifts the pause of every queue; queues paused by name stay paused.
-pub async fn resume_all(State(state): State<AdminState>, Operator(actor): Operator) -> AdminResult<Json<Value>> {
+pub async fn resume_all(State(state): State<AdminState>, Operator(actor): Operator) -> AdminResult<Json<ResumeResult>> {
     resume_scope(state, actor, ALL_QUEUES.to_owned()).await
 }
 
-async fn resume_scope(state: AdminState, actor: Actor, queue: String) -> AdminResult<Json<Value>> {
-    let mut view = scope_of(&queue);
+async fn resume_scope(state: AdminState, actor: Actor, queue: String) -> AdminResult<Json<ResumeResult>> {
+    let (scope_queue, all_queues) = scope_of(&queue);
     let entry = ask(&state.committer, |reply| AdminCommand::Resume { queue, actor, reply }).await?;
     if let Some(entry) = &entry {
         state.announce(entry);
     }
-    view["resumed"] = json!(entry.is_some());
-    Ok(Json(view))
+    Ok(Json(ResumeResult { queue: scope_queue, all_queues, resumed: entry.is_some() }))
 }
 
 /// `GET /pauses`: `{all_queues: {until_ms} | null, queues: [{queue, until_ms}]}`, exact (asked of
 /// the committer, not a snapshot).
-pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<Value>> {
+pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<PauseList>> {
     let pauses = ask(&state.committer, |reply| AdminCommand::Pauses { reply }).await?;
-    let mut all = Value::Null;
+    let mut all = None;
     let mut queues = Vec::new();
     for (queue, until_ms) in pauses {
         if &*queue == ALL_QUEUES {
-            all = json!({ "until_ms": until_ms });
+            all = Some(AllQueuesPause { until_ms });
         } else {
-            queues.push(json!({ "queue": &*queue, "until_ms": until_ms }));
+            queues.push(NamedPause { queue: queue.to_string(), until_ms });
         }
     }
-    Ok(Json(json!({ "all_queues": all, "queues": queues })))
+    Ok(Json(PauseList { all_queues: all, queues }))
 }
 
-fn scope_of(queue: &str) -> Value {
-    if queue == ALL_QUEUES { json!({ "all_queues": true }) } else { json!({ "queue": queue }) }
+/// The scope of an answer: `(queue, None)` for one queue, `(None, Some(true))` for every queue.
+fn scope_of(queue: &str) -> (Option<String>, Option<bool>) {
+    if queue == ALL_QUEUES { (None, Some(true)) } else { (Some(queue.to_owned()), None) }
 }
 
-fn pause_view(queue: &str, until_ms: Option<TimeMs>) -> Value {
-    let mut view = scope_of(queue);
-    view["paused"] = json!(true);
-    view["until_ms"] = json!(until_ms);
-    view
+fn pause_view(queue: &str, until_ms: Option<TimeMs>) -> PauseResult {
+    let (queue, all_queues) = scope_of(queue);
+    PauseResult { queue, all_queues, paused: true, until_ms }
 }

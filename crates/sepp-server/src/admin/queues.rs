@@ -15,6 +15,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::IntoResponse;
+use sepp_admin_types as api;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -63,7 +64,7 @@ pub async fn list(
     let after = query.after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     let mut known = snapshot.queues.range::<str, _>((after, Bound::Unbounded)).map(|(name, _)| &**name).peekable();
     let mut listed = declared.range::<&str, _>((after, Bound::Unbounded)).copied().peekable();
-    let mut queues = Vec::new();
+    let mut queues: Vec<api::Queue> = Vec::new();
     while queues.len() < limit {
         let name = match (known.peek(), listed.peek()) {
             (Some(a), Some(b)) if b < a => listed.next(),
@@ -74,11 +75,11 @@ pub async fn list(
         let stats = snapshot.queue(name);
         queues.push(views::queue(name, &live.config, live.policy.queue(name), &stats, snapshot.all_paused));
     }
-    Ok(([(HeaderName::from_static("sepp-queue-count"), HeaderValue::from(count))], Json(Value::Array(queues))))
+    Ok(([(HeaderName::from_static("sepp-queue-count"), HeaderValue::from(count))], Json(queues)))
 }
 
 /// `GET /queues/{name}`: any name (an unknown queue is all zeros).
-pub async fn get(State(state): State<AdminState>, Viewer(_): Viewer, Path(name): Path<String>) -> Json<Value> {
+pub async fn get(State(state): State<AdminState>, Viewer(_): Viewer, Path(name): Path<String>) -> Json<api::Queue> {
     let live = state.live.get();
     let snapshot = state.stats.snapshot();
     Json(views::queue(&name, &live.config, live.policy.queue(&name), &snapshot.queue(&name), snapshot.all_paused))
@@ -97,7 +98,7 @@ pub async fn put(
     Admin(actor): Admin,
     Path(name): Path<String>,
     Json(body): Json<QueuePut>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::WriteResult>> {
     if let Some(problem) = sepp_core::validate::queue_name_problem(&name, "queue") {
         return Err(AdminError::invalid_argument(problem));
     }
@@ -137,7 +138,7 @@ pub async fn delete(
     headers: HeaderMap,
     Path(name): Path<String>,
     Query(query): Query<DeleteQuery>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::QueueDeleted>> {
     let etag = if_match(&headers)?;
     let lock = state.config.lock().await;
     let current = state.config.read_expecting(&lock, &etag)?;
@@ -156,7 +157,7 @@ pub async fn delete(
     if let Some(entry) = reopened? {
         state.announce(&entry);
     }
-    Ok(Json(json!({ "purged": purged, "etag": etag })))
+    Ok(Json(api::QueueDeleted { purged, etag }))
 }
 
 /// Closes the queue and empties it (with `purge`) or checks it is empty; returns what was purged.

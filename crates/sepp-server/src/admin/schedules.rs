@@ -5,8 +5,8 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use sepp_admin_types as api;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use sepp_core::TimeMs;
 use sepp_core::schedule::{Cadence, CatchUp, JobTemplate, Overlap, Schedule, ScheduleSpec};
@@ -40,9 +40,9 @@ pub struct ScheduleBody {
 }
 
 /// `GET /schedules`: every schedule, by id, with its next firing.
-pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<Value>> {
+pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<api::ScheduleList>> {
     let schedules = ask(&state.committer, |reply| AdminCommand::Schedules { reply }).await?;
-    Ok(Json(json!({ "schedules": schedules.iter().map(schedule_view).collect::<Vec<_>>() })))
+    Ok(Json(api::ScheduleList { schedules: schedules.iter().map(schedule_view).collect() }))
 }
 
 /// `PUT /schedules/{id}`: creates or replaces the schedule.
@@ -51,7 +51,7 @@ pub async fn put(
     Operator(actor): Operator,
     Path(id): Path<String>,
     Json(body): Json<ScheduleBody>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::ScheduleInfo>> {
     let spec = spec(id, body)?;
     let answer = ask(&state.committer, |reply| AdminCommand::UpsertSchedule { spec, actor, reply }).await?;
     let (schedule, entry) = answer.map_err(|error| match error {
@@ -67,12 +67,12 @@ pub async fn delete(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(id): Path<String>,
-) -> AdminResult<Json<Value>> {
+) -> AdminResult<Json<api::ScheduleDeleted>> {
     let deleted = ask(&state.committer, |reply| AdminCommand::DeleteSchedule { id: id.clone(), actor, reply }).await?;
     if let Some(entry) = &deleted {
         state.announce(entry);
     }
-    Ok(Json(json!({ "id": id, "deleted": deleted.is_some() })))
+    Ok(Json(api::ScheduleDeleted { id, deleted: deleted.is_some() }))
 }
 
 fn spec(id: String, body: ScheduleBody) -> AdminResult<ScheduleSpec> {
@@ -113,41 +113,47 @@ fn spec(id: String, body: ScheduleBody) -> AdminResult<ScheduleSpec> {
     Ok(ScheduleSpec { id, cadence, template, overlap, catch_up })
 }
 
-fn millis(ms: TimeMs) -> Value {
-    if ms == TimeMs::MAX { Value::Null } else { json!(ms) }
+fn millis(ms: TimeMs) -> Option<TimeMs> {
+    (ms != TimeMs::MAX).then_some(ms)
 }
 
 /// `{id, cron: {expression, time_zone} | null, every_ms | null, queue, job_type, payload:
 /// {encoding, size_bytes} | null, priority, max_attempts, custom, overlap, catch_up,
 /// next_fire_at_ms, last_slot_at_ms, last_job_id, fired, created_at_ms}`.
-pub fn schedule_view(schedule: &Schedule) -> Value {
+pub fn schedule_view(schedule: &Schedule) -> api::ScheduleInfo {
     let spec = &schedule.spec;
     let template = &spec.template;
     let (cron, every_ms) = match &spec.cadence {
         Cadence::Cron { expression, time_zone } => {
-            (json!({ "expression": expression, "time_zone": time_zone }), Value::Null)
+            (Some(api::Cron { expression: expression.clone(), time_zone: time_zone.clone() }), None)
         }
-        Cadence::Every { interval_ms } => (Value::Null, json!(interval_ms)),
+        Cadence::Every { interval_ms } => (None, Some(*interval_ms)),
     };
-    json!({
-        "id": spec.id,
-        "cron": cron,
-        "every_ms": every_ms,
-        "queue": template.queue,
-        "job_type": template.job_type,
-        "payload": template.payload.as_ref().map(|payload| json!({
-            "encoding": payload.encoding,
-            "size_bytes": payload.data.len(),
-        })),
-        "priority": template.priority,
-        "max_attempts": template.max_attempts,
-        "custom": views::custom_map_json(template.custom.iter()),
-        "overlap": match spec.overlap { Overlap::Skip => "skip", Overlap::Allow => "allow" },
-        "catch_up": match spec.catch_up { CatchUp::Latest => "latest", CatchUp::Skip => "none" },
-        "next_fire_at_ms": millis(schedule.next_ms),
-        "last_slot_at_ms": schedule.last_slot_ms,
-        "last_job_id": schedule.last_job.map(|job_id| job_id.hyphenated().to_string()),
-        "fired": schedule.fired,
-        "created_at_ms": schedule.anchor_ms,
-    })
+    api::ScheduleInfo {
+        id: spec.id.clone(),
+        cron,
+        every_ms,
+        queue: template.queue.to_string(),
+        job_type: template.job_type.to_string(),
+        payload: template.payload.as_ref().map(|payload| api::PayloadSize {
+            encoding: payload.encoding.to_string(),
+            size_bytes: payload.data.len() as u64,
+        }),
+        priority: template.priority.map(u64::from),
+        max_attempts: template.max_attempts.map(u64::from),
+        custom: views::custom_map_json(template.custom.iter()),
+        overlap: match spec.overlap {
+            Overlap::Skip => api::Overlap::Skip,
+            Overlap::Allow => api::Overlap::Allow,
+        },
+        catch_up: match spec.catch_up {
+            CatchUp::Latest => api::CatchUp::Latest,
+            CatchUp::Skip => api::CatchUp::None,
+        },
+        next_fire_at_ms: millis(schedule.next_ms),
+        last_slot_at_ms: schedule.last_slot_ms,
+        last_job_id: schedule.last_job.map(|job_id| job_id.hyphenated().to_string()),
+        fired: schedule.fired,
+        created_at_ms: schedule.anchor_ms,
+    }
 }

@@ -14,8 +14,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
+use sepp_admin_types as api;
 use sepp_core::{Depths, QueueTotals, State, TimeMs};
-use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, watch};
 
 use crate::admin::events::Event;
@@ -160,13 +160,13 @@ impl StatsSink for StatsPublisher {
 /// The frames and the history, shared by the HTTP handlers.
 pub struct StatsHub {
     snapshots: watch::Receiver<Arc<StatsSnapshot>>,
-    latest: RwLock<Arc<Value>>,
+    latest: RwLock<Arc<api::Frame>>,
     history: Mutex<History>,
 }
 
 impl StatsHub {
     pub fn new(snapshots: watch::Receiver<Arc<StatsSnapshot>>) -> StatsHub {
-        StatsHub { snapshots, latest: RwLock::new(Arc::new(Value::Null)), history: Mutex::default() }
+        StatsHub { snapshots, latest: RwLock::new(Arc::new(api::Frame::default())), history: Mutex::default() }
     }
 
     /// The committer's latest snapshot (at most about 250 ms old).
@@ -175,22 +175,22 @@ impl StatsHub {
     }
 
     /// The latest frame.
-    pub fn frame(&self) -> Arc<Value> {
+    pub fn frame(&self) -> Arc<api::Frame> {
         self.latest.read().expect("stats frame lock").clone()
     }
 
     /// The history of the busiest queues, `other` and `total` (see [`History::summary_json`]).
-    pub fn history_json(&self) -> Value {
+    pub fn history_json(&self) -> api::History {
         self.history.lock().expect("stats history lock").summary_json(SUMMARY_QUEUES, SUMMARY_SECONDS)
     }
 
     /// `{budget_bytes, bytes, seconds, queues_tracked, queues_folded}`.
-    pub fn history_info(&self) -> Value {
+    pub fn history_info(&self) -> api::HistoryInfo {
         self.history.lock().expect("stats history lock").info_json()
     }
 
     /// One queue's own series, or `None` when it has none.
-    pub fn queue_history(&self, name: &str) -> Option<Value> {
+    pub fn queue_history(&self, name: &str) -> Option<Vec<api::HistorySample>> {
         self.history.lock().expect("stats history lock").queue_json(name)
     }
 }
@@ -262,7 +262,7 @@ impl Ticker {
         snapshot: &StatsSnapshot,
         declared: &[sepp_config::QueueConfig],
         command_queue_len: usize,
-    ) -> Value {
+    ) -> api::Frame {
         let seconds = ((now_ms - self.previous_ms).max(1) as f64) / 1000.0;
         self.seq += 1;
         self.previous_ms = now_ms;
@@ -317,31 +317,33 @@ impl Ticker {
             self.order.select_nth_unstable_by(FRAME_QUEUES - 1, busiest);
             self.order.truncate(FRAME_QUEUES);
         }
-        let queues: Map<String, Value> = self
+        let queues: BTreeMap<String, api::QueueFrame> = self
             .order
             .iter()
             .map(|(_, _, at)| {
                 let queue = &self.rates[*at];
                 let stats = snapshot.queue(&queue.name);
                 let paused = stats.paused.is_some() || snapshot.all_paused.is_some();
-                (queue.name.to_string(), queue_json(&stats, &queue.rates, paused))
+                (queue.name.to_string(), queue_frame(&stats, &queue.rates, paused))
             })
             .collect();
         let queue_count = self.rates.len();
         let sum_rates = sum_rates.map(|rate| (rate * 100.0).round() / 100.0);
-        let mut total = queue_json(&sum, &sum_rates, false);
-        if let Some(total) = total.as_object_mut() {
-            total.remove("paused");
+        let total = api::FrameTotal {
+            depths: depths_of(&sum),
+            totals: totals_of(&sum),
+            rates: rates_of(&sum_rates),
+            held_by_key_limit: Some(sum.held_by_key),
+        };
+        api::Frame {
+            seq: self.seq,
+            ts_ms: now_ms,
+            server: api::FrameServer { command_queue_len: command_queue_len as u64 },
+            queue_count: Some(queue_count as u64),
+            truncated: Some(queues.len() < queue_count),
+            queues,
+            total: Some(total),
         }
-        json!({
-            "seq": self.seq,
-            "ts_ms": now_ms,
-            "server": { "command_queue_len": command_queue_len },
-            "queue_count": queue_count,
-            "truncated": queues.len() < queue_count,
-            "queues": queues,
-            "total": total,
-        })
     }
 }
 
@@ -361,29 +363,40 @@ fn add_stats(sum: &mut QueueStats, stats: &QueueStats) {
     sum.held_by_key += stats.held_by_key;
 }
 
-fn queue_json(stats: &QueueStats, rates: &[f64; 4], paused: bool) -> Value {
-    let (depths, totals) = (&stats.depths, &stats.totals);
-    json!({
-        "paused": paused,
-        "ready": depths.ready,
-        "scheduled": depths.scheduled,
-        "inflight": depths.inflight,
-        "dead_lettered": depths.dead_letter,
-        "held_by_key_limit": stats.held_by_key,
-        "totals": {
-            "enqueued": totals.enqueued,
-            "reserved": totals.reserved,
-            "acked": totals.acked,
-            "nacked": totals.nacked,
-            "dead_lettered": totals.dead_lettered,
-        },
-        "rates": {
-            "enqueued": rates[0],
-            "acked": rates[1],
-            "nacked": rates[2],
-            "dead_lettered": rates[3],
-        },
-    })
+fn depths_of(stats: &QueueStats) -> api::Depths {
+    let depths = &stats.depths;
+    api::Depths {
+        ready: depths.ready,
+        scheduled: depths.scheduled,
+        inflight: depths.inflight,
+        dead_lettered: depths.dead_letter,
+    }
+}
+
+fn totals_of(stats: &QueueStats) -> api::Totals {
+    let totals = &stats.totals;
+    api::Totals {
+        enqueued: totals.enqueued,
+        reserved: totals.reserved,
+        acked: totals.acked,
+        nacked: totals.nacked,
+        dead_lettered: totals.dead_lettered,
+    }
+}
+
+fn rates_of(rates: &[f64; 4]) -> api::Rates {
+    api::Rates { enqueued: rates[0], acked: rates[1], nacked: rates[2], dead_lettered: rates[3] }
+}
+
+/// A queue in a frame: its depths, totals, rates, held jobs and whether reserves skip it.
+fn queue_frame(stats: &QueueStats, rates: &[f64; 4], paused: bool) -> api::QueueFrame {
+    api::QueueFrame {
+        depths: depths_of(stats),
+        totals: totals_of(stats),
+        rates: rates_of(rates),
+        held_by_key_limit: Some(stats.held_by_key),
+        paused,
+    }
 }
 
 #[cfg(test)]
@@ -413,23 +426,24 @@ mod tests {
         let mut ticker = ticker();
         ticker.frame(1_000, &snapshot(0), &[], 0);
         let frame = ticker.frame(2_000, &snapshot(50), &[], 7);
-        assert_eq!((frame["seq"].as_u64(), frame["ts_ms"].as_i64()), (Some(2), Some(2_000)));
-        assert_eq!(frame["queue_count"], 601);
-        assert_eq!(frame["truncated"], true);
-        let queues = frame["queues"].as_object().unwrap();
+        assert_eq!((frame.seq, frame.ts_ms), (2, 2_000));
+        assert_eq!(frame.queue_count, Some(601));
+        assert_eq!(frame.truncated, Some(true));
+        let queues = &frame.queues;
         assert_eq!(queues.len(), FRAME_QUEUES);
-        assert_eq!(queues["zz-busy"]["rates"]["enqueued"], 50.0, "the busiest first, whatever its name");
+        assert_eq!(queues["zz-busy"].rates.enqueued, 50.0, "the busiest first, whatever its name");
         assert!(queues.contains_key("quiet-000") && !queues.contains_key("quiet-599"), "then by name");
-        let total = &frame["total"];
-        assert_eq!((total["ready"].as_u64(), total["totals"]["acked"].as_u64()), (Some(600), Some(50)));
-        assert_eq!(total["rates"]["acked"], 50.0);
+        let total = frame.total.as_ref().unwrap();
+        assert_eq!((total.depths.ready, total.totals.acked), (600, 50));
+        assert_eq!(total.rates.acked, 50.0);
+        let total = serde_json::to_value(total).unwrap();
         assert!(total.get("paused").is_none());
         assert_eq!(ticker.rates.len(), 601, "every queue's rates go to the history");
 
         // The score decays slowly: a second later, still the busiest.
         let frame = ticker.frame(3_000, &snapshot(50), &[], 0);
-        assert!(frame["queues"].as_object().unwrap().contains_key("zz-busy"));
-        assert_eq!(frame["queues"]["zz-busy"]["rates"]["enqueued"], 0.0);
+        assert!(frame.queues.contains_key("zz-busy"));
+        assert_eq!(frame.queues["zz-busy"].rates.enqueued, 0.0);
     }
 
     #[test]
@@ -438,9 +452,9 @@ mod tests {
         let declared: Vec<sepp_config::QueueConfig> =
             toml::from_str::<sepp_config::Config>("[[queues]]\nname = \"declared\"\n").unwrap().queues;
         let frame = ticker.frame(1_000, &StatsSnapshot::default(), &declared, 0);
-        assert_eq!(frame["queue_count"], 1);
-        assert_eq!(frame["truncated"], false);
-        assert!(frame["queues"]["declared"].is_object());
+        assert_eq!(frame.queue_count, Some(1));
+        assert_eq!(frame.truncated, Some(false));
+        assert!(frame.queues.contains_key("declared"));
         ticker.frame(2_000, &StatsSnapshot::default(), &[], 0);
         assert!(ticker.seen.is_empty(), "a queue no longer listed is forgotten");
     }

@@ -14,8 +14,8 @@ use std::sync::Mutex;
 
 use axum::Json;
 use axum::extract::State;
+use sepp_admin_types::{WorkerInfo, WorkerList};
 use sepp_core::{JobId, TimeMs};
-use serde_json::{Value, json};
 
 use crate::admin::AdminState;
 use crate::admin::access::Viewer;
@@ -114,7 +114,7 @@ impl Workers {
 
 /// `GET /workers`: `{workers: [{worker_id, last_seen_ms, reserves, jobs_delivered,
 /// held: {queue: n}, held_total, next_lease_expires_at_ms}]}`, most recently seen first.
-pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<Value>> {
+pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<WorkerList>> {
     let mut seen = state.workers.seen(state.clock.now_ms());
     seen.sort_by(|a, b| b.last_seen_ms.cmp(&a.last_seen_ms).then_with(|| a.worker_id.cmp(&b.worker_id)));
     let deliveries: Vec<(JobId, u32)> = seen.iter().flat_map(|worker| worker.held.iter().copied()).collect();
@@ -139,17 +139,17 @@ pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminRe
             }
         }
         state.workers.settle(&worker.worker_id, &released);
-        shown.push(json!({
-            "worker_id": worker.worker_id,
-            "last_seen_ms": worker.last_seen_ms,
-            "reserves": worker.reserves,
-            "jobs_delivered": worker.delivered,
-            "held_total": by_queue.values().sum::<u64>(),
-            "held": by_queue,
-            "next_lease_expires_at_ms": next_expiry,
-        }));
+        shown.push(WorkerInfo {
+            worker_id: worker.worker_id.to_string(),
+            last_seen_ms: worker.last_seen_ms,
+            reserves: worker.reserves,
+            jobs_delivered: worker.delivered,
+            held_total: by_queue.values().sum::<u64>(),
+            held: by_queue,
+            next_lease_expires_at_ms: next_expiry,
+        });
     }
-    Ok(Json(json!({ "workers": shown })))
+    Ok(Json(WorkerList { workers: shown }))
 }
 
 #[cfg(test)]

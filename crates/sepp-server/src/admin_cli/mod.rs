@@ -8,6 +8,7 @@
 mod http;
 mod output;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,10 +16,13 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use clap::{Args, Subcommand};
 use hyper::Method;
+use sepp_admin_types as api;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use http::{Answer, Client};
-use output::{cell, rfc3339_ms, table, time_ms};
+use output::{cell, rfc3339_ms, table, time_at};
 
 /// Keys sent per request when a command is given more (the API takes at most 100).
 const KEYS_PER_REQUEST: usize = 100;
@@ -280,7 +284,7 @@ pub fn run(args: AdminArgs) -> ExitCode {
     let session = Session { client, json: args.json, keyed };
     match runtime.block_on(session.run(args.verb)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => failed(&message),
+        Err(error) => failed(&error.to_string()),
     }
 }
 
@@ -308,13 +312,13 @@ fn segment(text: &str) -> String {
     query(&[(String::new(), text.to_owned())]).trim_start_matches("?=").to_owned()
 }
 
-fn split_pair(text: &str) -> Result<(String, String), String> {
+fn split_pair(text: &str) -> Result<(String, String), CliError> {
     text.split_once('=')
         .map(|(key, value)| (key.to_owned(), value.to_owned()))
-        .ok_or_else(|| format!("{text:?} is not KEY=VALUE"))
+        .ok_or_else(|| usage(format!("{text:?} is not KEY=VALUE")))
 }
 
-fn filter_pairs(filter: &FilterArgs) -> Result<Vec<(String, String)>, String> {
+fn filter_pairs(filter: &FilterArgs) -> Result<Vec<(String, String)>, CliError> {
     let mut pairs = Vec::new();
     if let Some(job_type) = &filter.job_type {
         pairs.push(("job_type".to_owned(), job_type.clone()));
@@ -333,6 +337,48 @@ struct Session {
     keyed: bool,
 }
 
+/// Why a command failed; its text is what `sepp admin` prints after `error: `.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The command line asks for something the command cannot do.
+    #[error("{0}")]
+    Usage(String),
+    /// A local file could not be read.
+    #[error("cannot read {path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    /// No answer: the connection, TLS or the HTTP exchange failed.
+    #[error("{0}")]
+    Transport(String),
+    /// The API refused the request: its message, its code (` (code)` or empty), the status and a
+    /// hint about the key.
+    #[error("{message}{code} [HTTP {status}]{hint}")]
+    Refused { message: String, code: String, status: u16, hint: &'static str },
+    /// The API answered with JSON of another shape than this version knows.
+    #[error("unexpected answer from {path}: {error}")]
+    Malformed { path: String, error: serde_json::Error },
+}
+
+impl From<String> for CliError {
+    /// The HTTP client's failures.
+    fn from(message: String) -> CliError {
+        CliError::Transport(message)
+    }
+}
+
+fn usage(message: impl Into<String>) -> CliError {
+    CliError::Usage(message.into())
+}
+
+/// A value as the API writes it (an enum as its wire name), as a table cell.
+fn wire<T: Serialize>(value: &T) -> String {
+    cell(&serde_json::to_value(value).unwrap_or(Value::Null))
+}
+
+/// An optional number as a table cell: `-` when absent.
+fn number<T: ToString>(value: Option<T>) -> String {
+    value.map_or_else(|| "-".to_owned(), |value| value.to_string())
+}
+
 impl Session {
     /// Sends a request; a refusal becomes the error (its JSON printed first under `--json`).
     async fn call(
@@ -341,7 +387,7 @@ impl Session {
         path: &str,
         body: Option<&Value>,
         if_match: Option<&str>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, CliError> {
         let Answer { status, body, text } = self.client.send(method, path, body, if_match).await?;
         if status.is_success() {
             return Ok(body);
@@ -356,14 +402,53 @@ impl Session {
             (401, true) => "; the key in SEPP_ADMIN_KEY is not one of the server's admin.keys",
             _ => "",
         };
-        Err(format!("{message}{code} [HTTP {}]{hint}", status.as_u16()))
+        Err(CliError::Refused { message, code, status: status.as_u16(), hint })
+    }
+
+    /// Sends a request and reads its answer as `T`.
+    async fn fetch<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        if_match: Option<&str>,
+    ) -> Result<T, CliError> {
+        typed(path, self.call(method, path, body, if_match).await?)
+    }
+
+    /// The one path of every command that shows an answer: sends the request, prints the API's
+    /// JSON under `--json`, else reads the answer as `T` and hands it to `show`.
+    async fn show<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        if_match: Option<&str>,
+        show: impl FnOnce(T) -> Result<(), CliError>,
+    ) -> Result<(), CliError> {
+        let raw = self.call(method, path, body, if_match).await?;
+        self.print_or(path, raw, show)
+    }
+
+    /// Prints `raw` under `--json`, else reads it as `T` and hands it to `show`.
+    fn print_or<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        raw: Value,
+        show: impl FnOnce(T) -> Result<(), CliError>,
+    ) -> Result<(), CliError> {
+        if self.json {
+            self.print_json(&raw);
+            return Ok(());
+        }
+        show(typed(path, raw)?)
     }
 
     fn print_json(&self, value: &Value) {
         println!("{}", serde_json::to_string_pretty(value).expect("JSON prints"));
     }
 
-    async fn run(&self, verb: Verb) -> Result<(), String> {
+    async fn run(&self, verb: Verb) -> Result<(), CliError> {
         match verb {
             Verb::Queues => self.queues().await,
             Verb::Peek(args) => {
@@ -402,10 +487,10 @@ impl Session {
     }
 
     /// Every queue, a page of 1,000 at a time.
-    async fn queues(&self) -> Result<(), String> {
-        let mut all = Vec::new();
+    async fn queues(&self) -> Result<(), CliError> {
+        let mut all: Vec<Value> = Vec::new();
         loop {
-            let after = all.last().and_then(|last: &Value| last["name"].as_str());
+            let after = all.last().and_then(|last| last["name"].as_str());
             let pairs: Vec<(String, String)> =
                 after.map(|name| ("after".into(), name.to_owned())).into_iter().collect();
             let page = self.call(Method::GET, &format!("/queues{}", query(&pairs)), None, None).await?;
@@ -419,148 +504,144 @@ impl Session {
                 break;
             }
         }
-        let queues = Value::Array(all);
-        if self.json {
-            self.print_json(&queues);
-            return Ok(());
-        }
-        let rows: Vec<Vec<String>> = queues
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|queue| {
-                let depths = &queue["depths"];
-                vec![
-                    cell(&queue["name"]),
-                    cell(&depths["ready"]),
-                    cell(&depths["scheduled"]),
-                    cell(&depths["inflight"]),
-                    cell(&depths["dead_lettered"]),
-                    if queue["declared"] == true { "yes".into() } else { "no".into() },
-                ]
-            })
-            .collect();
-        table(&["QUEUE", "READY", "SCHEDULED", "INFLIGHT", "DEAD", "DECLARED"], &rows);
-        Ok(())
+        self.print_or("/queues", Value::Array(all), |queues: Vec<api::Queue>| {
+            let rows: Vec<Vec<String>> = queues
+                .iter()
+                .map(|queue| {
+                    let depths = &queue.depths;
+                    vec![
+                        queue.name.clone(),
+                        depths.ready.to_string(),
+                        depths.scheduled.to_string(),
+                        depths.inflight.to_string(),
+                        depths.dead_lettered.to_string(),
+                        if queue.declared { "yes".into() } else { "no".into() },
+                    ]
+                })
+                .collect();
+            table(&["QUEUE", "READY", "SCHEDULED", "INFLIGHT", "DEAD", "DECLARED"], &rows);
+            Ok(())
+        })
     }
 
-    async fn peek(&self, queue: &str, pairs: &[(String, String)]) -> Result<(), String> {
-        let page =
-            self.call(Method::GET, &format!("/queues/{}/jobs{}", segment(queue), query(pairs)), None, None).await?;
-        if self.json {
-            self.print_json(&page);
-            return Ok(());
-        }
-        let rows: Vec<Vec<String>> = page["jobs"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|job| {
-                let when =
-                    job.get("failed_at_ms").or_else(|| job.get("due_at_ms")).or_else(|| job.get("lease_expires_at_ms"));
-                vec![
-                    cell(&job["id"]),
-                    cell(&job["job_type"]),
-                    cell(&job["priority"]),
-                    format!("{}/{}", cell(&job["attempt"]), cell(&job["max_attempts"])),
-                    time_ms(&job["enqueued_at_ms"]),
-                    when.map(time_ms).unwrap_or_else(|| "-".into()),
-                    job.get("cause").map(cell).unwrap_or_else(|| "-".into()),
-                    cell(&job["key_b64"]),
-                ]
-            })
-            .collect();
-        table(&["ID", "TYPE", "PRIO", "ATTEMPT", "ENQUEUED", "DUE/LEASE/FAILED", "CAUSE", "KEY"], &rows);
-        if let Some(cursor) = page["next_cursor"].as_str() {
-            let truncated = if page["truncated"] == true { " (the scan limit ended this page early)" } else { "" };
-            println!("more: --cursor {cursor}{truncated}");
-        }
-        Ok(())
-    }
-
-    async fn job(&self, id: &str) -> Result<(), String> {
-        let job = self.call(Method::GET, &format!("/jobs/{}", segment(id)), None, None).await?;
-        if self.json {
-            self.print_json(&job);
-            return Ok(());
-        }
-        for field in ["id", "queue", "state", "job_type", "priority", "attempt", "max_attempts"] {
-            println!("{field:<20} {}", cell(&job[field]));
-        }
-        for field in ["enqueued_at_ms", "scheduled_at_ms", "due_at_ms", "lease_expires_at_ms"] {
-            if let Some(value) = job.get(field) {
-                println!("{field:<20} {}", time_ms(value));
+    async fn peek(&self, queue: &str, pairs: &[(String, String)]) -> Result<(), CliError> {
+        let path = format!("/queues/{}/jobs{}", segment(queue), query(pairs));
+        self.show(Method::GET, &path, None, None, |page: api::JobPage| {
+            let rows: Vec<Vec<String>> = page
+                .jobs
+                .iter()
+                .map(|job| {
+                    let when = job.failed_at_ms.or(job.due_at_ms).or(job.lease_expires_at_ms);
+                    vec![
+                        job.id.clone(),
+                        job.job_type.clone(),
+                        job.priority.to_string(),
+                        format!("{}/{}", job.attempt, job.max_attempts),
+                        time_at(job.enqueued_at_ms),
+                        when.map(time_at).unwrap_or_else(|| "-".into()),
+                        job.cause.as_ref().map(wire).unwrap_or_else(|| "-".into()),
+                        job.key_b64.clone(),
+                    ]
+                })
+                .collect();
+            table(&["ID", "TYPE", "PRIO", "ATTEMPT", "ENQUEUED", "DUE/LEASE/FAILED", "CAUSE", "KEY"], &rows);
+            if let Some(cursor) = &page.next_cursor {
+                let truncated = if page.truncated { " (the scan limit ended this page early)" } else { "" };
+                println!("more: --cursor {cursor}{truncated}");
             }
-        }
-        println!("{:<20} {}", "custom", job["custom"]);
-        let payload = &job["payload"];
-        println!("{:<20} {} ({} bytes)", "payload encoding", cell(&payload["encoding"]), cell(&payload["size_bytes"]));
-        if let Some(data) = payload["data_b64"].as_str().and_then(|data| STANDARD.decode(data).ok()) {
-            match String::from_utf8(data) {
-                Ok(text) => println!("{:<20} {text}", "payload"),
-                Err(_) => println!("{:<20} {} (base64)", "payload", cell(&payload["data_b64"])),
-            }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
-    async fn enqueue(&self, args: EnqueueArgs) -> Result<(), String> {
+    async fn job(&self, id: &str) -> Result<(), CliError> {
+        self.show(Method::GET, &format!("/jobs/{}", segment(id)), None, None, |job: api::Job| {
+            let fields = [
+                ("id", job.id.clone()),
+                ("queue", job.queue.clone().unwrap_or_else(|| "-".into())),
+                ("state", job.state.as_ref().map(wire).unwrap_or_else(|| "-".into())),
+                ("job_type", job.job_type.clone()),
+                ("priority", job.priority.to_string()),
+                ("attempt", job.attempt.to_string()),
+                ("max_attempts", job.max_attempts.to_string()),
+            ];
+            for (field, value) in fields {
+                println!("{field:<20} {value}");
+            }
+            let times = [
+                ("enqueued_at_ms", Some(job.enqueued_at_ms)),
+                ("scheduled_at_ms", job.scheduled_at_ms),
+                ("due_at_ms", job.due_at_ms),
+                ("lease_expires_at_ms", job.lease_expires_at_ms),
+            ];
+            for (field, value) in times {
+                if let Some(value) = value {
+                    println!("{field:<20} {}", time_at(value));
+                }
+            }
+            let custom = serde_json::to_string(&job.custom).expect("JSON prints");
+            println!("{:<20} {custom}", "custom");
+            let payload = &job.payload;
+            println!("{:<20} {} ({} bytes)", "payload encoding", payload.encoding, payload.size_bytes);
+            if let Some(b64) = &payload.data_b64
+                && let Ok(data) = STANDARD.decode(b64)
+            {
+                match String::from_utf8(data) {
+                    Ok(text) => println!("{:<20} {text}", "payload"),
+                    Err(_) => println!("{:<20} {b64} (base64)", "payload"),
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn enqueue(&self, args: EnqueueArgs) -> Result<(), CliError> {
         let data_b64 = match (&args.data, &args.data_b64, &args.file) {
             (Some(text), _, _) => Some(STANDARD.encode(text)),
             (_, Some(b64), _) => Some(b64.clone()),
-            (_, _, Some(path)) => Some(
-                STANDARD
-                    .encode(std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?),
-            ),
+            (_, _, Some(path)) => Some(STANDARD.encode(
+                std::fs::read(path).map_err(|error| CliError::Read { path: path.display().to_string(), error })?,
+            )),
             _ => None,
         };
-        let mut body = json!({ "job_type": args.job_type });
-        if let Some(data_b64) = data_b64 {
-            body["payload"] = json!({ "encoding": args.encoding, "data_b64": data_b64 });
+        let mut custom = BTreeMap::new();
+        for entry in &args.custom {
+            let (key, value) = split_pair(entry)?;
+            let typed = match value.as_str() {
+                "true" => api::CustomValue::Bool(true),
+                "false" => api::CustomValue::Bool(false),
+                text => text
+                    .parse::<i64>()
+                    .map(api::CustomValue::Int)
+                    .or_else(|_| text.parse::<f64>().map(api::CustomValue::Double))
+                    .unwrap_or_else(|_| api::CustomValue::String(text.to_owned())),
+            };
+            custom.insert(key, typed);
         }
-        for (field, value) in
-            [("priority", args.priority.map(Value::from)), ("max_attempts", args.max_attempts.map(Value::from))]
-        {
-            if let Some(value) = value {
-                body[field] = value;
-            }
-        }
-        if let Some(at) = args.scheduled_at_ms {
-            body["scheduled_at_ms"] = json!(at);
-        }
-        if let Some(key) = args.idempotency_key {
-            body["idempotency_key"] = json!(key);
-        }
-        if !args.custom.is_empty() {
-            let mut custom = Map::new();
-            for entry in &args.custom {
-                let (key, value) = split_pair(entry)?;
-                let typed = match value.as_str() {
-                    "true" => json!(true),
-                    "false" => json!(false),
-                    text => text
-                        .parse::<i64>()
-                        .map(Value::from)
-                        .or_else(|_| text.parse::<f64>().map(Value::from))
-                        .unwrap_or_else(|_| Value::from(text)),
-                };
-                custom.insert(key, typed);
-            }
-            body["custom"] = Value::Object(custom);
-        }
-        let answer =
-            self.call(Method::POST, &format!("/queues/{}/jobs", segment(&args.queue)), Some(&body), None).await?;
-        if self.json {
-            self.print_json(&answer)
-        } else {
-            println!("{}", cell(&answer["job_id"]))
-        }
-        Ok(())
+        let request = api::EnqueueRequest {
+            job_type: args.job_type,
+            payload: data_b64.map(|data_b64| api::PayloadInput {
+                encoding: args.encoding,
+                data_b64: Some(data_b64),
+                data_text: None,
+            }),
+            priority: args.priority.map(u64::from),
+            max_attempts: args.max_attempts.map(u64::from),
+            scheduled_at_ms: args.scheduled_at_ms,
+            idempotency_key: args.idempotency_key,
+            custom: (!custom.is_empty()).then_some(custom),
+        };
+        let body = serde_json::to_value(&request).expect("a request serializes");
+        let path = format!("/queues/{}/jobs", segment(&args.queue));
+        self.show(Method::POST, &path, Some(&body), None, |answer: api::Enqueued| {
+            println!("{}", answer.job_id);
+            Ok(())
+        })
+        .await
     }
 
-    async fn dead_letter_action(&self, action: DeadLetterAction, verb: &str, counted: &str) -> Result<(), String> {
+    async fn dead_letter_action(&self, action: DeadLetterAction, verb: &str, counted: &str) -> Result<(), CliError> {
         let queue = segment(&action.queue);
         if action.all {
             let mut body = json!({ "state": "dead_letter", "action": verb });
@@ -576,24 +657,30 @@ impl Session {
             if let Some(reason) = &action.reason {
                 body["reason"] = json!(reason);
             }
-            let answer = self.call(Method::POST, &format!("/queues/{queue}/jobs:bulk"), Some(&body), None).await?;
-            if self.json {
-                self.print_json(&answer)
-            } else {
-                println!("{counted} {}", cell(&answer["affected"]))
-            }
-            return Ok(());
+            let path = format!("/queues/{queue}/jobs:bulk");
+            return self
+                .show(Method::POST, &path, Some(&body), None, |answer: api::BulkAffected| {
+                    println!("{counted} {}", answer.affected);
+                    Ok(())
+                })
+                .await;
         }
         if action.keys.is_empty() {
-            return Err("name the dead letters' keys, or pass --all".into());
+            return Err(usage("name the dead letters' keys, or pass --all"));
         }
         let (mut done, mut missing) = (0, 0);
         for keys in action.keys.chunks(KEYS_PER_REQUEST) {
             let body = json!({ "keys_b64": keys, "reason": action.reason });
-            let answer =
-                self.call(Method::POST, &format!("/queues/{queue}/dead-letters:{verb}"), Some(&body), None).await?;
-            done += answer[counted].as_u64().unwrap_or(0);
-            missing += answer["missing"].as_u64().unwrap_or(0);
+            let path = format!("/queues/{queue}/dead-letters:{verb}");
+            let (touched, not_found) = if verb == "requeue" {
+                let answer: api::RequeuedResult = self.fetch(Method::POST, &path, Some(&body), None).await?;
+                (answer.requeued, answer.missing)
+            } else {
+                let answer: api::DeletedResult = self.fetch(Method::POST, &path, Some(&body), None).await?;
+                (answer.deleted, answer.missing)
+            };
+            done += touched;
+            missing += not_found;
         }
         if self.json {
             self.print_json(&json!({ counted: done, "missing": missing }));
@@ -603,27 +690,26 @@ impl Session {
         Ok(())
     }
 
-    async fn cancel(&self, id: &str, reason: Option<String>) -> Result<(), String> {
+    async fn cancel(&self, id: &str, reason: Option<String>) -> Result<(), CliError> {
         let body = match reason {
             Some(reason) => json!({ "reason": reason }),
             None => json!({}),
         };
-        let answer = self.call(Method::POST, &format!("/jobs/{}/cancel", segment(id)), Some(&body), None).await?;
-        if self.json {
-            self.print_json(&answer);
-            return Ok(());
-        }
-        match answer["outcome"].as_str() {
-            Some("removed") => println!("cancelled job {id}: it was queued and is now a dead letter"),
-            Some("lease_cancelled") => {
-                println!("cancelled job {id}: it is running; its worker learns it at its next extend, ack or nack")
+        let path = format!("/jobs/{}/cancel", segment(id));
+        self.show(Method::POST, &path, Some(&body), None, |answer: api::CancelResult| {
+            match answer.outcome.as_str() {
+                "removed" => println!("cancelled job {id}: it was queued and is now a dead letter"),
+                "lease_cancelled" => {
+                    println!("cancelled job {id}: it is running; its worker learns it at its next extend, ack or nack")
+                }
+                _ => println!("job {id} was already cancelled while running"),
             }
-            _ => println!("job {id} was already cancelled while running"),
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
-    async fn pause(&self, args: PauseArgs) -> Result<(), String> {
+    async fn pause(&self, args: PauseArgs) -> Result<(), CliError> {
         let until_ms = match (args.until_ms, args.for_secs) {
             (Some(until_ms), _) => Some(until_ms),
             (None, Some(seconds)) => {
@@ -643,72 +729,66 @@ impl Session {
             Some(queue) => format!("/queues/{}/pause", segment(&queue)),
             None => "/queues:pause".to_owned(),
         };
-        let answer = self.call(Method::POST, &path, Some(&body), None).await?;
-        if self.json {
-            self.print_json(&answer);
-            return Ok(());
-        }
-        let scope = pause_scope(&answer);
-        match answer["until_ms"].as_i64() {
-            Some(until_ms) => println!("paused {scope} until {}", rfc3339_ms(until_ms)),
-            None => println!("paused {scope} until resumed"),
-        }
-        Ok(())
+        self.show(Method::POST, &path, Some(&body), None, |answer: api::PauseResult| {
+            let scope = pause_scope(answer.queue.as_deref());
+            match answer.until_ms {
+                Some(until_ms) => println!("paused {scope} until {}", rfc3339_ms(until_ms)),
+                None => println!("paused {scope} until resumed"),
+            }
+            Ok(())
+        })
+        .await
     }
 
-    async fn resume(&self, queue: Option<String>) -> Result<(), String> {
+    async fn resume(&self, queue: Option<String>) -> Result<(), CliError> {
         let path = match &queue {
             Some(queue) => format!("/queues/{}/resume", segment(queue)),
             None => "/queues:resume".to_owned(),
         };
-        let answer = self.call(Method::POST, &path, Some(&json!({})), None).await?;
-        if self.json {
-            self.print_json(&answer);
-        } else if answer["resumed"] == true {
-            println!("resumed {}", pause_scope(&answer));
-        } else {
-            println!("{} was not paused", pause_scope(&answer));
-        }
-        Ok(())
+        self.show(Method::POST, &path, Some(&json!({})), None, |answer: api::ResumeResult| {
+            let scope = pause_scope(answer.queue.as_deref());
+            if answer.resumed {
+                println!("resumed {scope}");
+            } else {
+                println!("{scope} was not paused");
+            }
+            Ok(())
+        })
+        .await
     }
 
-    async fn schedules(&self) -> Result<(), String> {
-        let answer = self.call(Method::GET, "/schedules", None, None).await?;
-        if self.json {
-            self.print_json(&answer);
-            return Ok(());
-        }
-        let rows: Vec<Vec<String>> = answer["schedules"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|schedule| {
-                let cadence = match schedule["every_ms"].as_u64() {
-                    Some(ms) => format!("every {} s", ms as f64 / 1000.0),
-                    None => {
-                        format!("{} ({})", cell(&schedule["cron"]["expression"]), cell(&schedule["cron"]["time_zone"]))
-                    }
-                };
-                vec![
-                    cell(&schedule["id"]),
-                    cadence,
-                    cell(&schedule["queue"]),
-                    cell(&schedule["job_type"]),
-                    cell(&schedule["next_fire_at_ms"]),
-                    cell(&schedule["fired"]),
-                ]
-            })
-            .collect();
-        if rows.is_empty() {
-            println!("no schedules");
-        } else {
-            table(&["ID", "WHEN", "QUEUE", "TYPE", "NEXT_MS", "FIRED"], &rows);
-        }
-        Ok(())
+    async fn schedules(&self) -> Result<(), CliError> {
+        self.show(Method::GET, "/schedules", None, None, |answer: api::ScheduleList| {
+            let rows: Vec<Vec<String>> = answer
+                .schedules
+                .iter()
+                .map(|schedule| {
+                    let cadence = match (schedule.every_ms, &schedule.cron) {
+                        (Some(ms), _) => format!("every {} s", ms as f64 / 1000.0),
+                        (None, Some(cron)) => format!("{} ({})", cron.expression, cron.time_zone),
+                        (None, None) => "- (-)".to_owned(),
+                    };
+                    vec![
+                        schedule.id.clone(),
+                        cadence,
+                        schedule.queue.clone(),
+                        schedule.job_type.clone(),
+                        number(schedule.next_fire_at_ms),
+                        schedule.fired.to_string(),
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("no schedules");
+            } else {
+                table(&["ID", "WHEN", "QUEUE", "TYPE", "NEXT_MS", "FIRED"], &rows);
+            }
+            Ok(())
+        })
+        .await
     }
 
-    async fn set_schedule(&self, args: ScheduleArgs) -> Result<(), String> {
+    async fn set_schedule(&self, args: ScheduleArgs) -> Result<(), CliError> {
         let mut body = json!({
             "queue": args.queue,
             "job_type": args.job_type,
@@ -718,7 +798,7 @@ impl Session {
         match (args.cron, args.every) {
             (Some(expression), _) => body["cron"] = json!({ "expression": expression, "time_zone": args.time_zone }),
             (None, Some(seconds)) => body["every_ms"] = json!(seconds.saturating_mul(1000)),
-            (None, None) => return Err("give --cron or --every".into()),
+            (None, None) => return Err(usage("give --cron or --every")),
         }
         if let Some(data) = args.data {
             body["payload"] = json!({ "encoding": args.encoding, "data_text": data });
@@ -729,174 +809,161 @@ impl Session {
         if let Some(max_attempts) = args.max_attempts {
             body["max_attempts"] = json!(max_attempts);
         }
-        let answer = self.call(Method::PUT, &format!("/schedules/{}", segment(&args.id)), Some(&body), None).await?;
-        if self.json {
-            self.print_json(&answer);
-        } else {
-            println!(
-                "schedule {} set; it fires next at {}",
-                args.id,
-                answer["next_fire_at_ms"].as_i64().map_or_else(|| "-".to_owned(), rfc3339_ms)
-            );
-        }
-        Ok(())
+        let path = format!("/schedules/{}", segment(&args.id));
+        self.show(Method::PUT, &path, Some(&body), None, |answer: api::ScheduleInfo| {
+            let next = answer.next_fire_at_ms.map_or_else(|| "-".to_owned(), rfc3339_ms);
+            println!("schedule {} set; it fires next at {next}", args.id);
+            Ok(())
+        })
+        .await
     }
 
-    async fn delete_schedule(&self, id: &str) -> Result<(), String> {
-        let answer = self.call(Method::DELETE, &format!("/schedules/{}", segment(id)), None, None).await?;
-        if self.json {
-            self.print_json(&answer);
-        } else if answer["deleted"] == true {
-            println!("schedule {id} deleted");
-        } else {
-            println!("no schedule {id}");
-        }
-        Ok(())
+    async fn delete_schedule(&self, id: &str) -> Result<(), CliError> {
+        self.show(Method::DELETE, &format!("/schedules/{}", segment(id)), None, None, |answer: api::ScheduleDeleted| {
+            if answer.deleted {
+                println!("schedule {id} deleted");
+            } else {
+                println!("no schedule {id}");
+            }
+            Ok(())
+        })
+        .await
     }
 
-    async fn pauses(&self) -> Result<(), String> {
-        let answer = self.call(Method::GET, "/pauses", None, None).await?;
-        if self.json {
-            self.print_json(&answer);
-            return Ok(());
-        }
-        let until = |value: &Value| value.as_i64().map_or_else(|| "until resumed".to_owned(), rfc3339_ms);
-        let mut rows = Vec::new();
-        if answer["all_queues"].is_object() {
-            rows.push(vec!["(every queue)".to_owned(), until(&answer["all_queues"]["until_ms"])]);
-        }
-        for pause in answer["queues"].as_array().map(Vec::as_slice).unwrap_or_default() {
-            rows.push(vec![cell(&pause["queue"]), until(&pause["until_ms"])]);
-        }
-        if rows.is_empty() {
-            println!("no queue is paused");
-        } else {
-            table(&["QUEUE", "UNTIL"], &rows);
-        }
-        Ok(())
+    async fn pauses(&self) -> Result<(), CliError> {
+        self.show(Method::GET, "/pauses", None, None, |answer: api::PauseList| {
+            let until = |until_ms: Option<i64>| until_ms.map_or_else(|| "until resumed".to_owned(), rfc3339_ms);
+            let mut rows = Vec::new();
+            if let Some(all) = &answer.all_queues {
+                rows.push(vec!["(every queue)".to_owned(), until(all.until_ms)]);
+            }
+            for pause in &answer.queues {
+                rows.push(vec![pause.queue.clone(), until(pause.until_ms)]);
+            }
+            if rows.is_empty() {
+                println!("no queue is paused");
+            } else {
+                table(&["QUEUE", "UNTIL"], &rows);
+            }
+            Ok(())
+        })
+        .await
     }
 
-    async fn settings(&self, queue: &str, set: &[String], unset: &[String]) -> Result<(), String> {
+    async fn settings(&self, queue: &str, set: &[String], unset: &[String]) -> Result<(), CliError> {
         let path = format!("/queues/{}", segment(queue));
         if !set.is_empty() || !unset.is_empty() {
             let mut overrides = serde_json::Map::new();
             for pair in set {
                 let (field, value) =
-                    pair.split_once('=').ok_or_else(|| format!("--set {pair:?} is not field=value"))?;
+                    pair.split_once('=').ok_or_else(|| usage(format!("--set {pair:?} is not field=value")))?;
                 let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
                 overrides.insert(field.to_owned(), value);
             }
             for field in unset {
                 overrides.insert(field.clone(), Value::Null);
             }
-            let config = self.call(Method::GET, "/config", None, None).await?;
-            let etag = config["etag"].as_str().ok_or("the config answer has no etag")?;
-            let body = serde_json::json!({ "etag": etag, "overrides": overrides });
+            let config: api::ConfigView = self.fetch(Method::GET, "/config", None, None).await?;
+            let body = serde_json::json!({ "etag": config.etag, "overrides": overrides });
             self.call(Method::PUT, &path, Some(&body), None).await?;
         }
-        let shown = self.call(Method::GET, &path, None, None).await?;
-        if self.json {
-            self.print_json(&shown);
-            return Ok(());
-        }
-        let entry = &shown["overrides"];
-        let rows: Vec<Vec<String>> = shown["effective"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(field, value)| {
-                let source = if entry.get(field).is_some_and(|set| !set.is_null()) { "queue" } else { "default" };
-                let value = if value.is_null() { "unset".to_owned() } else { value.to_string() };
-                vec![field.clone(), value, source.to_owned()]
-            })
-            .collect();
-        table(&["FIELD", "VALUE", "FROM"], &rows);
-        if shown["held_by_key_limit"].as_u64().is_some_and(|held| held > 0) {
-            println!("{} ready jobs wait on their key's in-flight limit", cell(&shown["held_by_key_limit"]));
-        }
-        Ok(())
+        self.show(Method::GET, &path, None, None, |shown: api::Queue| {
+            // The effective limits as a JSON object, to list every field by name.
+            let effective = serde_json::to_value(&shown.effective).expect("limits serialize");
+            let entry = shown.overrides.unwrap_or(Value::Null);
+            let rows: Vec<Vec<String>> = effective
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(field, value)| {
+                    let source = if entry.get(field).is_some_and(|set| !set.is_null()) { "queue" } else { "default" };
+                    let value = if value.is_null() { "unset".to_owned() } else { value.to_string() };
+                    vec![field.clone(), value, source.to_owned()]
+                })
+                .collect();
+            table(&["FIELD", "VALUE", "FROM"], &rows);
+            if shown.held_by_key_limit > 0 {
+                println!("{} ready jobs wait on their key's in-flight limit", shown.held_by_key_limit);
+            }
+            Ok(())
+        })
+        .await
     }
 
-    async fn purge(&self, queue: &str, yes: bool) -> Result<(), String> {
+    async fn purge(&self, queue: &str, yes: bool) -> Result<(), CliError> {
         if !yes {
-            return Err(format!("purging deletes every job of {queue:?} and its declaration; pass --yes to confirm"));
+            return Err(usage(format!(
+                "purging deletes every job of {queue:?} and its declaration; pass --yes to confirm"
+            )));
         }
-        let config = self.call(Method::GET, "/config", None, None).await?;
-        let etag = config["etag"].as_str().ok_or("the config answer has no etag")?.to_owned();
-        let answer =
-            self.call(Method::DELETE, &format!("/queues/{}?purge=true", segment(queue)), None, Some(&etag)).await?;
-        if self.json {
-            self.print_json(&answer)
-        } else {
-            println!("purged {}", cell(&answer["purged"]))
-        }
-        Ok(())
+        let config: api::ConfigView = self.fetch(Method::GET, "/config", None, None).await?;
+        let path = format!("/queues/{}?purge=true", segment(queue));
+        self.show(Method::DELETE, &path, None, Some(&config.etag), |answer: api::QueueDeleted| {
+            println!("purged {}", answer.purged);
+            Ok(())
+        })
+        .await
     }
 
-    async fn audit(&self, args: AuditArgs) -> Result<(), String> {
+    async fn audit(&self, args: AuditArgs) -> Result<(), CliError> {
         let mut pairs = vec![("limit".to_owned(), args.limit.to_string())];
         pairs.extend(args.before.map(|before| ("before".to_owned(), before.to_string())));
         pairs.extend(args.actor.map(|actor| ("actor".to_owned(), actor)));
         pairs.extend(args.action_prefix.map(|prefix| ("action_prefix".to_owned(), prefix)));
-        let page = self.call(Method::GET, &format!("/audit{}", query(&pairs)), None, None).await?;
-        if self.json {
-            self.print_json(&page);
-            return Ok(());
-        }
-        let rows: Vec<Vec<String>> = page["entries"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|entry| {
-                vec![
-                    cell(&entry["seq"]),
-                    time_ms(&entry["ts_ms"]),
-                    format!("{} ({})", cell(&entry["actor"]), cell(&entry["role"])),
-                    cell(&entry["action"]),
-                    entry["details"].to_string(),
-                ]
-            })
-            .collect();
-        table(&["SEQ", "TIME", "ACTOR", "ACTION", "DETAILS"], &rows);
-        if let Some(before) = page["next_before"].as_u64() {
-            println!("more: --before {before}");
-        }
-        Ok(())
+        self.show(Method::GET, &format!("/audit{}", query(&pairs)), None, None, |page: api::AuditPage| {
+            let rows: Vec<Vec<String>> = page
+                .entries
+                .iter()
+                .map(|entry| {
+                    vec![
+                        entry.seq.to_string(),
+                        time_at(entry.ts_ms),
+                        format!("{} ({})", entry.actor, entry.role),
+                        entry.action.clone(),
+                        entry.details.to_string(),
+                    ]
+                })
+                .collect();
+            table(&["SEQ", "TIME", "ACTOR", "ACTION", "DETAILS"], &rows);
+            if let Some(before) = page.next_before {
+                println!("more: --before {before}");
+            }
+            Ok(())
+        })
+        .await
     }
 
-    async fn workers(&self) -> Result<(), String> {
-        let answer = self.call(Method::GET, "/workers", None, None).await?;
-        if self.json {
-            self.print_json(&answer);
-            return Ok(());
-        }
-        let rows: Vec<Vec<String>> = answer["workers"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|worker| {
-                let held: Vec<String> = worker["held"]
-                    .as_object()
-                    .map(|held| held.iter().map(|(queue, count)| format!("{queue}={count}")).collect())
-                    .unwrap_or_default();
-                vec![
-                    cell(&worker["worker_id"]),
-                    time_ms(&worker["last_seen_ms"]),
-                    cell(&worker["held_total"]),
-                    if held.is_empty() { "-".into() } else { held.join(" ") },
-                ]
-            })
-            .collect();
-        table(&["WORKER", "LAST SEEN", "HELD", "BY QUEUE"], &rows);
-        Ok(())
+    async fn workers(&self) -> Result<(), CliError> {
+        self.show(Method::GET, "/workers", None, None, |answer: api::WorkerList| {
+            let rows: Vec<Vec<String>> = answer
+                .workers
+                .iter()
+                .map(|worker| {
+                    let held: Vec<String> =
+                        worker.held.iter().map(|(queue, count)| format!("{queue}={count}")).collect();
+                    vec![
+                        worker.worker_id.clone(),
+                        time_at(worker.last_seen_ms),
+                        worker.held_total.to_string(),
+                        if held.is_empty() { "-".into() } else { held.join(" ") },
+                    ]
+                })
+                .collect();
+            table(&["WORKER", "LAST SEEN", "HELD", "BY QUEUE"], &rows);
+            Ok(())
+        })
+        .await
     }
 }
 
-/// "queue q" or "every queue", from a pause or resume answer.
-fn pause_scope(answer: &Value) -> String {
-    match answer["queue"].as_str() {
+/// Reads an answer of `path` as `T`.
+fn typed<T: DeserializeOwned>(path: &str, raw: Value) -> Result<T, CliError> {
+    serde_json::from_value(raw).map_err(|error| CliError::Malformed { path: path.to_owned(), error })
+}
+
+/// "queue q" or "every queue", from a pause or resume answer's `queue`.
+fn pause_scope(queue: Option<&str>) -> String {
+    match queue {
         Some(queue) => format!("queue {queue:?}"),
         None => "every queue".to_owned(),
     }
