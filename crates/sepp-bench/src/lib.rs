@@ -24,6 +24,10 @@
 //! The binary (`src/main.rs`) is the command line around these; `benches/core.rs` measures
 //! `sepp-core` alone.
 
+// A panic outside the tests is a bug with a message: `expect` says what was assumed.
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod admin_cost;
 pub mod ceiling;
 pub mod chart;

@@ -3,6 +3,10 @@
 //! `peers` (sepp beside BullMQ, pg-boss, RabbitMQ and NATS JetStream), `failover` (a cluster's
 //! leader killed under load) and `report` (re-render tables and chart from a results file).
 
+// A panic outside the tests is a bug with a message: `expect` says what was assumed.
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

@@ -27,6 +27,10 @@
 //! `sepp_engine::Operation`s, its stats publisher a `sepp_engine::StatsSink`, and telemetry's
 //! commit-duration histogram is fed through `sepp_engine::Observe`.
 
+// A panic outside the tests is a bug with a message: `expect` says what was assumed.
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod admin;
 pub mod admin_cli;
 pub mod auth;

@@ -1,6 +1,10 @@
 //! The `sepp` binary: command line, logging, configuration, signals; then `server::run`. The
 //! `admin` subcommand is a client of a running server instead (`admin_cli`).
 
+// A panic outside the tests is a bug with a message: `expect` says what was assumed.
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
