@@ -9,9 +9,9 @@ It is a thin shell around the async `sepp.SeppClient`: the client runs on an eve
 daemon thread of its own, and every method hands its call to that loop and waits for the answer.
 It offers the producer calls (`cancel` and the schedule calls among them), pausing queues and
 `get_server_info`, takes the same `connect` options but `coalesce_acks` (it makes no acks),
-raises the same exceptions, and is safe to share between threads (calls from several threads run concurrently on the loop). The caller's
-OpenTelemetry context travels with each call, so an enqueue made inside a span is traced and
-stamped exactly as the async client would do it.
+raises the same exceptions, and is safe to share between threads (calls from several threads
+run concurrently on the loop). The caller's OpenTelemetry context travels with each call, so an
+enqueue made inside a span is traced and stamped exactly as the async client would do it.
 Consumers should use the async `Worker`.
 """
 
@@ -113,7 +113,7 @@ class SeppClient:
         max_receive_message_bytes: int | None = None,
         coalesce_enqueues: bool = True,
     ) -> SeppClient:
-        """Connect like `sepp.SeppClient.connect` (its options but `coalesce_acks`); blocks until connected."""
+        """Connect like `sepp.SeppClient.connect` (its options but `coalesce_acks`), blocking."""
         runner = _LoopThread()
         try:
             client = runner.call(
