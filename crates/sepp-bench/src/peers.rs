@@ -197,7 +197,10 @@ pub fn unavailable(peer: &Peer, tools: &Tools) -> Option<String> {
         // sepp and NATS are driven from this binary; the others need the Node drivers.
         let native = matches!(peer, Peer::Sepp(_) | Peer::Nats { .. });
         (!native && !tools.node_driver.with_file_name("node_modules").is_dir()).then(|| {
-            format!("the Node drivers are not installed (npm ci in {})", tools.node_driver.parent().expect("the driver is a file in a directory").display())
+            format!(
+                "the Node drivers are not installed (npm ci in {})",
+                tools.node_driver.parent().expect("the driver is a file in a directory").display()
+            )
         })
     })
 }
