@@ -428,46 +428,32 @@ impl Operations {
         let filter = JobFilter::default();
         let mut records = std::mem::take(&mut self.records);
         match self.rng.below(6) {
-            0 | 1 => {
-                let state = self.rng.pick(&[PeekState::Ready, PeekState::Scheduled]);
-                self.note(format!("admin dead-letter {queue} {state:?}"));
-                let action = BulkAction::DeadLetter { reason: Some("operator".into()) };
+            0..=3 => {
+                // A bulk action over the whole queue: dead-letter (ready or scheduled jobs),
+                // requeue or delete (dead letters).
+                let (state, action) = match self.rng.below(4) {
+                    0 | 1 => (
+                        self.rng.pick(&[PeekState::Ready, PeekState::Scheduled]),
+                        BulkAction::DeadLetter { reason: Some("operator".into()) },
+                    ),
+                    2 => (PeekState::DeadLetter, BulkAction::Requeue),
+                    _ => (PeekState::DeadLetter, BulkAction::Delete),
+                };
+                self.note(format!("admin {action:?} {queue} {state:?}"));
                 let step =
                     self.state.bulk_step(self.now_ms, queue, state, &filter, None, &action, 10_000, &mut records);
-                self.seen.admin_dead_lettered +=
-                    step.expect("dead-letter applies to ready and scheduled").job_ids.len();
-            }
-            2 => {
-                self.note(format!("admin requeue {queue}"));
-                let step = self.state.bulk_step(
-                    self.now_ms,
-                    queue,
-                    PeekState::DeadLetter,
-                    &filter,
-                    None,
-                    &BulkAction::Requeue,
-                    10_000,
-                    &mut records,
-                );
-                for job_id in step.expect("requeue applies to dead letters").job_ids {
-                    // A requeued job is a fresh job again, cancelled or not before.
-                    self.cancelled.remove(&job_id);
-                    self.seen.requeued += 1;
+                let job_ids = step.expect("each action applies to the state it is given").job_ids;
+                match action {
+                    BulkAction::DeadLetter { .. } => self.seen.admin_dead_lettered += job_ids.len(),
+                    BulkAction::Requeue => {
+                        for job_id in job_ids {
+                            // A requeued job is a fresh job again, cancelled or not before.
+                            self.cancelled.remove(&job_id);
+                            self.seen.requeued += 1;
+                        }
+                    }
+                    BulkAction::Delete => {}
                 }
-            }
-            3 => {
-                self.note(format!("admin delete dead letters of {queue}"));
-                let step = self.state.bulk_step(
-                    self.now_ms,
-                    queue,
-                    PeekState::DeadLetter,
-                    &filter,
-                    None,
-                    &BulkAction::Delete,
-                    10_000,
-                    &mut records,
-                );
-                step.expect("delete applies to dead letters");
             }
             4 => {
                 if self.state.is_closing(queue, self.now_ms) {
