@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use sepp_core::validate::ReservePlan;
 use sepp_core::{JobId, NewJob, Payload, Policy, Record, Snapshot, State, StorageRules, StoredPayload};
-use sepp_engine::{self as committer, Command, CommitterHandle, CommitterSettings, SystemClock};
+use sepp_engine::{self as committer, Closed, Command, CommitterHandle, CommitterSettings, SystemClock};
 use sepp_log::{DurableLog, LogOptions, PersistMode};
 use tokio::sync::oneshot;
 
@@ -579,12 +579,8 @@ async fn a_failed_background_sync_answers_neither_its_cycle_nor_the_next() {
     assert_eq!(failed_persists.load(Ordering::SeqCst), 1, "a failed sync is never retried");
 }
 
-/// Cluster mode: a committer that follows refuses every command (its callers hear nothing);
-/// told to lead, it serves from the state it was given; a proposal that fails makes it step
-/// down (nothing of that cycle answered, its parked reserves answered empty) without poisoning
-/// storage, and it refuses again until it leads again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_following_committer_refuses_serves_once_it_leads_and_steps_down_when_a_proposal_fails() {
+/// A committer of cluster mode that starts out following, with an empty state and no log.
+fn spawn_follower() -> (CommitterHandle, Closed) {
     let settings = CommitterSettings {
         command_queue_capacity: 64,
         sweep_interval_ms: 1000,
@@ -597,7 +593,17 @@ async fn a_following_committer_refuses_serves_once_it_leads_and_steps_down_when_
         let state = State::new(Arc::new(Policy::default()), StorageRules::default());
         Ok::<_, std::convert::Infallible>((state, Box::new(committer::NotLeading) as Box<dyn sepp_log::Log>))
     };
-    let Ok((committer, closed)) = committer::spawn(opened, settings);
+    let Ok(spawned) = committer::spawn(opened, settings);
+    spawned
+}
+
+/// Cluster mode: a committer that follows refuses every command (its callers hear nothing);
+/// told to lead, it serves from the state it was given; a proposal that fails makes it step
+/// down (nothing of that cycle answered, its parked reserves answered empty) without poisoning
+/// storage, and it refuses again until it leads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_following_committer_refuses_serves_once_it_leads_and_steps_down_when_a_proposal_fails() {
+    let (committer, closed) = spawn_follower();
     let mut leading = committer.leading();
     assert!(!*leading.borrow());
     let (reply, refused) = oneshot::channel();
@@ -705,19 +711,7 @@ async fn sink_reports(totals: &mut tokio::sync::mpsc::UnboundedReceiver<u64>, ex
 /// leading again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_counts_totals_while_stats_are_published() {
-    let settings = CommitterSettings {
-        command_queue_capacity: 64,
-        sweep_interval_ms: 1000,
-        relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
-        clock: Arc::new(SystemClock),
-        observe: None,
-        follows: true,
-    };
-    let opened = || {
-        let state = State::new(Arc::new(Policy::default()), StorageRules::default());
-        Ok::<_, std::convert::Infallible>((state, Box::new(committer::NotLeading) as Box<dyn sepp_log::Log>))
-    };
-    let Ok((committer, closed)) = committer::spawn(opened, settings);
+    let (committer, closed) = spawn_follower();
     let (sink, mut totals) = tokio::sync::mpsc::unbounded_channel();
     committer.send(Command::PublishStats(Box::new(TotalsSink(sink)))).await.expect("the committer runs");
     let mut leading = committer.leading();

@@ -374,13 +374,7 @@ impl SeppClient {
             let (result, attempts) =
                 self.unary(wire::EXTEND, Some(RetryScope::Transient), self.rpc_timeout, request).await;
             let response = result.map_err(|status| lease_error("extend", &status, attempts))?.into_inner();
-            let expiry = response
-                .lease_expires_at
-                .as_ref()
-                .and_then(|at| convert::system_time(at).ok())
-                .ok_or(ClientError::MalformedResponse("extend returned an invalid lease_expires_at"))?;
-            ctx.lease.set_expires_at(expiry);
-            Ok(expiry)
+            Ok(extended(ctx, &response)?)
         };
         traced(span, call).await
     }
@@ -668,6 +662,18 @@ fn batch_request(jobs: Vec<EnqueueRequest>) -> (pb::EnqueueBatchRequest, RetrySc
         })
         .collect();
     (pb::EnqueueBatchRequest { jobs: wire }, scope)
+}
+
+/// The new lease deadline an `Extend` answered (by a call or on a Worker's stream), which `ctx`
+/// remembers from now on.
+pub(crate) fn extended(ctx: &JobCtx, response: &pb::ExtendResponse) -> Result<SystemTime, ClientError> {
+    let expiry = response
+        .lease_expires_at
+        .as_ref()
+        .and_then(|at| convert::system_time(at).ok())
+        .ok_or(ClientError::MalformedResponse("extend returned an invalid lease_expires_at"))?;
+    ctx.lease.set_expires_at(expiry);
+    Ok(expiry)
 }
 
 fn worker_id(ctx: &JobCtx) -> Option<String> {

@@ -151,15 +151,7 @@ pub(super) async fn extend(shared: &Shared, via: Option<&Via>, ctx: &JobCtx) -> 
             worker_id: ctx.worker_id().map(str::to_owned),
         });
         match via.send(op, false).await {
-            Some(Outcome::Extend(response)) => {
-                let expiry = response
-                    .lease_expires_at
-                    .as_ref()
-                    .and_then(|at| convert::system_time(at).ok())
-                    .ok_or(ClientError::MalformedResponse("extend returned an invalid lease_expires_at"))?;
-                ctx.lease.set_expires_at(expiry);
-                return Ok(expiry);
-            }
+            Some(Outcome::Extend(response)) => return Ok(crate::client::extended(ctx, &response)?),
             Some(Outcome::Error(error)) => return Err(LeaseError::from_status(&status_of(&error))),
             Some(_) => return Err(malformed()),
             None => {}
