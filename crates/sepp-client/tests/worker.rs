@@ -1,13 +1,14 @@
-//! The Worker against the real server: acks, handler errors (retry, retry after, permanent),
-//! panics, unknown job types, the catch-all, `max_in_flight`, auto-extend and lease loss,
-//! graceful shutdown and the worker id. Tests wait for signals sent by handlers; where only
-//! the server can tell (a dead letter), they ask it.
+//! The Worker against the real server: acks, handler errors (retry, permanent), the catch-all,
+//! `max_in_flight`, auto-extend and lease loss, graceful shutdown and the worker id. Tests wait
+//! for signals sent by handlers; where only the server can tell (a dead letter), they ask it.
+//! The delays a Worker asks for (retry after, the backoff after a panic or an unknown job type)
+//! are checked on a clock the test moves, in `crates/sepp-server/tests/worker_backoff.rs`.
 
 mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use common::{Server, eventually, signalled, unique};
 use sepp_client::client::SeppClient;
@@ -119,31 +120,6 @@ async fn a_retry_error_redelivers_the_job_under_the_queue_policy() {
 }
 
 #[tokio::test]
-async fn retry_after_delays_the_redelivery() {
-    let server = Server::start();
-    let client = server.client().await;
-    let queue = unique("retry-after");
-    let delay = Duration::from_secs(1);
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let worker =
-        Worker::new(client.clone(), [queue.as_str()], LEASE).unwrap().handle("later", move |_, ctx: Arc<JobCtx>| {
-            let tx = tx.clone();
-            async move {
-                tx.send((ctx.attempt, Instant::now())).unwrap();
-                if ctx.attempt == 1 { Err(HandlerError::retry_after("busy", delay)) } else { Ok(()) }
-            }
-        });
-    let running = start(worker.unwrap());
-    client.enqueue(job(&queue, "later")).await.unwrap();
-    let (first, failed_at) = signalled("attempt 1", &mut rx).await;
-    let (second, redelivered_at) = signalled("attempt 2", &mut rx).await;
-    assert_eq!((first, second), (1, 2));
-    // The nack is sent after the handler returned, so the job cannot be ready sooner.
-    assert!(redelivered_at.duration_since(failed_at) >= delay);
-    running.stop().await;
-}
-
-#[tokio::test]
 async fn a_permanent_error_dead_letters_the_job_with_its_reason() {
     let server = Server::start();
     let client = server.client().await;
@@ -160,49 +136,6 @@ async fn a_permanent_error_dead_letters_the_job_with_its_reason() {
     assert_eq!(record.cause, DeadLetterCause::Rejected);
     assert_eq!(record.final_attempt, 1);
     assert_eq!(record.last_reason.as_deref(), Some("malformed input"));
-}
-
-#[tokio::test]
-async fn a_panicking_handler_is_nacked_with_backoff_and_the_worker_carries_on() {
-    let server = Server::start();
-    let client = server.client().await;
-    let queue = unique("panic");
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let worker =
-        Worker::new(client.clone(), [queue.as_str()], LEASE).unwrap().handle("fragile", move |_, ctx: Arc<JobCtx>| {
-            let tx = tx.clone();
-            async move {
-                tx.send((ctx.attempt, Instant::now())).unwrap();
-                assert!(ctx.attempt > 1, "the first attempt panics");
-                Ok(())
-            }
-        });
-    let running = start(worker.unwrap());
-    client.enqueue(job(&queue, "fragile")).await.unwrap();
-    let (first, panicked_at) = signalled("attempt 1", &mut rx).await;
-    let (second, redelivered_at) = signalled("attempt 2", &mut rx).await;
-    assert_eq!((first, second), (1, 2));
-    assert!(redelivered_at.duration_since(panicked_at) >= Duration::from_secs(2), "min(2^1, 60) s backoff");
-    running.stop().await;
-    assert!(is_empty(&client, &queue).await);
-}
-
-#[tokio::test]
-async fn a_job_type_without_handler_is_nacked_with_backoff_never_acked() {
-    let server = Server::start();
-    let client = server.client().await;
-    let queue = unique("unhandled");
-    let worker =
-        Worker::new(client.clone(), [queue.as_str()], LEASE).unwrap().handle("known", |_, _| async { Ok(()) }).unwrap();
-    let running = start(worker);
-    client.enqueue(job(&queue, "mystery").with_max_attempts(2)).await.unwrap();
-    let record = dead_letter(&client, &queue).await;
-    running.stop().await;
-    assert_eq!(record.cause, DeadLetterCause::AttemptsExhausted);
-    assert_eq!(record.final_attempt, 2);
-    assert_eq!(record.last_reason.as_deref(), Some("no handler registered for job_type"));
-    let between = record.failed_at.duration_since(record.enqueued_at).unwrap();
-    assert!(between >= Duration::from_secs(2), "the second attempt waited min(2^1, 60) s: {between:?}");
 }
 
 #[tokio::test]

@@ -53,7 +53,7 @@ pub fn watch(path: &Path, on_change: impl Fn() + Send + 'static) -> Result<Confi
         _ => PathBuf::from("."),
     };
 
-    let (events, received) = std::sync::mpsc::channel::<()>();
+    let (events, received) = std::sync::mpsc::channel::<EventKind>();
     let mut watcher = notify::recommended_watcher(forward_changes_to(file_name, events)).map_err(watch_error)?;
     watcher.watch(&directory, RecursiveMode::NonRecursive).map_err(watch_error)?;
 
@@ -66,12 +66,15 @@ pub fn watch(path: &Path, on_change: impl Fn() + Send + 'static) -> Result<Confi
     Ok(ConfigWatcher { _watcher: watcher, stopped })
 }
 
-/// The notify handler: one message per relevant event. When the watcher is dropped, so is this
-/// handler and its sender, which ends the debounce thread.
-fn forward_changes_to(file_name: OsString, events: Sender<()>) -> impl FnMut(notify::Result<Event>) + Send + 'static {
+/// The notify handler: one message (the event's kind) per relevant event. When the watcher is
+/// dropped, so is this handler and its sender, which ends the debounce thread.
+fn forward_changes_to(
+    file_name: OsString,
+    events: Sender<EventKind>,
+) -> impl FnMut(notify::Result<Event>) + Send + 'static {
     move |event| match event {
         Ok(event) if changes_data_of(&event, &file_name) => {
-            let _ = events.send(());
+            let _ = events.send(event.kind);
         }
         Ok(_) => {}
         Err(error) => tracing::warn!(%error, "config file watch error"),
@@ -99,13 +102,13 @@ fn changes_data_of(event: &Event, file_name: &OsStr) -> bool {
 /// Runs `on_change` once per burst of messages: the first message opens a `window`, every
 /// message until it closes is absorbed, then the callback runs. Messages that arrive during the
 /// callback start the next burst. Returns when every sender is gone or `stopped` is set.
-fn debounce(received: &Receiver<()>, window: Duration, stopped: &AtomicBool, on_change: impl Fn()) {
+fn debounce<T>(received: &Receiver<T>, window: Duration, stopped: &AtomicBool, on_change: impl Fn()) {
     while received.recv().is_ok() {
         let deadline = Instant::now() + window;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match received.recv_timeout(left) {
-                Ok(()) => continue,
+                Ok(_) => continue,
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
@@ -164,6 +167,33 @@ mod tests {
         for not_a_change in ignored {
             assert!(!changes_data_of(&not_a_change, name), "{not_a_change:?}");
         }
+    }
+
+    /// On the real file system (inotify here): the kernel reports a read's open, access and close
+    /// before a later write's events, so if reading were forwarded, the first message would be
+    /// the read's.
+    #[test]
+    fn on_a_real_file_reads_forward_nothing_and_the_next_write_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sepp.toml");
+        std::fs::write(&path, "[server]\n").unwrap();
+        let (events, forwarded) = mpsc::channel();
+        let mut watcher = notify::recommended_watcher(forward_changes_to("sepp.toml".into(), events)).unwrap();
+        watcher.watch(dir.path(), RecursiveMode::NonRecursive).unwrap();
+        for _ in 0..3 {
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "[server]\n");
+        }
+        // Writing another file in the directory is not about the config file either.
+        std::fs::write(dir.path().join("other.toml"), "x").unwrap();
+        std::fs::write(&path, "[server]\nlisten_addr = \"127.0.0.1:0\"\n").unwrap();
+        let first = forwarded.recv_timeout(Duration::from_secs(30)).expect("the write is forwarded");
+        assert!(
+            matches!(
+                first,
+                EventKind::Modify(_) | EventKind::Create(_) | EventKind::Access(AccessKind::Close(AccessMode::Write))
+            ),
+            "the first forwarded event came before the write: {first:?}"
+        );
     }
 
     #[test]

@@ -307,20 +307,30 @@ impl Acceptor {
                     let _ = stream.set_nodelay(true);
                     return Conn::new(stream, self.kind, [own, shared]);
                 }
-                Err(error) if out_of_descriptors(&error) => {
-                    if self.backoff.is_fresh() {
-                        tracing::warn!(
-                            listener = self.kind.name(),
-                            %error,
-                            "out of file descriptors: not accepting until connections close"
-                        );
+                Err(error) => {
+                    if let Some(pause) = self.pause_after(&error) {
+                        tokio::time::sleep(pause).await;
                     }
-                    tokio::time::sleep(self.backoff.next_delay()).await;
                 }
-                // A peer that reset before the accept and the like: nothing to wait for.
-                Err(_) => {}
             }
         }
+    }
+
+    /// How long the accept loop pauses after `error`: out of descriptors, 10 ms doubling to 1 s
+    /// for as long as it lasts (logged once per run), so the loop never spins on `EMFILE`; any
+    /// other error (a peer that reset before the accept and the like) has nothing to wait for.
+    fn pause_after(&mut self, error: &io::Error) -> Option<Duration> {
+        if !out_of_descriptors(error) {
+            return None;
+        }
+        if self.backoff.is_fresh() {
+            tracing::warn!(
+                listener = self.kind.name(),
+                %error,
+                "out of file descriptors: not accepting until connections close"
+            );
+        }
+        Some(self.backoff.next_delay())
     }
 }
 
@@ -675,11 +685,20 @@ mod tests {
     #[cfg(unix)]
     #[tokio::test]
     async fn accept_backs_off_when_out_of_descriptors() {
-        // EMFILE is what accept answers at the limit: the loop must sleep, not spin, and the
-        // listener keeps working once descriptors free.
-        let error = io::Error::from_raw_os_error(libc::EMFILE);
-        assert!(out_of_descriptors(&error));
-        assert!(!out_of_descriptors(&io::Error::from_raw_os_error(libc::ECONNABORTED)));
+        // EMFILE is what accept answers at the limit: the loop must pause, growing up to 1 s,
+        // not spin; other errors are retried at once; a connection accepted again starts over.
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut acceptor = Acceptor::new(listener, Listener::Cluster, 8);
+        let emfile = io::Error::from_raw_os_error(libc::EMFILE);
+        let pauses: Vec<_> = (0..9).map(|_| acceptor.pause_after(&emfile)).collect();
+        let ms = |n: u64| Some(Duration::from_millis(n));
+        assert_eq!(pauses, [ms(10), ms(20), ms(40), ms(80), ms(160), ms(320), ms(640), ms(1000), ms(1000)]);
+        assert_eq!(acceptor.pause_after(&io::Error::from_raw_os_error(libc::ENFILE)), ms(1000));
+        assert_eq!(acceptor.pause_after(&io::Error::from_raw_os_error(libc::ECONNABORTED)), None);
+        let _client = TcpStream::connect(addr).await.unwrap();
+        let _conn = acceptor.accept().await;
+        assert_eq!(acceptor.pause_after(&emfile), ms(10));
     }
 
     #[tokio::test]

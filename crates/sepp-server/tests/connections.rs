@@ -1,6 +1,7 @@
 //! Bounded, reaped connections on every listener (docs/operations.md#connections), against the
 //! real binary: a flood of idle connections past the descriptor limit leaves the server serving
-//! (storage not poisoned, no core spinning on `EMFILE`, accepting again afterwards); a
+//! (storage not poisoned, accepting again afterwards; the pause after `EMFILE` is a unit test in
+//! `net.rs`); a
 //! connection that never completes its handshake is closed after the deadline; the admin
 //! listener closes a request whose headers never end and a connection that stays silent;
 //! connections past a listener's maximum are closed at once and counted; and a server killed
@@ -10,27 +11,12 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{QueueServiceClient, TestServer, is_reference, job, loopback_port, reserve, with_payload};
 use sepp_server::proto::v1 as pb;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// The process's CPU time (user + system) in clock ticks, from `/proc/<pid>/stat`.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc/<pid>/stat");
-    // Fields after the command name (which is in parentheses and may hold spaces): utime and
-    // stime are the 14th and 15th fields of the line.
-    let after = &stat[stat.rfind(')').expect("comm") + 2..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
-}
-
-fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf only reads a system constant.
-    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }) as f64
-}
 
 /// `future`, or a failure naming `what` if it takes longer than `WAIT` (a server that stopped
 /// answering fails the test instead of hanging it).
@@ -88,7 +74,6 @@ async fn an_idle_connection_flood_past_the_descriptor_limit_leaves_the_server_se
     let mut client = server.raw_client().await;
     common::enqueue_one(&mut client, job("flood", "t")).await;
 
-    let (pid, started, ticks_before) = (server.pid(), Instant::now(), cpu_ticks(server.pid()));
     let flood: Vec<TcpStream> =
         (0..300).filter_map(|_| TcpStream::connect(("127.0.0.1", server.port())).ok()).collect();
     assert!(flood.len() >= 200, "the kernel accepted the flood's connections ({})", flood.len());
@@ -100,7 +85,7 @@ async fn an_idle_connection_flood_past_the_descriptor_limit_leaves_the_server_se
         let request = with_payload(job("flood", "big"), &payload, "application/octet-stream");
         within("a large enqueue during the flood", common::enqueue_one(&mut client, request)).await;
     }
-    // Time on the server's clock without work: reserves that wait on an empty queue.
+    // Reserves that wait on an empty queue still end during the flood.
     for _ in 0..10 {
         let mut waiting = reserve(&["flood-empty"], 1_000);
         waiting.wait_timeout = Some(common::ms(100));
@@ -111,12 +96,6 @@ async fn an_idle_connection_flood_past_the_descriptor_limit_leaves_the_server_se
             .jobs;
         assert!(jobs.is_empty());
     }
-    let cpu = (cpu_ticks(pid) - ticks_before) as f64 / ticks_per_second();
-    let wall = started.elapsed().as_secs_f64();
-    assert!(
-        cpu < wall * 0.5,
-        "the server used {cpu:.2} s of CPU in {wall:.2} s of flood (an accept loop spinning on EMFILE?)"
-    );
     assert!(server.is_running());
     assert!(!server.logs().contains("poisoned"), "storage must not be poisoned:\n{}", server.logs());
 

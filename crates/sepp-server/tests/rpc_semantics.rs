@@ -125,7 +125,7 @@ async fn reserve_takes_priority_then_fifo_and_walks_queues_in_order() {
         if is_reference() {
             // 0.1 orders one enqueue millisecond by random id (docs/operations.md#what-differs):
             // separate milliseconds.
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            common::next_millisecond().await;
         }
     }
     let mut request = reserve(&[&first, &second], LEASE_MS);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -77,3 +78,12 @@ async def drain_until(client: SeppClient, queue: str, count: int, *, timeout: fl
             raise AssertionError(f"only {len(records)} of {count} dead letters after {timeout}s")
         await asyncio.sleep(0.02)
     return records
+
+
+async def next_millisecond() -> None:
+    """Return once the wall clock is past the millisecond it was in when called. The server
+    on this machine reads the same clock, so whatever it stamped before this call (an enqueue,
+    a dead letter) has an earlier millisecond than anything it stamps after."""
+    start = time.time_ns() // 1_000_000
+    while time.time_ns() // 1_000_000 == start:
+        await asyncio.sleep(0)

@@ -33,7 +33,7 @@ from sepp import (
 )
 
 from harness import running_server
-from helpers import WAIT, assert_empty, opts, reserve_all, reserve_one, utcnow
+from helpers import WAIT, assert_empty, next_millisecond, opts, reserve_all, reserve_one, utcnow
 
 UUID_V4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
@@ -477,7 +477,7 @@ async def test_jobs_of_one_priority_enqueued_apart_come_out_fifo(client, new_que
     ids = []
     for _ in range(5):
         ids.append((await client.enqueue(EnqueueRequest(q, "t", priority=4))).job_id)
-        await asyncio.sleep(0.006)  # FIFO is by enqueue millisecond in 0.1
+        await next_millisecond()  # FIFO is by enqueue millisecond in 0.1
     jobs = await reserve_all(client, q, 5)
     assert [j.ctx.id for j in jobs] == ids
 

@@ -23,6 +23,7 @@ from helpers import (
     WAIT,
     assert_empty,
     drain_until,
+    next_millisecond,
     opts,
     reserve_all,
     reserve_one,
@@ -301,7 +302,7 @@ async def test_drain_returns_oldest_first_up_to_max_and_removes_them(client, new
     ids = []
     for i in range(3):
         ids.append(await _dead_letter(client, q, f"t{i}"))
-        await asyncio.sleep(0.003)  # distinct failed_at milliseconds
+        await next_millisecond()  # distinct failed_at milliseconds
     first = await client.drain_dead_letters(queue=q, max_records=2)
     assert [r.job_id for r in first] == ids[:2]
     assert first[0].failed_at <= first[1].failed_at

@@ -75,6 +75,16 @@ impl InProcessServer {
         reserves_waiting(self.ready.prometheus.expect("the Prometheus endpoint is on").port()).await
     }
 
+    /// The admin listener's base URL (the server must run with `[admin] enabled = true` on port 0).
+    pub fn admin_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ready.admin.expect("the admin listener is on").port())
+    }
+
+    /// The queue service's address (`http://127.0.0.1:<port>`).
+    pub fn addr(&self) -> String {
+        self.addr.clone()
+    }
+
     pub async fn client(&self) -> QueueServiceClient<tonic::transport::Channel> {
         QueueServiceClient::connect(self.addr.clone()).await.expect("connect")
     }

@@ -115,6 +115,18 @@ pub fn sepp_command_in(netns: Option<&str>) -> Command {
 }
 
 /// A name no other test (or earlier run) uses: `<prefix>-<pid>-<counter>-<nanos>`.
+/// Returns once the wall clock is past the millisecond it was in when called. A server on this
+/// machine reads the same clock, so whatever it stamped before this call has an earlier
+/// millisecond than anything it stamps after.
+pub async fn next_millisecond() {
+    let now_ms =
+        || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+    let start = now_ms();
+    while now_ms() == start {
+        tokio::task::yield_now().await;
+    }
+}
+
 pub fn unique(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
