@@ -130,10 +130,20 @@ export class SeppClient {
   /** The connection calls go to: the configured address, or the cluster leader it redirected to. */
   readonly #connections: Connections;
   readonly #authorization: string | undefined;
+  /** Whether calls carry `sepp-follow-leader` (the `followLeader` option). */
+  readonly #followLeader: boolean;
   /** The ack coalescing pipeline, unless `coalesceAcks` is false. */
   readonly #acks: AckPipeline | undefined;
   /** The enqueue coalescing pipeline, unless `coalesceEnqueues` is false. */
   readonly #enqueues: EnqueuePipeline | undefined;
+
+  /** The metadata every call carries: the API key, and `sepp-follow-leader` unless turned off. */
+  #metadata(): grpc.Metadata {
+    const metadata = new grpc.Metadata();
+    if (this.#authorization !== undefined) metadata.set("authorization", this.#authorization);
+    if (this.#followLeader) metadata.set("sepp-follow-leader", "1");
+    return metadata;
+  }
 
   private constructor(
     connections: Connections,
@@ -143,6 +153,7 @@ export class SeppClient {
   ) {
     this.#connections = connections;
     this.#authorization = authorization;
+    this.#followLeader = options.followLeader !== false;
     this.retryPolicy = options.retryPolicy ?? new RetryPolicy();
     this.rpcTimeout = rpcTimeout;
     this.logger = options.logger ?? silentLogger;
@@ -185,6 +196,9 @@ export class SeppClient {
     }
     if (options.coalesceEnqueues !== undefined && typeof options.coalesceEnqueues !== "boolean") {
       throw new ValidationError("coalesceEnqueues must be a boolean");
+    }
+    if (options.followLeader !== undefined && typeof options.followLeader !== "boolean") {
+      throw new ValidationError("followLeader must be a boolean");
     }
     const settings = channelOptions(options);
     let channelCredentials: grpc.ChannelCredentials;
@@ -573,8 +587,7 @@ export class SeppClient {
     events: { jobs(jobs: Job[]): void; cancelled(ids: string[]): void },
   ): { session: ConsumeSession; ended: Promise<ConsumeEnd & { redirected: boolean }> } {
     const connection = this.#connections.current;
-    const metadata = new grpc.Metadata();
-    if (this.#authorization !== undefined) metadata.set("authorization", this.#authorization);
+    const metadata = this.#metadata();
     connection.begin();
     let call: grpc.ClientDuplexStream<wire.ConsumeRequest, wire.ConsumeResponse>;
     try {
@@ -888,8 +901,7 @@ export class SeppClient {
         reject({ code: grpc.status.CANCELLED, details: "cancelled by the caller" } satisfies StatusLike);
         return;
       }
-      const metadata = new grpc.Metadata();
-      if (this.#authorization !== undefined) metadata.set("authorization", this.#authorization);
+      const metadata = this.#metadata();
       injectTraceMetadata(metadata);
       let call: grpc.ClientUnaryCall;
       // grpc-js starts a call's stream a few microtasks after creating it, and a cancel that comes

@@ -180,10 +180,14 @@
 //!
 //! A sepp cluster runs three or more nodes, and only its leader serves the queue calls. Give
 //! [`SeppClient::connect`](client::SeppClient::connect) (or the builder) the address of any
-//! node. A node that is not the leader refuses each call with UNAVAILABLE before doing any of
-//! it and, when it knows the leader, names the leader's address (`host:port`, in the response
-//! metadata entry `sepp-leader`). The client then switches to the leader and sends the same call
-//! there at once:
+//! node. Every call says the client follows the leader itself (the metadata entry
+//! `sepp-follow-leader`), so a node that is not the leader refuses it with UNAVAILABLE before
+//! doing any of it and, when it knows the leader, names the leader's address (`host:port`, in
+//! the response metadata entry `sepp-leader`). The client then switches to the leader and sends
+//! the same call there at once (with
+//! [`follow_leader(false)`](client::SeppClientBuilder::follow_leader), calls go without that
+//! entry and a follower forwards them to the leader instead: one hop more, for a client that can
+//! reach only some nodes):
 //!
 //! - The leader's channel gets everything the client was configured with: plaintext or TLS
 //!   (with the same trusted roots or CA, the same TLS configuration and the same server-name

@@ -167,6 +167,9 @@ election_timeout_ms = 1000
 snapshot_after_entries = 20000
 # The most connections the cluster listener holds open (restart).
 max_connections = 1000
+# A follower forwards the queue calls it cannot serve to the leader, so any client works
+# against any node; off, it refuses them naming the leader (sepp-leader).
+forward_calls = true
 
 # Declared queues. Each may override the limits above for itself; the rest come from [limits].
 # [[queues]]

@@ -108,6 +108,7 @@ const SECTIONS: &[(&str, &[&str])] = &[
             "election_timeout_ms",
             "snapshot_after_entries",
             "max_connections",
+            "forward_calls",
         ],
     ),
     (

@@ -364,6 +364,10 @@ pub struct ClusterConfig {
     pub snapshot_after_entries: u64,
     /// The most connections the cluster listener holds open; more are closed at once.
     pub max_connections: u64,
+    /// Whether a follower forwards the queue calls it cannot serve to the leader (and streams
+    /// the answer back) instead of refusing them; calls that carry `sepp-follow-leader` are
+    /// refused either way.
+    pub forward_calls: bool,
 }
 
 impl Default for ClusterConfig {
@@ -378,6 +382,7 @@ impl Default for ClusterConfig {
             election_timeout_ms: 1_000,
             snapshot_after_entries: 20_000,
             max_connections: 1_000,
+            forward_calls: true,
         }
     }
 }

@@ -76,9 +76,39 @@ pub async fn follow_leadership(raft: Raft, machine: StateMachine, committer: Com
     }
 }
 
+/// Keeps `last` at the client address of the node Raft last named leader, until Raft stops.
+async fn remember_leaders(
+    mut metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<u64, sepp_cluster::NodeAddr>>,
+    last: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+) {
+    loop {
+        let leader = {
+            let metrics = metrics.borrow_and_update();
+            metrics.current_leader.and_then(|leader| {
+                metrics.membership_config.membership().get_node(&leader).map(|node| node.api.clone())
+            })
+        };
+        if let (Some(api), Ok(mut last)) = (leader, last.lock()) {
+            *last = Some(api);
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// The metadata entry with which a follower names the leader's client address
 /// (`host:port`) to a client it refuses.
 pub const LEADER_METADATA: &str = "sepp-leader";
+
+/// The request metadata with which a client says it follows [`LEADER_METADATA`] itself: a
+/// follower refuses its calls (naming the leader) instead of forwarding them. sepp's own
+/// clients send it, so they talk to the leader directly, one hop fewer.
+pub const FOLLOW_LEADER_METADATA: &str = "sepp-follow-leader";
+
+/// The metadata a follower adds to a call it forwards (its node id): a node that does not serve
+/// refuses such a call instead of forwarding it again.
+pub const FORWARDED_METADATA: &str = "sepp-forwarded-by";
 
 /// What the queue service asks of cluster mode before it serves a call: whether this node's
 /// committer serves, and where the leader is when it does not.
@@ -87,17 +117,26 @@ pub struct ClusterGate {
     me: sepp_cluster::NodeAddr,
     serving: tokio::sync::watch::Receiver<bool>,
     metrics: tokio::sync::watch::Receiver<openraft::RaftMetrics<u64, sepp_cluster::NodeAddr>>,
+    /// The client address of the last node this one saw lead (itself included), kept while
+    /// there is no leader, for the refusals to name.
+    last_leader: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl ClusterGate {
+    /// Must be called within a Tokio runtime: a task follows Raft's metrics to remember the
+    /// last leader, until Raft stops.
     pub fn new(raft: &Raft, me: sepp_cluster::NodeAddr, committer: &CommitterHandle) -> ClusterGate {
         let metrics = raft.metrics();
         let id = metrics.borrow().id;
-        ClusterGate { id, me, serving: committer.leading(), metrics }
+        let last_leader = std::sync::Arc::new(std::sync::Mutex::new(None));
+        tokio::spawn(remember_leaders(raft.metrics(), last_leader.clone()));
+        ClusterGate { id, me, serving: committer.leading(), metrics, last_leader }
     }
 
     /// `None` while this node serves; otherwise the status a call gets instead: UNAVAILABLE,
-    /// naming the leader's client address when another node leads. Nothing of the call ran.
+    /// naming the leader's client address (in the message and as [`LEADER_METADATA`]) when
+    /// another node leads, and the last known leader's in the message when none does. Nothing
+    /// of the call ran.
     pub fn refusal(&self) -> Option<tonic::Status> {
         if *self.serving.borrow() {
             return None;
@@ -105,22 +144,31 @@ impl ClusterGate {
         let metrics = self.metrics.borrow();
         let leader = metrics.current_leader.filter(|leader| *leader != self.id);
         let address = leader.and_then(|leader| metrics.membership_config.membership().get_node(&leader).cloned());
-        Some(match (leader, address) {
-            (Some(_), Some(node)) => {
-                let mut status = tonic::Status::unavailable(format!(
-                    "this node is not the cluster's leader; the leader is at {}",
-                    node.api
-                ));
-                if let Ok(value) = tonic::metadata::MetadataValue::try_from(node.api.as_str()) {
-                    status.metadata_mut().insert(LEADER_METADATA, value);
-                }
-                status
+        if let Some(node) = address {
+            let mut status = tonic::Status::unavailable(format!(
+                "this node is not the cluster's leader; the leader is at {}",
+                node.api
+            ));
+            if let Ok(value) = tonic::metadata::MetadataValue::try_from(node.api.as_str()) {
+                status.metadata_mut().insert(LEADER_METADATA, value);
             }
-            _ if metrics.current_leader == Some(self.id) => {
-                tonic::Status::unavailable("this node was just elected the cluster's leader and is not serving yet")
+            return Some(status);
+        }
+        let last = match self.last_leader.lock().map(|last| last.clone()) {
+            Ok(Some(api)) if api == self.me.api => "; this node was the last leader it knows of".to_owned(),
+            Ok(Some(api)) => format!("; the last known leader was at {api}"),
+            _ => String::new(),
+        };
+        let message = if metrics.current_leader == Some(self.id) {
+            if metrics.millis_since_quorum_ack.is_none() {
+                format!("Raft elected this node, but no majority confirms it leads (are the other nodes down?){last}")
+            } else {
+                "this node was just elected the cluster's leader and is not serving yet".to_owned()
             }
-            _ => tonic::Status::unavailable("the cluster has no leader at the moment (an election is running)"),
-        })
+        } else {
+            format!("the cluster has no leader at the moment (an election is running){last}")
+        };
+        Some(tonic::Status::unavailable(message))
     }
 
     /// The status of a call whose answer the committer dropped because this node stopped
@@ -175,48 +223,147 @@ impl ClusterGate {
     }
 }
 
-/// The queue service behind the [`ClusterGate`]: every call but `GetServerInfo` is refused
-/// while this node does not serve. Without a gate (a single node) calls pass straight through.
+/// The queue service behind the [`ClusterGate`]: while this node does not serve, every call but
+/// `GetServerInfo` is forwarded to the leader (when [`Forwarding`] is on and the call allows it)
+/// or refused. Without a gate (a single node) calls pass straight through.
 #[derive(Clone)]
 pub struct LeaderOnly<S> {
     inner: S,
     gate: Option<std::sync::Arc<ClusterGate>>,
+    forwarding: Option<std::sync::Arc<Forwarding>>,
 }
 
 impl<S> LeaderOnly<S> {
-    pub fn new(inner: S, gate: Option<std::sync::Arc<ClusterGate>>) -> LeaderOnly<S> {
-        LeaderOnly { inner, gate }
+    pub fn new(
+        inner: S,
+        gate: Option<std::sync::Arc<ClusterGate>>,
+        forwarding: Option<std::sync::Arc<Forwarding>>,
+    ) -> LeaderOnly<S> {
+        LeaderOnly { inner, gate, forwarding }
     }
 }
 
 /// Answered by any node, leader or not.
 const ANY_NODE: &str = "/sepp.v1.QueueService/GetServerInfo";
 
-impl<S, B> tonic::codegen::Service<tonic::codegen::http::Request<B>> for LeaderOnly<S>
-where
-    S: tonic::codegen::Service<
-            tonic::codegen::http::Request<B>,
-            Response = tonic::codegen::http::Response<tonic::body::Body>,
-        >,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    /// A refusal is ready at once; a call that passes is the service's own future, unboxed, so
-    /// a single node's calls cost what they did before cluster mode.
-    type Future = futures_util::future::Either<std::future::Ready<Result<S::Response, S::Error>>, S::Future>;
+type HttpRequest = tonic::codegen::http::Request<tonic::body::Body>;
+type HttpResponse = tonic::codegen::http::Response<tonic::body::Body>;
+type Forwarded =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<HttpResponse, std::convert::Infallible>> + Send>>;
 
-    fn poll_ready(&mut self, context: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), S::Error>> {
+impl<S> tonic::codegen::Service<HttpRequest> for LeaderOnly<S>
+where
+    S: tonic::codegen::Service<HttpRequest, Response = HttpResponse, Error = std::convert::Infallible>,
+{
+    type Response = HttpResponse;
+    type Error = std::convert::Infallible;
+    /// A refusal is ready at once and a forwarded call is boxed; a call that passes is the
+    /// service's own future, unboxed, so a single node's calls cost what they did before
+    /// cluster mode.
+    type Future = futures_util::future::Either<
+        futures_util::future::Either<std::future::Ready<Result<HttpResponse, std::convert::Infallible>>, Forwarded>,
+        S::Future,
+    >;
+
+    fn poll_ready(&mut self, context: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(context)
     }
 
-    fn call(&mut self, request: tonic::codegen::http::Request<B>) -> Self::Future {
-        if let Some(gate) = &self.gate
-            && request.uri().path() != ANY_NODE
-            && let Some(status) = gate.refusal()
+    fn call(&mut self, request: HttpRequest) -> Self::Future {
+        use futures_util::future::Either::{Left, Right};
+        let refusal = match &self.gate {
+            Some(gate) if request.uri().path() != ANY_NODE => gate.refusal(),
+            _ => None,
+        };
+        let Some(refusal) = refusal else {
+            return Right(self.inner.call(request));
+        };
+        let headers = request.headers();
+        let leader = refusal.metadata().get(LEADER_METADATA).and_then(|value| value.to_str().ok());
+        if let (Some(forwarding), Some(leader)) = (&self.forwarding, leader)
+            && !headers.contains_key(FOLLOW_LEADER_METADATA)
+            && !headers.contains_key(FORWARDED_METADATA)
         {
-            return futures_util::future::Either::Left(std::future::ready(Ok(status.into_http())));
+            return Left(Right(Box::pin(forwarding.clone().forward(leader.to_owned(), request, refusal))));
         }
-        futures_util::future::Either::Right(self.inner.call(request))
+        Left(Left(std::future::ready(Ok(refusal.into_http()))))
+    }
+}
+
+/// How many calls this node forwarded to the leader: answered by it (whatever the status), or
+/// not (the leader could not be reached), for `sepp.cluster.forwarded_calls`.
+pub static FORWARDED_ANSWERED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub static FORWARDED_UNREACHABLE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How long a follower waits to connect to the leader it forwards a call to.
+const FORWARD_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A follower's connection to the leader, for the calls it forwards (`cluster.forward_calls`):
+/// one HTTP/2 connection to the current leader's client address, replaced when another node
+/// leads. A call goes through as it came (its metadata, deadline and API key included, plus
+/// [`FORWARDED_METADATA`]) and its answer streams back unchanged; the leader checks the key and
+/// the limits. The body is never buffered here: HTTP/2 flow control bounds what a forwarded call
+/// holds in this node's memory.
+pub struct Forwarding {
+    id: u64,
+    leader: std::sync::Mutex<Option<(String, tonic::transport::Channel)>>,
+}
+
+impl Forwarding {
+    pub fn new(id: u64) -> Forwarding {
+        Forwarding { id, leader: std::sync::Mutex::new(None) }
+    }
+
+    /// The connection to `leader` (`host:port`), made (lazily) the first time it is named.
+    fn channel_to(&self, leader: &str) -> Result<tonic::transport::Channel, tonic::transport::Error> {
+        let mut cached = self.leader.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((address, channel)) = cached.as_ref()
+            && address == leader
+        {
+            return Ok(channel.clone());
+        }
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{leader}"))?
+            .connect_timeout(FORWARD_CONNECT_TIMEOUT)
+            .tcp_nodelay(true)
+            .connect_lazy();
+        *cached = Some((leader.to_owned(), channel.clone()));
+        Ok(channel)
+    }
+
+    /// Sends `request` to `leader` and answers with what it answers; when the leader cannot be
+    /// reached, with `refusal` (which names it) and why forwarding failed.
+    async fn forward(
+        self: std::sync::Arc<Self>,
+        leader: String,
+        mut request: HttpRequest,
+        refusal: tonic::Status,
+    ) -> Result<HttpResponse, std::convert::Infallible> {
+        use std::sync::atomic::Ordering::Relaxed;
+        request.headers_mut().insert(FORWARDED_METADATA, tonic::codegen::http::HeaderValue::from(self.id));
+        let answer = match self.channel_to(&leader) {
+            Ok(mut channel) => {
+                match std::future::poll_fn(|context| tonic::codegen::Service::poll_ready(&mut channel, context)).await {
+                    Ok(()) => tonic::codegen::Service::call(&mut channel, request).await,
+                    Err(error) => Err(error),
+                }
+            }
+            Err(error) => Err(error),
+        };
+        match answer {
+            Ok(response) => {
+                FORWARDED_ANSWERED.fetch_add(1, Relaxed);
+                Ok(response)
+            }
+            Err(error) => {
+                FORWARDED_UNREACHABLE.fetch_add(1, Relaxed);
+                let mut status = tonic::Status::unavailable(format!(
+                    "{}; forwarding the call to it failed: {error}",
+                    refusal.message()
+                ));
+                *status.metadata_mut() = refusal.metadata().clone();
+                Ok(status.into_http())
+            }
+        }
     }
 }
 

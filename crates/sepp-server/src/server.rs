@@ -234,8 +234,18 @@ pub async fn run(
     let queue_service = QueueServiceServer::new(api)
         .max_decoding_message_size(boot.limits.max_message_bytes as usize)
         .max_encoding_message_size(usize::MAX);
-    // In cluster mode a follower refuses the calls and names the leader.
-    let queue_service = crate::cluster::LeaderOnly::new(queue_service, gate);
+    // In cluster mode a follower forwards the calls to the leader, or refuses them naming it.
+    let forwarding = match (&gate, boot.cluster.node_id) {
+        (Some(_), Some(id)) if boot.cluster.forward_calls && !tls => {
+            Some(Arc::new(crate::cluster::Forwarding::new(id)))
+        }
+        (Some(_), Some(_)) if boot.cluster.forward_calls => {
+            tracing::info!("followers refuse queue calls instead of forwarding them while server.tls_cert_path is set");
+            None
+        }
+        _ => None,
+    };
+    let queue_service = crate::cluster::LeaderOnly::new(queue_service, gate, forwarding);
     let queue_service = ApiKeyCheck::new(queue_service, live.clone(), throttle.clone(), clock.clone());
     let (reflection_v1, reflection_v1alpha) = reflection_services()?;
     let reflection_v1 = ApiKeyCheck::new(reflection_v1, live.clone(), throttle.clone(), clock.clone());

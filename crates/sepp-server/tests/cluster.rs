@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::{ELECTION_TIMEOUT, TestCluster, sepp, start_node};
+use common::cluster::{ELECTION_TIMEOUT, FOLLOW_LEADER, TestCluster, sepp, start_node};
 use common::crash_load::{self, Ledger, cancel_some, produce, work};
 use common::*;
 use sepp_client::client::{RetryPolicy, SeppClient};
@@ -19,9 +19,16 @@ use sepp_client::{EnqueueRequest, ReserveOptions};
 use sepp_server::proto::v1 as pb;
 use tonic::Code;
 
-/// The followers of a cluster answer queue calls UNAVAILABLE and name the leader's client
-/// address; every node answers GetServerInfo with the same membership; `sepp cluster status`
-/// tells roles and replication.
+/// A request that says its caller follows the leader itself, so a follower refuses it.
+fn following<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(FOLLOW_LEADER, tonic::metadata::MetadataValue::from_static("1"));
+    request
+}
+
+/// The followers of a cluster answer queue calls of clients that follow the leader themselves
+/// (`sepp-follow-leader`) UNAVAILABLE and name the leader's client address; every node answers
+/// GetServerInfo with the same membership; `sepp cluster status` tells roles and replication.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn followers_name_the_leader_and_every_node_describes_the_cluster() {
     let cluster = TestCluster::start(3, "", "");
@@ -30,13 +37,13 @@ async fn followers_name_the_leader_and_every_node_describes_the_cluster() {
     for follower in (1..=3).filter(|id| *id != leader) {
         let mut client = cluster.node(follower).raw_client().await;
         let job = crash_load::new_job("q", b"to a follower");
-        let refused = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.unwrap_err();
+        let refused = client.enqueue_batch(following(pb::EnqueueBatchRequest { jobs: vec![job] })).await.unwrap_err();
         assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
         let named = refused.metadata().get("sepp-leader").and_then(|value| value.to_str().ok());
         assert_eq!(named, Some(leader_addr.as_str()), "{refused:?}");
         // A reserve, which clients never retry, is refused the same way: nothing ran.
         let request = pb::ReserveRequest { queues: vec!["q".into()], ..Default::default() };
-        let refused = client.reserve(request).await.unwrap_err();
+        let refused = client.reserve(following(request)).await.unwrap_err();
         assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
         assert!(refused.metadata().get("sepp-leader").is_some());
         // A Consume stream is refused at its opening, the same way.
@@ -49,7 +56,7 @@ async fn followers_name_the_leader_and_every_node_describes_the_cluster() {
             }),
             ..Default::default()
         };
-        let refused = client.consume(futures_util::stream::iter([opening])).await.unwrap_err();
+        let refused = client.consume(following(futures_util::stream::iter([opening]))).await.unwrap_err();
         assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
         assert_eq!(
             refused.metadata().get("sepp-leader").and_then(|value| value.to_str().ok()),
@@ -163,9 +170,92 @@ async fn a_leader_restarted_without_a_majority_never_says_it_leads() {
     let info = client.get_server_info(pb::GetServerInfoRequest {}).await.expect("answers").into_inner();
     assert_eq!(info.cluster.expect("a cluster node").role, "candidate");
     wait_for_queue_health(&cluster, leader, NOT_SERVING).await;
-    let job = crash_load::new_job("q", b"to nobody");
-    let refused = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.unwrap_err();
-    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    // Refused whether the caller follows the leader or not: there is none to forward to.
+    for follows in [true, false] {
+        let job = pb::EnqueueBatchRequest { jobs: vec![crash_load::new_job("q", b"to nobody")] };
+        let request = if follows { following(job) } else { tonic::Request::new(job) };
+        let refused = client.enqueue_batch(request).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+        assert!(refused.message().contains("no majority confirms it leads"), "{refused:?}");
+        assert!(refused.message().contains("this node was the last leader it knows of"), "{refused:?}");
+        assert!(refused.metadata().get("sepp-leader").is_none(), "{refused:?}");
+    }
+}
+
+/// Clients that do not follow the leader themselves (the official sepp-rs 0.1, or ours with
+/// `follow_leader(false)`) work against a follower: it forwards their calls to the leader and
+/// streams the answers back, and counts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_forwards_the_calls_of_clients_that_do_not_follow_the_leader() {
+    let prometheus = "[metrics]\nprometheus_enabled = true\nprometheus_listen_addr = \"127.0.0.1:0\"\n";
+    let cluster = TestCluster::start(3, prometheus, "");
+    let (leader, _, _) = cluster.serving_leader("probe").await;
+    let follower = (1..=3).find(|id| *id != leader).unwrap();
+    let queue = unique("forwarded");
+
+    // sepp-rs 0.1: enqueue, reserve, extend and ack, all through the follower.
+    let old = cluster.node(follower).sepp_rs_client().await;
+    let enqueued = old.enqueue(sepp_rs::EnqueueRequest::new(&queue, "t").unwrap()).await.expect("enqueue");
+    let options = sepp_rs::ReserveOptions::new(vec![queue.clone()], Duration::from_secs(30))
+        .unwrap()
+        .with_wait_timeout(Duration::from_secs(5));
+    let jobs = old.reserve(&options).await.expect("reserve").expect("the job");
+    assert_eq!(jobs[0].ctx.id.to_string(), enqueued.job_id.to_string());
+    old.extend(&jobs[0].ctx, Duration::from_secs(60)).await.expect("extend");
+    old.ack(&jobs[0].ctx).await.expect("ack");
+
+    // Ours with follow_leader(false) stays on the follower, whose calls are forwarded.
+    let ours = SeppClient::builder(cluster.node(follower).addr()).follow_leader(false).connect().await.unwrap();
+    let ack = ours.enqueue(EnqueueRequest::new(&queue, "t").unwrap()).await.expect("enqueue");
+    let reserve = ReserveOptions::new([queue.as_str()], Duration::from_secs(30))
+        .unwrap()
+        .with_wait_timeout(Duration::from_secs(5));
+    let job = ours.reserve(&reserve).await.expect("reserve").expect("the job").remove(0);
+    assert_eq!(job.ctx.id, ack.job_id);
+    ours.ack(&job.ctx).await.expect("ack");
+    // A Worker, whose jobs come on a Consume stream, forwarded as a whole.
+    let (done, mut handled) = tokio::sync::mpsc::unbounded_channel();
+    let worker = sepp_client::worker::Worker::new(ours.clone(), [queue.as_str()], Duration::from_secs(30))
+        .unwrap()
+        .handle("w", move |_, ctx: std::sync::Arc<sepp_client::JobCtx>| {
+            let done = done.clone();
+            async move {
+                let _ = done.send(ctx.id.clone());
+                Ok(())
+            }
+        })
+        .unwrap();
+    let shutdown = worker.shutdown_handle();
+    let running = tokio::spawn(worker.run());
+    let ack = ours.enqueue(EnqueueRequest::new(&queue, "w").unwrap()).await.expect("enqueue");
+    let handled = tokio::time::timeout(Duration::from_secs(30), handled.recv()).await.expect("the Worker ran the job");
+    assert_eq!(handled, Some(ack.job_id));
+    shutdown.shutdown();
+    running.await.unwrap();
+    // Through its stream: the leader saw no Reserve calls but the two above.
+    let leader_metrics = format!("http://127.0.0.1:{}/metrics", cluster.node(leader).prometheus_port());
+    let text = reqwest::get(&leader_metrics).await.expect("scrape").text().await.expect("text");
+    let reserves: f64 = text
+        .lines()
+        .filter(|line| line.starts_with("sepp_requests_total{") && line.contains("method=\"Reserve\""))
+        .filter_map(|line| line.rsplit_once(' ').and_then(|(_, value)| value.parse::<f64>().ok()))
+        .sum();
+    assert_eq!(reserves, 2.0, "{text}");
+
+    // The leader holds what was done through the follower: nothing is left.
+    let mut leader_client = cluster.node(leader).raw_client().await;
+    let mut empty = pb::ReserveRequest { queues: vec![queue.clone()], ..Default::default() };
+    empty.lease_duration = Some(prost_types::Duration { seconds: 30, nanos: 0 });
+    assert!(leader_client.reserve(empty).await.expect("reserve").into_inner().jobs.is_empty());
+    // The follower forwarded them all (4 calls of sepp-rs, at least 3 of ours).
+    let url = format!("http://127.0.0.1:{}/metrics", cluster.node(follower).prometheus_port());
+    let text = reqwest::get(&url).await.expect("scrape").text().await.expect("text");
+    let answered = text
+        .lines()
+        .find(|line| line.starts_with("sepp_cluster_forwarded_calls_total{") && line.contains("outcome=\"answered\""))
+        .and_then(|line| line.rsplit_once(' '))
+        .and_then(|(_, value)| value.parse::<f64>().ok());
+    assert!(answered.is_some_and(|count| count >= 7.0), "{text}");
 }
 
 /// Producers, workers and a canceller run against the leader while it is killed with SIGKILL

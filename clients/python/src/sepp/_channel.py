@@ -53,6 +53,11 @@ def parse_address(addr: str) -> tuple[str, bool | None]:
     return address, scheme_tls
 
 
+# Says the client follows `sepp-leader` itself: a cluster follower refuses its calls naming the
+# leader instead of forwarding them.
+FOLLOW_LEADER_METADATA = ("sepp-follow-leader", "1")
+
+
 def auth_metadata(api_key: str) -> tuple[tuple[str, str], ...]:
     """The `authorization: Bearer <key>` header, rendered once; refuses keys no header can carry."""
     if not isinstance(api_key, str) or not api_key:

@@ -33,7 +33,7 @@ import grpc
 
 from . import _convert, _log, _otel
 from ._acks import AckPipeline
-from ._channel import auth_metadata, channel_settings
+from ._channel import FOLLOW_LEADER_METADATA, auth_metadata, channel_settings
 from ._cluster import Nodes, Unary
 from ._lease import Lease
 from ._pipeline import EnqueuePipeline
@@ -144,6 +144,7 @@ class SeppClient:
         max_receive_message_bytes: int | None = None,
         coalesce_enqueues: bool = True,
         coalesce_acks: bool = True,
+        follow_leader: bool = True,
     ) -> SeppClient:
         """Open a channel to `addr` and wait until it is connected.
 
@@ -163,7 +164,10 @@ class SeppClient:
         `addr` may be any node of a cluster: a call that reaches a node which is not the leader
         is sent again to the leader it names, over a channel with the same settings, and later
         calls go to the leader directly. When the followed leader becomes unreachable, the next
-        attempt goes to `addr` again to learn who leads now.
+        attempt goes to `addr` again to learn who leads now. Calls say so with the metadata
+        `sepp-follow-leader`, so a follower refuses them naming the leader rather than forwarding
+        them; with `follow_leader=False` they go without it and a follower forwards them to the
+        leader (one hop more: for a client that can reach only some nodes).
         """
         dialer, target, metadata = channel_settings(
             addr,
@@ -189,8 +193,10 @@ class SeppClient:
             "connected to sepp server at %s (tls=%s, api key=%s)",
             target,
             dialer.tls,
-            bool(metadata),
+            api_key is not None,
         )
+        if follow_leader:
+            metadata = (*metadata, FOLLOW_LEADER_METADATA)
         client = cls(
             channel,
             retry_policy,
@@ -215,8 +221,10 @@ class SeppClient:
     ) -> SeppClient:
         """Wrap a channel you built yourself (interceptors, custom options, ...).
 
-        Such a client cannot dial another address, so it does not follow a cluster's leader: a
-        node that is not the leader makes the call fail with `TransportError` (UNAVAILABLE).
+        Such a client cannot dial another address, so it does not follow a cluster's leader: its
+        calls go without `sepp-follow-leader`, and a node that is not the leader forwards them to
+        the leader (or, with the node's `cluster.forward_calls` off, fails them with
+        `TransportError`, UNAVAILABLE).
         """
         metadata = auth_metadata(api_key) if api_key is not None else None
         return cls(

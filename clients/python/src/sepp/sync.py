@@ -112,6 +112,7 @@ class SeppClient:
         rpc_timeout: timedelta = timedelta(seconds=30),
         max_receive_message_bytes: int | None = None,
         coalesce_enqueues: bool = True,
+        follow_leader: bool = True,
     ) -> SeppClient:
         """Connect like `sepp.SeppClient.connect` (its options but `coalesce_acks`), blocking."""
         runner = _LoopThread()
@@ -129,6 +130,7 @@ class SeppClient:
                     rpc_timeout=rpc_timeout,
                     max_receive_message_bytes=max_receive_message_bytes,
                     coalesce_enqueues=coalesce_enqueues,
+                    follow_leader=follow_leader,
                 )
             )
         except BaseException:

@@ -51,6 +51,7 @@ pub struct SeppClientBuilder {
     max_receive_message_bytes: Option<usize>,
     coalesce_enqueues: bool,
     coalesce_acks: bool,
+    follow_leader: bool,
     #[cfg(feature = "tls")]
     tls: TlsOptions,
 }
@@ -74,6 +75,7 @@ impl SeppClientBuilder {
             max_receive_message_bytes: None,
             coalesce_enqueues: true,
             coalesce_acks: true,
+            follow_leader: true,
             #[cfg(feature = "tls")]
             tls: TlsOptions::default(),
         }
@@ -100,6 +102,16 @@ impl SeppClientBuilder {
     /// Without TLS the key travels in plain text, and `connect` logs a warning.
     pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
         self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Whether the client follows a cluster's leader itself (on by default): every call carries
+    /// the metadata `sepp-follow-leader`, so a follower refuses it with UNAVAILABLE naming the
+    /// leader in `sepp-leader`, and the client calls the leader directly from then on. Off, a
+    /// follower forwards the client's calls to the leader (one hop more), for a client that can
+    /// reach only some nodes, such as one behind a load balancer.
+    pub fn follow_leader(mut self, follow: bool) -> Self {
+        self.follow_leader = follow;
         self
     }
 
@@ -165,7 +177,8 @@ impl SeppClientBuilder {
         let interceptor = match &self.api_key {
             Some(key) => ApiKeyInterceptor::new(key)?,
             None => ApiKeyInterceptor::none(),
-        };
+        }
+        .with_follow_leader(self.follow_leader);
         let connect_error = |reason: String| ClientError::Connect { addr: self.addr.clone(), reason };
         let (host_port, tls) = target(&self.addr, self.tls_requested()).map_err(connect_error)?;
         let auth = interceptor.header.is_some();
@@ -330,12 +343,18 @@ fn root_cause(error: &dyn std::error::Error) -> String {
     cause.to_string()
 }
 
-/// A tonic interceptor adding `authorization: Bearer <api key>` to every call; the header value
-/// is rendered once, when the interceptor is made.
+/// A tonic interceptor adding `authorization: Bearer <api key>` to every call (the header value
+/// is rendered once, when the interceptor is made) and, unless turned off, `sepp-follow-leader`:
+/// the client follows `sepp-leader` itself, so a cluster follower refuses its calls naming the
+/// leader rather than forwarding them.
 #[derive(Clone)]
 pub struct ApiKeyInterceptor {
     header: Option<MetadataValue<Ascii>>,
+    follow_leader: bool,
 }
+
+/// The metadata with which the client tells a cluster follower not to forward its calls.
+const FOLLOW_LEADER_METADATA: &str = "sepp-follow-leader";
 
 impl ApiKeyInterceptor {
     /// An interceptor for `api_key`, which must be non-empty visible ASCII.
@@ -344,12 +363,18 @@ impl ApiKeyInterceptor {
             return Err(ClientError::InvalidApiKey);
         }
         let header = MetadataValue::try_from(format!("Bearer {api_key}")).map_err(|_| ClientError::InvalidApiKey)?;
-        Ok(Self { header: Some(header) })
+        Ok(Self { header: Some(header), follow_leader: true })
     }
 
-    /// An interceptor that adds nothing (no API key).
+    /// An interceptor without an API key.
     pub(crate) fn none() -> Self {
-        Self { header: None }
+        Self { header: None, follow_leader: true }
+    }
+
+    /// Whether calls say the client follows `sepp-leader` itself (on by default).
+    pub(crate) fn with_follow_leader(mut self, follow_leader: bool) -> Self {
+        self.follow_leader = follow_leader;
+        self
     }
 }
 
@@ -357,6 +382,9 @@ impl Interceptor for ApiKeyInterceptor {
     fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
         if let Some(header) = &self.header {
             request.metadata_mut().insert("authorization", header.clone());
+        }
+        if self.follow_leader {
+            request.metadata_mut().insert(FOLLOW_LEADER_METADATA, MetadataValue::from_static("1"));
         }
         Ok(request)
     }
@@ -404,6 +432,14 @@ mod tests {
         let mut none = ApiKeyInterceptor::none();
         assert!(none.call(tonic::Request::new(())).unwrap().metadata().get("authorization").is_none());
         assert!(!format!("{interceptor:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn calls_say_the_client_follows_the_leader_unless_told_not_to() {
+        let follows = ApiKeyInterceptor::none().call(tonic::Request::new(())).unwrap();
+        assert_eq!(follows.metadata().get(FOLLOW_LEADER_METADATA).unwrap(), "1");
+        let mut forwarded = ApiKeyInterceptor::new("k").unwrap().with_follow_leader(false);
+        assert!(forwarded.call(tonic::Request::new(())).unwrap().metadata().get(FOLLOW_LEADER_METADATA).is_none());
     }
 
     #[test]

@@ -333,6 +333,7 @@ impl Metrics {
             .with_callback(move |observer| observer.observe(committer.queued() as u64, &[]))
             .build();
         connection_instruments(meter);
+        forwarding_instruments(meter);
         metrics
     }
 
@@ -491,6 +492,23 @@ fn connection_instruments(meter: &Meter) {
                     );
                 }
             }
+        })
+        .build();
+}
+
+/// `sepp.cluster.forwarded_calls`: the calls this node forwarded to the leader, by outcome.
+fn forwarding_instruments(meter: &Meter) {
+    use std::sync::atomic::Ordering::Relaxed;
+    meter
+        .u64_observable_counter("sepp.cluster.forwarded_calls")
+        .with_description(
+            "Queue calls a follower forwarded to the leader: answered by it (whatever the status), or unreachable",
+        )
+        .with_callback(|observer| {
+            let answered = crate::cluster::FORWARDED_ANSWERED.load(Relaxed);
+            observer.observe(answered, &[KeyValue::new("outcome", "answered")]);
+            let unreachable = crate::cluster::FORWARDED_UNREACHABLE.load(Relaxed);
+            observer.observe(unreachable, &[KeyValue::new("outcome", "unreachable")]);
         })
         .build();
 }

@@ -18,6 +18,10 @@ use super::{QueueServiceClient, STARTUP_TIMEOUT, TestServer, loopback_port, sepp
 /// without one), which a loaded machine running the whole suite does not mistake for a failure.
 const TIMINGS: &str = "";
 
+/// The metadata with which a caller follows the leader itself: a follower refuses its calls
+/// (naming the leader) instead of forwarding them.
+pub const FOLLOW_LEADER: &str = "sepp-follow-leader";
+
 /// How long a cluster may take to elect a leader that serves.
 pub const ELECTION_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -144,6 +148,8 @@ impl TestCluster {
         let job = super::crash_load::new_job(queue, b"probe");
         let mut request = tonic::Request::new(pb::EnqueueBatchRequest { jobs: vec![job] });
         request.set_timeout(Duration::from_secs(2));
+        // Served here, not forwarded by a follower to the leader.
+        request.metadata_mut().insert(FOLLOW_LEADER, tonic::metadata::MetadataValue::from_static("1"));
         let response = client.enqueue_batch(request).await.ok()?.into_inner();
         match &response.results.first()?.outcome {
             Some(pb::job_result::Outcome::Success(success)) => Some(success.job_id.clone()),
