@@ -41,6 +41,9 @@ pub enum LoadClient {
     Ours,
     /// The official sepp-rs 0.1.0 client.
     SeppRs,
+    /// Our Rust client with `follow_leader(false)`: pointed at a cluster follower, its calls are
+    /// forwarded to the leader (the `cluster3-follower` targets).
+    OursForwarded,
 }
 
 impl LoadClient {
@@ -48,6 +51,7 @@ impl LoadClient {
         match self {
             LoadClient::Ours => "sepp-client",
             LoadClient::SeppRs => "sepp-rs",
+            LoadClient::OursForwarded => "sepp-client, forwarded",
         }
     }
 
@@ -89,9 +93,10 @@ impl Connection {
     pub async fn connect(addr: SocketAddr, client: LoadClient) -> Result<Connection, BenchError> {
         let url = format!("http://{addr}");
         Ok(match client {
-            LoadClient::Ours => Connection::Ours {
+            LoadClient::Ours | LoadClient::OursForwarded => Connection::Ours {
                 client: SeppClient::builder(url)
                     .max_receive_message_bytes(64 * 1024 * 1024)
+                    .follow_leader(client != LoadClient::OursForwarded)
                     .connect()
                     .await
                     .map_err(client_error)?,

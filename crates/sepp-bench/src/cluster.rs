@@ -123,6 +123,11 @@ impl Cluster {
         self.nodes[self.leader].addr()
     }
 
+    /// The queue service address of a node that is not the leader.
+    pub fn follower_addr(&self) -> SocketAddr {
+        self.nodes[(self.leader + 1) % self.nodes.len()].addr()
+    }
+
     /// Waits until a running node acknowledges an enqueue of one job to `queue`, asking each
     /// in turn; that node is the leader from now on. Returns the job's id.
     pub async fn wait_for_leader(&mut self, queue: &str) -> Result<String, BenchError> {
@@ -245,6 +250,8 @@ pub async fn enqueue_one(client: &QueueServiceClient<Channel>, queue: &str) -> R
     };
     let mut request = tonic::Request::new(pb::EnqueueBatchRequest { jobs: vec![job] });
     request.set_timeout(PROBE_TIMEOUT);
+    // Served by the node asked, never forwarded to the leader by a follower.
+    request.metadata_mut().insert("sepp-follow-leader", tonic::metadata::MetadataValue::from_static("1"));
     let response = client.clone().enqueue_batch(request).await.map_err(|status| {
         let leader = status.metadata().get(LEADER_METADATA).and_then(|value| value.to_str().ok());
         match (status.code(), leader) {

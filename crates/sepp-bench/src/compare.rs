@@ -22,6 +22,9 @@ use crate::server::{PersistMode, Program, Sampled, ServerProcess};
 
 /// The family name of the three-node cluster targets (`cluster3 sync_all`, ...).
 pub const CLUSTER3: &str = "cluster3";
+/// The family name of the three-node cluster targets loaded at a follower, which forwards the
+/// calls to the leader (`cluster3-follower sync_all`, ...).
+pub const CLUSTER3_FOLLOWER: &str = "cluster3-follower";
 
 /// A server to measure and the client library that loads it, by name (`ours sync_all`,
 /// `0.1.1 buffer`, `cluster3 sync_all`, `ceiling`; with the sepp-rs client
@@ -34,6 +37,8 @@ pub struct Target {
     /// `Some(n)`: `n` nodes of the program (a [`Program::Sepp`]) made one cluster, loaded at
     /// its leader; `None`: one server.
     pub cluster_nodes: Option<u64>,
+    /// A cluster loaded at a follower instead of the leader.
+    pub via_follower: bool,
 }
 
 /// What a target's name says of the client that loads it: nothing for ours.
@@ -51,6 +56,7 @@ impl Target {
             program: Program::Sepp { binary, persist_mode },
             client,
             cluster_nodes: None,
+            via_follower: false,
         }
     }
 
@@ -59,12 +65,25 @@ impl Target {
         Target { cluster_nodes: Some(3), ..Target::sepp(CLUSTER3, binary, persist_mode, client) }
     }
 
+    /// Three nodes of our `binary` in `persist_mode`, made one cluster and loaded at a follower,
+    /// which forwards the calls (`cluster3-follower sync_all`); our client is then told not to
+    /// follow the leader itself.
+    pub fn cluster3_follower(binary: std::path::PathBuf, persist_mode: PersistMode, client: LoadClient) -> Target {
+        let client = if client == LoadClient::Ours { LoadClient::OursForwarded } else { client };
+        Target {
+            cluster_nodes: Some(3),
+            via_follower: true,
+            ..Target::sepp(CLUSTER3_FOLLOWER, binary, persist_mode, client)
+        }
+    }
+
     pub fn ceiling(binary: std::path::PathBuf, client: LoadClient) -> Target {
         Target {
             name: format!("ceiling{}", client_suffix(client)),
             program: Program::Ceiling { binary },
             client,
             cluster_nodes: None,
+            via_follower: false,
         }
     }
 
@@ -257,8 +276,8 @@ fn cluster_throughput(
     round: usize,
 ) -> Result<ThroughputRun, BenchError> {
     let mut cluster = start_cluster(runtime, target, nodes)?;
-    let mut run =
-        throughput_of(runtime, cluster.leader_addr(), Some(&cluster as &dyn Sampled), scenario, round, target.client)?;
+    let addr = if target.via_follower { cluster.follower_addr() } else { cluster.leader_addr() };
+    let mut run = throughput_of(runtime, addr, Some(&cluster as &dyn Sampled), scenario, round, target.client)?;
     run.target = target.name.clone();
     cluster.stop()?;
     Ok(run)
@@ -335,7 +354,8 @@ fn throughput_of(
 pub fn latency(runtime: &Runtime, target: &Target, rounds: usize, round: usize) -> Result<LatencyRun, BenchError> {
     if let Some(nodes) = target.cluster_nodes {
         let mut cluster = start_cluster(runtime, target, nodes)?;
-        let mut run = latency_at(runtime, cluster.leader_addr(), rounds, round, target.client)?;
+        let addr = if target.via_follower { cluster.follower_addr() } else { cluster.leader_addr() };
+        let mut run = latency_at(runtime, addr, rounds, round, target.client)?;
         run.target = target.name.clone();
         cluster.stop()?;
         return Ok(run);
@@ -504,6 +524,7 @@ mod tests {
                 program: Program::Ceiling { binary: "x".into() },
                 client: LoadClient::Ours,
                 cluster_nodes: None,
+                via_follower: false,
             })
             .collect()
     }

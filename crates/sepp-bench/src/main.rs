@@ -189,7 +189,8 @@ struct CompareArgs {
     #[arg(long)]
     quick: bool,
     /// Which servers: any of ours, 0.1.1, cluster3 (three nodes of ours made one cluster, the
-    /// load at its leader; it skips the large-backlog scenario), ceiling.
+    /// load at its leader; it skips the large-backlog scenario), cluster3-follower (the same,
+    /// the load at a follower, which forwards it to the leader), ceiling.
     #[arg(long, value_delimiter = ',', default_value = "ours,0.1.1,ceiling")]
     targets: Vec<String>,
     /// Persist modes of the sepp servers: sync_all, buffer.
@@ -1002,17 +1003,23 @@ fn targets(
         })
         .collect::<Result<Vec<_>, _>>()?;
     for family in families {
-        if !["ours", "0.1.1", compare::CLUSTER3, "ceiling"].contains(&family.as_str()) {
+        if !["ours", "0.1.1", compare::CLUSTER3, compare::CLUSTER3_FOLLOWER, "ceiling"].contains(&family.as_str()) {
             return Err(BenchError::Unexpected(format!(
-                "unknown target {family}: use ours, 0.1.1, {} or ceiling",
-                compare::CLUSTER3
+                "unknown target {family}: use ours, 0.1.1, {}, {} or ceiling",
+                compare::CLUSTER3,
+                compare::CLUSTER3_FOLLOWER
             )));
         }
     }
     let wants = |family: &str| families.iter().any(|name| name == family);
-    let binary = if wants("ours") || wants(compare::CLUSTER3) { Some(ours_binary(ours_bin)?) } else { None };
+    let binary = if wants("ours") || wants(compare::CLUSTER3) || wants(compare::CLUSTER3_FOLLOWER) {
+        Some(ours_binary(ours_bin)?)
+    } else {
+        None
+    };
     let ours = binary.clone().filter(|_| wants("ours"));
-    let cluster = binary.filter(|_| wants(compare::CLUSTER3));
+    let cluster = binary.clone().filter(|_| wants(compare::CLUSTER3));
+    let follower = binary.filter(|_| wants(compare::CLUSTER3_FOLLOWER));
     let reference = if wants("0.1.1") { Some(reference_binary(reference_bin)?) } else { None };
     let mut targets = Vec::new();
     for mode in modes {
@@ -1027,6 +1034,9 @@ fn targets(
             }
             if let Some(binary) = &cluster {
                 targets.push(Target::cluster3(binary.clone(), mode, *client));
+            }
+            if let Some(binary) = &follower {
+                targets.push(Target::cluster3_follower(binary.clone(), mode, *client));
             }
         }
     }
@@ -1119,6 +1129,30 @@ mod tests {
         );
         assert_eq!(names(&["cluster3"], &["sync_all"], &["ours"]), ["cluster3 sync_all"]);
         assert_eq!(names(&["ours"], &["sync_all"], &["ours"]), ["ours sync_all"]);
+    }
+
+    #[test]
+    fn cluster3_follower_targets_load_a_follower_with_clients_that_do_not_follow() {
+        assert_eq!(
+            names(&["cluster3", "cluster3-follower"], &["sync_all"], &["ours", "sepp-rs"]),
+            [
+                "cluster3 sync_all",
+                "cluster3-follower sync_all via sepp-client, forwarded",
+                "cluster3 sync_all via sepp-rs",
+                "cluster3-follower sync_all via sepp-rs",
+            ]
+        );
+        let strings = |names: &[&str]| names.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        let targets = targets(
+            &strings(&["cluster3-follower"]),
+            &strings(&["sync_all"]),
+            &strings(&["ours"]),
+            Some("sepp".into()),
+            None,
+        )
+        .expect("known targets");
+        assert_eq!((targets[0].cluster_nodes, targets[0].via_follower), (Some(3), true));
+        assert_eq!(targets[0].client, LoadClient::OursForwarded);
     }
 
     #[test]

@@ -151,6 +151,9 @@ pub async fn run(
         None => None,
     };
     let gate = cluster.as_ref().map(|cluster| cluster.gate.clone());
+    if let (Some(pipeline), Some(gate)) = (&pipeline, &gate) {
+        pipeline.cluster_instruments(gate.clone());
+    }
 
     let tls = boot.server.tls_cert_path.is_some();
     let auth = boot.auth.api_keys.is_some();

@@ -256,6 +256,11 @@ async fn a_follower_forwards_the_calls_of_clients_that_do_not_follow_the_leader(
         .and_then(|line| line.rsplit_once(' '))
         .and_then(|(_, value)| value.parse::<f64>().ok());
     assert!(answered.is_some_and(|count| count >= 7.0), "{text}");
+    // Every node reports the entry it applied last, and the leader how far each member lags.
+    assert!(text.lines().any(|line| line.starts_with("sepp_cluster_applied_index")), "{text}");
+    let text = reqwest::get(&leader_metrics).await.expect("scrape").text().await.expect("text");
+    let lags = text.lines().filter(|line| line.starts_with("sepp_cluster_replication_lag{")).count();
+    assert_eq!(lags, 3, "{text}");
 }
 
 /// Producers, workers and a canceller run against the leader while it is killed with SIGKILL

@@ -147,6 +147,33 @@ impl MetricsPipeline {
         Metrics::new(&meter, metrics::MAX_QUEUE_LABELS, snapshots, committer)
     }
 
+    /// The cluster's instruments, on meter `sepp`: how far each member's log is behind the
+    /// leader's (reported by the leader) and the entry this node applied last.
+    pub fn cluster_instruments(&self, gate: Arc<crate::cluster::ClusterGate>) {
+        let meter = self.provider.meter("sepp");
+        let lags = gate.clone();
+        meter
+            .u64_observable_gauge("sepp.cluster.replication_lag")
+            .with_description("Log entries each member lacks of the leader's log, reported by the leader")
+            .with_callback(move |observer| {
+                for member in lags.info().members {
+                    if let Some(lag) = member.replication_lag {
+                        observer.observe(lag, &[opentelemetry::KeyValue::new("node_id", member.id.to_string())]);
+                    }
+                }
+            })
+            .build();
+        meter
+            .u64_observable_gauge("sepp.cluster.applied_index")
+            .with_description("The Raft log index of the last entry this node applied to its state")
+            .with_callback(move |observer| {
+                if let Some(applied) = gate.status().last_applied_index {
+                    observer.observe(applied, &[]);
+                }
+            })
+            .build();
+    }
+
     /// Pushes the last values (OTLP) and stops.
     pub fn shutdown(&self) {
         if let Err(error) = self.provider.shutdown() {
