@@ -6734,13 +6734,23 @@ var SeppClient = class _SeppClient {
   /** The connection calls go to: the configured address, or the cluster leader it redirected to. */
   #connections;
   #authorization;
+  /** Whether calls carry `sepp-follow-leader` (the `followLeader` option). */
+  #followLeader;
   /** The ack coalescing pipeline, unless `coalesceAcks` is false. */
   #acks;
   /** The enqueue coalescing pipeline, unless `coalesceEnqueues` is false. */
   #enqueues;
+  /** The metadata every call carries: the API key, and `sepp-follow-leader` unless turned off. */
+  #metadata() {
+    const metadata = new grpc2.Metadata();
+    if (this.#authorization !== void 0) metadata.set("authorization", this.#authorization);
+    if (this.#followLeader) metadata.set("sepp-follow-leader", "1");
+    return metadata;
+  }
   constructor(connections, options, authorization, rpcTimeout) {
     this.#connections = connections;
     this.#authorization = authorization;
+    this.#followLeader = options.followLeader !== false;
     this.retryPolicy = options.retryPolicy ?? new RetryPolicy();
     this.rpcTimeout = rpcTimeout;
     this.logger = options.logger ?? silentLogger;
@@ -6777,6 +6787,9 @@ var SeppClient = class _SeppClient {
     }
     if (options.coalesceEnqueues !== void 0 && typeof options.coalesceEnqueues !== "boolean") {
       throw new ValidationError("coalesceEnqueues must be a boolean");
+    }
+    if (options.followLeader !== void 0 && typeof options.followLeader !== "boolean") {
+      throw new ValidationError("followLeader must be a boolean");
     }
     const settings = channelOptions(options);
     let channelCredentials;
@@ -7126,8 +7139,7 @@ var SeppClient = class _SeppClient {
    */
   openConsume(options, events) {
     const connection = this.#connections.current;
-    const metadata = new grpc2.Metadata();
-    if (this.#authorization !== void 0) metadata.set("authorization", this.#authorization);
+    const metadata = this.#metadata();
     connection.begin();
     let call;
     try {
@@ -7412,8 +7424,7 @@ var SeppClient = class _SeppClient {
         reject({ code: grpc2.status.CANCELLED, details: "cancelled by the caller" });
         return;
       }
-      const metadata = new grpc2.Metadata();
-      if (this.#authorization !== void 0) metadata.set("authorization", this.#authorization);
+      const metadata = this.#metadata();
       injectTraceMetadata(metadata);
       let call;
       const onAbort = () => {

@@ -105,6 +105,13 @@ interface ConnectOptions {
      * caller still gets exactly its own results and errors. False sends every enqueue on its own call.
      */
     coalesceEnqueues?: boolean | undefined;
+    /**
+     * Follow a cluster's leader from this client (default true): calls carry the metadata
+     * `sepp-follow-leader`, so a follower refuses them naming the leader (`sepp-leader`) and the client
+     * calls the leader directly. False sends calls without it, and a follower forwards them to the
+     * leader (one hop more: for a client that can reach only some nodes).
+     */
+    followLeader?: boolean | undefined;
 }
 
 /**
