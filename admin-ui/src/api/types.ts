@@ -212,9 +212,10 @@ export type JobCount = { count: number, };
 export type PayloadInput = { encoding: string, data_b64?: string, data_text?: string, };
 
 /**
- * What `POST /queues/{name}/jobs` takes.
+ * What `POST /queues/{name}/jobs` takes. `custom` holds strings, numbers and bools
+ * ([`CustomValue`]); any other JSON value is refused, naming its key.
  */
-export type EnqueueRequest = { job_type: string, payload?: PayloadInput, priority?: number, max_attempts?: number, scheduled_at_ms?: number, idempotency_key?: string, custom?: { [key in string]: CustomValue }, };
+export type EnqueueRequest = { job_type: string, payload?: PayloadInput, priority?: number, max_attempts?: number, scheduled_at_ms?: number, idempotency_key?: string, custom?: Record<string, CustomValue>, };
 
 /**
  * `POST /queues/{name}/jobs`: the new job's id.
@@ -367,14 +368,11 @@ export type ScheduleDeleted = { id: string, deleted: boolean, };
 export type CronInput = { expression: string, time_zone?: string, };
 
 /**
- * A schedule's payload as `PUT /schedules/{id}` takes it (from the UI).
+ * What `PUT /schedules/{id}` takes: a cadence (`cron` or `every_ms`), the job's queue and
+ * fields (as `POST /queues/{name}/jobs` takes them), and the two policies (strings, which the
+ * server checks and names in its error; the TypeScript types narrow them).
  */
-export type SchedulePayloadInput = { encoding: string, data_text: string, };
-
-/**
- * What `PUT /schedules/{id}` takes (as the UI sends it).
- */
-export type ScheduleBody = { cron?: CronInput, every_ms?: number, queue: string, job_type: string, payload?: SchedulePayloadInput, overlap?: Overlap, catch_up?: CatchUp, };
+export type ScheduleBody = { cron?: CronInput, every_ms?: number, queue: string, overlap?: Overlap, catch_up?: CatchUp, job_type: string, payload?: PayloadInput, priority?: number, max_attempts?: number, scheduled_at_ms?: number, idempotency_key?: string, custom?: Record<string, CustomValue>, };
 
 /**
  * `POST /queues/{name}/pause` and `POST /queues:pause`: the scope is `queue`, or `all_queues`
@@ -444,6 +442,72 @@ leader_addr: string | null, last_applied_index: number | null, last_log_index: n
  * `GET /cluster` on a single node: `{enabled: false}`.
  */
 export type ClusterDisabled = { enabled: false, };
+
+/**
+ * `POST /session`: a key's name and material.
+ */
+export type LoginRequest = { name: string, key: string, };
+
+/**
+ * The query of `GET /overview`: `history=false` leaves the history out.
+ */
+export type OverviewQuery = { history?: boolean, };
+
+/**
+ * The query of `GET /queues`: at most `limit` queues, by name, after `after`.
+ */
+export type QueueListQuery = { limit?: number, after?: string, };
+
+/**
+ * `PUT /queues/{name}`: the fields to set (a value) or remove (`null`) in the queue's
+ * declaration, against the configuration file's `etag`.
+ */
+export type QueuePutRequest = { etag: string, overrides: Record<string, ConfigValue>, };
+
+/**
+ * The query of `DELETE /queues/{name}`: `purge=true` also removes the queue's jobs.
+ */
+export type QueueDeleteQuery = { purge: boolean | undefined, };
+
+/**
+ * `POST /jobs/{id}/cancel` (the body may be left out).
+ */
+export type CancelRequest = { reason?: string, };
+
+/**
+ * `POST /queues/{name}/jobs:dead-letter`: dead-letters the jobs of `keys_b64` found in `state`.
+ */
+export type DeadLetterRequest = { state: string, keys_b64: Array<string>, reason?: string, };
+
+/**
+ * `POST /queues/{name}/dead-letters:requeue` and `:delete`: the dead letters of `keys_b64`.
+ */
+export type KeysRequest = { keys_b64: Array<string>, reason?: string, };
+
+/**
+ * `POST /queues/{name}/jobs:bulk`: `action` on every job in `state` that matches the filter
+ * (`job_type`, and `custom` entries compared as strings); with `dry_run`, only counts them.
+ */
+export type BulkRequest = { state: string, action: string, job_type?: string, custom?: Record<string, string | number>, reason?: string, dry_run: boolean | undefined, };
+
+/**
+ * `POST /queues/{name}/pause` and `POST /queues:pause`.
+ */
+export type PauseRequest = { 
+/**
+ * When the pause ends by itself, in Unix milliseconds; absent: until resumed.
+ */
+until_ms?: number, reason?: string, };
+
+/**
+ * `PUT /config`: the changes (`null` removes a key), against the file's `etag`.
+ */
+export type ConfigPutRequest = { etag: string, changes: Array<ConfigChange>, };
+
+/**
+ * `POST /auth/keys`: a new admin key, against the file's `etag`.
+ */
+export type KeyAddRequest = { etag: string, name: string, key: string, };
 
 export type QueueField = keyof QueueLimits
 

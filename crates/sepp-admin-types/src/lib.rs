@@ -14,8 +14,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod requests;
 #[cfg(test)]
 mod types_ts;
+
+pub use requests::*;
 
 /// The role of an admin key (or of everyone when admin authentication is off).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -423,7 +426,8 @@ pub struct PayloadInput {
     pub data_text: Option<String>,
 }
 
-/// What `POST /queues/{name}/jobs` takes.
+/// What `POST /queues/{name}/jobs` takes. `custom` holds strings, numbers and bools
+/// ([`CustomValue`]); any other JSON value is refused, naming its key.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct EnqueueRequest {
@@ -433,10 +437,10 @@ pub struct EnqueueRequest {
     pub payload: Option<PayloadInput>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
-    pub priority: Option<u64>,
+    pub priority: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
-    pub max_attempts: Option<u64>,
+    pub max_attempts: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
     pub scheduled_at_ms: Option<i64>,
@@ -444,8 +448,8 @@ pub struct EnqueueRequest {
     #[cfg_attr(test, ts(optional))]
     pub idempotency_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(test, ts(optional))]
-    pub custom: Option<BTreeMap<String, CustomValue>>,
+    #[cfg_attr(test, ts(optional, type = "Record<string, CustomValue>"))]
+    pub custom: Option<serde_json::Map<String, Value>>,
 }
 
 /// `POST /queues/{name}/jobs`: the new job's id.
@@ -715,15 +719,9 @@ pub struct CronInput {
     pub time_zone: Option<String>,
 }
 
-/// A schedule's payload as `PUT /schedules/{id}` takes it (from the UI).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct SchedulePayloadInput {
-    pub encoding: String,
-    pub data_text: String,
-}
-
-/// What `PUT /schedules/{id}` takes (as the UI sends it).
+/// What `PUT /schedules/{id}` takes: a cadence (`cron` or `every_ms`), the job's queue and
+/// fields (as `POST /queues/{name}/jobs` takes them), and the two policies (strings, which the
+/// server checks and names in its error; the TypeScript types narrow them).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ScheduleBody {
@@ -734,16 +732,14 @@ pub struct ScheduleBody {
     #[cfg_attr(test, ts(optional))]
     pub every_ms: Option<u64>,
     pub queue: String,
-    pub job_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(test, ts(optional))]
-    pub payload: Option<SchedulePayloadInput>,
+    #[cfg_attr(test, ts(optional, type = "Overlap"))]
+    pub overlap: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(test, ts(optional))]
-    pub overlap: Option<Overlap>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(test, ts(optional))]
-    pub catch_up: Option<CatchUp>,
+    #[cfg_attr(test, ts(optional, type = "CatchUp"))]
+    pub catch_up: Option<String>,
+    #[serde(flatten)]
+    pub job: EnqueueRequest,
 }
 
 /// `POST /queues/{name}/pause` and `POST /queues:pause`: the scope is `queue`, or `all_queues`

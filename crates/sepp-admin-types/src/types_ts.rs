@@ -111,7 +111,6 @@ pub fn render() -> String {
         ScheduleList,
         ScheduleDeleted,
         CronInput,
-        SchedulePayloadInput,
         ScheduleBody,
         PauseResult,
         ResumeResult,
@@ -121,6 +120,18 @@ pub fn render() -> String {
         ClusterMember,
         ClusterNode,
         ClusterDisabled,
+        LoginRequest,
+        OverviewQuery,
+        QueueListQuery,
+        QueuePutRequest,
+        QueueDeleteQuery,
+        CancelRequest,
+        DeadLetterRequest,
+        KeysRequest,
+        BulkRequest,
+        PauseRequest,
+        ConfigPutRequest,
+        KeyAddRequest,
     );
     out.push_str(TAIL);
     out

@@ -21,9 +21,9 @@ use axum::http::header::{AUTHORIZATION, COOKIE, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use sepp_admin_types as api;
 use sepp_admin_types::{LoginResult, Role, Session as SessionView};
 use sepp_config::{AdminKey, AdminRole};
-use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -256,17 +256,11 @@ role_extractor!(Viewer, AdminRole::Viewer, "viewer");
 role_extractor!(Operator, AdminRole::Operator, "operator");
 role_extractor!(Admin, AdminRole::Admin, "admin");
 
-#[derive(Deserialize)]
-pub struct Login {
-    name: String,
-    key: String,
-}
-
 /// `POST /session`: signs in with a key's name and material.
 pub async fn login(
     State(state): State<AdminState>,
     ClientAddress(client): ClientAddress,
-    Json(login): Json<Login>,
+    Json(login): Json<api::LoginRequest>,
 ) -> Response {
     let now_ms = state.clock.now_ms();
     if let Some(client) = client

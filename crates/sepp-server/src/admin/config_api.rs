@@ -5,10 +5,10 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::http::header::IF_MATCH;
+use sepp_admin_types as api;
 use sepp_admin_types::{ConfigView, WriteResult};
 use sepp_config::ApiKey;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::admin::AdminState;
 use crate::admin::access::{Admin, Viewer};
@@ -49,23 +49,11 @@ pub async fn get(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminRes
     }))
 }
 
-#[derive(Deserialize)]
-pub struct Change {
-    path: String,
-    value: Value,
-}
-
-#[derive(Deserialize)]
-pub struct ConfigPut {
-    etag: String,
-    changes: Vec<Change>,
-}
-
 /// `PUT /config`: `{etag, changes: [{path, value}]}`; a `null` value removes the key.
 pub async fn put(
     State(state): State<AdminState>,
     Admin(actor): Admin,
-    Json(body): Json<ConfigPut>,
+    Json(body): Json<api::ConfigPutRequest>,
 ) -> AdminResult<Json<WriteResult>> {
     let lock = state.config.lock().await;
     let current = state.config.read_expecting(&lock, &body.etag)?;
@@ -95,13 +83,6 @@ pub async fn put(
     let paths: Vec<&str> = body.changes.iter().map(|change| change.path.as_str()).collect();
     state.audit(&actor, "config.put", json!({ "paths": paths })).await?;
     Ok(Json(written_json(&written)))
-}
-
-#[derive(Deserialize)]
-pub struct KeyAdd {
-    etag: String,
-    name: String,
-    key: String,
 }
 
 fn check_new_key(name: &str, key: &str) -> AdminResult<()> {
@@ -134,7 +115,7 @@ fn file_api_keys(state: &AdminState, text: &str) -> AdminResult<Option<Vec<ApiKe
 pub async fn add_key(
     State(state): State<AdminState>,
     Admin(actor): Admin,
-    Json(body): Json<KeyAdd>,
+    Json(body): Json<api::KeyAddRequest>,
 ) -> AdminResult<Json<WriteResult>> {
     check_new_key(&body.name, &body.key)?;
     api_keys_not_pinned()?;

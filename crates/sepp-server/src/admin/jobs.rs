@@ -14,7 +14,6 @@ use sepp_admin_types as api;
 use sepp_core::{
     BulkAction, BulkError, JobFilter, JobId, JobKey, NewJob, PEEK_SCAN_LIMIT, Payload, PeekState, Peeked, Primitive,
 };
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::admin::AdminState;
@@ -197,13 +196,6 @@ pub async fn job(
     Ok(Json(shown))
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct CancelBody {
-    #[serde(default)]
-    reason: Option<String>,
-}
-
 /// The longest reason kept with a cancel, in bytes.
 const MAX_CANCEL_REASON_BYTES: usize = 1_024;
 
@@ -215,7 +207,7 @@ pub async fn cancel(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(id): Path<String>,
-    body: Option<Json<CancelBody>>,
+    body: Option<Json<api::CancelRequest>>,
 ) -> AdminResult<Json<api::CancelResult>> {
     let job_id = match sepp_core::validate::validate_job_id(&id) {
         Ok(sepp_core::validate::LeaseTarget::Job(job_id)) => job_id,
@@ -258,25 +250,7 @@ pub async fn dead_letter(
     Ok(Json(views::dead_letter(&dead, Some(data.as_deref().unwrap_or_default()), true)))
 }
 
-#[derive(Deserialize)]
-pub struct EnqueueBody {
-    pub(crate) job_type: String,
-    pub(crate) payload: Option<PayloadBody>,
-    pub(crate) priority: Option<u32>,
-    pub(crate) max_attempts: Option<u32>,
-    pub(crate) scheduled_at_ms: Option<i64>,
-    pub(crate) idempotency_key: Option<String>,
-    pub(crate) custom: Option<serde_json::Map<String, Value>>,
-}
-
-#[derive(Deserialize)]
-pub struct PayloadBody {
-    encoding: String,
-    data_b64: Option<String>,
-    data_text: Option<String>,
-}
-
-pub(crate) fn new_job(queue: String, body: EnqueueBody) -> AdminResult<NewJob> {
+pub(crate) fn new_job(queue: String, body: api::EnqueueRequest) -> AdminResult<NewJob> {
     let payload = match body.payload {
         None => None,
         Some(payload) => {
@@ -323,7 +297,7 @@ pub async fn enqueue(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(queue): Path<String>,
-    Json(body): Json<EnqueueBody>,
+    Json(body): Json<api::EnqueueRequest>,
 ) -> AdminResult<Json<api::Enqueued>> {
     let job = new_job(queue, body)?;
     let live = state.live.get();
@@ -334,19 +308,6 @@ pub async fn enqueue(
     let (enqueued, entry) = outcome.map_err(|rejection| AdminError::rejected(&rejection))?;
     state.announce(&entry);
     Ok(Json(api::Enqueued { job_id: enqueued.job_id.hyphenated().to_string() }))
-}
-
-#[derive(Deserialize)]
-pub struct DeadLetterBody {
-    state: String,
-    keys_b64: Vec<String>,
-    reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct KeysBody {
-    keys_b64: Vec<String>,
-    reason: Option<String>,
 }
 
 fn decode_keys(keys: &[String]) -> AdminResult<Vec<Option<JobKey>>> {
@@ -364,7 +325,7 @@ pub async fn dead_letter_jobs(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(queue): Path<String>,
-    Json(body): Json<DeadLetterBody>,
+    Json(body): Json<api::DeadLetterRequest>,
 ) -> AdminResult<Json<api::DeadLetteredResult>> {
     let peek_state = match body.state.as_str() {
         "ready" => PeekState::Ready,
@@ -395,7 +356,7 @@ pub async fn requeue(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(queue): Path<String>,
-    Json(body): Json<KeysBody>,
+    Json(body): Json<api::KeysRequest>,
 ) -> AdminResult<Json<api::RequeuedResult>> {
     let keys = decode_keys(&body.keys_b64)?;
     let reason = body.reason;
@@ -410,7 +371,7 @@ pub async fn delete(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(queue): Path<String>,
-    Json(body): Json<KeysBody>,
+    Json(body): Json<api::KeysRequest>,
 ) -> AdminResult<Json<api::DeletedResult>> {
     let keys = decode_keys(&body.keys_b64)?;
     let reason = body.reason;
@@ -418,17 +379,6 @@ pub async fn delete(
         ask(&state.committer, |reply| AdminCommand::DeleteDeadLetters { queue, keys, reason, actor, reply }).await?;
     state.announce(&entry);
     Ok(Json(api::DeletedResult { deleted: touched.job_ids.len() as u64, missing: touched.missing as u64 }))
-}
-
-#[derive(Deserialize)]
-pub struct BulkBody {
-    state: String,
-    action: String,
-    job_type: Option<String>,
-    custom: Option<serde_json::Map<String, Value>>,
-    reason: Option<String>,
-    #[serde(default)]
-    dry_run: bool,
 }
 
 fn bulk_filter(job_type: Option<String>, custom: Option<serde_json::Map<String, Value>>) -> AdminResult<JobFilter> {
@@ -452,7 +402,7 @@ pub async fn bulk(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(queue): Path<String>,
-    Json(body): Json<BulkBody>,
+    Json(body): Json<api::BulkRequest>,
 ) -> AdminResult<Json<api::BulkAnswer>> {
     let peek_state = parse_state(&body.state)?;
     let action = match body.action.as_str() {

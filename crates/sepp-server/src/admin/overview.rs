@@ -3,24 +3,19 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use sepp_admin_types as api;
 use sepp_admin_types::{Overview, QueueHistory, ServerInfo, ServerSummary};
-use serde::Deserialize;
 
 use crate::admin::AdminState;
 use crate::admin::access::Viewer;
 use crate::service::SERVER_VERSION;
-
-#[derive(Deserialize)]
-pub struct OverviewQuery {
-    history: Option<bool>,
-}
 
 /// `GET /overview[?history=false]`: without history, the `history` key is left out (and
 /// `history_info` stays).
 pub async fn overview(
     State(state): State<AdminState>,
     Viewer(_): Viewer,
-    Query(query): Query<OverviewQuery>,
+    Query(query): Query<api::OverviewQuery>,
 ) -> Json<Overview> {
     let live = state.live.get();
     Json(Overview {

@@ -7,8 +7,8 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use sepp_admin_types as api;
 use sepp_admin_types::{AllQueuesPause, NamedPause, PauseList, PauseResult, ResumeResult};
-use serde::Deserialize;
 
 use sepp_core::validate::pause_problem;
 use sepp_core::{ALL_QUEUES, TimeMs};
@@ -18,22 +18,12 @@ use crate::admin::access::{Actor, Operator, Viewer};
 use crate::admin::commands::{AdminCommand, ask};
 use crate::admin::errors::{AdminError, AdminResult};
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct PauseBody {
-    /// When the pause ends by itself, in Unix milliseconds; absent: until resumed.
-    #[serde(default)]
-    until_ms: Option<TimeMs>,
-    #[serde(default)]
-    reason: Option<String>,
-}
-
 /// `POST /queues/{name}/pause`.
 pub async fn pause(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(queue): Path<String>,
-    Json(body): Json<PauseBody>,
+    Json(body): Json<api::PauseRequest>,
 ) -> AdminResult<Json<PauseResult>> {
     pause_scope(state, actor, queue, body).await
 }
@@ -42,7 +32,7 @@ pub async fn pause(
 pub async fn pause_all(
     State(state): State<AdminState>,
     Operator(actor): Operator,
-    Json(body): Json<PauseBody>,
+    Json(body): Json<api::PauseRequest>,
 ) -> AdminResult<Json<PauseResult>> {
     pause_scope(state, actor, ALL_QUEUES.to_owned(), body).await
 }
@@ -51,7 +41,7 @@ async fn pause_scope(
     state: AdminState,
     actor: Actor,
     queue: String,
-    body: PauseBody,
+    body: api::PauseRequest,
 ) -> AdminResult<Json<PauseResult>> {
     if let Some(problem) = pause_problem(&queue, body.until_ms, body.reason.as_deref(), state.clock.now_ms()) {
         return Err(AdminError::invalid_argument(problem));

@@ -16,7 +16,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::IntoResponse;
 use sepp_admin_types as api;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::admin::AdminState;
@@ -30,12 +29,6 @@ use crate::admin::views;
 /// A page of `GET /queues` holds this many queues unless `limit` asks for fewer.
 pub const LIST_LIMIT: usize = 1_000;
 
-#[derive(Deserialize)]
-pub struct ListQuery {
-    limit: Option<usize>,
-    after: Option<String>,
-}
-
 /// `GET /queues[?limit=<n>][&after=<name>]`: the queues with entries, totals or a declaration,
 /// by name, after `after` when given, at most `limit` (1..1000, default 1000) of them. The header
 /// `Sepp-Queue-Count` says how many there are in all; a full page may be followed by another
@@ -43,7 +36,7 @@ pub struct ListQuery {
 pub async fn list(
     State(state): State<AdminState>,
     Viewer(_): Viewer,
-    Query(query): Query<ListQuery>,
+    Query(query): Query<api::QueueListQuery>,
 ) -> AdminResult<impl IntoResponse> {
     let limit = query.limit.unwrap_or(LIST_LIMIT);
     if !(1..=LIST_LIMIT).contains(&limit) {
@@ -85,19 +78,13 @@ pub async fn get(State(state): State<AdminState>, Viewer(_): Viewer, Path(name):
     Json(views::queue(&name, &live.config, live.policy.queue(&name), &snapshot.queue(&name), snapshot.all_paused))
 }
 
-#[derive(Deserialize)]
-pub struct QueuePut {
-    etag: String,
-    overrides: serde_json::Map<String, Value>,
-}
-
 /// `PUT /queues/{name}`: `{etag, overrides: {field: value|null}}` declares the queue in the file
 /// (even with no overrides) and sets or removes the given fields.
 pub async fn put(
     State(state): State<AdminState>,
     Admin(actor): Admin,
     Path(name): Path<String>,
-    Json(body): Json<QueuePut>,
+    Json(body): Json<api::QueuePutRequest>,
 ) -> AdminResult<Json<api::WriteResult>> {
     if let Some(problem) = sepp_core::validate::queue_name_problem(&name, "queue") {
         return Err(AdminError::invalid_argument(problem));
@@ -125,19 +112,13 @@ pub async fn put(
     Ok(Json(written_json(&written)))
 }
 
-#[derive(Deserialize)]
-pub struct DeleteQuery {
-    #[serde(default)]
-    purge: bool,
-}
-
 /// `DELETE /queues/{name}[?purge=true]` (with `If-Match`): `{purged, etag}`.
 pub async fn delete(
     State(state): State<AdminState>,
     Admin(actor): Admin,
     headers: HeaderMap,
     Path(name): Path<String>,
-    Query(query): Query<DeleteQuery>,
+    Query(query): Query<api::QueueDeleteQuery>,
 ) -> AdminResult<Json<api::QueueDeleted>> {
     let etag = if_match(&headers)?;
     let lock = state.config.lock().await;

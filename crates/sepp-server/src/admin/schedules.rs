@@ -6,7 +6,6 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use sepp_admin_types as api;
-use serde::Deserialize;
 
 use sepp_core::TimeMs;
 use sepp_core::schedule::{Cadence, CatchUp, JobTemplate, Overlap, Schedule, ScheduleSpec};
@@ -15,29 +14,8 @@ use crate::admin::AdminState;
 use crate::admin::access::{Operator, Viewer};
 use crate::admin::commands::{AdminCommand, ask};
 use crate::admin::errors::{AdminError, AdminResult};
-use crate::admin::jobs::{EnqueueBody, new_job};
+use crate::admin::jobs::new_job;
 use crate::admin::views;
-
-#[derive(Deserialize)]
-pub struct CronBody {
-    expression: String,
-    /// An IANA time zone name; absent means UTC.
-    #[serde(default)]
-    time_zone: Option<String>,
-}
-
-/// A schedule as the API takes it: a cadence (`cron` or `every_ms`), the job's queue and
-/// fields (as `POST /queues/{name}/jobs` takes them), and the two policies.
-#[derive(Deserialize)]
-pub struct ScheduleBody {
-    cron: Option<CronBody>,
-    every_ms: Option<u64>,
-    queue: String,
-    overlap: Option<String>,
-    catch_up: Option<String>,
-    #[serde(flatten)]
-    job: EnqueueBody,
-}
 
 /// `GET /schedules`: every schedule, by id, with its next firing.
 pub async fn list(State(state): State<AdminState>, Viewer(_): Viewer) -> AdminResult<Json<api::ScheduleList>> {
@@ -50,7 +28,7 @@ pub async fn put(
     State(state): State<AdminState>,
     Operator(actor): Operator,
     Path(id): Path<String>,
-    Json(body): Json<ScheduleBody>,
+    Json(body): Json<api::ScheduleBody>,
 ) -> AdminResult<Json<api::ScheduleInfo>> {
     let spec = spec(id, body)?;
     let answer = ask(&state.committer, |reply| AdminCommand::UpsertSchedule { spec, actor, reply }).await?;
@@ -75,7 +53,7 @@ pub async fn delete(
     Ok(Json(api::ScheduleDeleted { id, deleted: deleted.is_some() }))
 }
 
-fn spec(id: String, body: ScheduleBody) -> AdminResult<ScheduleSpec> {
+fn spec(id: String, body: api::ScheduleBody) -> AdminResult<ScheduleSpec> {
     let cadence = match (body.cron, body.every_ms) {
         (Some(cron), None) => Cadence::Cron {
             expression: cron.expression,

@@ -8,7 +8,6 @@
 mod http;
 mod output;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -605,7 +604,7 @@ impl Session {
             )),
             _ => None,
         };
-        let mut custom = BTreeMap::new();
+        let mut custom = serde_json::Map::new();
         for entry in &args.custom {
             let (key, value) = split_pair(entry)?;
             let typed = match value.as_str() {
@@ -617,7 +616,7 @@ impl Session {
                     .or_else(|_| text.parse::<f64>().map(api::CustomValue::Double))
                     .unwrap_or_else(|_| api::CustomValue::String(text.to_owned())),
             };
-            custom.insert(key, typed);
+            custom.insert(key, serde_json::to_value(typed).unwrap_or_default());
         }
         let request = api::EnqueueRequest {
             job_type: args.job_type,
@@ -626,13 +625,13 @@ impl Session {
                 data_b64: Some(data_b64),
                 data_text: None,
             }),
-            priority: args.priority.map(u64::from),
-            max_attempts: args.max_attempts.map(u64::from),
+            priority: args.priority,
+            max_attempts: args.max_attempts,
             scheduled_at_ms: args.scheduled_at_ms,
             idempotency_key: args.idempotency_key,
             custom: (!custom.is_empty()).then_some(custom),
         };
-        let body = serde_json::to_value(&request).expect("a request serializes");
+        let body = request_body(&request);
         let path = format!("/queues/{}/jobs", segment(&args.queue));
         self.show(Method::POST, &path, Some(&body), None, |answer: api::Enqueued| {
             println!("{}", answer.job_id);
@@ -644,19 +643,19 @@ impl Session {
     async fn dead_letter_action(&self, action: DeadLetterAction, verb: &str, counted: &str) -> Result<(), CliError> {
         let queue = segment(&action.queue);
         if action.all {
-            let mut body = json!({ "state": "dead_letter", "action": verb });
-            if let Some(job_type) = &action.filter.job_type {
-                body["job_type"] = json!(job_type);
-            }
             let mut custom = Map::new();
             for entry in &action.filter.custom {
                 let (key, value) = split_pair(entry)?;
                 custom.insert(key, Value::from(value));
             }
-            body["custom"] = Value::Object(custom);
-            if let Some(reason) = &action.reason {
-                body["reason"] = json!(reason);
-            }
+            let body = request_body(&api::BulkRequest {
+                state: "dead_letter".to_owned(),
+                action: verb.to_owned(),
+                job_type: action.filter.job_type.clone(),
+                custom: Some(custom),
+                reason: action.reason.clone(),
+                dry_run: false,
+            });
             let path = format!("/queues/{queue}/jobs:bulk");
             return self
                 .show(Method::POST, &path, Some(&body), None, |answer: api::BulkAffected| {
@@ -670,7 +669,7 @@ impl Session {
         }
         let (mut done, mut missing) = (0, 0);
         for keys in action.keys.chunks(KEYS_PER_REQUEST) {
-            let body = json!({ "keys_b64": keys, "reason": action.reason });
+            let body = request_body(&api::KeysRequest { keys_b64: keys.to_vec(), reason: action.reason.clone() });
             let path = format!("/queues/{queue}/dead-letters:{verb}");
             let (touched, not_found) = if verb == "requeue" {
                 let answer: api::RequeuedResult = self.fetch(Method::POST, &path, Some(&body), None).await?;
@@ -691,10 +690,7 @@ impl Session {
     }
 
     async fn cancel(&self, id: &str, reason: Option<String>) -> Result<(), CliError> {
-        let body = match reason {
-            Some(reason) => json!({ "reason": reason }),
-            None => json!({}),
-        };
+        let body = request_body(&api::CancelRequest { reason });
         let path = format!("/jobs/{}/cancel", segment(id));
         self.show(Method::POST, &path, Some(&body), None, |answer: api::CancelResult| {
             match answer.outcome.as_str() {
@@ -718,13 +714,7 @@ impl Session {
             }
             (None, None) => None,
         };
-        let mut body = json!({});
-        if let Some(until_ms) = until_ms {
-            body["until_ms"] = json!(until_ms);
-        }
-        if let Some(reason) = args.reason {
-            body["reason"] = json!(reason);
-        }
+        let body = request_body(&api::PauseRequest { until_ms, reason: args.reason });
         let path = match args.queue.filter(|_| !args.all) {
             Some(queue) => format!("/queues/{}/pause", segment(&queue)),
             None => "/queues:pause".to_owned(),
@@ -745,6 +735,7 @@ impl Session {
             Some(queue) => format!("/queues/{}/resume", segment(queue)),
             None => "/queues:resume".to_owned(),
         };
+        // A resume takes no body; an empty object is accepted.
         self.show(Method::POST, &path, Some(&json!({})), None, |answer: api::ResumeResult| {
             let scope = pause_scope(answer.queue.as_deref());
             if answer.resumed {
@@ -789,26 +780,29 @@ impl Session {
     }
 
     async fn set_schedule(&self, args: ScheduleArgs) -> Result<(), CliError> {
-        let mut body = json!({
-            "queue": args.queue,
-            "job_type": args.job_type,
-            "overlap": args.overlap,
-            "catch_up": args.catch_up,
-        });
-        match (args.cron, args.every) {
-            (Some(expression), _) => body["cron"] = json!({ "expression": expression, "time_zone": args.time_zone }),
-            (None, Some(seconds)) => body["every_ms"] = json!(seconds.saturating_mul(1000)),
+        let (cron, every_ms) = match (args.cron, args.every) {
+            (Some(expression), _) => (Some(api::CronInput { expression, time_zone: args.time_zone }), None),
+            (None, Some(seconds)) => (None, Some(seconds.saturating_mul(1000))),
             (None, None) => return Err(usage("give --cron or --every")),
-        }
-        if let Some(data) = args.data {
-            body["payload"] = json!({ "encoding": args.encoding, "data_text": data });
-        }
-        if let Some(priority) = args.priority {
-            body["priority"] = json!(priority);
-        }
-        if let Some(max_attempts) = args.max_attempts {
-            body["max_attempts"] = json!(max_attempts);
-        }
+        };
+        let payload =
+            args.data.map(|data| api::PayloadInput { encoding: args.encoding, data_b64: None, data_text: Some(data) });
+        let body = request_body(&api::ScheduleBody {
+            cron,
+            every_ms,
+            queue: args.queue,
+            overlap: Some(args.overlap),
+            catch_up: Some(args.catch_up),
+            job: api::EnqueueRequest {
+                job_type: args.job_type,
+                payload,
+                priority: args.priority,
+                max_attempts: args.max_attempts,
+                scheduled_at_ms: None,
+                idempotency_key: None,
+                custom: None,
+            },
+        });
         let path = format!("/schedules/{}", segment(&args.id));
         self.show(Method::PUT, &path, Some(&body), None, |answer: api::ScheduleInfo| {
             let next = answer.next_fire_at_ms.map_or_else(|| "-".to_owned(), rfc3339_ms);
@@ -864,7 +858,7 @@ impl Session {
                 overrides.insert(field.clone(), Value::Null);
             }
             let config: api::ConfigView = self.fetch(Method::GET, "/config", None, None).await?;
-            let body = serde_json::json!({ "etag": config.etag, "overrides": overrides });
+            let body = request_body(&api::QueuePutRequest { etag: config.etag, overrides });
             self.call(Method::PUT, &path, Some(&body), None).await?;
         }
         self.show(Method::GET, &path, None, None, |shown: api::Queue| {
@@ -967,6 +961,11 @@ fn pause_scope(queue: Option<&str>) -> String {
         Some(queue) => format!("queue {queue:?}"),
         None => "every queue".to_owned(),
     }
+}
+
+/// The JSON of a request body (every request type serializes).
+fn request_body(request: &impl serde::Serialize) -> Value {
+    serde_json::to_value(request).unwrap_or_default()
 }
 
 #[cfg(test)]
