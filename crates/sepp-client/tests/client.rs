@@ -301,22 +301,6 @@ async fn a_default_nack_redelivers_and_the_old_attempt_can_no_longer_settle() {
 }
 
 #[tokio::test]
-async fn a_delayed_nack_holds_the_job_back_until_the_delay_passes() {
-    let server = Server::start();
-    let client = server.client().await;
-    let queue = unique("nack-after");
-    client.enqueue(job(&queue, "t")).await.unwrap();
-    let first = reserve_one(&client, &queue).await;
-    let nacked_at = SystemTime::now();
-    let delay = Duration::from_secs(2);
-    assert!(!client.nack(&first.ctx, RetryDirective::After(delay), "later").await.unwrap());
-    assert!(client.reserve(&now(&[&queue])).await.unwrap().is_none(), "the job must not be ready yet");
-    let second = reserve_one(&client, &queue).await;
-    assert_eq!(second.ctx.attempt, 2);
-    assert!(SystemTime::now().duration_since(nacked_at).unwrap() >= delay);
-}
-
-#[tokio::test]
 async fn a_dead_letter_nack_can_be_drained_and_replayed() {
     let server = Server::start();
     let client = server.client().await;

@@ -2,7 +2,7 @@
 //! `max_in_flight`, auto-extend and lease loss, graceful shutdown and the worker id. Tests wait
 //! for signals sent by handlers; where only the server can tell (a dead letter), they ask it.
 //! The delays a Worker asks for (retry after, the backoff after a panic or an unknown job type)
-//! are checked on a clock the test moves, in `crates/sepp-server/tests/worker_backoff.rs`.
+//! are checked on a clock the test moves, in `crates/sepp-server/tests/client_clock.rs`.
 
 mod common;
 

@@ -345,7 +345,7 @@ async def test_reserve_drain_and_permanent_errors_are_never_retried(fake: Record
 
 async def test_a_slow_answer_hits_the_rpc_timeout(fake: RecordingServer) -> None:
     async def slow(request: object) -> pb.GetServerInfoResponse:
-        await asyncio.sleep(5)
+        await asyncio.Event().wait()  # never answers: the client's deadline ends the call
         return pb.GetServerInfoResponse()
 
     fake.answer("GetServerInfo", slow)

@@ -1,5 +1,5 @@
-//! The Rust client's Worker (`crates/sepp-client`) against a real server run in this process on
-//! a clock the test moves: the delays a Worker asks for when a handler fails are read from the
+//! The Rust client (`crates/sepp-client`) and its Worker against a real server run in this
+//! process on a clock the test moves: the delays a nack or a Worker asks for are read from the
 //! server's own view of the job (its `due_at_ms` on the admin API), exactly, and the retry is
 //! delivered once the test moves the clock past it. Nothing here waits for real time to pass.
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::in_process::{InProcessServer, ManualClock};
 use common::unique;
 use sepp_admin_types::{Job, JobState};
-use sepp_client::client::SeppClient;
+use sepp_client::client::{RetryDirective, SeppClient};
 use sepp_client::worker::{HandlerError, Worker};
 use sepp_client::{DeadLetterCause, EnqueueRequest, JobCtx, ReserveOptions};
 use tokio::sync::mpsc;
@@ -141,5 +141,25 @@ async fn a_job_type_without_handler_backs_off_then_dead_letters() {
     assert_eq!(record.failed_at, std::time::UNIX_EPOCH + Duration::from_millis((EPOCH_MS + 2_000) as u64));
     shutdown.shutdown();
     running.await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delayed_nack_holds_the_job_back_until_the_delay_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, clock, client) = start(dir.path()).await;
+    let queue = unique("nack-after");
+    let id = client.enqueue(EnqueueRequest::new(&queue, "t").unwrap()).await.unwrap().job_id;
+    let now = ReserveOptions::new([queue.as_str()], LEASE).unwrap().with_wait_timeout(Duration::ZERO);
+    let first = client.reserve(&now).await.unwrap().expect("the job").remove(0);
+    let delay = Duration::from_secs(2);
+    assert!(!client.nack(&first.ctx, RetryDirective::After(delay), "later").await.unwrap());
+    let retry = job_when(&server, &id, |job| job.state == Some(JobState::Scheduled)).await;
+    assert_eq!(retry.due_at_ms, Some(EPOCH_MS + 2_000), "{retry:?}");
+    clock.advance(1_999);
+    assert!(client.reserve(&now).await.unwrap().is_none(), "the job was ready before its delay passed");
+    clock.advance(1);
+    let second = client.reserve(&now).await.unwrap().expect("the job, once its delay passed").remove(0);
+    assert_eq!((second.ctx.id, second.ctx.attempt), (id, 2));
     server.stop().await;
 }
