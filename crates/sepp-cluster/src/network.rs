@@ -31,6 +31,30 @@ use proto::raft_server::RaftServer;
 /// How long a peer gets to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The most bytes of entries one AppendEntries carries (unless its first entry alone is
+/// larger). openraft gives every AppendEntries the heartbeat interval (100 ms by default) to be
+/// answered, and asks for up to `max_payload_entries` (300) entries at once; an entry is a whole
+/// committer cycle, so a follower catching up on large ones could be sent tens of megabytes that
+/// it cannot receive, write and sync in time, again and again, and never catch up. Entries past
+/// this bound wait for the next call: the follower's success is reported to openraft as a
+/// partial success up to the last entry sent, and it sends the rest from there.
+pub const MAX_APPEND_BYTES: usize = 1 << 20;
+
+/// How many of `entries`, from the first, fit in `budget` bytes of frames (at least one).
+pub fn entries_within(entries: &[crate::Entry], budget: usize) -> usize {
+    let mut total = 0usize;
+    for (position, entry) in entries.iter().enumerate() {
+        total = total.saturating_add(match &entry.payload {
+            openraft::EntryPayload::Normal(frame) => frame.0.len(),
+            _ => 0,
+        });
+        if total > budget && position > 0 {
+            return position;
+        }
+    }
+    entries.len()
+}
+
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut out = Vec::new();
     ciborium::into_writer(value, &mut out).expect("encoding into memory does not fail");
@@ -153,10 +177,19 @@ impl Peer {
 impl RaftNetwork<TypeConfig> for Peer {
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, NodeAddr, RaftError<u64>>> {
-        self.call(&rpc, Call::AppendEntries, &option).await
+        let fit = entries_within(&rpc.entries, MAX_APPEND_BYTES);
+        if fit == rpc.entries.len() {
+            return self.call(&rpc, Call::AppendEntries, &option).await;
+        }
+        rpc.entries.truncate(fit);
+        let last_sent = rpc.entries.last().map(|entry| entry.log_id);
+        match self.call(&rpc, Call::AppendEntries, &option).await? {
+            AppendEntriesResponse::Success => Ok(AppendEntriesResponse::PartialSuccess(last_sent)),
+            other => Ok(other),
+        }
     }
 
     async fn install_snapshot(
@@ -173,5 +206,28 @@ impl RaftNetwork<TypeConfig> for Peer {
         option: RPCOption,
     ) -> Result<VoteResponse<u64>, RPCError<u64, NodeAddr, RaftError<u64>>> {
         self.call(&rpc, Call::Vote, &option).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(index: u64, bytes: usize) -> crate::Entry {
+        crate::Entry {
+            log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+            payload: openraft::EntryPayload::Normal(crate::Frame(vec![0; bytes])),
+        }
+    }
+
+    #[test]
+    fn an_append_carries_the_entries_that_fit_the_budget_and_at_least_one() {
+        let entries: Vec<_> = (1..=5).map(|index| entry(index, 400)).collect();
+        assert_eq!(entries_within(&entries, 1_000), 2);
+        assert_eq!(entries_within(&entries, 2_000), 5);
+        assert_eq!(entries_within(&entries, 100), 1, "a first entry larger than the budget goes alone");
+        assert_eq!(entries_within(&[], 100), 0);
+        let blank = crate::Entry { log_id: entries[0].log_id, payload: openraft::EntryPayload::Blank };
+        assert_eq!(entries_within(&[blank.clone(), blank], 0), 2, "entries without a frame cost nothing");
     }
 }

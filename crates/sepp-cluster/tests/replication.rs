@@ -3,7 +3,8 @@
 //! run: every node applies the same state; after the leader stops, the other two elect a new one
 //! and go on; the old leader, started again from its directory after the log it missed was
 //! compacted, catches up from a snapshot; and so does a fourth node added to the running
-//! cluster, first as a learner, then as a voter.
+//! cluster, first as a learner, then as a voter. A follower that was away while the leader
+//! wrote large entries catches up from the log, a bounded number of bytes per call.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -181,6 +182,91 @@ async fn three_nodes_agree_survive_the_leader_and_returning_or_joining_nodes_cat
     assert_eq!(voters, [1, 2, 3, 4]);
 
     joining.stop().await.expect("stop");
+    for node in nodes {
+        node.stop().await.expect("stop");
+    }
+}
+
+/// A frame of one cycle that enqueues `jobs` jobs of `bytes` bytes each.
+fn large_cycle(leader: &mut State, round: usize, jobs: usize, bytes: usize) -> Frame {
+    let now_ms = 5_000_000 + round as i64 * 1_000;
+    let mut records: Vec<Record> = Vec::new();
+    let new_jobs = (0..jobs)
+        .map(|index| {
+            let payload = Payload { data: vec![(round + index) as u8; bytes], encoding: "raw".into() };
+            (
+                JobId::new_v4(),
+                NewJob { queue: "big".into(), job_type: "t".into(), payload: Some(payload), ..NewJob::default() },
+            )
+        })
+        .collect();
+    leader.enqueue(now_ms, new_jobs, &mut records);
+    let mut frame = Vec::new();
+    sepp_log::frame::encode(&records, &mut frame, &mut Vec::new());
+    Frame(frame)
+}
+
+/// openraft asks for up to 300 entries per AppendEntries and gives each call the heartbeat
+/// interval (20 ms here) to be answered. A follower that missed 60 entries of 512 KiB (30 MiB)
+/// is not sent them in one call in time, and would be sent them again and again (this test
+/// then fails at its 30 s wait); sent at most about 1 MiB per call, it catches up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_that_missed_large_entries_catches_up_from_the_log() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let (listeners, addrs) = sepp_cluster::local::listeners(3).await.unwrap();
+    let paths: Vec<PathBuf> = dirs.iter().map(|dir| dir.path().to_path_buf()).collect();
+    // No snapshot in this test: the follower can only catch up from the log.
+    let config = Arc::new(
+        openraft::Config {
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(100_000),
+            heartbeat_interval: 20,
+            ..sepp_cluster::local::quick_config("test")
+        }
+        .validate()
+        .expect("a valid Raft configuration"),
+    );
+    let start = |id: u64, listener: TcpListener| {
+        let (me, dir, config) = (
+            sepp_cluster::local::node_addr(listener.local_addr().unwrap()),
+            paths[id as usize - 1].clone(),
+            config.clone(),
+        );
+        async move {
+            Node::start(id, me, &dir, config, Arc::new(fresh), listener, LogStoreOptions::default())
+                .await
+                .expect("start")
+        }
+    };
+    let mut nodes = Vec::new();
+    for (position, listener) in listeners.into_iter().enumerate() {
+        nodes.push(start(position as u64 + 1, listener).await);
+    }
+    nodes[0].raft.initialize(sepp_cluster::local::members(&addrs)).await.expect("initialize the cluster");
+    let leader = leader_of(&nodes.iter().collect::<Vec<_>>()).await;
+    let follower = nodes.iter().position(|node| node.id != leader).unwrap();
+    let away = nodes.remove(follower);
+    let away_id = away.id;
+    away.stop().await.expect("stop");
+
+    let leader = nodes.iter().find(|node| node.id == leader).unwrap();
+    let mut state = fresh();
+    let mut last = 0;
+    for round in 0..60 {
+        last = leader
+            .raft
+            .client_write(large_cycle(&mut state, round, 8, 64 * 1024))
+            .await
+            .expect("committed")
+            .log_id
+            .index;
+    }
+
+    let listener = TcpListener::bind(addrs[away_id as usize - 1]).await.expect("the old address again");
+    let back = start(away_id, listener).await;
+    wait_applied(&back, last).await;
+    assert_eq!(back.machine.with_state(State::fingerprint), state.fingerprint(), "the returning node");
+    assert!(back.raft.metrics().borrow().snapshot.is_none(), "it caught up from the log, not a snapshot");
+    back.stop().await.expect("stop");
     for node in nodes {
         node.stop().await.expect("stop");
     }
