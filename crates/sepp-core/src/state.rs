@@ -951,11 +951,111 @@ impl State {
         let audit: Vec<String> = self.audit.entries().map(|entry| format!("{entry:?}")).collect();
         format!("{jobs:?}\n{dead:?}\n{dedup:?}\n{closed:?}\n{audit:?}\nnext_seq={}", self.next_seq)
     }
+
+    /// A hash of what [`State::fingerprint`] compares, taken one item at a time without
+    /// building it: memory stays at one item's text however large the state. Each item's hash is
+    /// added (wrapping), so their order does not matter; equal states have equal digests, and a
+    /// state that differs in any item almost surely has another. Payloads count as they are held
+    /// (a stored one by its place in the log). What cluster nodes compare
+    /// (`sepp cluster status --fingerprint`).
+    pub fn digest(&self) -> u64 {
+        use std::fmt::Write as _;
+        use std::hash::{Hash, Hasher};
+        let mut total = 0u64;
+        let mut line = String::new();
+        let mut add = |kind: u8, line: &mut String| {
+            let mut hasher = std::hash::DefaultHasher::new();
+            kind.hash(&mut hasher);
+            line.hash(&mut hasher);
+            total = total.wrapping_add(hasher.finish());
+            line.clear();
+        };
+        for live in self.jobs.values() {
+            let _ = write!(line, "{:?} {:?}", live.job, live.state);
+            add(0, &mut line);
+        }
+        for dead in self.dead_letters.values() {
+            let _ = write!(line, "{dead:?}");
+            add(1, &mut line);
+        }
+        for (queue, keys) in &self.dedup {
+            for (key, entry) in keys {
+                let _ = write!(line, "{queue}/{key} {entry:?}");
+                add(2, &mut line);
+            }
+        }
+        for (queue, until_ms) in &self.closed {
+            let _ = write!(line, "{queue} {until_ms}");
+            add(3, &mut line);
+        }
+        for (queue, until_ms) in &self.paused {
+            let _ = write!(line, "paused {queue:?} {until_ms:?}");
+            add(3, &mut line);
+        }
+        for (job_id, cancel) in &self.cancelled {
+            let _ = write!(line, "cancelled {job_id} {cancel:?}");
+            add(3, &mut line);
+        }
+        for schedule in self.schedules.values() {
+            let _ = write!(line, "schedule {schedule:?}");
+            add(3, &mut line);
+        }
+        for (queue, tat_us) in &self.rate_tat {
+            let _ = write!(line, "rate {queue:?} {tat_us}");
+            add(3, &mut line);
+        }
+        for (queue, keys) in &self.key_rate_tat {
+            for (key, tat_us) in keys {
+                let _ = write!(line, "key rate {queue:?} {key:?} {tat_us}");
+                add(3, &mut line);
+            }
+        }
+        // The audit log is ordered: its position counts.
+        for (position, entry) in self.audit.entries().enumerate() {
+            let _ = write!(line, "{position} {entry:?}");
+            add(4, &mut line);
+        }
+        let _ = write!(line, "next_seq={}", self.next_seq);
+        add(5, &mut line);
+        total
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_states_have_equal_digests_and_a_change_shows() {
+        let build = |acked: bool| {
+            let mut state = State::new(Arc::new(crate::Policy::default()), StorageRules::default());
+            let mut records = Vec::new();
+            let jobs = (0..3u128)
+                .map(|n| {
+                    let payload = crate::Payload { data: vec![n as u8; 16], encoding: "raw".into() };
+                    let new_job = crate::NewJob {
+                        queue: "q".into(),
+                        job_type: "t".into(),
+                        payload: Some(payload),
+                        ..crate::NewJob::default()
+                    };
+                    (JobId::from_u128(n + 1), new_job)
+                })
+                .collect();
+            state.enqueue(1_000, jobs, &mut records);
+            let plan =
+                crate::validate::ReservePlan { queues: vec!["q".into()], wait_ms: 0, lease_ms: 1_000, max_jobs: 1 };
+            let delivery = state.reserve(1_000, &plan, &mut records).remove(0);
+            if acked {
+                state.ack(delivery.job.id, delivery.attempt, &mut records).unwrap();
+            }
+            state
+        };
+        let (one, same, acked) = (build(false), build(false), build(true));
+        assert_eq!(one.fingerprint(), same.fingerprint());
+        assert_eq!(one.digest(), same.digest());
+        assert_ne!(one.digest(), acked.digest());
+    }
 
     #[test]
     fn a_name_is_interned_once_whether_it_is_recent_or_not() {
