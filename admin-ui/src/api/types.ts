@@ -445,11 +445,13 @@ leader_addr: string | null, last_applied_index: number | null, last_log_index: n
  */
 export type ClusterDisabled = { enabled: false, };
 
+/**
+ * `GET /cluster`: `{enabled: false}` on a single node.
+ */
+export type ClusterInfo = ClusterDisabled | ClusterNode;
+
 export type QueueField = keyof QueueLimits
 
 export type BulkActionName = 'requeue' | 'delete' | 'dead_letter'
 
 export type ConfigValue = string | number | boolean | Array<string | number | boolean> | null
-
-/** `GET /cluster`: `{enabled: false}` on a single node. */
-export type ClusterInfo = ClusterDisabled | ClusterNode

@@ -1,6 +1,8 @@
 //! The JSON answers and request bodies of the sepp admin HTTP API (`docs/admin.md` is the
 //! contract): the server builds its answers from these types, `sepp admin` reads them back, and
-//! `admin-ui/src/api/types.ts` is generated from them (see the `types_ts` test).
+//! `admin-ui/src/api/types.ts` and the JSON Schema the UI checks answers against,
+//! `admin-ui/src/api/schema.json`, are generated from them (see the `types_ts` and `schema_json`
+//! tests).
 //!
 //! Field names are the wire names. An `Option` field marked `skip_serializing_if` is left out
 //! when it is `None`; every other `Option` is sent as `null`.
@@ -15,11 +17,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 #[cfg(test)]
+mod schema_json;
+#[cfg(test)]
 mod types_ts;
 
 /// The role of an admin key (or of everyone when admin authentication is off).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Viewer,
@@ -29,7 +33,7 @@ pub enum Role {
 
 /// `GET /session`: who the caller is.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Session {
     /// The key's name; null when authentication is off.
     pub name: Option<String>,
@@ -39,7 +43,7 @@ pub struct Session {
 
 /// `POST /session`: the signed-in key.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct LoginResult {
     pub name: String,
     pub role: Role,
@@ -48,7 +52,7 @@ pub struct LoginResult {
 
 /// Counts since boot.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Totals {
     pub enqueued: u64,
     pub reserved: u64,
@@ -59,7 +63,7 @@ pub struct Totals {
 
 /// Per-second rates.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Rates {
     pub enqueued: f64,
     pub acked: f64,
@@ -69,7 +73,7 @@ pub struct Rates {
 
 /// How many jobs a queue holds in each state.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Depths {
     pub ready: u64,
     pub scheduled: u64,
@@ -79,7 +83,7 @@ pub struct Depths {
 
 /// One queue in a stats frame.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueueFrame {
     #[serde(flatten)]
     pub depths: Depths,
@@ -95,7 +99,7 @@ pub struct QueueFrame {
 
 /// Every queue summed: depths, totals since boot and per-second rates.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct FrameTotal {
     #[serde(flatten)]
     pub depths: Depths,
@@ -108,14 +112,14 @@ pub struct FrameTotal {
 
 /// The server part of a stats frame.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct FrameServer {
     pub command_queue_len: u64,
 }
 
 /// One tick of live statistics: the busiest queues (at most 500) and the sum over every queue.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Frame {
     pub seq: u64,
     pub ts_ms: i64,
@@ -137,7 +141,7 @@ pub struct Frame {
 /// One point of a history series: per-second rates at `ts_ms` (a mean over a span of seconds in
 /// long series).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct HistorySample {
     pub ts_ms: i64,
     #[serde(flatten)]
@@ -147,7 +151,7 @@ pub struct HistorySample {
 /// The history the overview and `hello` carry: the busiest queues' series (last 5 minutes), the
 /// folded queues summed (`other`, same span) and every queue summed (`total`, the whole ring).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct History {
     pub queues: BTreeMap<String, Vec<HistorySample>>,
     pub other: Vec<HistorySample>,
@@ -156,7 +160,7 @@ pub struct History {
 
 /// The history ring's size and use.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct HistoryInfo {
     pub budget_bytes: u64,
     pub bytes: u64,
@@ -167,7 +171,7 @@ pub struct HistoryInfo {
 
 /// `GET /queues/{name}/history`: the queue's own series, empty when it is folded into `other`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueueHistory {
     pub name: String,
     pub tracked: bool,
@@ -177,7 +181,7 @@ pub struct QueueHistory {
 
 /// The server facts of `GET /overview`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ServerSummary {
     pub version: String,
     pub started_at_ms: i64,
@@ -189,7 +193,7 @@ pub struct ServerSummary {
 
 /// `GET /overview[?history=false]`: `history` is left out with `history=false`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Overview {
     pub server: ServerSummary,
     pub frame: Frame,
@@ -201,7 +205,7 @@ pub struct Overview {
 
 /// The first event of `GET /events` (`hello`): the history and the latest frame.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Hello {
     pub history: History,
     pub history_info: HistoryInfo,
@@ -210,7 +214,7 @@ pub struct Hello {
 
 /// `GET /server-info`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ServerInfo {
     pub version: String,
     pub started_at_ms: i64,
@@ -222,7 +226,7 @@ pub struct ServerInfo {
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RetryBackoff {
     None,
@@ -232,7 +236,7 @@ pub enum RetryBackoff {
 /// The per-queue limits a `[[queues]]` entry may set (all optional there); as a queue's
 /// `effective` limits, null where there is no limit.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueueLimits {
     pub max_lease_duration_ms: Option<u64>,
     pub default_max_attempts: Option<u64>,
@@ -264,7 +268,7 @@ pub struct QueueLimits {
 
 /// The limits of one value of a queue's `limit_key` (unset: the queue's `key_*` default).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct KeyOverride {
     #[serde(default)]
     #[cfg_attr(test, ts(optional = nullable))]
@@ -279,7 +283,7 @@ pub struct KeyOverride {
 
 /// A queue's pause: `all_queues` when only the pause of every queue holds it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueuePause {
     /// When the pause ends by itself; null: until resumed.
     pub until_ms: Option<i64>,
@@ -288,13 +292,14 @@ pub struct QueuePause {
 
 /// `GET /queues/{name}` and each entry of `GET /queues`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Queue {
     pub name: String,
     pub declared: bool,
     pub depths: Depths,
     /// The queue's `[[queues]]` entry (unset fields null), or null when it is not declared.
     #[cfg_attr(test, ts(type = "(QueueLimits & { name: string }) | null"))]
+    #[cfg_attr(test, schemars(with = "Option<QueueOverrides>"))]
     pub overrides: Option<Value>,
     pub effective: QueueLimits,
     /// Null unless reserves skip the queue; `all_queues` when only the pause of every queue holds it.
@@ -303,8 +308,19 @@ pub struct Queue {
     pub held_by_key_limit: u64,
 }
 
+/// What `Queue::overrides` holds, for the schema only: a `[[queues]]` entry, its unset fields null.
+/// Its fields are only described, never read.
+#[cfg(test)]
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct QueueOverrides {
+    name: String,
+    #[serde(flatten)]
+    limits: QueueLimits,
+}
+
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
     Ready,
@@ -315,7 +331,7 @@ pub enum JobState {
 
 /// A custom metadata value.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum CustomValue {
     String(String),
@@ -326,7 +342,7 @@ pub enum CustomValue {
 
 /// A job's payload as a listing or detail view shows it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Payload {
     pub encoding: String,
     pub size_bytes: u64,
@@ -337,7 +353,7 @@ pub struct Payload {
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DeadLetterCause {
     AttemptsExhausted,
@@ -350,7 +366,7 @@ pub enum DeadLetterCause {
 
 /// A live job or a dead letter.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Job {
     pub id: String,
     pub key_b64: String,
@@ -396,7 +412,7 @@ pub struct Job {
 
 /// `GET /queues/{name}/jobs`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct JobPage {
     pub jobs: Vec<Job>,
     pub next_cursor: Option<String>,
@@ -405,14 +421,14 @@ pub struct JobPage {
 
 /// `GET /queues/{name}/jobs:count`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct JobCount {
     pub count: u64,
 }
 
 /// A payload as `POST /queues/{name}/jobs` takes it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct PayloadInput {
     pub encoding: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -425,7 +441,7 @@ pub struct PayloadInput {
 
 /// What `POST /queues/{name}/jobs` takes.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct EnqueueRequest {
     pub job_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -450,14 +466,14 @@ pub struct EnqueueRequest {
 
 /// `POST /queues/{name}/jobs`: the new job's id.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Enqueued {
     pub job_id: String,
 }
 
 /// `POST /jobs/{id}:cancel`: `outcome` is `removed`, `cancelled_in_flight` or `already_cancelled`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct CancelResult {
     pub job_id: String,
     pub outcome: String,
@@ -465,7 +481,7 @@ pub struct CancelResult {
 
 /// `POST /queues/{name}/jobs:dead-letter`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct DeadLetteredResult {
     pub dead_lettered: u64,
     pub missing: u64,
@@ -473,7 +489,7 @@ pub struct DeadLetteredResult {
 
 /// `POST /queues/{name}/dead-letters:requeue`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct RequeuedResult {
     pub requeued: u64,
     pub missing: u64,
@@ -481,7 +497,7 @@ pub struct RequeuedResult {
 
 /// `POST /queues/{name}/dead-letters:delete`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct DeletedResult {
     pub deleted: u64,
     pub missing: u64,
@@ -489,21 +505,21 @@ pub struct DeletedResult {
 
 /// `POST /queues/{name}/jobs:bulk` with `dry_run`: how many jobs match.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct BulkMatched {
     pub matched: u64,
 }
 
 /// `POST /queues/{name}/jobs:bulk`: how many jobs the action touched.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct BulkAffected {
     pub affected: u64,
 }
 
 /// `POST /queues/{name}/jobs:bulk`: `{matched}` with `dry_run`, else `{affected}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum BulkAnswer {
     Matched(BulkMatched),
@@ -512,7 +528,7 @@ pub enum BulkAnswer {
 
 /// `DELETE /queues/{name}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueueDeleted {
     pub purged: u64,
     pub etag: String,
@@ -520,21 +536,23 @@ pub struct QueueDeleted {
 
 /// An audit log entry; `details` depend on the action.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct AuditEntry {
     pub seq: u64,
     pub ts_ms: i64,
     pub actor: String,
     #[cfg_attr(test, ts(type = "Role"))]
+    #[cfg_attr(test, schemars(with = "Role"))]
     pub role: String,
     pub action: String,
     #[cfg_attr(test, ts(type = "Record<string, unknown>"))]
+    #[cfg_attr(test, schemars(with = "BTreeMap<String, Value>"))]
     pub details: Value,
 }
 
 /// `GET /audit`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct AuditPage {
     pub entries: Vec<AuditEntry>,
     pub next_before: Option<u64>,
@@ -543,7 +561,7 @@ pub struct AuditPage {
 /// The query of `GET /audit`: entries before the sequence number `before`, at most `limit`
 /// (1..100, default 50), of one actor, with actions starting with `action_prefix`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct AuditQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -561,9 +579,10 @@ pub struct AuditQuery {
 
 /// `GET /config`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ConfigView {
     #[cfg_attr(test, ts(type = "Record<string, unknown>"))]
+    #[cfg_attr(test, schemars(with = "BTreeMap<String, Value>"))]
     pub effective: Value,
     pub etag: String,
     pub env_pinned: Vec<String>,
@@ -573,7 +592,7 @@ pub struct ConfigView {
 
 /// One change of `PUT /config`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ConfigChange {
     pub path: String,
     #[cfg_attr(test, ts(type = "ConfigValue"))]
@@ -582,7 +601,7 @@ pub struct ConfigChange {
 
 /// What a change of the configuration file answers.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct WriteResult {
     pub applied: bool,
     pub requires_restart: Vec<String>,
@@ -591,7 +610,7 @@ pub struct WriteResult {
 
 /// Why the core refused a job.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Rejection {
     pub reason: String,
     pub detail: String,
@@ -599,7 +618,7 @@ pub struct Rejection {
 
 /// The body of every error answer.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ErrorBody {
     pub error: String,
     pub code: String,
@@ -614,7 +633,7 @@ pub struct ErrorBody {
 
 /// A worker id that reserved jobs recently, and what it holds now.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct WorkerInfo {
     pub worker_id: String,
     pub last_seen_ms: i64,
@@ -630,14 +649,14 @@ pub struct WorkerInfo {
 
 /// `GET /workers`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct WorkerList {
     pub workers: Vec<WorkerInfo>,
 }
 
 /// A cron cadence.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Cron {
     pub expression: String,
     pub time_zone: String,
@@ -645,14 +664,14 @@ pub struct Cron {
 
 /// The payload of a schedule's job.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct PayloadSize {
     pub encoding: String,
     pub size_bytes: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Overlap {
     Skip,
@@ -660,7 +679,7 @@ pub enum Overlap {
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CatchUp {
     Latest,
@@ -669,7 +688,7 @@ pub enum CatchUp {
 
 /// A recurring schedule as the admin API shows it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ScheduleInfo {
     pub id: String,
     pub cron: Option<Cron>,
@@ -692,14 +711,14 @@ pub struct ScheduleInfo {
 
 /// `GET /schedules`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ScheduleList {
     pub schedules: Vec<ScheduleInfo>,
 }
 
 /// `DELETE /schedules/{id}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ScheduleDeleted {
     pub id: String,
     pub deleted: bool,
@@ -707,7 +726,7 @@ pub struct ScheduleDeleted {
 
 /// A cron cadence as `PUT /schedules/{id}` takes it (`time_zone` defaults to UTC).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct CronInput {
     pub expression: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -717,7 +736,7 @@ pub struct CronInput {
 
 /// A schedule's payload as `PUT /schedules/{id}` takes it (from the UI).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct SchedulePayloadInput {
     pub encoding: String,
     pub data_text: String,
@@ -725,7 +744,7 @@ pub struct SchedulePayloadInput {
 
 /// What `PUT /schedules/{id}` takes (as the UI sends it).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ScheduleBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -749,7 +768,7 @@ pub struct ScheduleBody {
 /// `POST /queues/{name}/pause` and `POST /queues:pause`: the scope is `queue`, or `all_queues`
 /// (true) for every queue.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct PauseResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -763,7 +782,7 @@ pub struct PauseResult {
 
 /// `POST /queues/{name}/resume` and `POST /queues:resume`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ResumeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -776,14 +795,14 @@ pub struct ResumeResult {
 
 /// The pause of every queue in `GET /pauses`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct AllQueuesPause {
     pub until_ms: Option<i64>,
 }
 
 /// One queue's own pause in `GET /pauses`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct NamedPause {
     pub queue: String,
     pub until_ms: Option<i64>,
@@ -791,7 +810,7 @@ pub struct NamedPause {
 
 /// `GET /pauses`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct PauseList {
     pub all_queues: Option<AllQueuesPause>,
     pub queues: Vec<NamedPause>,
@@ -799,7 +818,7 @@ pub struct PauseList {
 
 /// One member of the cluster as the node asked sees it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ClusterMember {
     pub id: u64,
     /// Its client (gRPC) address.
@@ -815,9 +834,10 @@ pub struct ClusterMember {
 
 /// `GET /cluster` on a node in cluster mode (`enabled` is always true).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ClusterNode {
     #[cfg_attr(test, ts(type = "true"))]
+    #[cfg_attr(test, schemars(extend("const" = true)))]
     pub enabled: bool,
     pub node_id: u64,
     /// `leader`, `follower`, `candidate`, `learner`, ... as the node reports it.
@@ -836,8 +856,18 @@ pub struct ClusterNode {
 
 /// `GET /cluster` on a single node: `{enabled: false}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ClusterDisabled {
     #[cfg_attr(test, ts(type = "false"))]
+    #[cfg_attr(test, schemars(extend("const" = false)))]
     pub enabled: bool,
+}
+
+/// `GET /cluster`: `{enabled: false}` on a single node.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum ClusterInfo {
+    Disabled(ClusterDisabled),
+    Node(ClusterNode),
 }
