@@ -19,12 +19,12 @@ describe('the API client', () => {
     const call = api.countJobs('emails', 'ready')
     await expect(call).rejects.toBeInstanceOf(MalformedAnswer)
     await expect(call).rejects.toThrow(
-      'malformed answer from GET /queues/emails/jobs:count: field count should be number, got string',
+      'malformed answer from GET /queues/emails/jobs:count: count should be integer, got string',
     )
   })
 
   it('checks every queue of a listing', async () => {
     answer([{ name: 'emails' }])
-    await expect(api.queues()).rejects.toThrow('malformed answer from GET /queues [0]: field declared')
+    await expect(api.queues()).rejects.toThrow('malformed answer from GET /queues: [0].declared is missing')
   })
 })
