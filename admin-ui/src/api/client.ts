@@ -9,7 +9,7 @@ import type {
   BulkAffected, BulkMatched, CancelResult, DeadLetteredResult, DeletedResult, Enqueued, JobCount, PauseResult,
   QueueDeleted, RequeuedResult, ResumeResult, ScheduleDeleted, ScheduleList, WorkerList, AuditEntry, Frame, Hello,
 } from './types'
-import { type Check, answer, anything, listOf } from './validate'
+import { type Check, MalformedAnswer, answer, anything, listOf } from './validate'
 import { filterToQuery, type JobFilter } from '../lib/filters'
 
 const BASE = '/admin/api/v1'
@@ -153,7 +153,13 @@ async function call<T>(method: Method, path: string, check: Check<T>, options: C
   }
   if (response.status === 204) return undefined as T
   const text = await response.text()
-  return check(text ? JSON.parse(text) : undefined, `${method} ${path}`)
+  try {
+    return check(text ? JSON.parse(text) : undefined, `${method} ${path}`)
+  } catch (err) {
+    // A server and UI that disagree: say so in the console too, whatever the view shows.
+    if (err instanceof MalformedAnswer) console.error(err.message)
+    throw err
+  }
 }
 
 function filterQuery(filter?: JobFilter): Record<string, string> {

@@ -105,7 +105,7 @@ function parse<T>(event: MessageEvent, check: Check<T>): T | null {
   try {
     return check(JSON.parse(event.data as string), `event ${event.type}`)
   } catch (err) {
-    console.error(err)
+    console.error((err as Error).message)
     return null
   }
 }
