@@ -23,12 +23,18 @@ export function launch() {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS })
 }
 
-/** A new page at `viewport` whose uncaught errors fail the test that reads `errors`. */
+/**
+ * A new page at `viewport` whose uncaught errors, and answers or events the UI found malformed
+ * (it logs each), fail the test that reads `errors`.
+ */
 export async function newPage(browser, viewport = WIDE, theme = 'light') {
   const context = await browser.newContext({ viewport, colorScheme: theme, reducedMotion: 'reduce' })
   const page = await context.newPage()
   page.errors = []
   page.on('pageerror', (err) => page.errors.push(String(err)))
+  page.on('console', (message) => {
+    if (message.type() === 'error' && message.text().includes('malformed answer')) page.errors.push(message.text())
+  })
   return page
 }
 

@@ -7,24 +7,32 @@ function answer(body: unknown): void {
 }
 
 describe('the API client', () => {
-  afterEach(() => vi.unstubAllGlobals())
+  afterEach(() => {
+    vi.unstubAllGlobals()
+    vi.restoreAllMocks()
+  })
 
   it('returns a well-formed answer', async () => {
     answer({ count: 4 })
     await expect(api.countJobs('emails', 'ready')).resolves.toEqual({ count: 4 })
   })
 
-  it('rejects a malformed answer with the call and the field', async () => {
+  it('rejects a malformed answer with the call and the field, and logs it', async () => {
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => undefined)
     answer({ count: 'four' })
     const call = api.countJobs('emails', 'ready')
     await expect(call).rejects.toBeInstanceOf(MalformedAnswer)
     await expect(call).rejects.toThrow(
-      'malformed answer from GET /queues/emails/jobs:count: field count should be number, got string',
+      'malformed answer from GET /queues/emails/jobs:count: count should be integer, got string',
+    )
+    expect(logged).toHaveBeenCalledWith(
+      'malformed answer from GET /queues/emails/jobs:count: count should be integer, got string',
     )
   })
 
   it('checks every queue of a listing', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => undefined)
     answer([{ name: 'emails' }])
-    await expect(api.queues()).rejects.toThrow('malformed answer from GET /queues [0]: field declared')
+    await expect(api.queues()).rejects.toThrow('malformed answer from GET /queues: [0].declared is missing')
   })
 })

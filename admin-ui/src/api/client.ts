@@ -7,9 +7,9 @@ import type {
   AuditPage, AuditQuery, ConfigChange, ConfigView, EnqueueRequest, Job, JobPage, JobState,
   ClusterInfo, LoginResult, Overview, Queue, QueueHistory, QueueLimits, Rejection, ScheduleBody, ScheduleInfo, ServerInfo, Session, WriteResult, BulkActionName, CustomValue,
   BulkAffected, BulkMatched, CancelResult, DeadLetteredResult, DeletedResult, Enqueued, JobCount, PauseResult,
-  QueueDeleted, RequeuedResult, ResumeResult, ScheduleDeleted, ScheduleList, WorkerList,
+  QueueDeleted, RequeuedResult, ResumeResult, ScheduleDeleted, ScheduleList, WorkerList, AuditEntry, Frame, Hello,
 } from './types'
-import { type Check, anything, arrayOf, shape } from './validate'
+import { type Check, MalformedAnswer, answer, anything, listOf } from './validate'
 import { filterToQuery, type JobFilter } from '../lib/filters'
 
 const BASE = '/admin/api/v1'
@@ -88,54 +88,46 @@ async function errorFrom(response: Response): Promise<ApiError> {
   return new ApiError(response.status, 'http_' + response.status, message, null)
 }
 
-/** What each answer must hold at its top level (see validate.ts). */
-const job = shape<Job>({
-  id: 'string', key_b64: 'string', job_type: 'string', priority: 'number', attempt: 'number',
-  max_attempts: 'number', enqueued_at_ms: 'number', custom: 'object', payload: 'object',
-})
-const queue = shape<Queue>({
-  name: 'string', declared: 'boolean', depths: 'object', overrides: 'object|null', effective: 'object',
-  paused: 'object|null', held_by_key_limit: 'number',
-})
-const writeResult = shape<WriteResult>({ applied: 'boolean', requires_restart: 'array', etag: 'string' })
-const schedule = shape<ScheduleInfo>({
-  id: 'string', cron: 'object|null', every_ms: 'number|null', queue: 'string', job_type: 'string',
-  custom: 'object', overlap: 'string', catch_up: 'string', next_fire_at_ms: 'number|null', fired: 'number',
-})
+/**
+ * The check of each answer: the whole answer, nested fields included, against its type in
+ * schema.json (see validate.ts).
+ */
 export const checks = {
-  session: shape<Session>({ name: 'string|null', role: 'string', auth_enabled: 'boolean' }),
-  login: shape<LoginResult>({ name: 'string', role: 'string', expires_at_ms: 'number' }),
-  overview: shape<Overview>({ server: 'object', frame: 'object', history: 'object?', history_info: 'object' }),
-  serverInfo: shape<ServerInfo>({
-    version: 'string', started_at_ms: 'number', listen_addr: 'string', tls: 'boolean', auth_enforcing: 'boolean',
-    strict_queues: 'boolean', db_path: 'string',
-  }),
-  cluster: shape<ClusterInfo>({ enabled: 'boolean' }),
-  queues: arrayOf(queue),
-  queue,
-  queueHistory: shape<QueueHistory>({ name: 'string', tracked: 'boolean', seconds: 'number', samples: 'array' }),
-  writeResult,
-  queueDeleted: shape<QueueDeleted>({ purged: 'number', etag: 'string' }),
-  cancel: shape<CancelResult>({ job_id: 'string', outcome: 'string' }),
-  pause: shape<PauseResult>({ paused: 'boolean', until_ms: 'number|null' }),
-  resume: shape<ResumeResult>({ resumed: 'boolean' }),
-  jobPage: shape<JobPage>({ jobs: 'array', next_cursor: 'string|null', truncated: 'boolean' }),
-  enqueued: shape<Enqueued>({ job_id: 'string' }),
-  job,
-  deadLettered: shape<DeadLetteredResult>({ dead_lettered: 'number', missing: 'number' }),
-  requeued: shape<RequeuedResult>({ requeued: 'number', missing: 'number' }),
-  deleted: shape<DeletedResult>({ deleted: 'number', missing: 'number' }),
-  count: shape<JobCount>({ count: 'number' }),
-  affected: shape<BulkAffected>({ affected: 'number' }),
-  matched: shape<BulkMatched>({ matched: 'number' }),
-  audit: shape<AuditPage>({ entries: 'array', next_before: 'number|null' }),
-  config: shape<ConfigView>({
-    effective: 'object', etag: 'string', env_pinned: 'array', restart_only: 'array', pending_restart: 'array',
-  }),
-  workers: shape<WorkerList>({ workers: 'array' }),
-  schedules: shape<ScheduleList>({ schedules: 'array' }),
-  schedule,
-  scheduleDeleted: shape<ScheduleDeleted>({ id: 'string', deleted: 'boolean' }),
+  session: answer<Session>('Session'),
+  login: answer<LoginResult>('LoginResult'),
+  overview: answer<Overview>('Overview'),
+  serverInfo: answer<ServerInfo>('ServerInfo'),
+  cluster: answer<ClusterInfo>('ClusterInfo'),
+  queues: listOf<Queue>('Queue'),
+  queue: answer<Queue>('Queue'),
+  queueHistory: answer<QueueHistory>('QueueHistory'),
+  writeResult: answer<WriteResult>('WriteResult'),
+  queueDeleted: answer<QueueDeleted>('QueueDeleted'),
+  cancel: answer<CancelResult>('CancelResult'),
+  pause: answer<PauseResult>('PauseResult'),
+  resume: answer<ResumeResult>('ResumeResult'),
+  jobPage: answer<JobPage>('JobPage'),
+  enqueued: answer<Enqueued>('Enqueued'),
+  job: answer<Job>('Job'),
+  deadLettered: answer<DeadLetteredResult>('DeadLetteredResult'),
+  requeued: answer<RequeuedResult>('RequeuedResult'),
+  deleted: answer<DeletedResult>('DeletedResult'),
+  count: answer<JobCount>('JobCount'),
+  affected: answer<BulkAffected>('BulkAffected'),
+  matched: answer<BulkMatched>('BulkMatched'),
+  audit: answer<AuditPage>('AuditPage'),
+  config: answer<ConfigView>('ConfigView'),
+  workers: answer<WorkerList>('WorkerList'),
+  schedules: answer<ScheduleList>('ScheduleList'),
+  schedule: answer<ScheduleInfo>('ScheduleInfo'),
+  scheduleDeleted: answer<ScheduleDeleted>('ScheduleDeleted'),
+}
+
+/** The check of each event of the live stream (`api.eventsUrl()`) that carries JSON. */
+export const eventChecks = {
+  hello: answer<Hello>('Hello'),
+  stats: answer<Frame>('Frame'),
+  audit: answer<AuditEntry>('AuditEntry'),
 }
 
 async function call<T>(method: Method, path: string, check: Check<T>, options: CallOptions = {}): Promise<T> {
@@ -161,7 +153,13 @@ async function call<T>(method: Method, path: string, check: Check<T>, options: C
   }
   if (response.status === 204) return undefined as T
   const text = await response.text()
-  return check(text ? JSON.parse(text) : undefined, `${method} ${path}`)
+  try {
+    return check(text ? JSON.parse(text) : undefined, `${method} ${path}`)
+  } catch (err) {
+    // A server and UI that disagree: say so in the console too, whatever the view shows.
+    if (err instanceof MalformedAnswer) console.error(err.message)
+    throw err
+  }
 }
 
 function filterQuery(filter?: JobFilter): Record<string, string> {

@@ -509,11 +509,13 @@ export type ConfigPutRequest = { etag: string, changes: Array<ConfigChange>, };
  */
 export type KeyAddRequest = { etag: string, name: string, key: string, };
 
+/**
+ * `GET /cluster`: `{enabled: false}` on a single node.
+ */
+export type ClusterInfo = ClusterDisabled | ClusterNode;
+
 export type QueueField = keyof QueueLimits
 
 export type BulkActionName = 'requeue' | 'delete' | 'dead_letter'
 
 export type ConfigValue = string | number | boolean | Array<string | number | boolean> | null
-
-/** `GET /cluster`: `{enabled: false}` on a single node. */
-export type ClusterInfo = ClusterDisabled | ClusterNode

@@ -7,7 +7,8 @@
  * is fetched by its page (`api.queueHistory`).
  */
 import { reactive, shallowRef, triggerRef } from 'vue'
-import { api } from '../api/client'
+import { api, eventChecks } from '../api/client'
+import type { Check } from '../api/validate'
 import type { AuditEntry, Frame, FrameTotal, History, HistoryInfo, HistorySample, ServerSummary } from '../api/types'
 
 export type LiveMode = 'connecting' | 'live' | 'polling' | 'offline'
@@ -93,18 +94,18 @@ function applyFrame(frame: Frame): void {
   triggerRef(totalHistory)
 }
 
-function applyHistory(seed: History | undefined, info: HistoryInfo | undefined): void {
-  if (info) live.historyInfo = info
-  // A server before history summaries sent `{<queue>: samples}`: nothing here uses it.
-  const queues = seed && typeof seed.queues === 'object' && !Array.isArray(seed.queues) ? seed.queues : {}
-  history.value = Object.fromEntries(Object.entries(queues).map(([k, v]) => [k, v.slice(-SPARK_SECONDS)]))
-  totalHistory.value = Array.isArray(seed?.total) ? seed.total.slice() : []
+function applyHistory(seed: History, info: HistoryInfo): void {
+  live.historyInfo = info
+  history.value = Object.fromEntries(Object.entries(seed.queues).map(([k, v]) => [k, v.slice(-SPARK_SECONDS)]))
+  totalHistory.value = seed.total.slice()
 }
 
-function parse<T>(event: MessageEvent): T | null {
+/** The event's JSON, checked like an answer; null (the event is dropped, and logged) when it does not parse or fit. */
+function parse<T>(event: MessageEvent, check: Check<T>): T | null {
   try {
-    return JSON.parse(event.data as string) as T
-  } catch {
+    return check(JSON.parse(event.data as string), `event ${event.type}`)
+  } catch (err) {
+    console.error((err as Error).message)
     return null
   }
 }
@@ -114,7 +115,7 @@ async function pollOnce(): Promise<void> {
     const overview = await api.overview(live.frame === null)
     live.server = overview.server
     if (overview.history) applyHistory(overview.history, overview.history_info)
-    else if (overview.history_info) live.historyInfo = overview.history_info
+    else live.historyInfo = overview.history_info
     applyFrame(overview.frame)
     if (live.mode !== 'live') live.mode = 'polling'
   } catch {
@@ -143,7 +144,7 @@ function connect(): void {
     errorsInRow = 0
   })
   source.addEventListener('hello', (event) => {
-    const hello = parse<{ history?: History; history_info?: HistoryInfo; frame: Frame }>(event as MessageEvent)
+    const hello = parse(event as MessageEvent, eventChecks.hello)
     if (!hello) return
     applyHistory(hello.history, hello.history_info)
     live.frame = null
@@ -153,14 +154,14 @@ function connect(): void {
     errorsInRow = 0
   })
   source.addEventListener('stats', (event) => {
-    const frame = parse<Frame>(event as MessageEvent)
+    const frame = parse(event as MessageEvent, eventChecks.stats)
     if (frame) applyFrame(frame)
   })
   source.addEventListener('config', () => {
     live.configReloads++
   })
   source.addEventListener('audit', (event) => {
-    const entry = parse<AuditEntry>(event as MessageEvent)
+    const entry = parse(event as MessageEvent, eventChecks.audit)
     if (entry) auditListeners.forEach((l) => l(entry))
   })
   source.addEventListener('lagged', (event) => {

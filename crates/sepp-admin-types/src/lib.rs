@@ -1,6 +1,8 @@
 //! The JSON answers and request bodies of the sepp admin HTTP API (`docs/admin.md` is the
 //! contract): the server builds its answers from these types, `sepp admin` reads them back, and
-//! `admin-ui/src/api/types.ts` is generated from them (see the `types_ts` test).
+//! `admin-ui/src/api/types.ts` and the JSON Schema the UI checks answers against,
+//! `admin-ui/src/api/schema.json`, are generated from them (see the `types_ts` and `schema_json`
+//! tests).
 //!
 //! Field names are the wire names. An `Option` field marked `skip_serializing_if` is left out
 //! when it is `None`; every other `Option` is sent as `null`.
@@ -16,13 +18,15 @@ use serde_json::Value;
 
 mod requests;
 #[cfg(test)]
+mod schema_json;
+#[cfg(test)]
 mod types_ts;
 
 pub use requests::*;
 
 /// The role of an admin key (or of everyone when admin authentication is off).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Viewer,
@@ -32,7 +36,7 @@ pub enum Role {
 
 /// `GET /session`: who the caller is.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Session {
     /// The key's name; null when authentication is off.
     pub name: Option<String>,
@@ -42,7 +46,7 @@ pub struct Session {
 
 /// `POST /session`: the signed-in key.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct LoginResult {
     pub name: String,
     pub role: Role,
@@ -51,7 +55,7 @@ pub struct LoginResult {
 
 /// Counts since boot.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Totals {
     pub enqueued: u64,
     pub reserved: u64,
@@ -62,7 +66,7 @@ pub struct Totals {
 
 /// Per-second rates.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Rates {
     pub enqueued: f64,
     pub acked: f64,
@@ -72,7 +76,7 @@ pub struct Rates {
 
 /// How many jobs a queue holds in each state.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Depths {
     pub ready: u64,
     pub scheduled: u64,
@@ -82,7 +86,7 @@ pub struct Depths {
 
 /// One queue in a stats frame.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueueFrame {
     #[serde(flatten)]
     pub depths: Depths,
@@ -98,7 +102,7 @@ pub struct QueueFrame {
 
 /// Every queue summed: depths, totals since boot and per-second rates.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct FrameTotal {
     #[serde(flatten)]
     pub depths: Depths,
@@ -111,14 +115,14 @@ pub struct FrameTotal {
 
 /// The server part of a stats frame.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct FrameServer {
     pub command_queue_len: u64,
 }
 
 /// One tick of live statistics: the busiest queues (at most 500) and the sum over every queue.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Frame {
     pub seq: u64,
     pub ts_ms: i64,
@@ -140,7 +144,7 @@ pub struct Frame {
 /// One point of a history series: per-second rates at `ts_ms` (a mean over a span of seconds in
 /// long series).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct HistorySample {
     pub ts_ms: i64,
     #[serde(flatten)]
@@ -150,7 +154,7 @@ pub struct HistorySample {
 /// The history the overview and `hello` carry: the busiest queues' series (last 5 minutes), the
 /// folded queues summed (`other`, same span) and every queue summed (`total`, the whole ring).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct History {
     pub queues: BTreeMap<String, Vec<HistorySample>>,
     pub other: Vec<HistorySample>,
@@ -159,7 +163,7 @@ pub struct History {
 
 /// The history ring's size and use.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct HistoryInfo {
     pub budget_bytes: u64,
     pub bytes: u64,
@@ -170,7 +174,7 @@ pub struct HistoryInfo {
 
 /// `GET /queues/{name}/history`: the queue's own series, empty when it is folded into `other`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueueHistory {
     pub name: String,
     pub tracked: bool,
@@ -180,7 +184,7 @@ pub struct QueueHistory {
 
 /// The server facts of `GET /overview`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ServerSummary {
     pub version: String,
     pub started_at_ms: i64,
@@ -192,7 +196,7 @@ pub struct ServerSummary {
 
 /// `GET /overview[?history=false]`: `history` is left out with `history=false`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Overview {
     pub server: ServerSummary,
     pub frame: Frame,
@@ -204,7 +208,7 @@ pub struct Overview {
 
 /// The first event of `GET /events` (`hello`): the history and the latest frame.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Hello {
     pub history: History,
     pub history_info: HistoryInfo,
@@ -213,7 +217,7 @@ pub struct Hello {
 
 /// `GET /server-info`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ServerInfo {
     pub version: String,
     pub started_at_ms: i64,
@@ -225,7 +229,7 @@ pub struct ServerInfo {
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RetryBackoff {
     None,
@@ -235,7 +239,7 @@ pub enum RetryBackoff {
 /// The per-queue limits a `[[queues]]` entry may set (all optional there); as a queue's
 /// `effective` limits, null where there is no limit.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueueLimits {
     pub max_lease_duration_ms: Option<u64>,
     pub default_max_attempts: Option<u64>,
@@ -267,7 +271,7 @@ pub struct QueueLimits {
 
 /// The limits of one value of a queue's `limit_key` (unset: the queue's `key_*` default).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct KeyOverride {
     #[serde(default)]
     #[cfg_attr(test, ts(optional = nullable))]
@@ -282,7 +286,7 @@ pub struct KeyOverride {
 
 /// A queue's pause: `all_queues` when only the pause of every queue holds it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueuePause {
     /// When the pause ends by itself; null: until resumed.
     pub until_ms: Option<i64>,
@@ -291,13 +295,14 @@ pub struct QueuePause {
 
 /// `GET /queues/{name}` and each entry of `GET /queues`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Queue {
     pub name: String,
     pub declared: bool,
     pub depths: Depths,
     /// The queue's `[[queues]]` entry (unset fields null), or null when it is not declared.
     #[cfg_attr(test, ts(type = "(QueueLimits & { name: string }) | null"))]
+    #[cfg_attr(test, schemars(with = "Option<QueueOverrides>"))]
     pub overrides: Option<Value>,
     pub effective: QueueLimits,
     /// Null unless reserves skip the queue; `all_queues` when only the pause of every queue holds it.
@@ -306,8 +311,19 @@ pub struct Queue {
     pub held_by_key_limit: u64,
 }
 
+/// What `Queue::overrides` holds, for the schema only: a `[[queues]]` entry, its unset fields null.
+/// Its fields are only described, never read.
+#[cfg(test)]
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct QueueOverrides {
+    name: String,
+    #[serde(flatten)]
+    limits: QueueLimits,
+}
+
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
     Ready,
@@ -318,7 +334,7 @@ pub enum JobState {
 
 /// A custom metadata value.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum CustomValue {
     String(String),
@@ -329,7 +345,7 @@ pub enum CustomValue {
 
 /// A job's payload as a listing or detail view shows it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Payload {
     pub encoding: String,
     pub size_bytes: u64,
@@ -340,7 +356,7 @@ pub struct Payload {
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DeadLetterCause {
     AttemptsExhausted,
@@ -353,7 +369,7 @@ pub enum DeadLetterCause {
 
 /// A live job or a dead letter.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Job {
     pub id: String,
     pub key_b64: String,
@@ -399,7 +415,7 @@ pub struct Job {
 
 /// `GET /queues/{name}/jobs`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct JobPage {
     pub jobs: Vec<Job>,
     pub next_cursor: Option<String>,
@@ -408,14 +424,14 @@ pub struct JobPage {
 
 /// `GET /queues/{name}/jobs:count`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct JobCount {
     pub count: u64,
 }
 
 /// A payload as `POST /queues/{name}/jobs` takes it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct PayloadInput {
     pub encoding: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -429,7 +445,7 @@ pub struct PayloadInput {
 /// What `POST /queues/{name}/jobs` takes. `custom` holds strings, numbers and bools
 /// ([`CustomValue`]); any other JSON value is refused, naming its key.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct EnqueueRequest {
     pub job_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -454,14 +470,14 @@ pub struct EnqueueRequest {
 
 /// `POST /queues/{name}/jobs`: the new job's id.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Enqueued {
     pub job_id: String,
 }
 
 /// `POST /jobs/{id}:cancel`: `outcome` is `removed`, `cancelled_in_flight` or `already_cancelled`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct CancelResult {
     pub job_id: String,
     pub outcome: String,
@@ -469,7 +485,7 @@ pub struct CancelResult {
 
 /// `POST /queues/{name}/jobs:dead-letter`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct DeadLetteredResult {
     pub dead_lettered: u64,
     pub missing: u64,
@@ -477,7 +493,7 @@ pub struct DeadLetteredResult {
 
 /// `POST /queues/{name}/dead-letters:requeue`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct RequeuedResult {
     pub requeued: u64,
     pub missing: u64,
@@ -485,7 +501,7 @@ pub struct RequeuedResult {
 
 /// `POST /queues/{name}/dead-letters:delete`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct DeletedResult {
     pub deleted: u64,
     pub missing: u64,
@@ -493,21 +509,21 @@ pub struct DeletedResult {
 
 /// `POST /queues/{name}/jobs:bulk` with `dry_run`: how many jobs match.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct BulkMatched {
     pub matched: u64,
 }
 
 /// `POST /queues/{name}/jobs:bulk`: how many jobs the action touched.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct BulkAffected {
     pub affected: u64,
 }
 
 /// `POST /queues/{name}/jobs:bulk`: `{matched}` with `dry_run`, else `{affected}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum BulkAnswer {
     Matched(BulkMatched),
@@ -516,7 +532,7 @@ pub enum BulkAnswer {
 
 /// `DELETE /queues/{name}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct QueueDeleted {
     pub purged: u64,
     pub etag: String,
@@ -524,21 +540,23 @@ pub struct QueueDeleted {
 
 /// An audit log entry; `details` depend on the action.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct AuditEntry {
     pub seq: u64,
     pub ts_ms: i64,
     pub actor: String,
     #[cfg_attr(test, ts(type = "Role"))]
+    #[cfg_attr(test, schemars(with = "Role"))]
     pub role: String,
     pub action: String,
     #[cfg_attr(test, ts(type = "Record<string, unknown>"))]
+    #[cfg_attr(test, schemars(with = "BTreeMap<String, Value>"))]
     pub details: Value,
 }
 
 /// `GET /audit`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct AuditPage {
     pub entries: Vec<AuditEntry>,
     pub next_before: Option<u64>,
@@ -547,7 +565,7 @@ pub struct AuditPage {
 /// The query of `GET /audit`: entries before the sequence number `before`, at most `limit`
 /// (1..100, default 50), of one actor, with actions starting with `action_prefix`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct AuditQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -565,9 +583,10 @@ pub struct AuditQuery {
 
 /// `GET /config`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ConfigView {
     #[cfg_attr(test, ts(type = "Record<string, unknown>"))]
+    #[cfg_attr(test, schemars(with = "BTreeMap<String, Value>"))]
     pub effective: Value,
     pub etag: String,
     pub env_pinned: Vec<String>,
@@ -577,7 +596,7 @@ pub struct ConfigView {
 
 /// One change of `PUT /config`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ConfigChange {
     pub path: String,
     #[cfg_attr(test, ts(type = "ConfigValue"))]
@@ -586,7 +605,7 @@ pub struct ConfigChange {
 
 /// What a change of the configuration file answers.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct WriteResult {
     pub applied: bool,
     pub requires_restart: Vec<String>,
@@ -595,7 +614,7 @@ pub struct WriteResult {
 
 /// Why the core refused a job.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Rejection {
     pub reason: String,
     pub detail: String,
@@ -603,7 +622,7 @@ pub struct Rejection {
 
 /// The body of every error answer.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ErrorBody {
     pub error: String,
     pub code: String,
@@ -618,7 +637,7 @@ pub struct ErrorBody {
 
 /// A worker id that reserved jobs recently, and what it holds now.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct WorkerInfo {
     pub worker_id: String,
     pub last_seen_ms: i64,
@@ -634,14 +653,14 @@ pub struct WorkerInfo {
 
 /// `GET /workers`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct WorkerList {
     pub workers: Vec<WorkerInfo>,
 }
 
 /// A cron cadence.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct Cron {
     pub expression: String,
     pub time_zone: String,
@@ -649,14 +668,14 @@ pub struct Cron {
 
 /// The payload of a schedule's job.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct PayloadSize {
     pub encoding: String,
     pub size_bytes: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Overlap {
     Skip,
@@ -664,7 +683,7 @@ pub enum Overlap {
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CatchUp {
     Latest,
@@ -673,7 +692,7 @@ pub enum CatchUp {
 
 /// A recurring schedule as the admin API shows it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ScheduleInfo {
     pub id: String,
     pub cron: Option<Cron>,
@@ -696,14 +715,14 @@ pub struct ScheduleInfo {
 
 /// `GET /schedules`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ScheduleList {
     pub schedules: Vec<ScheduleInfo>,
 }
 
 /// `DELETE /schedules/{id}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ScheduleDeleted {
     pub id: String,
     pub deleted: bool,
@@ -711,7 +730,7 @@ pub struct ScheduleDeleted {
 
 /// A cron cadence as `PUT /schedules/{id}` takes it (`time_zone` defaults to UTC).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct CronInput {
     pub expression: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -723,7 +742,7 @@ pub struct CronInput {
 /// fields (as `POST /queues/{name}/jobs` takes them), and the two policies (strings, which the
 /// server checks and names in its error; the TypeScript types narrow them).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ScheduleBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -745,7 +764,7 @@ pub struct ScheduleBody {
 /// `POST /queues/{name}/pause` and `POST /queues:pause`: the scope is `queue`, or `all_queues`
 /// (true) for every queue.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct PauseResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -759,7 +778,7 @@ pub struct PauseResult {
 
 /// `POST /queues/{name}/resume` and `POST /queues:resume`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ResumeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional))]
@@ -772,14 +791,14 @@ pub struct ResumeResult {
 
 /// The pause of every queue in `GET /pauses`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct AllQueuesPause {
     pub until_ms: Option<i64>,
 }
 
 /// One queue's own pause in `GET /pauses`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct NamedPause {
     pub queue: String,
     pub until_ms: Option<i64>,
@@ -787,7 +806,7 @@ pub struct NamedPause {
 
 /// `GET /pauses`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct PauseList {
     pub all_queues: Option<AllQueuesPause>,
     pub queues: Vec<NamedPause>,
@@ -795,7 +814,7 @@ pub struct PauseList {
 
 /// One member of the cluster as the node asked sees it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ClusterMember {
     pub id: u64,
     /// Its client (gRPC) address.
@@ -811,9 +830,10 @@ pub struct ClusterMember {
 
 /// `GET /cluster` on a node in cluster mode (`enabled` is always true).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ClusterNode {
     #[cfg_attr(test, ts(type = "true"))]
+    #[cfg_attr(test, schemars(extend("const" = true)))]
     pub enabled: bool,
     pub node_id: u64,
     /// `leader`, `follower`, `candidate`, `learner`, ... as the node reports it.
@@ -832,8 +852,18 @@ pub struct ClusterNode {
 
 /// `GET /cluster` on a single node: `{enabled: false}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
 pub struct ClusterDisabled {
     #[cfg_attr(test, ts(type = "false"))]
+    #[cfg_attr(test, schemars(extend("const" = false)))]
     pub enabled: bool,
+}
+
+/// `GET /cluster`: `{enabled: false}` on a single node.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(test, derive(ts_rs::TS, schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum ClusterInfo {
+    Disabled(ClusterDisabled),
+    Node(ClusterNode),
 }

@@ -28,9 +28,6 @@ export type QueueField = keyof QueueLimits
 export type BulkActionName = 'requeue' | 'delete' | 'dead_letter'
 
 export type ConfigValue = string | number | boolean | Array<string | number | boolean> | null
-
-/** `GET /cluster`: `{enabled: false}` on a single node. */
-export type ClusterInfo = ClusterDisabled | ClusterNode
 ";
 
 fn decl<T: TS>(cfg: &Config, out: &mut String) {
@@ -132,6 +129,7 @@ pub fn render() -> String {
         PauseRequest,
         ConfigPutRequest,
         KeyAddRequest,
+        ClusterInfo,
     );
     out.push_str(TAIL);
     out
