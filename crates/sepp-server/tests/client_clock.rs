@@ -76,45 +76,39 @@ fn worker_recording(
     (worker.unwrap(), rx)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retry_after_schedules_the_redelivery_at_exactly_that_delay() {
+/// A Worker whose handler fails the first attempt with `fail`: the retry is due exactly
+/// `delay_ms` after it ran, and the second attempt runs once the clock gets there.
+async fn first_attempt_fails_and_the_retry_is_due_after(
+    fail: impl Fn() -> Result<(), HandlerError> + Send + Sync + Clone + 'static,
+    delay_ms: i64,
+) {
     let dir = tempfile::tempdir().unwrap();
     let (server, clock, client) = start(dir.path()).await;
-    let queue = unique("retry-after");
-    let (worker, mut attempts) = worker_recording(&client, &queue, "later", clock.clone(), || {
-        Err(HandlerError::retry_after("busy", Duration::from_millis(1_500)))
-    });
+    let queue = unique("retry");
+    let (worker, mut attempts) = worker_recording(&client, &queue, "flaky", clock.clone(), fail);
     let shutdown = worker.shutdown_handle();
     let running = tokio::spawn(worker.run());
-    let id = client.enqueue(EnqueueRequest::new(&queue, "later").unwrap()).await.unwrap().job_id;
+    let id = client.enqueue(EnqueueRequest::new(&queue, "flaky").unwrap()).await.unwrap().job_id;
     assert_eq!(signalled("attempt 1", &mut attempts).await, (1, EPOCH_MS));
     let retry = job_when(&server, &id, |job| job.state == Some(JobState::Scheduled)).await;
-    assert_eq!(retry.due_at_ms, Some(EPOCH_MS + 1_500), "{retry:?}");
-    advance(&clock, &client, 1_500).await;
-    assert_eq!(signalled("attempt 2", &mut attempts).await, (2, EPOCH_MS + 1_500));
+    assert_eq!(retry.due_at_ms, Some(EPOCH_MS + delay_ms), "{retry:?}");
+    advance(&clock, &client, delay_ms).await;
+    assert_eq!(signalled("attempt 2", &mut attempts).await, (2, EPOCH_MS + delay_ms));
     shutdown.shutdown();
     running.await.unwrap();
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_schedules_the_redelivery_at_exactly_that_delay() {
+    let busy = || Err(HandlerError::retry_after("busy", Duration::from_millis(1_500)));
+    first_attempt_fails_and_the_retry_is_due_after(busy, 1_500).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_handler_is_retried_after_two_to_the_attempt_seconds() {
-    let dir = tempfile::tempdir().unwrap();
-    let (server, clock, client) = start(dir.path()).await;
-    let queue = unique("panic");
-    let (worker, mut attempts) =
-        worker_recording(&client, &queue, "fragile", clock.clone(), || panic!("the first attempt panics"));
-    let shutdown = worker.shutdown_handle();
-    let running = tokio::spawn(worker.run());
-    let id = client.enqueue(EnqueueRequest::new(&queue, "fragile").unwrap()).await.unwrap().job_id;
-    assert_eq!(signalled("attempt 1", &mut attempts).await, (1, EPOCH_MS));
-    let retry = job_when(&server, &id, |job| job.state == Some(JobState::Scheduled)).await;
-    assert_eq!(retry.due_at_ms, Some(EPOCH_MS + 2_000), "min(2^1, 60) s: {retry:?}");
-    advance(&clock, &client, 2_000).await;
-    assert_eq!(signalled("attempt 2", &mut attempts).await, (2, EPOCH_MS + 2_000));
-    shutdown.shutdown();
-    running.await.unwrap();
-    server.stop().await;
+    // min(2^1, 60) s after the first attempt.
+    first_attempt_fails_and_the_retry_is_due_after(|| panic!("the first attempt panics"), 2_000).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
