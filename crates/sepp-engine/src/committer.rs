@@ -43,6 +43,22 @@ impl CommitterSettings {
     pub const RELOCATIONS_PER_CYCLE: usize = 16_384;
 }
 
+/// A serving committer on the system clock without telemetry: a queue of 4,096 commands, a
+/// sweep every second, [`CommitterSettings::RELOCATIONS_PER_CYCLE`] (the configuration's
+/// defaults). The server sets every field from its configuration.
+impl Default for CommitterSettings {
+    fn default() -> Self {
+        CommitterSettings {
+            command_queue_capacity: 4_096,
+            sweep_interval_ms: 1_000,
+            relocations_per_cycle: Self::RELOCATIONS_PER_CYCLE,
+            clock: Arc::new(crate::SystemClock),
+            observe: None,
+            follows: false,
+        }
+    }
+}
+
 /// The text of a panic's payload.
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
     match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use sepp_core::validate::ReservePlan;
 use sepp_core::{JobId, NewJob, Payload, Policy, Record, Snapshot, State, StorageRules, StoredPayload};
-use sepp_engine::{self as committer, Closed, Command, CommitterHandle, CommitterSettings, SystemClock};
+use sepp_engine::{self as committer, Closed, Command, CommitterHandle, CommitterSettings};
 use sepp_log::{DurableLog, LogOptions, PersistMode};
 use tokio::sync::oneshot;
 
@@ -36,14 +36,8 @@ fn spawn_with_tiny_checkpoints(dir: &std::path::Path) -> (CommitterHandle, commi
         LogOptions { persist_mode: PersistMode::Buffer, segment_bytes: 16 << 10, checkpoint_slack_bytes: 32 << 10 };
     let (log, _) = DurableLog::open(dir, options, |_| unreachable!("a new directory")).expect("open the log");
     // A few relocations per cycle, so that moving a checkpoint's payloads spans many cycles.
-    let settings = CommitterSettings {
-        command_queue_capacity: 64,
-        sweep_interval_ms: 1000,
-        relocations_per_cycle: 7,
-        clock: Arc::new(SystemClock),
-        observe: None,
-        follows: false,
-    };
+    let settings =
+        CommitterSettings { command_queue_capacity: 64, relocations_per_cycle: 7, ..CommitterSettings::default() };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok(spawned) = committer::spawn(opened, settings);
     spawned
@@ -336,14 +330,8 @@ fn spawn_with_rules(
     rules: StorageRules,
 ) -> (CommitterHandle, committer::Closed) {
     let state = State::new(Arc::new(Policy::default()), rules);
-    let settings = CommitterSettings {
-        command_queue_capacity: 64,
-        sweep_interval_ms: 1000,
-        relocations_per_cycle,
-        clock: Arc::new(SystemClock),
-        observe: None,
-        follows: false,
-    };
+    let settings =
+        CommitterSettings { command_queue_capacity: 64, relocations_per_cycle, ..CommitterSettings::default() };
     let opened = move || Ok::<_, std::convert::Infallible>((state, Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok(spawned) = committer::spawn(opened, settings);
     spawned
@@ -581,14 +569,7 @@ async fn a_failed_background_sync_answers_neither_its_cycle_nor_the_next() {
 
 /// A committer of cluster mode that starts out following, with an empty state and no log.
 fn spawn_follower() -> (CommitterHandle, Closed) {
-    let settings = CommitterSettings {
-        command_queue_capacity: 64,
-        sweep_interval_ms: 1000,
-        relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
-        clock: Arc::new(SystemClock),
-        observe: None,
-        follows: true,
-    };
+    let settings = CommitterSettings { command_queue_capacity: 64, follows: true, ..CommitterSettings::default() };
     let opened = || {
         let state = State::new(Arc::new(Policy::default()), StorageRules::default());
         Ok::<_, std::convert::Infallible>((state, Box::new(committer::NotLeading) as Box<dyn sepp_log::Log>))

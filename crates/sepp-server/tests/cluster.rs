@@ -121,21 +121,26 @@ async fn a_node_started_again_after_a_kill_says_it_rejoins_its_cluster() {
     }
 }
 
-/// The queue service's health on node `id`, once it is `expected` (each change of leadership
-/// reaches the health service a moment after the committer's own word); panics at the deadline.
+/// Returns once the queue service's health on node `id` is `expected` (each change of
+/// leadership reaches the health service a moment after the committer's own word), watching it
+/// with the health service's `Watch` stream; panics at the deadline.
 async fn wait_for_queue_health(cluster: &TestCluster, id: u64, expected: i32) {
     use tonic_health::pb::health_client::HealthClient;
-    let started = Instant::now();
-    loop {
-        let mut health = HealthClient::new(cluster.node(id).channel().await);
-        let request = tonic_health::pb::HealthCheckRequest { service: "sepp.v1.QueueService".into() };
-        let status = health.check(request).await.expect("health answers").into_inner().status;
-        if status == expected {
-            return;
+    let mut health = HealthClient::new(cluster.node(id).channel().await);
+    let request = tonic_health::pb::HealthCheckRequest { service: "sepp.v1.QueueService".into() };
+    let mut statuses = health.watch(request).await.expect("health answers").into_inner();
+    let mut last = None;
+    let watched = tokio::time::timeout(ELECTION_TIMEOUT, async {
+        while let Some(answer) = statuses.message().await.expect("the health stream") {
+            if answer.status == expected {
+                return;
+            }
+            last = Some(answer.status);
         }
-        assert!(started.elapsed() < ELECTION_TIMEOUT, "node {id}'s queue service stayed {status}, not {expected}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        panic!("the health stream of node {id} ended");
+    })
+    .await;
+    assert!(watched.is_ok(), "node {id}'s queue service stayed {last:?}, not {expected}");
 }
 
 /// Raft restores a leader from its own saved vote, so the leader of a cluster whose two other

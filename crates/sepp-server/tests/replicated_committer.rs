@@ -11,7 +11,7 @@ use std::time::Duration;
 use sepp_cluster::{LogStoreOptions, Node, ReplicatedLog};
 use sepp_core::validate::ReservePlan;
 use sepp_core::{JobId, NewJob, Payload, Policy, State, StorageRules};
-use sepp_engine::{Command, CommitterHandle, CommitterSettings, SystemClock};
+use sepp_engine::{Command, CommitterHandle, CommitterSettings};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -64,14 +64,7 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
 
     let runtime = tokio::runtime::Handle::current();
     let log = ReplicatedLog::new(leader.clone(), runtime);
-    let settings = CommitterSettings {
-        command_queue_capacity: 64,
-        sweep_interval_ms: 1000,
-        relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
-        clock: Arc::new(SystemClock),
-        observe: None,
-        follows: false,
-    };
+    let settings = CommitterSettings { command_queue_capacity: 64, ..CommitterSettings::default() };
     let opened = move || Ok::<_, std::convert::Infallible>((fresh(), Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok((committer, closed)) = sepp_engine::spawn(opened, settings);
 
@@ -151,14 +144,7 @@ struct Member {
 }
 
 fn follower_settings() -> CommitterSettings {
-    CommitterSettings {
-        command_queue_capacity: 64,
-        sweep_interval_ms: 1000,
-        relocations_per_cycle: CommitterSettings::RELOCATIONS_PER_CYCLE,
-        clock: Arc::new(SystemClock),
-        observe: None,
-        follows: true,
-    }
+    CommitterSettings { command_queue_capacity: 64, follows: true, ..CommitterSettings::default() }
 }
 
 async fn member(id: u64, dir: &Path, listener: TcpListener) -> Member {
