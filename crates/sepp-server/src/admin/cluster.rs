@@ -6,7 +6,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use sepp_admin_types::{ClusterDisabled, ClusterMember, ClusterNode, ErrorBody};
+use sepp_admin_types::{ClusterDisabled, ClusterInfo, ClusterMember, ClusterNode, ErrorBody};
 
 use crate::admin::AdminState;
 use crate::admin::access::Viewer;
@@ -14,9 +14,9 @@ use crate::admin::access::Viewer;
 /// `GET /cluster`: `{"enabled": false}` on a single node; otherwise this node's id, role, term,
 /// whether it serves, the leader, and each member with its addresses and (on the leader) how
 /// many entries it lacks.
-pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Response {
+pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Json<ClusterInfo> {
     let Some(gate) = &state.cluster else {
-        return Json(ClusterDisabled { enabled: false }).into_response();
+        return Json(ClusterInfo::Disabled(ClusterDisabled { enabled: false }));
     };
     let info = gate.info();
     let status = gate.status();
@@ -40,7 +40,7 @@ pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Respons
             }
         })
         .collect();
-    Json(ClusterNode {
+    Json(ClusterInfo::Node(ClusterNode {
         enabled: true,
         node_id: info.node_id,
         role: info.role,
@@ -52,8 +52,7 @@ pub async fn view(State(state): State<AdminState>, Viewer(_): Viewer) -> Respons
         last_log_index: status.last_log_index,
         snapshot_index: status.snapshot_index,
         members,
-    })
-    .into_response()
+    }))
 }
 
 /// In front of the routes of the queue's data and changes (`routes::router` says which): on a
