@@ -377,6 +377,41 @@ pub struct ClusterNode {
     node: sepp_cluster::Node,
     driver: tokio::task::JoinHandle<()>,
     pub gate: std::sync::Arc<ClusterGate>,
+    /// Last, so it stops after the node.
+    _runtime: RaftRuntime,
+}
+
+/// Worker threads of the runtime Raft runs on.
+const RAFT_WORKER_THREADS: usize = 2;
+
+/// The Tokio runtime of a node's Raft: its core, its log's writes, the cluster listener and the
+/// connections to the other nodes. Kept apart from the runtime that serves clients and runs the
+/// committer, so that heartbeats and votes are sent, received and answered on time however busy
+/// that one is: a heartbeat that waits behind client calls looks like a dead leader.
+struct RaftRuntime(Option<tokio::runtime::Runtime>);
+
+impl RaftRuntime {
+    fn start() -> std::io::Result<RaftRuntime> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RAFT_WORKER_THREADS)
+            .thread_name("sepp-raft")
+            .enable_all()
+            .build()?;
+        Ok(RaftRuntime(Some(runtime)))
+    }
+
+    fn handle(&self) -> &Handle {
+        self.0.as_ref().expect("the runtime runs until dropped").handle()
+    }
+}
+
+impl Drop for RaftRuntime {
+    fn drop(&mut self) {
+        // Without blocking: a node may be dropped within the other runtime.
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// Why a cluster node could not start.
@@ -384,6 +419,8 @@ pub struct ClusterNode {
 pub enum ClusterStartError {
     #[error("could not bind cluster.listen_addr {addr}: {source}")]
     Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("could not start the runtime Raft runs on: {0}")]
+    Runtime(std::io::Error),
     #[error("invalid [cluster] settings for Raft: {0}")]
     Settings(String),
     #[error("could not open the cluster's data in {path}: {source}")]
@@ -402,13 +439,30 @@ pub fn data_dir(db_path: &std::path::Path) -> std::path::PathBuf {
 /// How long a connection to the cluster listener may take to send the HTTP/2 preface.
 const CLUSTER_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// openraft's `election_timeout_min` and `election_timeout_max` for `election_timeout_ms`, so
+/// that a follower stands for election after 3/4 of `election_timeout_ms` to all of it without
+/// a heartbeat.
+///
+/// A follower that has heard a leader does not stand until `election_timeout_max` (openraft's
+/// leader lease, during which it also refuses to vote for anyone else) plus its own random
+/// timeout (between min and max, drawn once at start) have passed since the last heartbeat. So
+/// max is half of `election_timeout_ms` and min a quarter: the first follower to stand waits
+/// 3/4 to 1x of it, and the other's lease is over by then, so the first round of voting elects
+/// it. (min stays above the heartbeat interval, as openraft requires.)
+pub fn election_timeouts(election_timeout_ms: u64, heartbeat_interval_ms: u64) -> (u64, u64) {
+    let min = (election_timeout_ms / 4).max(heartbeat_interval_ms + 1);
+    let max = (election_timeout_ms / 2).max(min + 1);
+    (min, max)
+}
+
 /// openraft's settings from `[cluster]`.
 pub fn raft_config(cluster: &sepp_config::ClusterConfig) -> Result<openraft::Config, ClusterStartError> {
+    let (min, max) = election_timeouts(cluster.election_timeout_ms, cluster.heartbeat_interval_ms);
     let config = openraft::Config {
         cluster_name: "sepp".into(),
         heartbeat_interval: cluster.heartbeat_interval_ms,
-        election_timeout_min: cluster.election_timeout_ms,
-        election_timeout_max: cluster.election_timeout_ms.saturating_mul(2),
+        election_timeout_min: min,
+        election_timeout_max: max,
         // A snapshot of a large queue goes in chunks; each gets this long.
         install_snapshot_timeout: 10_000,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(cluster.snapshot_after_entries),
@@ -437,10 +491,6 @@ impl ClusterNode {
         let dir = data_dir(db_path);
         let config = std::sync::Arc::new(raft_config(cluster)?);
         let addr = cluster.listen_addr;
-        let listener = crate::net::bind(addr).await.map_err(|source| ClusterStartError::Bind { addr, source })?;
-        let bound = listener.local_addr().map_err(|source| ClusterStartError::Bind { addr, source })?;
-        let acceptor = crate::net::Acceptor::new(listener, crate::net::Listener::Cluster, cluster.max_connections);
-        let incoming = crate::net::grpc_incoming(acceptor, None, CLUSTER_HANDSHAKE_TIMEOUT);
         let options = sepp_cluster::LogStoreOptions {
             sync: boot.storage.persist_mode != sepp_config::PersistMode::Buffer,
             ..sepp_cluster::LogStoreOptions::default()
@@ -449,13 +499,27 @@ impl ClusterNode {
         let advertised = |given: Option<&String>, configured: std::net::SocketAddr, bound: std::net::SocketAddr| {
             given.cloned().unwrap_or_else(|| if configured.port() == 0 { bound } else { configured }.to_string())
         };
-        let me = sepp_cluster::NodeAddr {
-            raft: advertised(cluster.advertise_addr.as_ref(), addr, bound),
-            api: advertised(cluster.api_addr.as_ref(), boot.server.listen_addr, api),
+        let api = advertised(cluster.api_addr.as_ref(), boot.server.listen_addr, api);
+        let (advertise_addr, max_connections) = (cluster.advertise_addr.clone(), cluster.max_connections);
+        let runtime = RaftRuntime::start().map_err(ClusterStartError::Runtime)?;
+        // Raft, its listener and its connections to the other nodes run on their own runtime.
+        let starting = {
+            let dir = dir.clone();
+            runtime.handle().spawn(async move {
+                let listener =
+                    crate::net::bind(addr).await.map_err(|source| ClusterStartError::Bind { addr, source })?;
+                let bound = listener.local_addr().map_err(|source| ClusterStartError::Bind { addr, source })?;
+                let acceptor = crate::net::Acceptor::new(listener, crate::net::Listener::Cluster, max_connections);
+                let incoming = crate::net::grpc_incoming(acceptor, None, CLUSTER_HANDSHAKE_TIMEOUT);
+                let me = sepp_cluster::NodeAddr { raft: advertised(advertise_addr.as_ref(), addr, bound), api };
+                let node = sepp_cluster::Node::start_on(id, me.clone(), &dir, config, fresh, incoming, options)
+                    .await
+                    .map_err(|source| ClusterStartError::Open { path: dir.clone(), source })?;
+                Ok::<_, ClusterStartError>((node, me, bound))
+            })
         };
-        let node = sepp_cluster::Node::start_on(id, me.clone(), &dir, config, fresh, incoming, options)
-            .await
-            .map_err(|source| ClusterStartError::Open { path: dir.clone(), source })?;
+        let (node, me, bound) =
+            starting.await.map_err(|error| ClusterStartError::Runtime(std::io::Error::other(error)))??;
         let gate = std::sync::Arc::new(ClusterGate::new(&node.raft, me.clone(), &committer));
         let initialized = node.restored || gate.status().initialized;
         tracing::info!(
@@ -474,7 +538,7 @@ impl ClusterNode {
             );
         }
         let driver = tokio::spawn(follow_leadership(node.raft.clone(), node.machine.clone(), committer));
-        Ok(ClusterNode { node, driver, gate })
+        Ok(ClusterNode { node, driver, gate, _runtime: runtime })
     }
 
     /// Stops Raft and the cluster listener; what the node made durable stays in its directory.
@@ -483,5 +547,43 @@ impl ClusterNode {
         if let Err(error) = self.node.stop().await {
             tracing::warn!(%error, "the cluster node did not stop cleanly");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::election_timeouts;
+
+    /// A follower stands `max` (the lease) plus its own timeout (min..max) after the last
+    /// heartbeat; the other follower votes once its lease (`max`) is over.
+    fn stands_after(election_timeout_ms: u64, heartbeat_interval_ms: u64) -> (u64, u64, u64) {
+        let (min, max) = election_timeouts(election_timeout_ms, heartbeat_interval_ms);
+        assert!(heartbeat_interval_ms < min && min < max, "openraft wants heartbeat < min < max: {min} {max}");
+        (max + min, max + max, max)
+    }
+
+    #[test]
+    fn a_follower_stands_after_three_quarters_to_all_of_the_election_timeout() {
+        assert_eq!(stands_after(1_000, 100), (750, 1_000, 500));
+        assert_eq!(stands_after(400, 50), (300, 400, 200));
+    }
+
+    #[test]
+    fn the_first_to_stand_finds_the_others_lease_over() {
+        for (timeout, heartbeat) in [(1_000, 100), (400, 50), (101, 100), (2, 1), (300, 100), (60_000, 100)] {
+            let (earliest, _, lease) = stands_after(timeout, heartbeat);
+            assert!(earliest > lease, "{timeout}/{heartbeat}: stands at {earliest}, lease {lease}");
+        }
+    }
+
+    #[test]
+    fn a_timeout_close_to_the_heartbeat_keeps_openraft_valid() {
+        let cluster = sepp_config::ClusterConfig {
+            election_timeout_ms: 150,
+            heartbeat_interval_ms: 100,
+            ..sepp_config::ClusterConfig::default()
+        };
+        let config = super::raft_config(&cluster).expect("valid");
+        assert_eq!((config.election_timeout_min, config.election_timeout_max), (101, 102));
     }
 }
