@@ -236,10 +236,9 @@ pub enum Refused {
     Failed(String),
 }
 
-/// Enqueues one job with a 256-byte payload to `queue` through `client`, within
-/// [`PROBE_TIMEOUT`]; returns its id when the node acknowledged it.
-pub async fn enqueue_one(client: &QueueServiceClient<Channel>, queue: &str) -> Result<String, Refused> {
-    let job = pb::EnqueueRequest {
+/// A job of the benchmark's payload size for `queue`.
+pub fn bench_job(queue: &str) -> pb::EnqueueRequest {
+    pb::EnqueueRequest {
         queue: queue.into(),
         job_type: "bench".into(),
         payload: Some(pb::Payload {
@@ -247,22 +246,69 @@ pub async fn enqueue_one(client: &QueueServiceClient<Channel>, queue: &str) -> R
             encoding: "application/octet-stream".into(),
         }),
         ..Default::default()
-    };
-    let mut request = tonic::Request::new(pb::EnqueueBatchRequest { jobs: vec![job] });
-    request.set_timeout(PROBE_TIMEOUT);
-    // Served by the node asked, never forwarded to the leader by a follower.
-    request.metadata_mut().insert("sepp-follow-leader", tonic::metadata::MetadataValue::from_static("1"));
-    let response = client.clone().enqueue_batch(request).await.map_err(|status| {
-        let leader = status.metadata().get(LEADER_METADATA).and_then(|value| value.to_str().ok());
-        match (status.code(), leader) {
-            (tonic::Code::Unavailable, Some(leader)) => Refused::NotLeader(Some(leader.to_string())),
-            _ => Refused::Failed(status.message().to_string()),
-        }
-    })?;
+    }
+}
+
+/// Enqueues one job with a 256-byte payload to `queue` through `client`, within
+/// [`PROBE_TIMEOUT`]; returns its id when the node acknowledged it.
+pub async fn enqueue_one(client: &QueueServiceClient<Channel>, queue: &str) -> Result<String, Refused> {
+    let request = with_metadata(pb::EnqueueBatchRequest { jobs: vec![bench_job(queue)] });
+    let response = client.clone().enqueue_batch(request).await.map_err(refused)?;
     match response.into_inner().results.first().and_then(|result| result.outcome.clone()) {
         Some(pb::job_result::Outcome::Success(success)) => Ok(success.job_id),
         other => Err(Refused::Failed(format!("not accepted: {other:?}"))),
     }
+}
+
+/// What a refused call says: UNAVAILABLE naming the leader, or anything else.
+fn refused(status: tonic::Status) -> Refused {
+    let leader = status.metadata().get(LEADER_METADATA).and_then(|value| value.to_str().ok());
+    match (status.code(), leader) {
+        (tonic::Code::Unavailable, Some(leader)) => Refused::NotLeader(Some(leader.to_string())),
+        _ => Refused::Failed(status.message().to_string()),
+    }
+}
+
+/// A call of `message` that the node asked serves itself (never forwarded to the leader), given
+/// [`PROBE_TIMEOUT`].
+fn with_metadata<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.set_timeout(PROBE_TIMEOUT);
+    request.metadata_mut().insert("sepp-follow-leader", tonic::metadata::MetadataValue::from_static("1"));
+    request
+}
+
+/// Reserves up to `max_jobs` ready jobs of `queue` (without waiting) at the node behind
+/// `client`, leased for `lease`.
+pub async fn reserve(
+    client: &QueueServiceClient<Channel>,
+    queue: &str,
+    max_jobs: u32,
+    lease: Duration,
+) -> Result<Vec<pb::Job>, Refused> {
+    let reserve = pb::ReserveRequest {
+        queues: vec![queue.to_string()],
+        wait_timeout: None,
+        lease_duration: Some(prost_types::Duration { seconds: lease.as_secs() as i64, nanos: 0 }),
+        worker_id: None,
+        max_jobs: Some(max_jobs),
+    };
+    Ok(client.clone().reserve(with_metadata(reserve)).await.map_err(refused)?.into_inner().jobs)
+}
+
+/// Acks `jobs` in one call at the node behind `client`; returns the ids whose ack succeeded.
+pub async fn ack(client: &QueueServiceClient<Channel>, jobs: &[pb::Job]) -> Result<Vec<String>, Refused> {
+    let acks = jobs
+        .iter()
+        .map(|job| pb::AckRequest { job_id: job.id.clone(), attempt: job.attempt, worker_id: None })
+        .collect();
+    let answer = client.clone().ack_batch(with_metadata(pb::AckBatchRequest { acks })).await.map_err(refused)?;
+    Ok(jobs
+        .iter()
+        .zip(answer.into_inner().results)
+        .filter(|(_, result)| matches!(result.outcome, Some(pb::ack_result::Outcome::Success(_))))
+        .map(|(job, _)| job.id.clone())
+        .collect())
 }
 
 /// The cluster as the node behind `client` sees it; `None` when it does not answer (within

@@ -9,6 +9,13 @@
 //! milliseconds); the killed node starts again on its ports and data directory, and the cycle
 //! waits until it follows the new leader and has caught up, then lets the load run a while. At
 //! the end the producers stop and the leader is drained: every acknowledged job must come out.
+//!
+//! Besides: workers can consume beside the producers (reserving and acking at whichever node
+//! serves; what they ack counts as come out); a backlog can be queued before the load starts
+//! (the failover of a full queue); the
+//! leader's Raft term is read after each failover and before the next kill, so an election no
+//! kill caused (a heartbeat late under load) is counted; and the failover times are checked
+//! against a bound (median and max), which the command fails on.
 
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -43,6 +50,29 @@ const REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Jobs per Reserve and AckBatch call of the final drain (the default batch limit).
 const DRAIN_BATCH: u32 = 256;
 
+/// Jobs a worker reserves per call (and acks in one AckBatch), and their lease: a job whose ack
+/// died with the leader is ready again after it, for the final drain.
+const WORKER_BATCH: u32 = 64;
+const WORKER_LEASE: Duration = Duration::from_secs(2);
+
+/// How long the final drain goes on without finding a job while acknowledged jobs are still
+/// unaccounted for (some may be leased still, by a worker whose ack failed).
+const DRAIN_PATIENCE: Duration = Duration::from_secs(6);
+
+/// Jobs per EnqueueBatch call of the backlog, and backlog calls in flight at once.
+const BACKLOG_BATCH: usize = 256;
+const BACKLOG_CALLS: usize = 4;
+
+/// The failover times a run must stay within.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Bound {
+    pub median_ms: f64,
+    pub max_ms: f64,
+}
+
+/// The bound of the default timings: a median of 1.5 s, none over 3 s.
+pub const DEFAULT_BOUND: Bound = Bound { median_ms: 1_500.0, max_ms: 3_000.0 };
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -54,8 +84,13 @@ pub struct Plan {
     pub kills: usize,
     /// Producer connections, each enqueueing one job per call.
     pub connections: usize,
+    /// Worker connections, each reserving and acking jobs as they come.
+    pub workers: usize,
     /// Load between a rejoined node and the next kill (and before the first).
     pub load_between: Duration,
+    /// Jobs queued before the load starts.
+    pub backlog_jobs: u64,
+    pub bound: Bound,
 }
 
 /// What a failover run measured, as written to `failover.json`.
@@ -67,19 +102,39 @@ pub struct FailoverResults {
     pub heartbeat_interval_ms: u64,
     pub election_timeout_ms: u64,
     pub producer_connections: usize,
+    #[serde(default)]
+    pub worker_connections: usize,
     pub load_between_seconds: f64,
+    /// Jobs queued before the load started (and drained at the end with the rest).
+    #[serde(default)]
+    pub backlog_jobs: u64,
     /// One entry per SIGKILL of the leader, in order.
     pub kills: Vec<Kill>,
+    /// Elections no kill caused: the rise of the leader's term over each stretch of load (from
+    /// the first leader, or a failover, to the next kill or the end), summed.
+    #[serde(default)]
+    pub unplanned_elections: u64,
+    /// The bound the failover times were checked against.
+    #[serde(default)]
+    pub bound: Option<Bound>,
     /// Enqueues a node acknowledged over the run, the producers' and the probes'.
     pub acknowledged: u64,
     /// Enqueue calls refused or failed (by a follower, a dead node, a leader not serving yet);
     /// each producer moved on and sent a new job.
     pub failed_calls: u64,
+    /// Distinct jobs the workers acked during the run.
+    #[serde(default)]
+    pub consumed: u64,
     /// Distinct jobs drained (reserved and acked) from the leader at the end.
     pub drained: u64,
-    /// Acknowledged jobs the drain did not find: 0 when nothing acknowledged was lost.
+    /// Acknowledged jobs neither the workers nor the drain found, whose ack call failed (the
+    /// node died before it answered): the ack may have been committed.
+    #[serde(default)]
+    pub maybe_acked: u64,
+    /// Acknowledged jobs neither the workers nor the drain found otherwise: 0 when nothing
+    /// acknowledged was lost.
     pub missing: u64,
-    /// Drained jobs that were never acknowledged: calls that failed (the leader died before it
+    /// Consumed or drained jobs that were never acknowledged: calls that failed (the leader died before it
     /// answered) but whose job had been committed.
     pub unacknowledged_stored: u64,
 }
@@ -104,6 +159,10 @@ pub struct Kill {
     pub acknowledged_at_kill: u64,
     /// The same at the end of this cycle (before the next kill, or the drain).
     pub acknowledged_after: u64,
+    /// The leader's term before the next kill (or the drain): above `term` when an election no
+    /// kill caused happened meanwhile.
+    #[serde(default)]
+    pub term_after: u64,
 }
 
 impl FailoverResults {
@@ -115,6 +174,25 @@ impl FailoverResults {
     /// The same of the times until a new leader was seen, over the kills where one was.
     pub fn elected_summary(&self) -> Option<(f64, f64, f64)> {
         summary(self.kills.iter().filter_map(|kill| kill.elected_seconds).collect())
+    }
+
+    /// Why the run is outside its bound: a median or a max over it, or an election no kill
+    /// caused; `None` when within (or without a bound).
+    pub fn outside_bound(&self) -> Option<String> {
+        let bound = self.bound?;
+        let mut why = Vec::new();
+        if let Some((median, _, max)) = self.failover_summary() {
+            if median * 1e3 > bound.median_ms {
+                why.push(format!("median failover {:.0} ms over {:.0} ms", median * 1e3, bound.median_ms));
+            }
+            if max * 1e3 > bound.max_ms {
+                why.push(format!("a failover of {:.0} ms over {:.0} ms", max * 1e3, bound.max_ms));
+            }
+        }
+        if self.unplanned_elections > 0 {
+            why.push(format!("{} election(s) no kill caused", self.unplanned_elections));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
     }
 }
 
@@ -129,12 +207,26 @@ fn summary(mut values: Vec<f64>) -> Option<(f64, f64, f64)> {
 #[derive(Default)]
 struct Ledger {
     acknowledged: Mutex<HashSet<String>>,
+    /// The jobs workers acked.
+    consumed: Mutex<HashSet<String>>,
+    /// The jobs of ack calls that failed: each may or may not have been acked.
+    ack_unknown: Mutex<HashSet<String>>,
     failed: AtomicU64,
 }
 
 impl Ledger {
     fn acknowledge(&self, job_id: String) {
         self.acknowledged.lock().expect("ledger lock").insert(job_id);
+    }
+
+    fn consume(&self, job_ids: impl IntoIterator<Item = String>) {
+        self.consumed.lock().expect("ledger lock").extend(job_ids);
+    }
+
+    /// The acknowledged jobs no worker acked.
+    fn unconsumed(&self) -> HashSet<String> {
+        let consumed = self.consumed.lock().expect("ledger lock");
+        self.acknowledged.lock().expect("ledger lock").iter().filter(|job| !consumed.contains(*job)).cloned().collect()
     }
 
     fn count(&self) -> u64 {
@@ -150,15 +242,28 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
     let queue = format!("failover-{}", std::process::id());
     let ledger = Arc::new(Ledger::default());
     ledger.acknowledge(runtime.block_on(cluster.wait_for_leader(&queue))?);
+    if plan.backlog_jobs > 0 {
+        let started = Instant::now();
+        runtime.block_on(backlog(cluster.leader_addr(), &queue, plan.backlog_jobs, &ledger))?;
+        eprintln!("backlog: {} jobs queued in {:.1} s", plan.backlog_jobs, started.elapsed().as_secs_f64());
+    }
+    let mut term = leader_term(runtime, &cluster);
+    let mut unplanned_elections = 0;
     let stop = Arc::new(AtomicBool::new(false));
     let addrs: Arc<[SocketAddr]> = cluster.api_addrs().into();
     let producers: Vec<_> = (0..plan.connections.max(1))
         .map(|_| runtime.spawn(produce(addrs.clone(), queue.clone(), ledger.clone(), stop.clone(), cluster.leader())))
         .collect();
+    let workers: Vec<_> = (0..plan.workers)
+        .map(|_| runtime.spawn(consume(addrs.clone(), queue.clone(), ledger.clone(), stop.clone(), cluster.leader())))
+        .collect();
     std::thread::sleep(plan.load_between);
     let mut kills = Vec::new();
     for number in 1..=plan.kills {
+        ledger.acknowledge(runtime.block_on(cluster.wait_for_leader(&queue))?);
+        unplanned_elections += leader_term(runtime, &cluster).saturating_sub(term);
         let kill = kill_leader(runtime, &mut cluster, &queue, &ledger, plan.load_between)?;
+        term = kill.term;
         eprintln!(
             "kill {number:>2}: node {} -> node {} (term {}), failover {:>6.1} ms, rejoin {:.2} s, acknowledged {} -> {}",
             kill.killed_node,
@@ -171,15 +276,23 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
         );
         kills.push(kill);
     }
+    ledger.acknowledge(runtime.block_on(cluster.wait_for_leader(&queue))?);
+    unplanned_elections += leader_term(runtime, &cluster).saturating_sub(term);
     stop.store(true, Ordering::Relaxed);
-    for producer in producers {
-        runtime.block_on(producer).map_err(|error| BenchError::Unexpected(format!("producer failed: {error}")))?;
+    for task in producers.into_iter().chain(workers) {
+        runtime
+            .block_on(task)
+            .map_err(|error| BenchError::Unexpected(format!("a producer or worker failed: {error}")))?;
     }
     ledger.acknowledge(runtime.block_on(cluster.wait_for_leader(&queue))?);
-    let drained = runtime.block_on(drain(cluster.leader_addr(), &queue))?;
+    let drained = runtime.block_on(drain(cluster.leader_addr(), &queue, ledger.unconsumed()))?;
     cluster.stop()?;
     let acknowledged = ledger.acknowledged.lock().expect("ledger lock");
-    let missing = acknowledged.difference(&drained).count() as u64;
+    let consumed = ledger.consumed.lock().expect("ledger lock");
+    let ack_unknown = ledger.ack_unknown.lock().expect("ledger lock");
+    let came_out: HashSet<&String> = consumed.iter().chain(&drained).collect();
+    let not_out: Vec<&String> = acknowledged.iter().filter(|job| !came_out.contains(job)).collect();
+    let missing = not_out.iter().filter(|job| !ack_unknown.contains(**job)).count() as u64;
     Ok(FailoverResults {
         machine,
         persist_mode: plan.persist_mode.name().to_string(),
@@ -187,13 +300,19 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
         heartbeat_interval_ms: DEFAULT_TIMINGS.heartbeat_interval_ms,
         election_timeout_ms: DEFAULT_TIMINGS.election_timeout_ms,
         producer_connections: plan.connections.max(1),
+        worker_connections: plan.workers,
         load_between_seconds: plan.load_between.as_secs_f64(),
+        backlog_jobs: plan.backlog_jobs,
         kills,
+        unplanned_elections,
+        bound: Some(plan.bound),
         acknowledged: acknowledged.len() as u64,
         failed_calls: ledger.failed.load(Ordering::Relaxed),
+        consumed: consumed.len() as u64,
         drained: drained.len() as u64,
+        maybe_acked: (not_out.len() as u64) - missing,
         missing,
-        unacknowledged_stored: drained.difference(&acknowledged).count() as u64,
+        unacknowledged_stored: came_out.iter().filter(|job| !acknowledged.contains(**job)).count() as u64,
     })
 }
 
@@ -207,8 +326,7 @@ fn kill_leader(
     ledger: &Ledger,
     load_between: Duration,
 ) -> Result<Kill, BenchError> {
-    // Leadership may have moved since the last cycle: kill the node serving now.
-    ledger.acknowledge(runtime.block_on(cluster.wait_for_leader(queue))?);
+    // The caller found the node serving now (leadership may have moved since the last cycle).
     let killed = cluster.leader();
     let acknowledged_at_kill = ledger.count();
     let survivors: Vec<SocketAddr> = cluster
@@ -233,6 +351,7 @@ fn kill_leader(
     runtime.block_on(wait_until_back(cluster, killed))?;
     let rejoin = restarted.elapsed();
     std::thread::sleep(load_between);
+    let term_after = leader_term(runtime, cluster);
     Ok(Kill {
         killed_node: killed as u64 + 1,
         new_leader: leader as u64 + 1,
@@ -242,7 +361,38 @@ fn kill_leader(
         rejoin_seconds: rejoin.as_secs_f64(),
         acknowledged_at_kill,
         acknowledged_after: ledger.count(),
+        term_after,
     })
+}
+
+/// The Raft term of the node last found serving (0 when it did not say).
+fn leader_term(runtime: &Runtime, cluster: &Cluster) -> u64 {
+    let addr = cluster.leader_addr();
+    runtime.block_on(async { cluster::cluster_info(&cluster::lazy_client(addr)).await }).map_or(0, |info| info.term)
+}
+
+/// Queues `jobs` jobs at `addr`, [`BACKLOG_BATCH`] per call, [`BACKLOG_CALLS`] calls at once,
+/// into the ledger.
+async fn backlog(addr: SocketAddr, queue: &str, jobs: u64, ledger: &Ledger) -> Result<(), BenchError> {
+    use futures_util::StreamExt;
+    let client = cluster::lazy_client(addr);
+    let batches = (0..jobs).step_by(BACKLOG_BATCH).map(|first| (jobs - first).min(BACKLOG_BATCH as u64) as usize);
+    let mut calls = futures_util::stream::iter(batches)
+        .map(|size| {
+            let mut client = client.clone();
+            let jobs = (0..size).map(|_| cluster::bench_job(queue)).collect();
+            async move { client.enqueue_batch(pb::EnqueueBatchRequest { jobs }).await }
+        })
+        .buffer_unordered(BACKLOG_CALLS);
+    while let Some(answer) = calls.next().await {
+        for result in answer?.into_inner().results {
+            match result.outcome {
+                Some(pb::job_result::Outcome::Success(success)) => ledger.acknowledge(success.job_id),
+                other => return Err(BenchError::Unexpected(format!("a backlog job was not accepted: {other:?}"))),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Polls GetServerInfo on the nodes at `addrs` until one says it leads; returns when that was
@@ -302,6 +452,37 @@ async fn produce(addrs: Arc<[SocketAddr]>, queue: String, ledger: Arc<Ledger>, s
     }
 }
 
+/// One worker: reserves up to [`WORKER_BATCH`] jobs of `queue` at node `first` (without
+/// waiting when there are none) and acks them in one call, moving on like a producer after a
+/// refused or failed call, until `stop`. Jobs whose ack succeeded go to the ledger.
+async fn consume(addrs: Arc<[SocketAddr]>, queue: String, ledger: Arc<Ledger>, stop: Arc<AtomicBool>, first: usize) {
+    let clients: Vec<_> = addrs.iter().map(|addr| cluster::lazy_client(*addr)).collect();
+    let mut at = first;
+    while !stop.load(Ordering::Relaxed) {
+        let refused = match cluster::reserve(&clients[at], &queue, WORKER_BATCH, WORKER_LEASE).await {
+            Ok(jobs) if jobs.is_empty() => None,
+            Ok(jobs) => {
+                let ids: Vec<String> = jobs.iter().map(|job| job.id.clone()).collect();
+                match cluster::ack(&clients[at], &jobs).await {
+                    Ok(acked) => {
+                        ledger.consume(acked);
+                        continue;
+                    }
+                    Err(refused) => {
+                        ledger.ack_unknown.lock().expect("ledger lock").extend(ids);
+                        Some(refused)
+                    }
+                }
+            }
+            Err(refused) => Some(refused),
+        };
+        if let Some(refused) = refused {
+            at = next_node(&addrs, at, &refused);
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}
+
 /// Where a producer sends its next call after `refused` at node `at`: the leader a follower
 /// named, when it is one of `addrs`, else the next node.
 fn next_node(addrs: &[SocketAddr], at: usize, refused: &Refused) -> usize {
@@ -313,21 +494,31 @@ fn next_node(addrs: &[SocketAddr], at: usize, refused: &Refused) -> usize {
 }
 
 /// Reserves and acks every ready job of `queue` at `addr`, [`DRAIN_BATCH`] per call, until a
-/// reserve finds none; returns the distinct ids drained.
-async fn drain(addr: SocketAddr, queue: &str) -> Result<HashSet<String>, BenchError> {
+/// reserve finds none and every job of `expected` was drained, or none came for
+/// [`DRAIN_PATIENCE`]; returns the distinct ids drained.
+async fn drain(addr: SocketAddr, queue: &str, mut expected: HashSet<String>) -> Result<HashSet<String>, BenchError> {
     let mut client = cluster::lazy_client(addr);
     let mut drained = HashSet::new();
+    let mut last_found = Instant::now();
     loop {
+        let waiting = !expected.is_empty() && last_found.elapsed() < DRAIN_PATIENCE;
         let request = pb::ReserveRequest {
             queues: vec![queue.to_string()],
-            wait_timeout: None,
+            wait_timeout: waiting.then_some(prost_types::Duration { seconds: 1, nanos: 0 }),
             lease_duration: Some(prost_types::Duration { seconds: 300, nanos: 0 }),
             worker_id: None,
             max_jobs: Some(DRAIN_BATCH),
         };
         let jobs = client.reserve(request).await?.into_inner().jobs;
         if jobs.is_empty() {
+            if waiting {
+                continue;
+            }
             return Ok(drained);
+        }
+        last_found = Instant::now();
+        for job in &jobs {
+            expected.remove(&job.id);
         }
         let acks = jobs
             .iter()
@@ -357,9 +548,10 @@ pub fn markdown(results: &FailoverResults) -> String {
     );
     let _ = writeln!(
         out,
-        "Machine: {} CPUs ({}), Linux {}. Load: {} connections enqueueing one job per call at whichever node \
-         serves; {:.1} s of load before the first kill and after each rejoin. Raft heartbeat {} ms, election \
-         timeout {} ms (each node picks between it and twice it). Elected: from the SIGKILL until a surviving node \
+        "Machine: {} CPUs ({}), Linux {}. Load: {} connections enqueueing one job per call and {} reserving \
+         and acking up to {WORKER_BATCH} at once, at whichever node serves; {:.1} s of load before the first kill and after each rejoin; {} jobs queued before the load. \
+         Raft heartbeat {} ms, election timeout {} ms (a follower stands after 3/4 to all of it without a \
+         heartbeat). Elected: from the SIGKILL until a surviving node \
          says it leads (GetServerInfo). Failover: from the SIGKILL until a write is acknowledged again by any \
          node. Rejoin: from the killed node's new start (same ports and data \
          directory) until it follows the leader within {CAUGHT_UP_ENTRIES} entries.\n",
@@ -367,7 +559,9 @@ pub fn markdown(results: &FailoverResults) -> String {
         machine.cpu_model,
         machine.kernel,
         results.producer_connections,
+        results.worker_connections,
         results.load_between_seconds,
+        rate(Some(results.backlog_jobs as f64)),
         results.heartbeat_interval_ms,
         results.election_timeout_ms,
     );
@@ -376,14 +570,26 @@ pub fn markdown(results: &FailoverResults) -> String {
     let _ = writeln!(
         out,
         "Acknowledged enqueues: {} (producers and probes; {} calls refused or failed, each followed by a new job). \
-         Drained from the leader at the end: {}. Acknowledged but not drained: **{}**. Stored without an \
-         acknowledgement (the call failed, the job was committed): {}.",
+         Acked by the workers: {}. Drained from the leader at the end: {}. Acknowledged, not come out, their \
+         ack's outcome unknown (the call failed): {}. Acknowledged but neither acked nor drained otherwise: **{}**. Stored without an acknowledgement (the call failed, the job was committed): {}.",
         rate(Some(results.acknowledged as f64)),
         rate(Some(results.failed_calls as f64)),
+        rate(Some(results.consumed as f64)),
         rate(Some(results.drained as f64)),
+        results.maybe_acked,
         results.missing,
         results.unacknowledged_stored,
     );
+    let _ = writeln!(out, "\nElections no kill caused: **{}**.", results.unplanned_elections);
+    if let Some(bound) = results.bound {
+        let verdict =
+            results.outside_bound().map_or_else(|| "**within**".to_string(), |why| format!("**outside**: {why}"));
+        let _ = writeln!(
+            out,
+            "\nBound: failover median at most {:.0} ms, every one at most {:.0} ms, no election no kill caused: {verdict}.",
+            bound.median_ms, bound.max_ms
+        );
+    }
     out
 }
 
@@ -438,6 +644,7 @@ mod tests {
             rejoin_seconds: 0.5,
             acknowledged_at_kill: 1_000,
             acknowledged_after: 2_500,
+            term_after: 3,
         }
     }
 
@@ -467,8 +674,27 @@ mod tests {
         assert!(out.contains("### Failover: 3 nodes, `sync_all`, the leader SIGKILLed 2 times under load"), "{out}");
         assert!(out.contains("| 2 | 1 | 2 | 3 | 400 | 800 | 0.50 | 1,000 | 2,500 |"), "{out}");
         assert!(out.contains("| 2 kills, ms | median | p90 | max |\n|---|---:|---:|---:|\n| failover | 700 | 800 | 800 |\n| elected | 350 | 400 | 400 |\n"), "{out}");
-        assert!(out.contains("Acknowledged but not drained: **0**"), "{out}");
+        assert!(out.contains("Acknowledged but neither acked nor drained otherwise: **0**"), "{out}");
         assert!(out.contains("Drained from the leader at the end: 12,347"), "{out}");
+    }
+
+    #[test]
+    fn a_run_is_outside_its_bound_when_its_median_or_max_is_over_or_an_election_was_unplanned() {
+        let bound = Bound { median_ms: 1_000.0, max_ms: 2_000.0 };
+        let within = FailoverResults {
+            kills: vec![kill(0.8), kill(0.9), kill(1.9)],
+            bound: Some(bound),
+            ..FailoverResults::default()
+        };
+        assert_eq!(within.outside_bound(), None);
+        assert!(markdown(&within).contains("no election no kill caused: **within**."), "{}", markdown(&within));
+        let slow = FailoverResults { kills: vec![kill(1.2), kill(1.1), kill(0.5)], ..within.clone() };
+        assert_eq!(slow.outside_bound().as_deref(), Some("median failover 1100 ms over 1000 ms"));
+        let stuck = FailoverResults { kills: vec![kill(0.5), kill(0.6), kill(2.5)], ..within.clone() };
+        assert_eq!(stuck.outside_bound().as_deref(), Some("a failover of 2500 ms over 2000 ms"));
+        let spurious = FailoverResults { unplanned_elections: 1, ..within.clone() };
+        assert_eq!(spurious.outside_bound().as_deref(), Some("1 election(s) no kill caused"));
+        assert_eq!(FailoverResults { bound: None, ..slow }.outside_bound(), None);
     }
 
     #[test]

@@ -165,7 +165,9 @@ enum Commands {
     /// A three-node cluster of our server under a steady producer load, its leader SIGKILLed
     /// --kills times: each time until a write is acknowledged again (the failover), the killed
     /// node restarted on its ports and data directory; at the end the leader is drained, to show
-    /// that no acknowledged job was lost. Writes failover.json and failover.md.
+    /// that no acknowledged job was lost. Fails when a job was lost, the failover times are over
+    /// the bound, or an election happened that no kill caused. Writes failover.json and
+    /// failover.md.
     Failover(FailoverArgs),
     /// Re-render results.md and throughput.svg from a results.json.
     Report {
@@ -242,9 +244,21 @@ struct FailoverArgs {
     /// Producer connections, each enqueueing one job per call.
     #[arg(long, default_value_t = 4)]
     connections: usize,
+    /// Worker connections, each reserving up to 64 jobs per call and acking them in one.
+    #[arg(long, default_value_t = 0)]
+    workers: usize,
     /// Seconds of load before the first kill and after each rejoin.
     #[arg(long, default_value_t = 1.0)]
     load_seconds: f64,
+    /// Jobs queued (in batches) before the load starts.
+    #[arg(long, default_value_t = 0)]
+    backlog_jobs: u64,
+    /// The command fails when the median failover is over this many milliseconds...
+    #[arg(long, default_value_t = failover_bound().median_ms)]
+    bound_median_ms: f64,
+    /// ... or any one is over this many, or an election happened that no kill caused.
+    #[arg(long, default_value_t = failover_bound().max_ms)]
+    bound_max_ms: f64,
     /// Output directory (default: docs/benchmarks/failover of this workspace).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -676,6 +690,10 @@ fn sepp_shared_driver(
     Ok(())
 }
 
+const fn failover_bound() -> sepp_bench::failover::Bound {
+    sepp_bench::failover::DEFAULT_BOUND
+}
+
 fn failover_command(args: FailoverArgs) -> Result<(), BenchError> {
     use sepp_bench::failover;
     let persist_mode = PersistMode::parse(&args.mode)
@@ -688,7 +706,10 @@ fn failover_command(args: FailoverArgs) -> Result<(), BenchError> {
         persist_mode,
         kills: args.kills,
         connections: args.connections.max(1),
+        workers: args.workers,
         load_between: std::time::Duration::from_secs_f64(args.load_seconds),
+        backlog_jobs: args.backlog_jobs,
+        bound: failover::Bound { median_ms: args.bound_median_ms, max_ms: args.bound_max_ms },
     };
     let results = failover::run(&plan, &runtime()?)?;
     let out = args.out.unwrap_or_else(|| workspace_dir().join("docs").join("benchmarks").join("failover"));
@@ -701,6 +722,9 @@ fn failover_command(args: FailoverArgs) -> Result<(), BenchError> {
     eprintln!("wrote {}", out.display());
     if results.missing > 0 {
         return Err(BenchError::Unexpected(format!("{} acknowledged jobs were not drained", results.missing)));
+    }
+    if let Some(why) = results.outside_bound() {
+        return Err(BenchError::Unexpected(format!("outside the failover bound: {why}")));
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 //! process in `/proc`, stop it with SIGTERM (or kill it with SIGKILL) and start it again on the
 //! same port.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -349,14 +349,21 @@ fn launch(
             command.env_remove(name);
         }
     }
-    command.env("RUST_LOG", "sepp=info").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // For a look at what the servers did: BENCH_SERVER_RUST_LOG sets their log filter, and
+    // BENCH_SERVER_LOGS names a directory that gets each one's output whole, a file per process.
+    let filter = std::env::var("BENCH_SERVER_RUST_LOG").unwrap_or_else(|_| "sepp=info".into());
+    command.env("RUST_LOG", filter).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child =
         command.spawn().map_err(|error| BenchError::Server(format!("could not start {program:?}: {error}")))?;
     let output = Arc::new(Mutex::new(Vec::new()));
+    let log = std::env::var_os("BENCH_SERVER_LOGS").and_then(|logs| {
+        let path = PathBuf::from(logs).join(format!("{}.log", child.id()));
+        std::fs::File::create(path).ok().map(|file| Arc::new(Mutex::new(file)))
+    });
     let stdout = child.stdout.take().expect("piped stdout");
     let stderr = child.stderr.take().expect("piped stderr");
-    collect_lines(stdout, output.clone(), listening);
-    collect_lines(stderr, output.clone(), None);
+    collect_lines(stdout, output.clone(), listening, log.clone());
+    collect_lines(stderr, output.clone(), None, log);
     Ok((child, output))
 }
 
@@ -366,11 +373,15 @@ fn collect_lines(
     stream: impl Read + Send + 'static,
     output: Arc<Mutex<Vec<String>>>,
     mut listening: Option<mpsc::Sender<SocketAddr>>,
+    log: Option<Arc<Mutex<std::fs::File>>>,
 ) {
     std::thread::spawn(move || {
         let reader = BufReader::new(stream);
         for line in reader.split(b'\n').map_while(Result::ok) {
             let line = sepp_logline::strip_ansi(&String::from_utf8_lossy(&line));
+            if let Some(log) = &log {
+                let _ = writeln!(log.lock().expect("log lock"), "{line}");
+            }
             if line.contains("queue server listening")
                 && let Some(port) = sepp_logline::loopback_port(&line)
                 && let Some(sender) = listening.take()
