@@ -38,11 +38,12 @@ mod node;
 mod replicated_log;
 mod sealed;
 
-use std::io::Cursor;
-
 pub use entry::{DecodeError, decode_entry, encode_entry};
 pub use log_store::{LogStore, LogStoreOptions, OpenError};
-pub use machine::{FreshState, SNAPSHOT_FRAME_RECORDS, StateMachine, decode_snapshot, encode_snapshot};
+pub use machine::{
+    FreshState, SNAPSHOT_FRAME_RECORDS, SnapshotReadError, StateMachine, decode_snapshot, encode_snapshot,
+    read_snapshot, write_snapshot,
+};
 pub use node::Node;
 pub use replicated_log::ReplicatedLog;
 
@@ -68,7 +69,7 @@ openraft::declare_raft_types!(
         R = (),
         NodeId = u64,
         Node = NodeAddr,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = tokio::fs::File,
 );
 
 pub type Entry = openraft::Entry<TypeConfig>;

@@ -11,13 +11,30 @@
 //! job as the others do), then an empty frame as the end mark. The snapshot's Raft metadata
 //! (last entry, membership) travels beside it, as openraft hands it over.
 //!
-//! A state machine opened on a directory keeps its current snapshot there (`raft-snapshot`:
-//! `SEPPSNP1 | CRC32C of the rest | meta length: u32 | meta (CBOR) | data`, written to a
-//! temporary name, synced, renamed, the directory synced) before it tells openraft the snapshot
-//! exists, since openraft then purges the log behind it; and it starts from that snapshot when
-//! opened again, so a node that restarts has the state its purged log no longer holds.
+//! Snapshots live in files, never whole in memory: a snapshot is built by writing its frames to
+//! a file as they are encoded, sent to a follower in chunks read from that file (openraft's
+//! `snapshot_max_chunk_size`), received into a file chunk by chunk, and installed by reading it
+//! back frame by frame. The files in the node's directory:
+//!
+//! ```text
+//! raft-snapshot                      the current snapshot: "SEPPSNP2" | CRC32C of the rest |
+//!                                    meta length: u32 | meta (CBOR) | data file name length: u16 |
+//!                                    its name | data length: u64 (written to a temporary name,
+//!                                    synced, renamed, the directory synced)
+//! raft-snapshot-<sequence>.data      the current snapshot's data (synced before `raft-snapshot`
+//!                                    names it); others left by a crash are removed on open
+//! raft-snapshot-building.data        a snapshot being built
+//! raft-snapshot-incoming.data        a snapshot being received
+//! raft-snapshot-installing.data      a received snapshot being installed (copied as it is read)
+//! ```
+//!
+//! A snapshot is kept there before openraft hears it exists, since openraft then purges the log
+//! behind it; and the machine starts from it when opened again, so a node that restarts has the
+//! state its purged log no longer holds. (An older `raft-snapshot`, "SEPPSNP1" with the data
+//! inside it, is read too, and rewritten in this form.)
 
-use std::io::{self, Cursor};
+use std::fs::{self, File};
+use std::io::{self, BufReader, BufWriter, Seek as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -26,7 +43,7 @@ use openraft::{EntryPayload, StorageIOError, StoredMembership};
 use sepp_core::{Record, State};
 use sepp_log::frame::{self, Read};
 
-use crate::sealed::{self, ReadError};
+use crate::sealed::{self, ReadError, sync_dir};
 use crate::{Entry, LogId, NodeAddr, StorageError, TypeConfig};
 
 /// Records per frame of a snapshot.
@@ -42,44 +59,239 @@ struct Machine {
     state: State,
     applied: Option<LogId>,
     membership: Membership,
-    /// The last snapshot built or installed, with its data.
-    current: Option<(Meta, Vec<u8>)>,
+    /// The last snapshot built or installed, and its data file.
+    current: Option<(Meta, PathBuf)>,
     built: u64,
+    /// The sequence number of the next data file.
+    next_data: u64,
     fresh: FreshState,
-    /// Where the current snapshot is kept, when the machine has a directory.
-    dir: Option<PathBuf>,
+    /// Where snapshots are kept.
+    dir: PathBuf,
 }
 
 const SNAPSHOT_FILE: &str = "raft-snapshot";
-const SNAPSHOT_MAGIC: &[u8; 8] = b"SEPPSNP1";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"SEPPSNP2";
+const SNAPSHOT_MAGIC_INLINE: &[u8; 8] = b"SEPPSNP1";
+const DATA_PREFIX: &str = "raft-snapshot-";
+const DATA_SUFFIX: &str = ".data";
+const BUILDING: &str = "raft-snapshot-building.data";
+const INCOMING: &str = "raft-snapshot-incoming.data";
+const INSTALLING: &str = "raft-snapshot-installing.data";
+/// Buffer of the snapshot files' readers and writers.
+const FILE_BUFFER: usize = 1 << 20;
 
-/// Keeps `meta` and `data` in `dir` as the current snapshot, durably.
-fn save_snapshot(dir: &Path, meta: &Meta, data: &[u8]) -> io::Result<()> {
+fn data_name(sequence: u64) -> String {
+    format!("{DATA_PREFIX}{sequence:020}{DATA_SUFFIX}")
+}
+
+/// The sequence number of a data file's `name`, if it is one.
+fn data_sequence(name: &str) -> Option<u64> {
+    name.strip_prefix(DATA_PREFIX)?.strip_suffix(DATA_SUFFIX)?.parse().ok()
+}
+
+/// What `raft-snapshot` holds.
+enum Kept {
+    /// The meta, the data file's name and length.
+    Current(Meta, String, u64),
+    /// The older form: the meta and the data itself.
+    Inline(Meta, Vec<u8>),
+}
+
+/// Makes `data_file` (in `dir`, synced) with `meta` the current snapshot, durably.
+fn save_snapshot(dir: &Path, meta: &Meta, data_file: &str, data_len: u64) -> io::Result<()> {
+    let mut body = Vec::new();
     let mut meta_bytes = Vec::new();
     ciborium::into_writer(meta, &mut meta_bytes).map_err(io::Error::other)?;
-    let mut body = Vec::with_capacity(4 + meta_bytes.len() + data.len());
     body.extend_from_slice(&(meta_bytes.len() as u32).to_le_bytes());
     body.extend_from_slice(&meta_bytes);
-    body.extend_from_slice(data);
+    body.extend_from_slice(&(data_file.len() as u16).to_le_bytes());
+    body.extend_from_slice(data_file.as_bytes());
+    body.extend_from_slice(&data_len.to_le_bytes());
     sealed::write(dir, SNAPSHOT_FILE, SNAPSHOT_MAGIC, &body)
 }
 
-/// The snapshot kept in `dir`, if there is one.
-fn load_snapshot(dir: &Path) -> io::Result<Option<(Meta, Vec<u8>)>> {
+/// What `raft-snapshot` in `dir` holds, if there is one.
+fn load_snapshot(dir: &Path) -> io::Result<Option<Kept>> {
     let path = dir.join(SNAPSHOT_FILE);
     let damaged = |reason: &str| io::Error::other(format!("{} is damaged: {reason}", path.display()));
-    let body = match sealed::read(&path, SNAPSHOT_MAGIC) {
-        Ok(Some(body)) => body,
+    let (magic, body) = match sealed::read_any(&path, &[SNAPSHOT_MAGIC, SNAPSHOT_MAGIC_INLINE]) {
+        Ok(Some(found)) => found,
         Ok(None) => return Ok(None),
         Err(ReadError::Io(error)) => return Err(error),
         Err(ReadError::Damaged(reason)) => return Err(damaged(reason)),
     };
-    let Some(meta_len) = body.first_chunk::<4>().map(|len| u32::from_le_bytes(*len) as usize) else {
-        return Err(damaged("it ends early"));
+    let mut rest = body.as_slice();
+    let mut take = |len: usize| -> io::Result<&[u8]> {
+        if rest.len() < len {
+            return Err(damaged("it ends early"));
+        }
+        let (taken, left) = rest.split_at(len);
+        rest = left;
+        Ok(taken)
     };
-    let Some(meta_bytes) = body.get(4..4 + meta_len) else { return Err(damaged("it ends early")) };
-    let meta: Meta = ciborium::from_reader(meta_bytes).map_err(|error| damaged(&error.to_string()))?;
-    Ok(Some((meta, body[4 + meta_len..].to_vec())))
+    let meta_len = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
+    let meta: Meta = ciborium::from_reader(take(meta_len)?).map_err(|error| damaged(&error.to_string()))?;
+    if magic == SNAPSHOT_MAGIC_INLINE {
+        return Ok(Some(Kept::Inline(meta, rest.to_vec())));
+    }
+    let name_len = u16::from_le_bytes(take(2)?.try_into().expect("2 bytes")) as usize;
+    let name = String::from_utf8(take(name_len)?.to_vec()).map_err(|_| damaged("a data file name is not UTF-8"))?;
+    if data_sequence(&name).is_none() {
+        return Err(damaged("it names no snapshot data file"));
+    }
+    let data_len = u64::from_le_bytes(take(8)?.try_into().expect("8 bytes"));
+    Ok(Some(Kept::Current(meta, name, data_len)))
+}
+
+/// Writes the snapshot data of `state` to `out` as its frames are encoded; returns its length.
+pub fn write_snapshot(state: &State, out: &mut impl io::Write) -> io::Result<u64> {
+    write_records(&state.snapshot(), out)
+}
+
+/// Writes `snapshot`'s records to `out` as snapshot data; returns its length.
+fn write_records(snapshot: &sepp_core::Snapshot, out: &mut impl io::Write) -> io::Result<u64> {
+    let mut bytes = Vec::new();
+    let mut placements = Vec::new();
+    let mut written = 0;
+    let mut chunk: Vec<Record> = Vec::with_capacity(SNAPSHOT_FRAME_RECORDS);
+    let mut records = snapshot.records();
+    loop {
+        chunk.clear();
+        chunk.extend(records.by_ref().take(SNAPSHOT_FRAME_RECORDS));
+        // The last frame is the empty end mark.
+        let end = chunk.is_empty();
+        bytes.clear();
+        frame::encode(&chunk, &mut bytes, &mut placements);
+        placements.clear();
+        out.write_all(&bytes)?;
+        written += bytes.len() as u64;
+        if end {
+            return Ok(written);
+        }
+    }
+}
+
+/// Why snapshot data could not be read.
+#[derive(Debug)]
+pub enum SnapshotReadError {
+    Io(io::Error),
+    Damaged(&'static str),
+}
+
+impl std::fmt::Display for SnapshotReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotReadError::Io(error) => write!(f, "{error}"),
+            SnapshotReadError::Damaged(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// Applies the snapshot data read from `input` to `state` (an empty one), a frame at a time;
+/// returns its length. The data must end with its end mark, and nothing after it.
+pub fn read_snapshot(input: &mut impl io::Read, state: &mut State) -> Result<u64, SnapshotReadError> {
+    let cut = |error: io::Error| {
+        if error.kind() == io::ErrorKind::UnexpectedEof {
+            SnapshotReadError::Damaged("the snapshot ends before its end mark")
+        } else {
+            SnapshotReadError::Io(error)
+        }
+    };
+    let mut bytes = Vec::new();
+    let mut total = 0;
+    loop {
+        let mut header = [0; frame::HEADER_BYTES];
+        input.read_exact(&mut header).map_err(cut)?;
+        let len = frame::frame_len(&header).map_err(SnapshotReadError::Damaged)?;
+        bytes.clear();
+        bytes.extend_from_slice(&header);
+        bytes.resize(len, 0);
+        input.read_exact(&mut bytes[frame::HEADER_BYTES..]).map_err(cut)?;
+        total += len as u64;
+        match frame::read(&bytes, None) {
+            Read::Frame(records, _) if records.is_empty() => {
+                let mut after = [0; 1];
+                return match input.read(&mut after).map_err(SnapshotReadError::Io)? {
+                    0 => Ok(total),
+                    _ => Err(SnapshotReadError::Damaged("bytes after the end mark")),
+                };
+            }
+            Read::Frame(records, _) => {
+                for record in &records {
+                    state.apply(record);
+                }
+            }
+            Read::End | Read::Torn => return Err(SnapshotReadError::Damaged("the snapshot ends before its end mark")),
+            Read::Corrupt(reason) | Read::Undecodable(reason) => return Err(SnapshotReadError::Damaged(reason)),
+        }
+    }
+}
+
+/// The snapshot data of `state`, in memory.
+pub fn encode_snapshot(state: &State) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_snapshot(state, &mut out).expect("writing into memory does not fail");
+    out
+}
+
+/// Applies the snapshot data `bytes` to `state` (an empty one).
+pub fn decode_snapshot(mut bytes: &[u8], state: &mut State) -> Result<(), &'static str> {
+    match read_snapshot(&mut bytes, state) {
+        Ok(_) => Ok(()),
+        Err(SnapshotReadError::Damaged(reason)) => Err(reason),
+        Err(SnapshotReadError::Io(_)) => Err("the snapshot could not be read"),
+    }
+}
+
+/// A fresh state from `fresh` with the snapshot data in the file at `path` applied, read a frame
+/// at a time; the file must hold `expected_len` bytes when that is given.
+fn state_from_file(path: &Path, fresh: &FreshState, expected_len: Option<u64>) -> io::Result<State> {
+    let damaged = |reason: String| io::Error::other(format!("{}: {reason}", path.display()));
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    if let Some(expected) = expected_len
+        && expected != len
+    {
+        return Err(damaged(format!("holds {len} bytes where its snapshot has {expected}")));
+    }
+    let mut state = fresh();
+    read_snapshot(&mut BufReader::with_capacity(FILE_BUFFER, file), &mut state)
+        .map_err(|error| damaged(error.to_string()))?;
+    Ok(state)
+}
+
+/// The state of the snapshot data in `received` (read from its start), copied as it is read
+/// into `copy` (replaced, then synced).
+fn install_from(mut received: File, copy: &Path, fresh: &FreshState) -> io::Result<State> {
+    received.rewind()?;
+    let out = BufWriter::with_capacity(FILE_BUFFER, File::create(copy)?);
+    let mut tee = Tee { input: BufReader::with_capacity(FILE_BUFFER, received), copy: out };
+    let mut state = fresh();
+    read_snapshot(&mut tee, &mut state).map_err(|error| io::Error::other(error.to_string()))?;
+    tee.copy.into_inner().map_err(|error| error.into_error())?.sync_all()?;
+    Ok(state)
+}
+
+/// A reader that writes what it reads to `copy`.
+struct Tee<R, W> {
+    input: R,
+    copy: W,
+}
+
+impl<R: io::Read, W: io::Write> io::Read for Tee<R, W> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.input.read(buf)?;
+        self.copy.write_all(&buf[..read])?;
+        Ok(read)
+    }
+}
+
+/// Writes `snapshot` as snapshot data to `path` (replaced) and syncs it; returns its length.
+fn write_snapshot_file(path: &Path, snapshot: &sepp_core::Snapshot) -> io::Result<u64> {
+    let mut out = BufWriter::with_capacity(FILE_BUFFER, File::create(path)?);
+    let len = write_records(snapshot, &mut out)?;
+    out.into_inner().map_err(|error| error.into_error())?.sync_all()?;
+    Ok(len)
 }
 
 /// The state machine of one node. Clones share it (openraft's snapshot builder is one).
@@ -89,39 +301,63 @@ pub struct StateMachine {
 }
 
 impl StateMachine {
-    /// A state machine over an empty state from `fresh`, whose snapshots live in memory only
-    /// (a node that restarts with it must still have its whole log).
-    pub fn new(fresh: FreshState) -> StateMachine {
-        let machine = Machine {
+    /// A state machine that keeps its snapshots in `dir`, starting from the one there (or from
+    /// an empty state from `fresh`). Data files a crash left behind are removed.
+    pub fn open(dir: &Path, fresh: FreshState) -> io::Result<StateMachine> {
+        let mut machine = Machine {
             state: fresh(),
             applied: None,
             membership: Membership::default(),
             current: None,
             built: 0,
+            next_data: 0,
             fresh,
-            dir: None,
+            dir: dir.to_path_buf(),
         };
-        StateMachine { inner: Arc::new(Mutex::new(machine)) }
-    }
-
-    /// A state machine that keeps its snapshots in `dir`, starting from the one there (or from
-    /// an empty state from `fresh`).
-    pub fn open(dir: &Path, fresh: FreshState) -> io::Result<StateMachine> {
-        let machine = StateMachine::new(fresh);
-        {
-            let mut inner = machine.lock();
-            inner.dir = Some(dir.to_path_buf());
-            if let Some((meta, data)) = load_snapshot(dir)? {
-                let mut state = (inner.fresh)();
-                decode_snapshot(&data, &mut state)
-                    .map_err(|reason| io::Error::other(format!("{}: {reason}", dir.join(SNAPSHOT_FILE).display())))?;
-                inner.state = state;
-                inner.applied = meta.last_log_id;
-                inner.membership = meta.last_membership.clone();
-                inner.current = Some((meta, data));
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            if let Some(name) = entry?.file_name().to_str() {
+                names.push(name.to_owned());
             }
         }
-        Ok(machine)
+        machine.next_data = names.iter().filter_map(|name| data_sequence(name)).max().map_or(0, |last| last + 1);
+        let kept = match load_snapshot(dir)? {
+            None => None,
+            Some(Kept::Current(meta, name, len)) => {
+                let path = dir.join(&name);
+                machine.state = state_from_file(&path, &machine.fresh, Some(len))?;
+                Some((meta, name))
+            }
+            Some(Kept::Inline(meta, data)) => {
+                // The older form: rewritten with its data in a file of its own.
+                let mut state = (machine.fresh)();
+                decode_snapshot(&data, &mut state)
+                    .map_err(|reason| io::Error::other(format!("{}: {reason}", dir.join(SNAPSHOT_FILE).display())))?;
+                let name = data_name(machine.next_data);
+                machine.next_data += 1;
+                let written = dir.join(BUILDING);
+                fs::write(&written, &data)?;
+                File::open(&written)?.sync_all()?;
+                fs::rename(&written, dir.join(&name))?;
+                sync_dir(dir)?;
+                save_snapshot(dir, &meta, &name, data.len() as u64)?;
+                machine.state = state;
+                Some((meta, name))
+            }
+        };
+        for name in &names {
+            let kept_name = kept.as_ref().map(|(_, kept)| kept.as_str());
+            let scratch = [BUILDING, INCOMING, INSTALLING].contains(&name.as_str());
+            if (data_sequence(name).is_some() || scratch) && Some(name.as_str()) != kept_name {
+                let _ = fs::remove_file(dir.join(name));
+            }
+        }
+        if let Some((meta, name)) = kept {
+            machine.applied = meta.last_log_id;
+            machine.membership = meta.last_membership.clone();
+            machine.current = Some((meta, dir.join(name)));
+        }
+        Ok(StateMachine { inner: Arc::new(Mutex::new(machine)) })
     }
 
     /// Whether the state machine started from a snapshot.
@@ -133,15 +369,12 @@ impl StateMachine {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// A copy of the state as it is now: what every entry applied so far made of it, rebuilt
-    /// from its snapshot records into a state from `fresh` (for a committer that starts to
-    /// lead and must not share this one).
+    /// A copy of the state as it is now: what every entry applied so far made of it (for a
+    /// committer that starts to lead and must not share this one). A clone, which shares the
+    /// jobs themselves (they are copied when either side changes one) and costs a fraction of
+    /// encoding the state as a snapshot and decoding it again.
     pub fn committed_state(&self) -> State {
-        let machine = self.lock();
-        let data = encode_snapshot(&machine.state);
-        let mut state = (machine.fresh)();
-        decode_snapshot(&data, &mut state).expect("a snapshot just encoded decodes");
-        state
+        self.lock().state.clone()
     }
 
     /// The last entry applied, and a hash of the whole state as it made it (the same on every
@@ -156,37 +389,30 @@ impl StateMachine {
     pub fn with_state<T>(&self, read: impl FnOnce(&State) -> T) -> T {
         read(&self.lock().state)
     }
-}
 
-/// The snapshot data of `state`.
-pub fn encode_snapshot(state: &State) -> Vec<u8> {
-    let records: Vec<Record> = state.snapshot().records().collect();
-    let mut out = Vec::new();
-    let mut placements = Vec::new();
-    for chunk in records.chunks(SNAPSHOT_FRAME_RECORDS) {
-        frame::encode(chunk, &mut out, &mut placements);
-    }
-    frame::encode(&[], &mut out, &mut placements);
-    out
-}
-
-/// Applies the snapshot data `bytes` to `state` (an empty one).
-pub fn decode_snapshot(bytes: &[u8], state: &mut State) -> Result<(), &'static str> {
-    let mut offset = 0;
-    loop {
-        match frame::read(&bytes[offset..], None) {
-            Read::Frame(records, len) if records.is_empty() => {
-                return if offset + len == bytes.len() { Ok(()) } else { Err("bytes after the end mark") };
-            }
-            Read::Frame(records, len) => {
-                for record in &records {
-                    state.apply(record);
-                }
-                offset += len;
-            }
-            Read::End | Read::Torn => return Err("the snapshot ends before its end mark"),
-            Read::Corrupt(reason) | Read::Undecodable(reason) => return Err(reason),
+    /// Makes the synced data file `written` (in the directory) the snapshot of `meta`: renamed
+    /// to the next data file, named in `raft-snapshot`, and the older data files removed. A
+    /// snapshot older than the current one (a build that a follower's install overtook) is
+    /// dropped instead; returns whether it was kept, and its data file.
+    fn keep(&self, meta: &Meta, written: &Path, len: u64) -> io::Result<Option<PathBuf>> {
+        let mut machine = self.lock();
+        if let Some((current, _)) = &machine.current
+            && current.last_log_id > meta.last_log_id
+        {
+            let _ = fs::remove_file(written);
+            return Ok(None);
         }
+        let name = data_name(machine.next_data);
+        machine.next_data += 1;
+        let path = machine.dir.join(&name);
+        fs::rename(written, &path)?;
+        sync_dir(&machine.dir)?;
+        save_snapshot(&machine.dir, meta, &name, len)?;
+        if let Some((_, previous)) = machine.current.replace((meta.clone(), path.clone())) {
+            // A follower may still be reading it: its open file stays readable.
+            let _ = fs::remove_file(previous);
+        }
+        Ok(Some(path))
     }
 }
 
@@ -195,23 +421,47 @@ fn corrupt_entry(log_id: LogId, reason: &'static str) -> StorageError {
     StorageIOError::apply(log_id, &error).into()
 }
 
+fn snapshot_write_error(meta: &Meta, error: &io::Error) -> StorageError {
+    StorageError::from(StorageIOError::write_snapshot(Some(meta.signature()), error))
+}
+
+fn snapshot_read_error(meta: &Meta, error: &io::Error) -> StorageError {
+    StorageError::from(StorageIOError::read_snapshot(Some(meta.signature()), error))
+}
+
+async fn open_data(meta: &Meta, path: &Path) -> Result<Box<tokio::fs::File>, StorageError> {
+    let file = tokio::fs::File::open(path).await.map_err(|error| snapshot_read_error(meta, &error))?;
+    Ok(Box::new(file))
+}
+
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    /// Takes the state's snapshot records under the lock (the jobs are shared, not copied), then
+    /// writes them to a file without it, so entries go on being applied meanwhile.
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
-        let mut machine = self.lock();
-        let data = encode_snapshot(&machine.state);
-        machine.built += 1;
-        let last = machine.applied.map_or_else(|| "none".to_owned(), |applied| applied.to_string());
-        let meta = Meta {
-            last_log_id: machine.applied,
-            last_membership: machine.membership.clone(),
-            snapshot_id: format!("{last}-{}", machine.built),
+        let (meta, records, written) = {
+            let mut machine = self.lock();
+            machine.built += 1;
+            let last = machine.applied.map_or_else(|| "none".to_owned(), |applied| applied.to_string());
+            let meta = Meta {
+                last_log_id: machine.applied,
+                last_membership: machine.membership.clone(),
+                snapshot_id: format!("{last}-{}", machine.built),
+            };
+            (meta, machine.state.snapshot(), machine.dir.join(BUILDING))
         };
-        if let Some(dir) = &machine.dir {
-            save_snapshot(dir, &meta, &data)
-                .map_err(|error| StorageError::from(StorageIOError::write_snapshot(Some(meta.signature()), &error)))?;
-        }
-        machine.current = Some((meta.clone(), data.clone()));
-        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) })
+        let (write_meta, write_path) = (meta.clone(), written.clone());
+        let len = tokio::task::spawn_blocking(move || write_snapshot_file(&write_path, &records))
+            .await
+            .map_err(io::Error::other)
+            .and_then(|written| written)
+            .map_err(|error| snapshot_write_error(&write_meta, &error))?;
+        let kept = self.keep(&meta, &written, len).map_err(|error| snapshot_write_error(&meta, &error))?;
+        let path = match kept {
+            Some(path) => path,
+            None => self.lock().current.as_ref().map(|(_, path)| path.clone()).expect("a newer snapshot is current"),
+        };
+        let snapshot = open_data(&meta, &path).await?;
+        Ok(Snapshot { meta, snapshot })
     }
 }
 
@@ -222,7 +472,6 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let machine = self.lock();
         Ok((machine.applied, machine.membership.clone()))
     }
-
     async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
     where
         I: IntoIterator<Item = Entry> + Send,
@@ -259,40 +508,65 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.clone()
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    /// A snapshot from the leader is received into a file, chunk by chunk.
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
+        let path = self.lock().dir.join(INCOMING);
+        let file = tokio::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .await
+            .map_err(|error| StorageError::from(StorageIOError::write_snapshot(None, &error)))?;
+        Ok(Box::new(file))
     }
 
-    async fn install_snapshot(&mut self, meta: &Meta, snapshot: Box<Cursor<Vec<u8>>>) -> Result<(), StorageError> {
-        let data = snapshot.into_inner();
-        let mut machine = self.lock();
-        let mut state = (machine.fresh)();
-        decode_snapshot(&data, &mut state).map_err(|reason| {
-            let error = std::io::Error::other(format!("snapshot {}: {reason}", meta.snapshot_id));
-            StorageError::from(StorageIOError::read_snapshot(Some(meta.signature()), &error))
-        })?;
-        if let Some(dir) = &machine.dir {
-            save_snapshot(dir, meta, &data)
-                .map_err(|error| StorageError::from(StorageIOError::write_snapshot(Some(meta.signature()), &error)))?;
-        }
+    /// Reads the received file back a frame at a time into a fresh state (off the runtime's
+    /// threads), copying it as it goes into the file kept as the current snapshot, and takes the
+    /// state.
+    async fn install_snapshot(&mut self, meta: &Meta, snapshot: Box<tokio::fs::File>) -> Result<(), StorageError> {
+        let mut file = *snapshot;
+        tokio::io::AsyncWriteExt::flush(&mut file).await.map_err(|error| snapshot_write_error(meta, &error))?;
+        let file = file.into_std().await;
+        let (dir, fresh) = {
+            let machine = self.lock();
+            (machine.dir.clone(), machine.fresh.clone())
+        };
+        let path = dir.join(INSTALLING);
+        let copy_path = path.clone();
+        let state = tokio::task::spawn_blocking(move || install_from(file, &copy_path, &fresh))
+            .await
+            .map_err(io::Error::other)
+            .and_then(|read| read)
+            .map_err(|error| {
+                let error = io::Error::other(format!("snapshot {}: {error}", meta.snapshot_id));
+                snapshot_read_error(meta, &error)
+            })?;
+        let _ = fs::remove_file(dir.join(INCOMING));
+        let len = fs::metadata(&path).map_err(|error| snapshot_read_error(meta, &error))?.len();
+        self.keep(meta, &path, len).map_err(|error| snapshot_write_error(meta, &error))?;
         tracing::info!(
             snapshot = %meta.snapshot_id,
             last_index = meta.last_log_id.map(|log_id| log_id.index),
-            bytes = data.len(),
+            bytes = len,
             "installed a snapshot from the leader"
         );
+        let mut machine = self.lock();
         machine.state = state;
         machine.applied = meta.last_log_id;
         machine.membership = meta.last_membership.clone();
-        machine.current = Some((meta.clone(), data));
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let machine = self.lock();
-        Ok(machine
-            .current
-            .as_ref()
-            .map(|(meta, data)| Snapshot { meta: meta.clone(), snapshot: Box::new(Cursor::new(data.clone())) }))
+        let current = self.lock().current.clone();
+        match current {
+            None => Ok(None),
+            Some((meta, path)) => {
+                let snapshot = open_data(&meta, &path).await?;
+                Ok(Some(Snapshot { meta, snapshot }))
+            }
+        }
     }
 }

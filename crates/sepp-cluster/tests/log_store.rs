@@ -259,6 +259,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Bui
         let dir = tempfile::tempdir().expect("tempdir");
         let store = LogStore::open(dir.path(), LogStoreOptions::default()).expect("open");
         let fresh = || State::new(Arc::new(Policy::default()), StorageRules::default());
-        Ok((dir, store, StateMachine::new(Arc::new(fresh))))
+        let machine = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open");
+        Ok((dir, store, machine))
     }
 }

@@ -19,8 +19,10 @@ fn fresh() -> State {
     )
 }
 
-fn machine() -> StateMachine {
-    StateMachine::new(Arc::new(fresh))
+/// A state machine on a directory of its own (kept as long as the machine).
+fn machine() -> (StateMachine, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    (StateMachine::open(dir.path(), Arc::new(fresh)).expect("open"), dir)
 }
 
 fn run<T>(future: impl Future<Output = T>) -> T {
@@ -79,7 +81,7 @@ fn leader_run(leader: &mut State) -> Vec<Entry> {
 fn applying_a_run_s_entries_reproduces_its_state() {
     let mut leader = fresh();
     let entries = leader_run(&mut leader);
-    let mut follower = machine();
+    let (mut follower, _dir) = machine();
     run(follower.apply(entries.clone())).expect("apply");
     assert_eq!(follower.with_state(State::fingerprint), leader.fingerprint());
     let (applied, _) = run(follower.applied_state()).unwrap();
@@ -90,12 +92,12 @@ fn applying_a_run_s_entries_reproduces_its_state() {
 fn a_snapshot_installed_elsewhere_reproduces_the_state_and_numbers_the_next_job_alike() {
     let mut leader = fresh();
     let entries = leader_run(&mut leader);
-    let mut first = machine();
+    let (mut first, _first_dir) = machine();
     run(first.apply(entries)).expect("apply");
     let mut builder = run(first.get_snapshot_builder());
     let snapshot = run(builder.build_snapshot()).expect("build a snapshot");
 
-    let mut second = machine();
+    let (mut second, _second_dir) = machine();
     run(second.install_snapshot(&snapshot.meta, snapshot.snapshot)).expect("install");
     assert_eq!(second.with_state(State::fingerprint), leader.fingerprint());
     assert_eq!(run(second.applied_state()).unwrap(), run(first.applied_state()).unwrap());
@@ -149,11 +151,137 @@ fn damaged_entries_and_snapshots_are_refused() {
         let middle = frame.0.len() / 2;
         frame.0[middle] ^= 0xff;
     }
-    let mut follower = machine();
+    let (mut follower, _dir) = machine();
     let error = run(follower.apply(entries)).expect_err("a damaged entry was applied");
     assert!(error.to_string().contains("checksum"), "{error}");
 
     let data = encode_snapshot(&leader);
     let mut state = fresh();
     assert!(decode_snapshot(&data[..data.len() - 1], &mut state).is_err(), "a cut snapshot was taken");
+}
+
+/// The file names in `dir`, sorted.
+fn files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_snapshot_is_kept_in_a_data_file_of_its_own_and_the_older_one_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut leader = fresh();
+    let entries = leader_run(&mut leader);
+    let mut first = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open");
+    run(first.apply(entries)).expect("apply");
+    let mut builder = run(first.get_snapshot_builder());
+    let built = run(builder.build_snapshot()).expect("build a snapshot");
+    run(builder.build_snapshot()).expect("build another");
+    let names = files(dir.path());
+    let data: Vec<&String> = names.iter().filter(|name| name.ends_with(".data")).collect();
+    assert_eq!(data.len(), 1, "one data file, the newest: {names:?}");
+    assert!(names.contains(&"raft-snapshot".to_string()), "{names:?}");
+
+    // The data handed to openraft is the snapshot data itself, from its first byte.
+    let mut sent = Vec::new();
+    let mut file = run(built.snapshot.into_std());
+    std::io::Seek::rewind(&mut file).unwrap();
+    std::io::Read::read_to_end(&mut file, &mut sent).unwrap();
+    let mut from_sent = fresh();
+    decode_snapshot(&sent, &mut from_sent).expect("the data file is whole snapshot data");
+    assert_eq!(from_sent.fingerprint(), leader.fingerprint());
+
+    // Leftovers of a crash (a half-built, a half-received snapshot, an unnamed data file) are
+    // removed when the machine opens again.
+    drop(first);
+    for leftover in
+        ["raft-snapshot-building.data", "raft-snapshot-incoming.data", "raft-snapshot-00000000000000000099.data"]
+    {
+        std::fs::write(dir.path().join(leftover), b"partial").unwrap();
+    }
+    let again = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open again");
+    assert_eq!(again.with_state(State::fingerprint), leader.fingerprint());
+    let kept: Vec<String> = files(dir.path()).into_iter().filter(|name| name.ends_with(".data")).collect();
+    assert_eq!(kept.iter().collect::<Vec<_>>(), data, "only the current data file is left");
+
+    // A damaged data file refuses to open, naming it.
+    let path = dir.path().join(data[0]);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let error = StateMachine::open(dir.path(), Arc::new(fresh)).err().expect("a damaged data file was taken");
+    assert!(error.to_string().contains(data[0].as_str()), "{error}");
+    // So does a cut one.
+    std::fs::write(&path, &bytes[..middle]).unwrap();
+    assert!(StateMachine::open(dir.path(), Arc::new(fresh)).is_err(), "a cut data file was taken");
+}
+
+#[test]
+fn a_snapshot_received_in_chunks_is_installed_from_its_file() {
+    use tokio::io::{AsyncSeekExt, AsyncWriteExt};
+    let mut leader = fresh();
+    let entries = leader_run(&mut leader);
+    let (mut first, _first_dir) = machine();
+    run(first.apply(entries)).expect("apply");
+    let mut builder = run(first.get_snapshot_builder());
+    let built = run(builder.build_snapshot()).expect("build a snapshot");
+    let data = encode_snapshot(&leader);
+
+    // As openraft receives one: chunks written at their offsets, out of order.
+    let (mut second, second_dir) = machine();
+    let mut receiving = run(second.begin_receiving_snapshot()).expect("begin");
+    let chunk = data.len() / 3 + 1;
+    let chunks: Vec<(usize, &[u8])> = data.chunks(chunk).enumerate().map(|(at, bytes)| (at * chunk, bytes)).collect();
+    for (offset, bytes) in chunks.iter().rev() {
+        run(async {
+            receiving.seek(std::io::SeekFrom::Start(*offset as u64)).await.unwrap();
+            receiving.write_all(bytes).await.unwrap();
+        });
+    }
+    run(second.install_snapshot(&built.meta, receiving)).expect("install");
+    assert_eq!(second.with_state(State::fingerprint), leader.fingerprint());
+    let names = files(second_dir.path());
+    assert!(!names.iter().any(|name| name.contains("incoming") || name.contains("installing")), "{names:?}");
+    let current = run(second.get_current_snapshot()).unwrap().expect("the installed snapshot");
+    assert_eq!(current.meta, built.meta);
+
+    // A received snapshot cut short is refused, and the state stays as it was.
+    let (mut third, _third_dir) = machine();
+    let mut receiving = run(third.begin_receiving_snapshot()).expect("begin");
+    run(receiving.write_all(&data[..data.len() - 1])).unwrap();
+    let error = run(third.install_snapshot(&built.meta, receiving)).expect_err("a cut snapshot was installed");
+    assert!(error.to_string().contains("end mark"), "{error}");
+    assert_eq!(third.with_state(State::fingerprint), fresh().fingerprint());
+}
+
+#[test]
+fn an_older_snapshot_with_its_data_inside_is_read_and_rewritten_with_a_data_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut leader = fresh();
+    let entries = leader_run(&mut leader);
+    let last = entries.last().unwrap().log_id;
+    let meta = openraft::SnapshotMeta::<u64, sepp_cluster::NodeAddr> {
+        last_log_id: Some(last),
+        last_membership: openraft::StoredMembership::default(),
+        snapshot_id: "older".into(),
+    };
+    let mut meta_bytes = Vec::new();
+    ciborium::into_writer(&meta, &mut meta_bytes).unwrap();
+    let mut body = (meta_bytes.len() as u32).to_le_bytes().to_vec();
+    body.extend_from_slice(&meta_bytes);
+    body.extend_from_slice(&encode_snapshot(&leader));
+    let mut file = b"SEPPSNP1".to_vec();
+    file.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    file.extend_from_slice(&body);
+    std::fs::write(dir.path().join("raft-snapshot"), file).unwrap();
+
+    let mut opened = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open");
+    assert_eq!(opened.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(run(opened.applied_state()).unwrap().0, Some(last));
+    assert!(files(dir.path()).iter().any(|name| name.ends_with(".data")), "rewritten with a data file");
+    drop(opened);
+    let again = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open the rewritten one");
+    assert_eq!(again.with_state(State::fingerprint), leader.fingerprint());
 }
