@@ -90,7 +90,21 @@ pub struct Plan {
     pub load_between: Duration,
     /// Jobs queued before the load starts.
     pub backlog_jobs: u64,
+    /// Whether a single node gets the same backlog first, for its memory beside the nodes'.
+    pub single_reference: bool,
     pub bound: Bound,
+}
+
+/// The memory of the running processes at one point of a run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct MemoryPoint {
+    /// When it was taken ("after the backlog", "after kill 1", ...).
+    pub when: String,
+    /// Jobs acknowledged by then, and not yet acked by a worker.
+    pub queued: u64,
+    /// One per running process: its name ("node 2, leader", "single node"), resident set and
+    /// peak resident set (VmRSS and VmHWM) in bytes.
+    pub processes: Vec<(String, u64, u64)>,
 }
 
 /// What a failover run measured, as written to `failover.json`.
@@ -117,6 +131,10 @@ pub struct FailoverResults {
     /// The bound the failover times were checked against.
     #[serde(default)]
     pub bound: Option<Bound>,
+    /// The nodes' memory after the backlog and at the end of each cycle, and a single node's
+    /// with the same backlog when asked for.
+    #[serde(default)]
+    pub memory: Vec<MemoryPoint>,
     /// Enqueues a node acknowledged over the run, the producers' and the probes'.
     pub acknowledged: u64,
     /// Enqueue calls refused or failed (by a follower, a dead node, a leader not serving yet);
@@ -237,6 +255,10 @@ impl Ledger {
 /// Runs the plan, printing each kill to stderr.
 pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError> {
     let machine = Machine::current();
+    let mut memory = Vec::new();
+    if plan.single_reference && plan.backlog_jobs > 0 {
+        memory.push(single_node_memory(plan, runtime)?);
+    }
     let setup = NodeSetup { binary: plan.binary.clone(), persist_mode: plan.persist_mode, timings: DEFAULT_TIMINGS };
     let mut cluster = Cluster::start(&setup, NODES)?;
     let queue = format!("failover-{}", std::process::id());
@@ -246,6 +268,7 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
         let started = Instant::now();
         runtime.block_on(backlog(cluster.leader_addr(), &queue, plan.backlog_jobs, &ledger))?;
         eprintln!("backlog: {} jobs queued in {:.1} s", plan.backlog_jobs, started.elapsed().as_secs_f64());
+        memory.push(nodes_memory(&mut cluster, "after the backlog", &ledger));
     }
     let mut term = leader_term(runtime, &cluster);
     let mut unplanned_elections = 0;
@@ -264,6 +287,7 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
         unplanned_elections += leader_term(runtime, &cluster).saturating_sub(term);
         let kill = kill_leader(runtime, &mut cluster, &queue, &ledger, plan.load_between)?;
         term = kill.term;
+        memory.push(nodes_memory(&mut cluster, &format!("after kill {number}, rejoined"), &ledger));
         eprintln!(
             "kill {number:>2}: node {} -> node {} (term {}), failover {:>6.1} ms, rejoin {:.2} s, acknowledged {} -> {}",
             kill.killed_node,
@@ -278,6 +302,7 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
     }
     ledger.acknowledge(runtime.block_on(cluster.wait_for_leader(&queue))?);
     unplanned_elections += leader_term(runtime, &cluster).saturating_sub(term);
+    memory.push(nodes_memory(&mut cluster, "at the end of the load", &ledger));
     stop.store(true, Ordering::Relaxed);
     for task in producers.into_iter().chain(workers) {
         runtime
@@ -306,6 +331,7 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
         kills,
         unplanned_elections,
         bound: Some(plan.bound),
+        memory,
         acknowledged: acknowledged.len() as u64,
         failed_calls: ledger.failed.load(Ordering::Relaxed),
         consumed: consumed.len() as u64,
@@ -362,6 +388,41 @@ fn kill_leader(
         acknowledged_at_kill,
         acknowledged_after: ledger.count(),
         term_after,
+    })
+}
+
+/// Each running node's memory now.
+fn nodes_memory(cluster: &mut Cluster, when: &str, ledger: &Ledger) -> MemoryPoint {
+    let leader = cluster.leader();
+    let processes = (0..NODES as usize)
+        .filter_map(|index| {
+            let node = cluster.node_mut(index);
+            if !node.is_running() {
+                return None;
+            }
+            let sample = crate::procfs::sample(node.pid())?;
+            let role = if index == leader { ", leader" } else { "" };
+            Some((format!("node {}{role}", index + 1), sample.rss_bytes, sample.peak_rss_bytes))
+        })
+        .collect();
+    MemoryPoint { when: when.to_string(), queued: ledger.unconsumed().len() as u64, processes }
+}
+
+/// A single node of the same binary and persist mode given the plan's backlog: its memory.
+fn single_node_memory(plan: &Plan, runtime: &Runtime) -> Result<MemoryPoint, BenchError> {
+    let program = crate::server::Program::Sepp { binary: plan.binary.clone(), persist_mode: plan.persist_mode };
+    let mut server = crate::server::ServerProcess::start(&program)?;
+    let ledger = Ledger::default();
+    let started = Instant::now();
+    runtime.block_on(backlog(server.addr(), "failover-single", plan.backlog_jobs, &ledger))?;
+    eprintln!("single node: {} jobs queued in {:.1} s", plan.backlog_jobs, started.elapsed().as_secs_f64());
+    let sample = crate::procfs::sample(server.pid())
+        .ok_or_else(|| BenchError::Server("the single node's memory could not be read".into()))?;
+    server.stop()?;
+    Ok(MemoryPoint {
+        when: "a single node, after the backlog".into(),
+        queued: ledger.count(),
+        processes: vec![("single node".into(), sample.rss_bytes, sample.peak_rss_bytes)],
     })
 }
 
@@ -580,6 +641,17 @@ pub fn markdown(results: &FailoverResults) -> String {
         results.missing,
         results.unacknowledged_stored,
     );
+    if !results.memory.is_empty() {
+        let _ = writeln!(out, "\n| memory, MB: resident (peak) | jobs queued | processes |\n|---|---:|---|");
+        for point in &results.memory {
+            let processes: Vec<String> = point
+                .processes
+                .iter()
+                .map(|(name, rss, peak)| format!("{name}: {:.0} ({:.0})", *rss as f64 / 1e6, *peak as f64 / 1e6))
+                .collect();
+            let _ = writeln!(out, "| {} | {} | {} |", point.when, rate(Some(point.queued as f64)), processes.join("; "));
+        }
+    }
     let _ = writeln!(out, "\nElections no kill caused: **{}**.", results.unplanned_elections);
     if let Some(bound) = results.bound {
         let verdict =

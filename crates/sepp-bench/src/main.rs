@@ -253,6 +253,9 @@ struct FailoverArgs {
     /// Jobs queued (in batches) before the load starts.
     #[arg(long, default_value_t = 0)]
     backlog_jobs: u64,
+    /// Give a single node the same backlog first, for its memory beside the nodes'.
+    #[arg(long)]
+    single_reference: bool,
     /// The command fails when the median failover is over this many milliseconds...
     #[arg(long, default_value_t = failover_bound().median_ms)]
     bound_median_ms: f64,
@@ -709,6 +712,7 @@ fn failover_command(args: FailoverArgs) -> Result<(), BenchError> {
         workers: args.workers,
         load_between: std::time::Duration::from_secs_f64(args.load_seconds),
         backlog_jobs: args.backlog_jobs,
+        single_reference: args.single_reference,
         bound: failover::Bound { median_ms: args.bound_median_ms, max_ms: args.bound_max_ms },
     };
     let results = failover::run(&plan, &runtime()?)?;
