@@ -33,7 +33,7 @@ pub struct Timings {
 
 /// The configuration's defaults, what a deployed cluster runs with: the `cluster3` targets of
 /// `compare` (whose measurements a spurious election would interrupt) and `failover`.
-pub const DEFAULT_TIMINGS: Timings = Timings { heartbeat_interval_ms: 100, election_timeout_ms: 1_000 };
+pub const DEFAULT_TIMINGS: Timings = Timings { heartbeat_interval_ms: 100, election_timeout_ms: 800 };
 
 /// How long a cluster may take to have a leader that serves writes.
 pub const SERVING_TIMEOUT: Duration = Duration::from_secs(30);

@@ -159,10 +159,10 @@ listen_addr = "0.0.0.0:50052"
 # peers = [
 #   { id = 2, raft_addr = "10.0.0.2:50052", api_addr = "10.0.0.2:50051" },
 # ]
-# Leader heartbeats, and how long a follower waits without one before it stands for election
-# (at random between this and twice this).
+# Leader heartbeats, and how long a follower goes without one before it stands for election
+# (each node at its own point between three quarters of this and all of it).
 heartbeat_interval_ms = 100
-election_timeout_ms = 1000
+election_timeout_ms = 800
 # Entries after which a node snapshots its state and drops the log before it.
 snapshot_after_entries = 20000
 # The most connections the cluster listener holds open (restart).

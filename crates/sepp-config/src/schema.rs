@@ -357,8 +357,8 @@ pub struct ClusterConfig {
     pub peers: Vec<ClusterPeer>,
     /// How often the leader tells the others it is alive.
     pub heartbeat_interval_ms: u64,
-    /// How long a follower waits without hearing from a leader before it stands for election
-    /// (each node picks at random between this and twice this).
+    /// How long a follower goes without hearing from a leader before it stands for election
+    /// (each node at its own point between three quarters of this and all of it).
     pub election_timeout_ms: u64,
     /// A node snapshots its state after this many entries, and drops the log before the snapshot.
     pub snapshot_after_entries: u64,
@@ -379,7 +379,7 @@ impl Default for ClusterConfig {
             api_addr: None,
             peers: Vec::new(),
             heartbeat_interval_ms: 100,
-            election_timeout_ms: 1_000,
+            election_timeout_ms: 800,
             snapshot_after_entries: 20_000,
             max_connections: 1_000,
             forward_calls: true,
