@@ -231,7 +231,7 @@
 //!
 //! ### Riding a failover
 //!
-//! When a leader goes down, the cluster serves again after an election (a few seconds with the
+//! When a leader goes down, the cluster serves again after an election (about a second with the
 //! default timings). With the default [`RetryPolicy`](client::RetryPolicy) the client rides
 //! that gap without the application seeing it, once it knows it talks to a cluster: a node has
 //! named it the leader (any redirect), or `get_server_info` answered with
