@@ -649,7 +649,8 @@ pub fn markdown(results: &FailoverResults) -> String {
                 .iter()
                 .map(|(name, rss, peak)| format!("{name}: {:.0} ({:.0})", *rss as f64 / 1e6, *peak as f64 / 1e6))
                 .collect();
-            let _ = writeln!(out, "| {} | {} | {} |", point.when, rate(Some(point.queued as f64)), processes.join("; "));
+            let _ =
+                writeln!(out, "| {} | {} | {} |", point.when, rate(Some(point.queued as f64)), processes.join("; "));
         }
     }
     let _ = writeln!(out, "\nElections no kill caused: **{}**.", results.unplanned_elections);

@@ -247,8 +247,8 @@ pub fn decode_snapshot(mut bytes: &[u8], state: &mut State) -> Result<(), &'stat
 /// at a time; the file must hold `expected_len` bytes when that is given.
 fn state_from_file(path: &Path, fresh: &FreshState, expected_len: Option<u64>) -> io::Result<State> {
     let damaged = |reason: String| io::Error::other(format!("{}: {reason}", path.display()));
-    let file = File::open(path)?;
-    let len = file.metadata()?.len();
+    let file = File::open(path).map_err(|error| damaged(error.to_string()))?;
+    let len = file.metadata().map_err(|error| damaged(error.to_string()))?.len();
     if let Some(expected) = expected_len
         && expected != len
     {

@@ -213,9 +213,12 @@ fn a_snapshot_is_kept_in_a_data_file_of_its_own_and_the_older_one_goes() {
     std::fs::write(&path, &bytes).unwrap();
     let error = StateMachine::open(dir.path(), Arc::new(fresh)).err().expect("a damaged data file was taken");
     assert!(error.to_string().contains(data[0].as_str()), "{error}");
-    // So does a cut one.
+    // So does a cut one, and a missing one.
     std::fs::write(&path, &bytes[..middle]).unwrap();
     assert!(StateMachine::open(dir.path(), Arc::new(fresh)).is_err(), "a cut data file was taken");
+    std::fs::remove_file(&path).unwrap();
+    let error = StateMachine::open(dir.path(), Arc::new(fresh)).err().expect("a missing data file was taken");
+    assert!(error.to_string().contains(data[0].as_str()), "{error}");
 }
 
 #[test]
