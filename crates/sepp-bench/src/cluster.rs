@@ -27,7 +27,7 @@ pub struct Timings {
     /// How often a leader tells the others it is alive, in milliseconds.
     pub heartbeat_interval_ms: u64,
     /// How long a follower waits without a heartbeat before it stands for election, in
-    /// milliseconds (each node picks at random between this and twice this).
+    /// milliseconds (each node stands at its own point between 3/4 of this and all of it).
     pub election_timeout_ms: u64,
 }
 

@@ -14,7 +14,7 @@ use tonic::transport::Channel;
 use super::netns::Netns;
 use super::{QueueServiceClient, STARTUP_TIMEOUT, TestServer, loopback_port, sepp_command};
 
-/// Raft timings of the nodes: the defaults (heartbeats every 100 ms, elections after 1 to 2 s
+/// Raft timings of the nodes: the defaults (heartbeats every 100 ms, elections after 0.6 to 0.8 s
 /// without one), which a loaded machine running the whole suite does not mistake for a failure.
 const TIMINGS: &str = "";
 
