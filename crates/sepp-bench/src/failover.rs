@@ -247,6 +247,12 @@ impl Ledger {
         self.acknowledged.lock().expect("ledger lock").iter().filter(|job| !consumed.contains(*job)).cloned().collect()
     }
 
+    /// How many acknowledged jobs no worker acked (without copying them).
+    fn unconsumed_count(&self) -> u64 {
+        let consumed = self.consumed.lock().expect("ledger lock");
+        self.acknowledged.lock().expect("ledger lock").iter().filter(|job| !consumed.contains(*job)).count() as u64
+    }
+
     fn count(&self) -> u64 {
         self.acknowledged.lock().expect("ledger lock").len() as u64
     }
@@ -405,7 +411,7 @@ fn nodes_memory(cluster: &mut Cluster, when: &str, ledger: &Ledger) -> MemoryPoi
             Some((format!("node {}{role}", index + 1), sample.rss_bytes, sample.peak_rss_bytes))
         })
         .collect();
-    MemoryPoint { when: when.to_string(), queued: ledger.unconsumed().len() as u64, processes }
+    MemoryPoint { when: when.to_string(), queued: ledger.unconsumed_count(), processes }
 }
 
 /// A single node of the same binary and persist mode given the plan's backlog: its memory.

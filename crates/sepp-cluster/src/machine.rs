@@ -456,9 +456,10 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
             .and_then(|written| written)
             .map_err(|error| snapshot_write_error(&write_meta, &error))?;
         let kept = self.keep(&meta, &written, len).map_err(|error| snapshot_write_error(&meta, &error))?;
-        let path = match kept {
-            Some(path) => path,
-            None => self.lock().current.as_ref().map(|(_, path)| path.clone()).expect("a newer snapshot is current"),
+        // An install overtook this build: the newer snapshot, with its own meta, is the answer.
+        let (meta, path) = match kept {
+            Some(path) => (meta, path),
+            None => self.lock().current.clone().expect("a newer snapshot is current"),
         };
         let snapshot = open_data(&meta, &path).await?;
         Ok(Snapshot { meta, snapshot })
