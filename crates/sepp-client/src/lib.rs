@@ -124,7 +124,7 @@
 //!
 //! - **Enqueues**: the jobs of concurrent `enqueue` and `enqueue_batch` calls travel in one
 //!   `EnqueueBatch` (at most 256 jobs and about 4 MiB per call; one caller's batch is never
-//!   split), with at most 4 such calls in flight per lane; what arrives meanwhile goes out,
+//!   split), with at most 2 such calls in flight per lane; what arrives meanwhile goes out,
 //!   together, the moment one of them returns. Calls whose jobs all carry an idempotency key
 //!   and the others wait in separate lanes, since they are retried under different rules:
 //!   each shared call is retried exactly as one caller's call of its kind would be. Every

@@ -36,6 +36,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use prost::Message;
+use prost::bytes::{Bytes, BytesMut};
 use tokio::sync::oneshot;
 use tonic::Code;
 
@@ -43,8 +44,11 @@ use super::retry::RetryScope;
 use super::{ClientError, SeppClient, wire};
 use crate::proto as pb;
 
-/// The most coalesced calls of one lane in flight at once.
-pub(crate) const MAX_CALLS_IN_FLIGHT: usize = 4;
+/// The most coalesced calls of one lane in flight at once: one being answered while the next
+/// gathers the callers that came meanwhile. Measured with 50 producers on one client against a
+/// `sync_all` server on 2 cores, 2 gave the same rate as 4 at about a fifth less server CPU per
+/// job (fewer, larger calls and cycles); 1 left the server idle between calls.
+pub(crate) const MAX_CALLS_IN_FLIGHT: usize = 2;
 /// The server's default batch limit (`limits.max_enqueue_batch`) is 256: a coalesced call never
 /// carries more (a smaller limit is handled by resending per caller).
 pub(crate) const MAX_JOBS_PER_CALL: usize = 256;
@@ -56,9 +60,13 @@ pub(crate) const MAX_ACKS_PER_CALL: usize = 256;
 
 type Reply = Result<Vec<pb::JobResult>, ClientError>;
 
+/// One caller's jobs, encoded as an `EnqueueBatchRequest` of its own: the encodings of two
+/// requests of repeated jobs, joined, are the encoding of one request with the jobs of both, so
+/// a coalesced call sends the callers' bytes joined and a resend per caller sends each one's
+/// own, with no copy of the messages.
 struct Waiting {
-    jobs: Vec<pb::EnqueueRequest>,
-    size_bytes: usize,
+    body: Bytes,
+    jobs: usize,
     reply: oneshot::Sender<Reply>,
 }
 
@@ -91,10 +99,11 @@ pub(crate) async fn submit(
     keyed: bool,
 ) -> Reply {
     let (reply, answer) = oneshot::channel();
-    let size_bytes = jobs.iter().map(Message::encoded_len).sum();
+    let count = jobs.len();
+    let body = Bytes::from(pb::EnqueueBatchRequest { jobs }.encode_to_vec());
     let spawn_flush = {
         let mut lane = pipeline.lanes[lane_index(keyed)].lock().expect("enqueue lane lock");
-        lane.waiting.push_back(Waiting { jobs, size_bytes, reply });
+        lane.waiting.push_back(Waiting { body, jobs: count, reply });
         !std::mem::replace(&mut lane.flush_scheduled, true)
     };
     if spawn_flush {
@@ -138,46 +147,44 @@ fn take_group(waiting: &mut VecDeque<Waiting>) -> Vec<Waiting> {
     let mut group = Vec::new();
     let (mut jobs, mut bytes) = (0, 0);
     while let Some(next) = waiting.front() {
-        let fits = jobs + next.jobs.len() <= MAX_JOBS_PER_CALL && bytes + next.size_bytes <= MAX_BYTES_PER_CALL;
+        let fits = jobs + next.jobs <= MAX_JOBS_PER_CALL && bytes + next.body.len() <= MAX_BYTES_PER_CALL;
         if !group.is_empty() && !fits {
             break;
         }
-        jobs += next.jobs.len();
-        bytes += next.size_bytes;
+        jobs += next.jobs;
+        bytes += next.body.len();
         group.push(waiting.pop_front().expect("front exists"));
     }
     group
 }
 
 async fn deliver(client: &SeppClient, keyed: bool, group: Vec<Waiting>) {
-    let counts: Vec<usize> = group.iter().map(|waiting| waiting.jobs.len()).collect();
+    let counts: Vec<usize> = group.iter().map(|waiting| waiting.jobs).collect();
     let total: usize = counts.iter().sum();
     let single = group.len() == 1;
-    let mut replies = Vec::with_capacity(group.len());
-    let mut jobs = Vec::with_capacity(total);
-    let mut originals = Vec::new();
-    for waiting in group {
-        if !single {
-            originals.push(waiting.jobs.clone());
+    let body = if single {
+        group[0].body.clone()
+    } else {
+        let mut joined = BytesMut::with_capacity(group.iter().map(|waiting| waiting.body.len()).sum());
+        for waiting in &group {
+            joined.extend_from_slice(&waiting.body);
         }
-        jobs.extend(waiting.jobs);
-        replies.push(waiting.reply);
-    }
-    let request = pb::EnqueueBatchRequest { jobs };
-    let (result, _) = client.unary(wire::ENQUEUE_BATCH, Some(scope(keyed)), client.rpc_timeout, request).await;
+        joined.freeze()
+    };
+    let (bodies, replies): (Vec<Bytes>, Vec<_>) =
+        group.into_iter().map(|waiting| (waiting.body, waiting.reply)).unzip();
+    let (result, _) = client.unary_encoded(wire::ENQUEUE_BATCH, Some(scope(keyed)), client.rpc_timeout, body).await;
     let results = match result {
         Ok(response) => response.into_inner().results,
         Err(status) if status.code() == Code::InvalidArgument && !single => {
             // The server's batch limit may be lower than ours: one call per caller, as each
             // would have sent alone.
             let mut calls = tokio::task::JoinSet::new();
-            for (jobs, reply) in originals.into_iter().zip(replies) {
+            for ((body, reply), count) in bodies.into_iter().zip(replies).zip(counts) {
                 let client = client.clone();
                 calls.spawn(async move {
-                    let count = jobs.len();
-                    let request = pb::EnqueueBatchRequest { jobs };
                     let (result, _) =
-                        client.unary(wire::ENQUEUE_BATCH, Some(scope(keyed)), client.rpc_timeout, request).await;
+                        client.unary_encoded(wire::ENQUEUE_BATCH, Some(scope(keyed)), client.rpc_timeout, body).await;
                     let _ = reply.send(split_one(result.map(|response| response.into_inner().results), count));
                 });
             }
@@ -350,16 +357,26 @@ mod tests {
 
     fn waiting(jobs: usize) -> Waiting {
         let (reply, _) = oneshot::channel();
-        Waiting { jobs: vec![pb::EnqueueRequest::default(); jobs], size_bytes: jobs, reply }
+        Waiting { body: Bytes::from(vec![0; jobs]), jobs, reply }
     }
 
     #[test]
     fn a_group_never_splits_a_caller_and_stays_under_the_job_cap() {
         let mut queue: VecDeque<Waiting> = [200, 50, 10, 300].into_iter().map(waiting).collect();
-        assert_eq!(take_group(&mut queue).iter().map(|w| w.jobs.len()).collect::<Vec<_>>(), [200, 50]);
-        assert_eq!(take_group(&mut queue).iter().map(|w| w.jobs.len()).collect::<Vec<_>>(), [10]);
+        assert_eq!(take_group(&mut queue).iter().map(|w| w.jobs).collect::<Vec<_>>(), [200, 50]);
+        assert_eq!(take_group(&mut queue).iter().map(|w| w.jobs).collect::<Vec<_>>(), [10]);
         // One caller over the cap still goes, alone (the server judges its batch).
-        assert_eq!(take_group(&mut queue).iter().map(|w| w.jobs.len()).collect::<Vec<_>>(), [300]);
+        assert_eq!(take_group(&mut queue).iter().map(|w| w.jobs).collect::<Vec<_>>(), [300]);
         assert!(queue.is_empty());
+    }
+
+    #[test]
+    fn callers_encodings_joined_are_one_batch_of_all_their_jobs_in_order() {
+        let job = |kind: &str| pb::EnqueueRequest { queue: "q".into(), job_type: kind.into(), ..Default::default() };
+        let first = pb::EnqueueBatchRequest { jobs: vec![job("a"), job("b")] }.encode_to_vec();
+        let second = pb::EnqueueBatchRequest { jobs: vec![job("c")] }.encode_to_vec();
+        let joined = pb::EnqueueBatchRequest::decode([first, second].concat().as_slice()).unwrap();
+        let kinds: Vec<&str> = joined.jobs.iter().map(|job| job.job_type.as_str()).collect();
+        assert_eq!(kinds, ["a", "b", "c"]);
     }
 }

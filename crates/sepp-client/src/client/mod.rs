@@ -612,7 +612,21 @@ impl SeppClient {
         Resp: Message + Default + Send + Sync + 'static,
     {
         // Encoded once: every attempt, and every redirect within one, sends these bytes.
-        let body = Bytes::from(message.encode_to_vec());
+        self.unary_encoded(rpc, scope, deadline, Bytes::from(message.encode_to_vec())).await
+    }
+
+    /// [`SeppClient::unary`] with the request already encoded (`body`): coalesced enqueues
+    /// encode each caller's jobs in the caller's task and send the bytes joined.
+    pub(crate) async fn unary_encoded<Req, Resp>(
+        &self,
+        rpc: Rpc<Req, Resp>,
+        scope: Option<RetryScope>,
+        deadline: Duration,
+        body: Bytes,
+    ) -> (Result<Response<Resp>, Status>, u32)
+    where
+        Resp: Message + Default + Send + Sync + 'static,
+    {
         let operation = rpc.operation;
         let attempt = || {
             let body = body.clone();
