@@ -45,11 +45,15 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 const LEADER_METADATA: &str = "sepp-leader";
 
 /// The `[cluster]` section of node `id`, listening for its peers on `listen`.
-pub fn cluster_section(id: u64, listen: SocketAddr, timings: Timings) -> String {
-    format!(
+pub fn cluster_section(id: u64, listen: SocketAddr, timings: Timings, snapshot_after_entries: Option<u64>) -> String {
+    let mut section = format!(
         "[cluster]\nnode_id = {id}\nlisten_addr = \"{listen}\"\nheartbeat_interval_ms = {}\nelection_timeout_ms = {}\n",
         timings.heartbeat_interval_ms, timings.election_timeout_ms,
-    )
+    );
+    if let Some(entries) = snapshot_after_entries {
+        section.push_str(&format!("snapshot_after_entries = {entries}\n"));
+    }
+    section
 }
 
 /// How to start every node of a cluster.
@@ -60,6 +64,8 @@ pub struct NodeSetup {
     /// Of every node (and so of its Raft log).
     pub persist_mode: PersistMode,
     pub timings: Timings,
+    /// `cluster.snapshot_after_entries` of every node (the configuration's default when `None`).
+    pub snapshot_after_entries: Option<u64>,
 }
 
 impl NodeSetup {
@@ -68,7 +74,7 @@ impl NodeSetup {
         Program::SeppWith {
             binary: self.binary.clone(),
             persist_mode: self.persist_mode,
-            extra: cluster_section(id, listen, self.timings),
+            extra: cluster_section(id, listen, self.timings, self.snapshot_after_entries),
         }
     }
 }
@@ -76,6 +82,9 @@ impl NodeSetup {
 /// Running nodes of our server made one cluster. Node `id` is `nodes[id - 1]`.
 pub struct Cluster {
     nodes: Vec<ServerProcess>,
+    /// Each node's cluster (Raft) address, node 1 first.
+    raft: Vec<SocketAddr>,
+    binary: PathBuf,
     /// The index of the node that last acknowledged a probe write.
     leader: usize,
 }
@@ -96,7 +105,7 @@ impl Cluster {
             raft.push(bound);
         }
         init(&setup.binary, &raft)?;
-        Ok(Cluster { nodes, leader: 0 })
+        Ok(Cluster { nodes, raft, binary: setup.binary.clone(), leader: 0 })
     }
 
     /// The node with id `index + 1`.
@@ -135,6 +144,21 @@ impl Cluster {
         let (leader, job_id) = serving_node(&self.api_addrs(), &among, queue).await?;
         self.leader = leader;
         Ok(job_id)
+    }
+
+    /// Runs `sepp cluster remove` (taking node `index + 1` out of the membership) or `sepp
+    /// cluster add` (adding the node at `index`'s cluster address back, empty or not) against
+    /// the leader's cluster address; returns when the change is made (an added node votes).
+    pub fn change_membership(&self, index: usize, add: bool) -> Result<(), BenchError> {
+        let mut command = Command::new(&self.binary);
+        command.arg("cluster");
+        if add {
+            command.arg("add").arg(self.raft[index].to_string());
+        } else {
+            command.arg("remove").arg((index + 1).to_string());
+        }
+        command.arg("--node").arg(self.raft[self.leader].to_string());
+        run_cluster_command(command)
     }
 
     /// Stops every node with SIGTERM (each, even when one fails); the first failure is returned.
@@ -181,6 +205,11 @@ fn init(binary: &Path, raft: &[SocketAddr]) -> Result<(), BenchError> {
     for peer in &raft[1..] {
         command.arg("--peer").arg(peer.to_string());
     }
+    run_cluster_command(command)
+}
+
+/// Runs a `sepp cluster` command; its error output when it fails.
+fn run_cluster_command(mut command: Command) -> Result<(), BenchError> {
     // No configuration of the working directory or the environment: the addresses are given.
     command.current_dir(std::env::temp_dir());
     for (name, _) in std::env::vars_os() {
@@ -191,7 +220,7 @@ fn init(binary: &Path, raft: &[SocketAddr]) -> Result<(), BenchError> {
     let output = command.output()?;
     if !output.status.success() {
         return Err(BenchError::Server(format!(
-            "sepp cluster init failed: {}",
+            "{command:?} failed: {}",
             String::from_utf8_lossy(&output.stderr).trim()
         )));
     }
@@ -326,9 +355,12 @@ mod tests {
     #[test]
     fn a_node_section_names_its_id_listener_and_timings() {
         let timings = Timings { heartbeat_interval_ms: 50, election_timeout_ms: 400 };
-        let section = cluster_section(2, "127.0.0.1:4100".parse().unwrap(), timings);
+        let section = cluster_section(2, "127.0.0.1:4100".parse().unwrap(), timings, None);
         assert!(section.starts_with("[cluster]\nnode_id = 2\nlisten_addr = \"127.0.0.1:4100\"\n"), "{section}");
         assert!(section.contains("heartbeat_interval_ms = 50\nelection_timeout_ms = 400\n"), "{section}");
+        assert!(!section.contains("snapshot_after_entries"), "{section}");
+        let section = cluster_section(2, "127.0.0.1:4100".parse().unwrap(), timings, Some(1_000));
+        assert!(section.ends_with("snapshot_after_entries = 1000\n"), "{section}");
     }
 
     #[test]

@@ -288,7 +288,12 @@ fn start_cluster(runtime: &Runtime, target: &Target, nodes: u64) -> Result<Clust
     let Program::Sepp { binary, persist_mode } = &target.program else {
         return Err(BenchError::Unexpected(format!("{}: only sepp servers run as a cluster", target.name)));
     };
-    let setup = NodeSetup { binary: binary.clone(), persist_mode: *persist_mode, timings: DEFAULT_TIMINGS };
+    let setup = NodeSetup {
+        binary: binary.clone(),
+        persist_mode: *persist_mode,
+        timings: DEFAULT_TIMINGS,
+        snapshot_after_entries: None,
+    };
     let mut cluster = Cluster::start(&setup, nodes)?;
     runtime.block_on(cluster.wait_for_leader(&queue_name("leader-probe", 0)))?;
     Ok(cluster)

@@ -92,7 +92,31 @@ pub struct Plan {
     pub backlog_jobs: u64,
     /// Whether a single node gets the same backlog first, for its memory beside the nodes'.
     pub single_reference: bool,
+    /// Whether a follower is replaced as after a lost disk: stopped and removed from the
+    /// cluster before the backlog, then started with an empty data directory and added again
+    /// after it, to catch up (from the leader's snapshot, once the leader has dropped the log).
+    pub catch_up: bool,
+    /// `cluster.snapshot_after_entries` of every node (the configuration's default when `None`).
+    pub snapshot_after_entries: Option<u64>,
     pub bound: Bound,
+}
+
+/// A follower replaced while the backlog was queued: started empty, added, and caught up.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CatchUp {
+    /// The follower (node id).
+    pub node: u64,
+    /// Jobs queued while it was down.
+    pub jobs: u64,
+    /// From its new start until it was a voter again (`sepp cluster add` returned) following
+    /// the leader within [`CAUGHT_UP_ENTRIES`] entries.
+    pub seconds: f64,
+    /// The line it logged on installing the leader's snapshot; `None` when it caught up from
+    /// the log alone.
+    pub snapshot_installed: Option<String>,
+    /// Its resident memory once caught up, and the peak over its whole run since the start.
+    pub rss_bytes: u64,
+    pub peak_rss_bytes: u64,
 }
 
 /// The memory of the running processes at one point of a run.
@@ -135,6 +159,9 @@ pub struct FailoverResults {
     /// with the same backlog when asked for.
     #[serde(default)]
     pub memory: Vec<MemoryPoint>,
+    /// The follower that caught up after the backlog, when the plan asked for one.
+    #[serde(default)]
+    pub catch_up: Option<CatchUp>,
     /// Enqueues a node acknowledged over the run, the producers' and the probes'.
     pub acknowledged: u64,
     /// Enqueue calls refused or failed (by a follower, a dead node, a leader not serving yet);
@@ -265,16 +292,31 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
     if plan.single_reference && plan.backlog_jobs > 0 {
         memory.push(single_node_memory(plan, runtime)?);
     }
-    let setup = NodeSetup { binary: plan.binary.clone(), persist_mode: plan.persist_mode, timings: DEFAULT_TIMINGS };
+    let setup = NodeSetup {
+        binary: plan.binary.clone(),
+        persist_mode: plan.persist_mode,
+        timings: DEFAULT_TIMINGS,
+        snapshot_after_entries: plan.snapshot_after_entries,
+    };
     let mut cluster = Cluster::start(&setup, NODES)?;
     let queue = format!("failover-{}", std::process::id());
     let ledger = Arc::new(Ledger::default());
     ledger.acknowledge(runtime.block_on(cluster.wait_for_leader(&queue))?);
+    let lagging = (cluster.leader() + 1) % NODES as usize;
+    if plan.catch_up {
+        cluster.node_mut(lagging).stop()?;
+        cluster.change_membership(lagging, false)?;
+        cluster.node_mut(lagging).clear_data_dir()?;
+    }
     if plan.backlog_jobs > 0 {
         let started = Instant::now();
         runtime.block_on(backlog(cluster.leader_addr(), &queue, plan.backlog_jobs, &ledger))?;
         eprintln!("backlog: {} jobs queued in {:.1} s", plan.backlog_jobs, started.elapsed().as_secs_f64());
         memory.push(nodes_memory(&mut cluster, "after the backlog", &ledger));
+    }
+    let catch_up = if plan.catch_up { Some(catch_up(runtime, &mut cluster, lagging, &ledger)?) } else { None };
+    if catch_up.is_some() {
+        memory.push(nodes_memory(&mut cluster, "after the follower caught up", &ledger));
     }
     let mut term = leader_term(runtime, &cluster);
     let mut unplanned_elections = 0;
@@ -338,6 +380,7 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
         unplanned_elections,
         bound: Some(plan.bound),
         memory,
+        catch_up,
         acknowledged: acknowledged.len() as u64,
         failed_calls: ledger.failed.load(Ordering::Relaxed),
         consumed: consumed.len() as u64,
@@ -395,6 +438,37 @@ fn kill_leader(
         acknowledged_after: ledger.count(),
         term_after,
     })
+}
+
+/// Starts the removed follower `index` again, empty, adds it to the cluster and waits until it
+/// has caught up (see [`wait_until_back`]); its memory then, and whether it installed a
+/// snapshot to get there.
+fn catch_up(runtime: &Runtime, cluster: &mut Cluster, index: usize, ledger: &Ledger) -> Result<CatchUp, BenchError> {
+    let started = Instant::now();
+    cluster.node_mut(index).start_again()?;
+    cluster.change_membership(index, true)?;
+    runtime.block_on(wait_until_back(cluster, index))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let node = cluster.node(index);
+    let sample = crate::procfs::sample(node.pid())
+        .ok_or_else(|| BenchError::Server("the follower's memory could not be read".into()))?;
+    let caught_up = CatchUp {
+        node: index as u64 + 1,
+        jobs: ledger.unconsumed_count(),
+        seconds,
+        snapshot_installed: node.logged("installed a snapshot from the leader"),
+        rss_bytes: sample.rss_bytes,
+        peak_rss_bytes: sample.peak_rss_bytes,
+    };
+    eprintln!(
+        "catch-up: node {} back in {:.1} s, {} (resident {:.0} MB, peak {:.0} MB)",
+        caught_up.node,
+        seconds,
+        if caught_up.snapshot_installed.is_some() { "from a snapshot" } else { "from the log" },
+        caught_up.rss_bytes as f64 / 1e6,
+        caught_up.peak_rss_bytes as f64 / 1e6
+    );
+    Ok(caught_up)
 }
 
 /// Each running node's memory now.
@@ -632,6 +706,25 @@ pub fn markdown(results: &FailoverResults) -> String {
         results.heartbeat_interval_ms,
         results.election_timeout_ms,
     );
+    if let Some(catch_up) = &results.catch_up {
+        let _ = writeln!(
+            out,
+            "**Catch-up.** Node {} was replaced as after a lost disk: stopped and removed from the cluster \
+             (`sepp cluster remove`) before the {} jobs were queued, then started with an empty data directory \
+             and added again (`sepp cluster add`). It was a voter following the leader within \
+             {CAUGHT_UP_ENTRIES} entries {:.1} s after its start, {}. Its memory then: {:.0} MB resident, \
+             {:.0} MB at its peak.\n",
+            catch_up.node,
+            rate(Some(catch_up.jobs as f64)),
+            catch_up.seconds,
+            catch_up.snapshot_installed.as_ref().map_or_else(
+                || "from the log alone (no snapshot installed)".to_string(),
+                |_| "having installed the leader's snapshot".to_string()
+            ),
+            catch_up.rss_bytes as f64 / 1e6,
+            catch_up.peak_rss_bytes as f64 / 1e6,
+        );
+    }
     kills_table(&mut out, results);
     summary_table(&mut out, results);
     let _ = writeln!(
@@ -755,6 +848,27 @@ mod tests {
         assert!(out.contains("| 2 kills, ms | median | p90 | max |\n|---|---:|---:|---:|\n| failover | 700 | 800 | 800 |\n| elected | 350 | 400 | 400 |\n"), "{out}");
         assert!(out.contains("Acknowledged but neither acked nor drained otherwise: **0**"), "{out}");
         assert!(out.contains("Drained from the leader at the end: 12,347"), "{out}");
+    }
+
+    #[test]
+    fn the_markdown_says_how_the_follower_caught_up() {
+        let caught_up = CatchUp {
+            node: 2,
+            jobs: 1_000_000,
+            seconds: 12.34,
+            snapshot_installed: Some("installed a snapshot from the leader".into()),
+            rss_bytes: 300_000_000,
+            peak_rss_bytes: 420_000_000,
+        };
+        let results = FailoverResults { catch_up: Some(caught_up.clone()), ..FailoverResults::default() };
+        let out = markdown(&results);
+        assert!(out.contains("Node 2 was replaced as after a lost disk"), "{out}");
+        assert!(out.contains("before the 1,000,000 jobs were queued"), "{out}");
+        assert!(out.contains("12.3 s after its start, having installed the leader's snapshot"), "{out}");
+        assert!(out.contains("300 MB resident, 420 MB at its peak"), "{out}");
+        let from_log = FailoverResults { catch_up: Some(CatchUp { snapshot_installed: None, ..caught_up }), ..results };
+        assert!(markdown(&from_log).contains("from the log alone (no snapshot installed)"));
+        assert!(!markdown(&FailoverResults::default()).contains("Catch-up"));
     }
 
     #[test]

@@ -256,6 +256,15 @@ struct FailoverArgs {
     /// Give a single node the same backlog first, for its memory beside the nodes'.
     #[arg(long)]
     single_reference: bool,
+    /// Replace a follower as after a lost disk: stop and remove it before the backlog, start it
+    /// empty and add it again after; the time it takes to catch up, its memory, and whether it
+    /// installed the leader's snapshot to do it.
+    #[arg(long)]
+    catch_up: bool,
+    /// `cluster.snapshot_after_entries` of every node (default: the configuration's); lower it
+    /// to have the leader drop the log a follower missed, so that it catches up from a snapshot.
+    #[arg(long)]
+    snapshot_after_entries: Option<u64>,
     /// The command fails when the median failover is over this many milliseconds...
     #[arg(long, default_value_t = failover_bound().median_ms)]
     bound_median_ms: f64,
@@ -713,6 +722,8 @@ fn failover_command(args: FailoverArgs) -> Result<(), BenchError> {
         load_between: std::time::Duration::from_secs_f64(args.load_seconds),
         backlog_jobs: args.backlog_jobs,
         single_reference: args.single_reference,
+        catch_up: args.catch_up,
+        snapshot_after_entries: args.snapshot_after_entries,
         bound: failover::Bound { median_ms: args.bound_median_ms, max_ms: args.bound_max_ms },
     };
     let results = failover::run(&plan, &runtime()?)?;

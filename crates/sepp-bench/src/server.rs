@@ -116,6 +116,19 @@ impl ServerProcess {
         Ok(())
     }
 
+    /// Empties the data directory of a stopped server: its next start begins with nothing, as
+    /// a node whose disk was replaced.
+    pub fn clear_data_dir(&mut self) -> Result<(), BenchError> {
+        if self.is_running() {
+            return Err(BenchError::Server("the data directory of a running server cannot be cleared".into()));
+        }
+        let data = self.dir.path().join("data");
+        if data.exists() {
+            std::fs::remove_dir_all(&data)?;
+        }
+        Ok(())
+    }
+
     /// Sends SIGTERM and waits for the process to exit; returns how long that took.
     pub fn stop(&mut self) -> Result<Duration, BenchError> {
         let started = Instant::now();
@@ -168,6 +181,11 @@ impl ServerProcess {
     /// it, since it comes after the gRPC one); `None` when the server has none.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.logged_addr("admin UI listening")
+    }
+
+    /// The most recent of the lines kept of this start's output that contains `needle`.
+    pub fn logged(&self, needle: &str) -> Option<String> {
+        self.output.lock().expect("output lock").iter().rev().find(|line| line.contains(needle)).cloned()
     }
 
     /// The loopback address in the first line containing `needle` (waiting a little for it).
