@@ -41,8 +41,8 @@ mod sealed;
 pub use entry::{DecodeError, decode_entry, encode_entry};
 pub use log_store::{LogStore, LogStoreOptions, OpenError};
 pub use machine::{
-    FreshState, SNAPSHOT_FRAME_RECORDS, SnapshotReadError, StateMachine, decode_snapshot, encode_snapshot,
-    read_snapshot, write_snapshot,
+    FreshState, LOCAL_FRAMES_MAX_BYTES, LocalFrames, SNAPSHOT_FRAME_RECORDS, SnapshotReadError, StateMachine,
+    decode_snapshot, encode_snapshot, read_snapshot, write_snapshot,
 };
 pub use node::Node;
 pub use replicated_log::ReplicatedLog;

@@ -6,6 +6,11 @@
 //! that applies the same entries holds the same state. Payloads stay in memory here (a frame
 //! read without a file keeps them inline).
 //!
+//! On the leader, an entry it proposed itself is applied from the records its committer
+//! encoded it from ([`LocalFrames`]), not decoded from its bytes: the jobs the committer holds
+//! and those of the committed state are then the same allocations, so the leader holds each job
+//! it accepted once, as a follower does, instead of once in the committer and a decoded copy here.
+//!
 //! Snapshot data: frames of at most [`SNAPSHOT_FRAME_RECORDS`] records of `State::snapshot`
 //! (which carries the acceptance sequence counter, so a node restored from it numbers the next
 //! job as the others do), then an empty frame as the end mark. The snapshot's Raft metadata
@@ -33,6 +38,7 @@
 //! state its purged log no longer holds. (An older `raft-snapshot`, "SEPPSNP1" with the data
 //! inside it, is read too, and rewritten in this form.)
 
+use std::collections::VecDeque;
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Seek as _};
 use std::path::{Path, PathBuf};
@@ -298,6 +304,85 @@ fn write_snapshot_file(path: &Path, snapshot: &sepp_core::Snapshot) -> io::Resul
 #[derive(Clone)]
 pub struct StateMachine {
     inner: Arc<Mutex<Machine>>,
+    local: LocalFrames,
+}
+
+/// At most this many bytes of frames wait in [`LocalFrames`]; beyond it the oldest are dropped
+/// (their entries, if ever applied, are then decoded, as a follower's are).
+pub const LOCAL_FRAMES_MAX_BYTES: usize = 64 << 20;
+
+/// The frames this node's committer proposed while it led, each with the records it was encoded
+/// from, until the state machine applies their entries: an entry whose bytes are those of a
+/// waiting frame is applied from that frame's records (equal bytes decode to equal records, so
+/// the state is the same either way), which share their jobs with the committer's state. Clones
+/// share the queue.
+#[derive(Clone, Default)]
+pub struct LocalFrames {
+    inner: Arc<Mutex<LocalQueue>>,
+}
+
+#[derive(Default)]
+struct LocalQueue {
+    frames: VecDeque<(Vec<u8>, Vec<Record>)>,
+    bytes: usize,
+    /// Frames taken so far.
+    taken: u64,
+}
+
+impl LocalFrames {
+    fn lock(&self) -> MutexGuard<'_, LocalQueue> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A frame proposed now, and the records it encodes, in proposal order.
+    pub fn push(&self, bytes: Vec<u8>, records: Vec<Record>) {
+        let mut queue = self.lock();
+        queue.bytes += bytes.len();
+        queue.frames.push_back((bytes, records));
+        while queue.bytes > LOCAL_FRAMES_MAX_BYTES
+            && let Some((dropped, _)) = queue.frames.pop_front()
+        {
+            queue.bytes -= dropped.len();
+        }
+    }
+
+    /// The records of the waiting frame whose bytes are `bytes`, if any. Entries are applied in
+    /// the order they were proposed, so the frames before it will never be applied (proposals
+    /// of a term that ended): they are dropped too.
+    pub fn take(&self, bytes: &[u8]) -> Option<Vec<Record>> {
+        let mut queue = self.lock();
+        let position = queue.frames.iter().position(|(frame, _)| frame.as_slice() == bytes)?;
+        let mut taken = None;
+        for _ in 0..=position {
+            if let Some((frame, records)) = queue.frames.pop_front() {
+                queue.bytes -= frame.len();
+                taken = Some(records);
+            }
+        }
+        queue.taken += 1;
+        taken
+    }
+
+    /// Drops every waiting frame (a new term's committer starts).
+    pub fn clear(&self) {
+        let mut queue = self.lock();
+        queue.frames.clear();
+        queue.bytes = 0;
+    }
+
+    /// How many entries were applied from a waiting frame's records so far.
+    pub fn taken(&self) -> u64 {
+        self.lock().taken
+    }
+
+    /// How many frames wait.
+    pub fn len(&self) -> usize {
+        self.lock().frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl StateMachine {
@@ -357,7 +442,7 @@ impl StateMachine {
             machine.membership = meta.last_membership.clone();
             machine.current = Some((meta, dir.join(name)));
         }
-        Ok(StateMachine { inner: Arc::new(Mutex::new(machine)) })
+        Ok(StateMachine { inner: Arc::new(Mutex::new(machine)), local: LocalFrames::default() })
     }
 
     /// Whether the state machine started from a snapshot.
@@ -375,6 +460,12 @@ impl StateMachine {
     /// encoding the state as a snapshot and decoding it again.
     pub fn committed_state(&self) -> State {
         self.lock().state.clone()
+    }
+
+    /// Where this node's committer, while it leads, leaves the frames it proposes (see
+    /// [`LocalFrames`]).
+    pub fn local_frames(&self) -> LocalFrames {
+        self.local.clone()
     }
 
     /// The last entry applied, and a hash of the whole state as it made it (the same on every
@@ -483,6 +574,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for entry in entries {
             match entry.payload {
                 EntryPayload::Blank => {}
+                EntryPayload::Normal(frame) if let Some(records) = self.local.take(&frame.0) => {
+                    for record in &records {
+                        machine.state.apply(record);
+                    }
+                }
                 EntryPayload::Normal(frame) => match frame::read(&frame.0, None) {
                     Read::Frame(records, len) if len == frame.0.len() => {
                         for record in &records {

@@ -8,6 +8,10 @@
 //! the other nodes), up to [`MAX_IN_FLIGHT`] at once; one task hands them to Raft, so entries
 //! are in the log in the order the committer made them.
 //!
+//! Each frame is also left, with the records it was encoded from, in the state machine's
+//! [`LocalFrames`], so that this node applies its own entries from those records and holds each
+//! job once.
+//!
 //! Payloads stay in the committer's memory (the frame carries them to every node; there is no
 //! local file to point into), and compaction is Raft's (snapshots of the state machine), so the
 //! checkpoint calls do nothing. A proposal that fails (this node is no longer the leader, or
@@ -22,6 +26,7 @@ use sepp_log::{Log, frame};
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::LocalFrames;
 use crate::{Frame, Raft};
 
 /// Proposals a leader's committer may have in flight at once.
@@ -33,14 +38,19 @@ type Done = oneshot::Sender<Result<(), String>>;
 pub struct ReplicatedLog {
     proposals: mpsc::UnboundedSender<(Frame, Done)>,
     buffer: Vec<u8>,
+    /// The records `buffer` encodes.
+    records: Vec<Record>,
+    local: LocalFrames,
     placements: Vec<sepp_log::codec::Placement>,
     /// The outcomes of the proposals in flight, oldest first.
     in_flight: VecDeque<oneshot::Receiver<Result<(), String>>>,
 }
 
 impl ReplicatedLog {
-    /// Proposes through `raft`, whose calls run on `runtime`.
-    pub fn new(raft: Raft, runtime: Handle) -> ReplicatedLog {
+    /// Proposes through `raft`, whose calls run on `runtime`, leaving each frame in `local` (the
+    /// node's state machine's; see [`LocalFrames`]), which starts empty.
+    pub fn new(raft: Raft, runtime: Handle, local: LocalFrames) -> ReplicatedLog {
+        local.clear();
         let (proposals, mut queued) = mpsc::unbounded_channel::<(Frame, Done)>();
         let waits = runtime.clone();
         // One task submits the proposals, in order; each outcome is awaited on its own.
@@ -63,13 +73,21 @@ impl ReplicatedLog {
                 }
             }
         });
-        ReplicatedLog { proposals, buffer: Vec::new(), placements: Vec::new(), in_flight: VecDeque::new() }
+        ReplicatedLog {
+            proposals,
+            buffer: Vec::new(),
+            records: Vec::new(),
+            local,
+            placements: Vec::new(),
+            in_flight: VecDeque::new(),
+        }
     }
 }
 
 impl Log for ReplicatedLog {
     fn append(&mut self, records: &[Record]) -> io::Result<()> {
         frame::encode(records, &mut self.buffer, &mut self.placements);
+        self.records.extend_from_slice(records);
         Ok(())
     }
 
@@ -78,12 +96,15 @@ impl Log for ReplicatedLog {
             self.finish_sync()?;
         }
         self.placements.clear();
+        let records = std::mem::take(&mut self.records);
         if self.buffer.is_empty() {
             return Ok(Vec::new());
         }
+        let bytes = std::mem::take(&mut self.buffer);
+        self.local.push(bytes.clone(), records);
         let (done, outcome) = oneshot::channel();
         // Should the proposing task be gone, `done` is dropped, and finishing this one fails.
-        let _ = self.proposals.send((Frame(std::mem::take(&mut self.buffer)), done));
+        let _ = self.proposals.send((Frame(bytes), done));
         self.in_flight.push_back(outcome);
         Ok(Vec::new())
     }

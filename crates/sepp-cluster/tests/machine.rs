@@ -46,12 +46,17 @@ fn job(queue: &str, index: usize) -> (JobId, NewJob) {
 /// A leader's run: cycles of enqueues, reserves, acks, nacks and sweeps, each cycle's records
 /// as one normal entry of term 1.
 fn leader_run(leader: &mut State) -> Vec<Entry> {
+    leader_cycles(leader).into_iter().map(|(entry, _)| entry).collect()
+}
+
+/// [`leader_run`]'s entries, each with the records the leader made and encoded it from.
+fn leader_cycles(leader: &mut State) -> Vec<(Entry, Vec<Record>)> {
     let mut entries = Vec::new();
     let mut cycle = |records: Vec<Record>| {
         let mut frame = Vec::new();
         sepp_log::frame::encode(&records, &mut frame, &mut Vec::new());
         let log_id = LogId { leader_id: CommittedLeaderId::new(1, 1), index: entries.len() as u64 + 1 };
-        entries.push(Entry { log_id, payload: EntryPayload::Normal(Frame(frame)) });
+        entries.push((Entry { log_id, payload: EntryPayload::Normal(Frame(frame)) }, records));
     };
     for round in 0..20_i64 {
         let now_ms = NOW_MS + round * 1_000;
@@ -86,6 +91,49 @@ fn applying_a_run_s_entries_reproduces_its_state() {
     assert_eq!(follower.with_state(State::fingerprint), leader.fingerprint());
     let (applied, _) = run(follower.applied_state()).unwrap();
     assert_eq!(applied, Some(entries.last().unwrap().log_id));
+}
+
+#[test]
+fn a_leader_applies_its_own_entries_from_their_records_and_holds_each_job_once() {
+    let mut leader = fresh();
+    let cycles = leader_cycles(&mut leader);
+    let entries: Vec<Entry> = cycles.iter().map(|(entry, _)| entry.clone()).collect();
+    let leave = |machine: &StateMachine, from: usize| {
+        for (entry, records) in &cycles[from..] {
+            let EntryPayload::Normal(Frame(bytes)) = &entry.payload else { unreachable!() };
+            machine.local_frames().push(bytes.clone(), records.clone());
+        }
+    };
+
+    // Every entry proposed here: applied from the records, whose jobs the state then holds
+    // themselves (the committer's allocations), and the same state as decoding gives.
+    let (mut own, _own_dir) = machine();
+    leave(&own, 0);
+    run(own.apply(entries.clone())).expect("apply");
+    assert_eq!(own.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(own.local_frames().taken(), entries.len() as u64);
+    let mut live = 0;
+    for (_, records) in &cycles {
+        for record in records {
+            if let Record::JobAccepted { job, .. } = record
+                && let Some((held, _)) = own.with_state(|state| state.find_job(&job.id))
+            {
+                assert!(Arc::ptr_eq(job, &held), "job {} was copied", job.id);
+                live += 1;
+            }
+        }
+    }
+    assert!(live > 0);
+
+    // A frame of a term that ended (never applied), then every frame but the first, which is
+    // decoded as a follower would: the same state, and the stale frame is dropped on the way.
+    let (mut mixed, _mixed_dir) = machine();
+    mixed.local_frames().push(vec![1, 2, 3], Vec::new());
+    leave(&mixed, 1);
+    run(mixed.apply(entries)).expect("apply");
+    assert_eq!(mixed.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(mixed.local_frames().taken(), cycles.len() as u64 - 1);
+    assert!(mixed.local_frames().is_empty());
 }
 
 #[test]

@@ -108,13 +108,23 @@ impl Names {
     }
 
     fn intern(&mut self, name: &str) -> Arc<str> {
+        self.intern_or(name, || Arc::from(name))
+    }
+
+    /// [`Names::intern`] of a name that comes in an `Arc` of its own (a job's, built by another
+    /// state): a name not known yet is kept as that very `Arc`, so the job keeps sharing it.
+    fn intern_shared(&mut self, name: &Arc<str>) -> Arc<str> {
+        self.intern_or(name, || name.clone())
+    }
+
+    fn intern_or(&mut self, name: &str, new: impl FnOnce() -> Arc<str>) -> Arc<str> {
         if let Some(hit) = self.recent.iter().flatten().find(|recent| ***recent == *name) {
             return hit.clone();
         }
         let interned = match self.all.get(name) {
             Some(interned) => interned.clone(),
             None => {
-                let interned: Arc<str> = Arc::from(name);
+                let interned = new();
                 self.all.insert(interned.clone());
                 interned
             }
@@ -548,9 +558,9 @@ impl State {
         {
             return job.clone();
         }
-        let queue = self.intern(&job.queue);
-        let job_type = self.intern(&job.job_type);
-        let encoding = job.payload.as_ref().map(|payload| self.intern(&payload.encoding));
+        let queue = self.names.intern_shared(&job.queue);
+        let job_type = self.names.intern_shared(&job.job_type);
+        let encoding = job.payload.as_ref().map(|payload| self.names.intern_shared(&payload.encoding));
         let shared_encoding = match (&encoding, &job.payload) {
             (Some(interned), Some(payload)) => Arc::ptr_eq(interned, &payload.encoding),
             _ => true,

@@ -63,7 +63,8 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
     let leader = nodes[&leader_id].raft.clone();
 
     let runtime = tokio::runtime::Handle::current();
-    let log = ReplicatedLog::new(leader.clone(), runtime);
+    let local = nodes[&leader_id].machine.local_frames();
+    let log = ReplicatedLog::new(leader.clone(), runtime, local.clone());
     let settings = CommitterSettings { command_queue_capacity: 64, ..CommitterSettings::default() };
     let opened = move || Ok::<_, std::convert::Infallible>((fresh(), Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok((committer, closed)) = sepp_engine::spawn(opened, settings);
@@ -92,6 +93,10 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
     for node in nodes.values() {
         node.raft.wait(Some(WAIT)).applied_index_at_least(Some(last), "applied").await.expect("applied");
     }
+    // The leader applied its own entries from the records its committer encoded them from (the
+    // followers decoded theirs), and the states are the same.
+    assert!(local.taken() > 0, "the leader decoded its own entries");
+    assert!(local.is_empty(), "{} frames left unapplied", local.len());
     let fingerprint = nodes[&leader_id].machine.with_state(State::fingerprint);
     for node in nodes.values() {
         assert_eq!(node.machine.with_state(State::fingerprint), fingerprint, "node {}", node.id);
