@@ -223,8 +223,8 @@ pub fn read_snapshot(input: &mut impl io::Read, state: &mut State) -> Result<u64
                 };
             }
             Read::Frame(records, _) => {
-                for record in &records {
-                    state.apply(record);
+                for record in records {
+                    state.apply_owned(record);
                 }
             }
             Read::End | Read::Torn => return Err(SnapshotReadError::Damaged("the snapshot ends before its end mark")),
@@ -575,14 +575,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             match entry.payload {
                 EntryPayload::Blank => {}
                 EntryPayload::Normal(frame) if let Some(records) = self.local.take(&frame.0) => {
-                    for record in &records {
-                        machine.state.apply(record);
+                    for record in records {
+                        machine.state.apply_owned(record);
                     }
                 }
                 EntryPayload::Normal(frame) => match frame::read(&frame.0, None) {
                     Read::Frame(records, len) if len == frame.0.len() => {
-                        for record in &records {
-                            machine.state.apply(record);
+                        for record in records {
+                            machine.state.apply_owned(record);
                         }
                     }
                     Read::Frame(..) => return Err(corrupt_entry(entry.log_id, "bytes after its frame")),

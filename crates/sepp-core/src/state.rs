@@ -386,6 +386,23 @@ impl State {
         (entry.deadline_ms > now_ms).then_some(entry.job_id)
     }
 
+    /// [`State::apply`] of a record the caller is done with, as one just decoded: a job it
+    /// carries is then its record's only holder, so making it share the interned names changes
+    /// it in place instead of copying it (payload included).
+    pub fn apply_owned(&mut self, record: Record) {
+        match record {
+            Record::JobAccepted { job, due_ms } => {
+                let state = match due_ms {
+                    Some(due_ms) => JobState::Scheduled { attempt: 1, due_ms },
+                    None => JobState::Ready { attempt: 1 },
+                };
+                self.restore_job(job, state);
+            }
+            Record::JobRestored { job, state } => self.restore_job(job, state),
+            other => self.apply(&other),
+        }
+    }
+
     /// Applies one record. Records are facts: a record that does not fit the state (a job that
     /// is not where the record says) is a broken invariant and panics.
     pub fn apply(&mut self, record: &Record) {
@@ -395,12 +412,12 @@ impl State {
                     Some(due_ms) => JobState::Scheduled { attempt: 1, due_ms: *due_ms },
                     None => JobState::Ready { attempt: 1 },
                 };
-                self.restore_job(job, state);
+                self.restore_job(job.clone(), state);
             }
-            Record::JobRestored { job, state } => self.restore_job(job, *state),
+            Record::JobRestored { job, state } => self.restore_job(job.clone(), *state),
             Record::DeadLetterRestored { dead } => {
                 let mut dead = dead.clone();
-                dead.job = self.share_names(&dead.job);
+                dead.job = self.share_names(dead.job);
                 self.put_dead_letter(dead);
             }
             Record::DedupBound { queue, key, job_id, deadline_ms } => {
@@ -542,21 +559,22 @@ impl State {
         }
     }
 
-    fn restore_job(&mut self, job: &Arc<Job>, state: JobState) {
+    fn restore_job(&mut self, job: Arc<Job>, state: JobState) {
         let job = self.share_names(job);
         self.next_seq = self.next_seq.max(job.seq + 1);
         self.put_live(job, state);
     }
 
-    /// Replayed jobs arrive with strings of their own; this makes them share the interned ones.
-    fn share_names(&mut self, job: &Arc<Job>) -> Arc<Job> {
+    /// Replayed jobs arrive with strings of their own; this makes them share the interned ones
+    /// (in place when `job` is its only holder, by a copy otherwise).
+    fn share_names(&mut self, mut job: Arc<Job>) -> Arc<Job> {
         // A job accepted just now was built from interned names already.
         let names = &self.names;
         if names.is_recent(&job.queue)
             && names.is_recent(&job.job_type)
             && job.payload.as_ref().is_none_or(|payload| names.is_recent(&payload.encoding))
         {
-            return job.clone();
+            return job;
         }
         let queue = self.names.intern_shared(&job.queue);
         let job_type = self.names.intern_shared(&job.job_type);
@@ -566,9 +584,8 @@ impl State {
             _ => true,
         };
         if Arc::ptr_eq(&queue, &job.queue) && Arc::ptr_eq(&job_type, &job.job_type) && shared_encoding {
-            return job.clone();
+            return job;
         }
-        let mut job = job.clone();
         let shared = Arc::make_mut(&mut job);
         shared.queue = queue;
         shared.job_type = job_type;
@@ -1114,5 +1131,29 @@ mod tests {
         let encoding = |job: &Job| job.payload.as_ref().expect("a payload").encoding.clone();
         assert!(Arc::ptr_eq(&encoding(restored), &encoding(&live)));
         assert_eq!(state.names.all.len(), 3);
+
+        // Applied as its only holder (a record just decoded), such a job is changed in place.
+        let mut decoded = (**recorded).clone();
+        decoded.id = JobId::new_v4();
+        decoded.seq += 2;
+        decoded.queue = Arc::from("emails");
+        decoded.job_type = Arc::from("send");
+        let decoded = Arc::new(decoded);
+        let (id, allocation) = (decoded.id, Arc::as_ptr(&decoded));
+        state.apply_owned(Record::JobAccepted { job: decoded, due_ms: None });
+        let held = &state.jobs.get(&id).expect("accepted").job;
+        assert_eq!(Arc::as_ptr(held), allocation, "not copied");
+        assert!(Arc::ptr_eq(&held.queue, &live.queue));
+        assert!(Arc::ptr_eq(&held.job_type, &live.job_type));
+
+        // A name not known yet is kept as the job's own allocation.
+        let mut other = (**recorded).clone();
+        other.id = JobId::new_v4();
+        other.seq += 3;
+        other.queue = Arc::from("reports");
+        let other = Arc::new(other);
+        state.apply(&Record::JobAccepted { job: other.clone(), due_ms: None });
+        assert!(Arc::ptr_eq(&state.jobs.get(&other.id).expect("accepted").job, &other), "shared, not copied");
+        assert_eq!(state.names.all.len(), 4);
     }
 }
