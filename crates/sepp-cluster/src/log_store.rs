@@ -18,7 +18,12 @@
 //! offset.
 //!
 //! Every append is synced (`fdatasync`) before openraft hears it is durable; a new segment is
-//! started once the current one passes `segment_bytes`, after syncing the old one whole.
+//! started once the current one passes `segment_bytes`, after cutting off its unused space and
+//! syncing it whole. Appends land in space written with zeros beforehand, `preallocate_bytes` at
+//! a time (synced whole), so the sync of an append writes the data alone, not the file's new
+//! size with it (on this project's test machine, 85 against 145 µs per sync). The zeros after
+//! the last entry of the last segment are its unused space: a frame never starts with a zero
+//! length.
 //! Truncating (a follower dropping entries a new leader did not have) cuts the segment at the
 //! first dropped entry and deletes the later segments; purging (after a snapshot) records the
 //! purge point first, then deletes the segments that hold nothing after it.
@@ -55,11 +60,17 @@ pub struct LogStoreOptions {
     /// "buffer"`), an entry a node acknowledged survives a crash of the process but not of the
     /// machine.
     pub sync: bool,
+    /// Zeros written (and synced) ahead of the appends at a time; 0 lets every append grow the
+    /// file.
+    pub preallocate_bytes: u64,
 }
+
+/// The default [`LogStoreOptions::preallocate_bytes`].
+pub const PREALLOCATE_BYTES: u64 = 4 << 20;
 
 impl Default for LogStoreOptions {
     fn default() -> Self {
-        LogStoreOptions { segment_bytes: 32 << 20, sync: true }
+        LogStoreOptions { segment_bytes: 32 << 20, sync: true, preallocate_bytes: PREALLOCATE_BYTES }
     }
 }
 
@@ -103,7 +114,37 @@ struct Meta {
 
 struct Segment {
     file: File,
+    /// Where the next frame goes.
     len: u64,
+    /// The file's size: written (zeros after `len`) and synced.
+    allocated: u64,
+}
+
+impl Segment {
+    fn new(file: File, len: u64) -> Segment {
+        Segment { file, len, allocated: len }
+    }
+
+    /// Makes sure `bytes` more fit before `allocated`: writes zeros from there to at least
+    /// `chunk` further, and (when `sync`) syncs the file whole.
+    fn reserve(&mut self, bytes: u64, chunk: u64, sync: bool) -> io::Result<()> {
+        if chunk == 0 || self.len + bytes <= self.allocated {
+            return Ok(());
+        }
+        let target = (self.len + bytes).max(self.allocated + chunk);
+        let zeros = vec![0; (target - self.allocated).min(1 << 20) as usize];
+        let mut at = self.allocated;
+        while at < target {
+            let step = (target - at).min(zeros.len() as u64) as usize;
+            self.file.write_all_at(&zeros[..step], at)?;
+            at += step as u64;
+        }
+        if sync {
+            self.file.sync_all()?;
+        }
+        self.allocated = target;
+        Ok(())
+    }
 }
 
 struct Inner {
@@ -201,7 +242,7 @@ impl Inner {
                 // Created and never written: start it again.
                 file.set_len(0).and_then(|()| file.write_all_at(SEGMENT_MAGIC, 0)).map_err(io_error(&path))?;
                 file.sync_all().map_err(io_error(&path))?;
-                self.segments.insert(first, Segment { file, len: SEGMENT_MAGIC.len() as u64 });
+                self.segments.insert(first, Segment::new(file, SEGMENT_MAGIC.len() as u64));
                 return Ok(None);
             }
             return Err(corrupt(0, "not a Raft log segment".into()));
@@ -214,6 +255,10 @@ impl Inner {
             return Err(corrupt(0, format!("starts at entry {first}, after entry {previous}")));
         }
         while offset < bytes.len() {
+            // The last segment's unused space: zeros written ahead of the appends.
+            if last && bytes[offset..].iter().all(|byte| *byte == 0) {
+                break;
+            }
             match read_frame(&bytes[offset..]) {
                 Ok((entry, len)) => {
                     if entry.log_id.index != expected {
@@ -242,7 +287,9 @@ impl Inner {
                 Err(error) => return Err(corrupt(offset as u64, error.to_string())),
             }
         }
-        self.segments.insert(first, Segment { file, len: offset.min(bytes.len()) as u64 });
+        let len = offset.min(bytes.len()) as u64;
+        let allocated = fs::metadata(&path).map_err(io_error(&path))?.len().max(len);
+        self.segments.insert(first, Segment { file, len, allocated });
         Ok(expected.checked_sub(1).filter(|_| expected > first))
     }
 
@@ -292,6 +339,7 @@ impl Inner {
             self.buffer[..4].copy_from_slice(&(body_len as u32).to_le_bytes());
             self.buffer[4..8].copy_from_slice(&crc.to_le_bytes());
             let (first, segment) = self.segments.iter_mut().next_back().expect("a segment was started");
+            segment.reserve(self.buffer.len() as u64, self.options.preallocate_bytes, self.options.sync)?;
             segment.file.write_all_at(&self.buffer, segment.len)?;
             let place =
                 Place { log_id: entry.log_id, segment: *first, offset: segment.len, len: self.buffer.len() as u32 };
@@ -327,7 +375,7 @@ impl Inner {
         file.write_all_at(SEGMENT_MAGIC, 0)?;
         file.sync_all()?;
         sync_dir(&self.dir)?;
-        self.segments.insert(first, Segment { file, len: SEGMENT_MAGIC.len() as u64 });
+        self.segments.insert(first, Segment::new(file, SEGMENT_MAGIC.len() as u64));
         Ok(())
     }
 
@@ -347,6 +395,7 @@ impl Inner {
         segment.file.set_len(place.offset)?;
         segment.file.sync_all()?;
         segment.len = place.offset;
+        segment.allocated = place.offset;
         self.tail = (place.offset > SEGMENT_MAGIC.len() as u64).then(|| place.log_id.index - 1);
         self.places.split_off(&place.log_id.index);
         Ok(())

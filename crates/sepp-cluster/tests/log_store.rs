@@ -31,9 +31,23 @@ fn membership(term: u64, index: u64) -> Entry {
     Entry { log_id: log_id(term, index), payload: EntryPayload::Membership(Membership::new(configs, nodes)) }
 }
 
-/// Segments of about 200 bytes, so a few entries already span several files.
+/// Segments of about 200 bytes, so a few entries already span several files, each written
+/// into zeros written 64 bytes at a time ahead of it.
 fn small() -> LogStoreOptions {
-    LogStoreOptions { segment_bytes: 200, ..LogStoreOptions::default() }
+    LogStoreOptions { segment_bytes: 200, preallocate_bytes: 64, ..LogStoreOptions::default() }
+}
+
+/// Where the frames of a segment's bytes end (the zeros after them are unused space).
+fn frames_end(bytes: &[u8]) -> usize {
+    let mut offset = 8; // "SEPPRAF1"
+    while let Some(header) = bytes.get(offset..offset + 4) {
+        let len = u32::from_le_bytes(header.try_into().unwrap()) as usize;
+        if len == 0 {
+            break;
+        }
+        offset += 8 + len;
+    }
+    offset
 }
 
 fn open(dir: &Path) -> LogStore {
@@ -165,17 +179,50 @@ fn a_torn_tail_of_the_last_segment_is_cut_and_the_rest_kept() {
         store.append_entries((1..=10).map(|index| normal(1, index))).unwrap();
     }
     let last = dir.path().join(segments(dir.path()).last().unwrap());
-    let len = std::fs::metadata(&last).unwrap().len();
-    // Half of a frame that never finished: its length says more than is there.
     let mut bytes = std::fs::read(&last).unwrap();
+    let len = frames_end(&bytes);
+    assert!(bytes.len() > len, "the appends went into zeros written ahead of them");
+    // Half of a frame that never finished, in the zeros after the last one: its length says
+    // more than is there.
+    bytes.truncate(len);
     bytes.extend_from_slice(&[200, 0, 0, 0, 1, 2, 3, 4, 5]);
+    bytes.resize(len + 64, 0);
     std::fs::write(&last, &bytes).unwrap();
 
     let store = open(dir.path());
     assert_eq!(indexes(&store), (1..=10).collect::<Vec<_>>());
-    assert_eq!(std::fs::metadata(&last).unwrap().len(), len, "the torn frame was cut off");
+    assert_eq!(std::fs::metadata(&last).unwrap().len(), len as u64, "the torn frame was cut off");
     store.append_entries([normal(1, 11)]).unwrap();
     assert_eq!(indexes(&open_again(dir.path(), store)), (1..=11).collect::<Vec<_>>());
+}
+
+#[test]
+fn appends_go_into_zeros_written_ahead_and_a_reopened_log_continues_after_its_last_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = LogStoreOptions { preallocate_bytes: 4096, ..LogStoreOptions::default() };
+    let store = LogStore::open(dir.path(), options).unwrap();
+    store.append_entries((1..=5).map(|index| normal(1, index))).unwrap();
+    let segment = dir.path().join(segments(dir.path()).last().unwrap());
+    let bytes = std::fs::read(&segment).unwrap();
+    let end = frames_end(&bytes);
+    assert!(bytes.len() >= end + 1024 && bytes[end..].iter().all(|byte| *byte == 0), "{} {end}", bytes.len());
+    drop(store);
+
+    // Reopened: the zeros are unused space, not a torn tail; they are kept and written into.
+    let store = LogStore::open(dir.path(), options).unwrap();
+    assert_eq!(indexes(&store), (1..=5).collect::<Vec<_>>());
+    assert_eq!(std::fs::read(&segment).unwrap().len(), bytes.len(), "nothing was cut");
+    store.append_entries((6..=8).map(|index| normal(1, index))).unwrap();
+    assert_eq!(std::fs::read(&segment).unwrap().len(), bytes.len(), "written into the zeros");
+    drop(store);
+    let store = LogStore::open(dir.path(), options).unwrap();
+    assert_eq!(indexes(&store), (1..=8).collect::<Vec<_>>());
+
+    // Past the zeros, the next ones are written ahead again.
+    store.append_entries((9..=200).map(|index| normal(1, index))).unwrap();
+    let grown = std::fs::read(&segment).unwrap();
+    assert!(grown.len() > bytes.len());
+    assert_eq!(indexes(&open_again(dir.path(), store)), (1..=200).collect::<Vec<_>>());
 }
 
 fn open_again(dir: &Path, store: LogStore) -> LogStore {
@@ -216,14 +263,16 @@ fn a_checksummed_tail_frame_that_does_not_decode_is_refused_and_never_cut() {
         store.append_entries((1..=10).map(|index| normal(1, index))).unwrap();
     }
     let last = dir.path().join(segments(dir.path()).last().unwrap());
-    let end = std::fs::metadata(&last).unwrap().len();
-    // Entry 11 with a payload kind no version writes, in a frame whose checksum matches.
+    // Entry 11 with a payload kind no version writes, in a frame whose checksum matches, where
+    // the next frame goes (in the zeros written ahead).
     let mut body = Vec::new();
     for field in [11u64, 1, 1] {
         body.extend_from_slice(&field.to_le_bytes());
     }
     body.push(9);
     let mut bytes = std::fs::read(&last).unwrap();
+    let end = frames_end(&bytes) as u64;
+    bytes.truncate(end as usize);
     bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
     bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
     bytes.extend_from_slice(&body);
