@@ -89,6 +89,14 @@ pub struct Depths {
     pub dead_letter: u64,
 }
 
+/// Where a job a `JobAccepted` record carries goes: scheduled until `due_ms`, or ready.
+fn accepted_state(due_ms: Option<TimeMs>) -> JobState {
+    match due_ms {
+        Some(due_ms) => JobState::Scheduled { attempt: 1, due_ms },
+        None => JobState::Ready { attempt: 1 },
+    }
+}
+
 /// Interned queue names, job types and encodings, so a million jobs share a handful of strings.
 /// The last few names asked for are compared first: a batch names the same queue, type and
 /// encoding job after job, and comparing a short string costs less than hashing it.
@@ -391,13 +399,7 @@ impl State {
     /// it in place instead of copying it (payload included).
     pub fn apply_owned(&mut self, record: Record) {
         match record {
-            Record::JobAccepted { job, due_ms } => {
-                let state = match due_ms {
-                    Some(due_ms) => JobState::Scheduled { attempt: 1, due_ms },
-                    None => JobState::Ready { attempt: 1 },
-                };
-                self.restore_job(job, state);
-            }
+            Record::JobAccepted { job, due_ms } => self.restore_job(job, accepted_state(due_ms)),
             Record::JobRestored { job, state } => self.restore_job(job, state),
             other => self.apply(&other),
         }
@@ -407,13 +409,7 @@ impl State {
     /// is not where the record says) is a broken invariant and panics.
     pub fn apply(&mut self, record: &Record) {
         match record {
-            Record::JobAccepted { job, due_ms } => {
-                let state = match due_ms {
-                    Some(due_ms) => JobState::Scheduled { attempt: 1, due_ms: *due_ms },
-                    None => JobState::Ready { attempt: 1 },
-                };
-                self.restore_job(job.clone(), state);
-            }
+            Record::JobAccepted { job, due_ms } => self.restore_job(job.clone(), accepted_state(*due_ms)),
             Record::JobRestored { job, state } => self.restore_job(job.clone(), *state),
             Record::DeadLetterRestored { dead } => {
                 let mut dead = dead.clone();
