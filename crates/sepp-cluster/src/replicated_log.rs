@@ -84,6 +84,14 @@ impl ReplicatedLog {
     }
 }
 
+impl Drop for ReplicatedLog {
+    /// A log that is gone (its node no longer leads) leaves no frame waiting, holding its jobs:
+    /// what of them is still applied is decoded, as a follower's entries are.
+    fn drop(&mut self) {
+        self.local.clear();
+    }
+}
+
 impl Log for ReplicatedLog {
     fn append(&mut self, records: &[Record]) -> io::Result<()> {
         frame::encode(records, &mut self.buffer, &mut self.placements);

@@ -64,7 +64,7 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
 
     let runtime = tokio::runtime::Handle::current();
     let local = nodes[&leader_id].machine.local_frames();
-    let log = ReplicatedLog::new(leader.clone(), runtime, local.clone());
+    let log = ReplicatedLog::new(leader.clone(), runtime.clone(), local.clone());
     let settings = CommitterSettings { command_queue_capacity: 64, ..CommitterSettings::default() };
     let opened = move || Ok::<_, std::convert::Infallible>((fresh(), Box::new(log) as Box<dyn sepp_log::Log>));
     let Ok((committer, closed)) = sepp_engine::spawn(opened, settings);
@@ -134,6 +134,11 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
 
     drop(committer);
     closed.wait().await.expect("the committer stops");
+    // A log that is gone (its node deposed) leaves no frame waiting, holding its jobs.
+    let gone = ReplicatedLog::new(leader.clone(), runtime, local.clone());
+    local.push(vec![1, 2, 3], Vec::new());
+    drop(gone);
+    assert!(local.is_empty(), "a dropped log left {} frames waiting", local.len());
     for node in nodes.into_values() {
         node.stop().await.expect("stop");
     }
