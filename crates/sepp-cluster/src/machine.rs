@@ -314,7 +314,8 @@ pub const LOCAL_FRAMES_MAX_BYTES: usize = 64 << 20;
 /// The frames this node's committer proposed while it led, each with the records it was encoded
 /// from, until the state machine applies their entries: an entry whose bytes are those of a
 /// waiting frame is applied from that frame's records (equal bytes decode to equal records, so
-/// the state is the same either way), which share their jobs with the committer's state. Clones
+/// the state is the same either way), which share their jobs with the committer's state. It is
+/// emptied when a committer starts to lead and when its log is dropped (the node deposed). Clones
 /// share the queue.
 #[derive(Clone, Default)]
 pub struct LocalFrames {
