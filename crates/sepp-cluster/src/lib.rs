@@ -15,6 +15,7 @@
 //! - `entry`: how one Raft entry (and a membership) is encoded on disk.
 //! - `log_store`: the segment files, recovery, and openraft's `RaftLogStorage`.
 //! - `machine`: openraft's `RaftStateMachine` over `sepp_core::State`.
+//! - `payloads`: the state machine's payload files, which queued jobs point into.
 //! - `sealed`: small files written whole (the Raft state, the snapshot).
 //! - `network`: the `sepp.cluster.v1.Raft` service and openraft's `RaftNetwork` client.
 //! - `membership`: `sepp.cluster.v1.Membership` (init, add, remove, status) and a node's status.
@@ -35,6 +36,7 @@ mod machine;
 pub mod membership;
 pub mod network;
 mod node;
+mod payloads;
 mod replicated_log;
 mod sealed;
 
@@ -45,6 +47,7 @@ pub use machine::{
     decode_snapshot, encode_snapshot, read_snapshot, write_snapshot,
 };
 pub use node::Node;
+pub use payloads::{PayloadStore, SEGMENT_BYTES as PAYLOAD_FILE_BYTES};
 pub use replicated_log::ReplicatedLog;
 
 /// The application data of a normal Raft entry: one committer cycle's records, as the bytes of

@@ -3,8 +3,9 @@
 //!
 //! A normal entry carries one `sepp_log` frame (one committer cycle's records); applying it
 //! applies each record with `State::apply`, as recovery does from the local log, so every node
-//! that applies the same entries holds the same state. Payloads stay in memory here (a frame
-//! read without a file keeps them inline).
+//! that applies the same entries holds the same state. Each large payload is written to the
+//! node's payload files as its job is applied, and the job keeps only its place
+//! ([`PayloadStore`]).
 //!
 //! On the leader, an entry it proposed itself is applied from the records its committer
 //! encoded it from ([`LocalFrames`]), not decoded from its bytes: the jobs the committer holds
@@ -46,8 +47,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine, Snapshot, SnapshotMeta};
 use openraft::{EntryPayload, StorageIOError, StoredMembership};
-use sepp_core::{Record, State};
+use sepp_core::{Job, JobPayload, PayloadData, Record, State};
 use sepp_log::frame::{self, Read};
+
+use crate::payloads::PayloadStore;
 
 use crate::sealed::{self, ReadError, sync_dir};
 use crate::{Entry, LogId, NodeAddr, StorageError, TypeConfig};
@@ -73,6 +76,55 @@ struct Machine {
     fresh: FreshState,
     /// Where snapshots are kept.
     dir: PathBuf,
+    payloads: PayloadStore,
+}
+
+/// The directory of the payload files, in the state machine's.
+const PAYLOADS_DIR: &str = "payloads";
+
+/// Applies `record` to `state`, writing the payload of a job it carries to `payloads` and
+/// leaving the job its place; a copy the state had to make is offered to a leading committer.
+fn apply_placing(state: &mut State, record: Record, payloads: &PayloadStore) -> io::Result<()> {
+    let placed = match &record {
+        Record::JobAccepted { job, .. } | Record::JobRestored { job, .. } => payloads.place_job(job)?,
+        Record::DeadLetterRestored { dead } => payloads.place_job(&dead.job)?,
+        _ => None,
+    };
+    state.apply_owned(record);
+    if let Some((job_id, stored)) = placed {
+        state.place_payload(job_id, stored);
+        if let Some(job) = state.held_job(&job_id) {
+            payloads.offer(job);
+        }
+    }
+    Ok(())
+}
+
+/// `record` with the payload of the job it carries in memory, read from `payloads` if it is
+/// stored (what a snapshot's frames are encoded from).
+fn with_payload(record: Record, payloads: &PayloadStore) -> io::Result<Record> {
+    let loaded = |job: &Arc<Job>| -> io::Result<Option<Arc<Job>>> {
+        match &job.payload {
+            Some(JobPayload { data: PayloadData::Stored(stored), .. }) => {
+                let bytes = payloads.read(stored)?;
+                Ok(Some(Arc::new(job.with_payload_data(PayloadData::Inline(bytes.into_boxed_slice())))))
+            }
+            _ => Ok(None),
+        }
+    };
+    Ok(match record {
+        Record::JobRestored { job, state } => match loaded(&job)? {
+            Some(job) => Record::JobRestored { job, state },
+            None => Record::JobRestored { job, state },
+        },
+        Record::DeadLetterRestored { mut dead } => {
+            if let Some(job) = loaded(&dead.job)? {
+                dead.job = job;
+            }
+            Record::DeadLetterRestored { dead }
+        }
+        other => other,
+    })
 }
 
 const SNAPSHOT_FILE: &str = "raft-snapshot";
@@ -149,13 +201,19 @@ fn load_snapshot(dir: &Path) -> io::Result<Option<Kept>> {
     Ok(Some(Kept::Current(meta, name, data_len)))
 }
 
-/// Writes the snapshot data of `state` to `out` as its frames are encoded; returns its length.
+/// Writes the snapshot data of `state` (whose payloads are in memory) to `out` as its frames are
+/// encoded; returns its length.
 pub fn write_snapshot(state: &State, out: &mut impl io::Write) -> io::Result<u64> {
-    write_records(&state.snapshot(), out)
+    write_records(&state.snapshot(), out, None)
 }
 
-/// Writes `snapshot`'s records to `out` as snapshot data; returns its length.
-fn write_records(snapshot: &sepp_core::Snapshot, out: &mut impl io::Write) -> io::Result<u64> {
+/// Writes `snapshot`'s records to `out` as snapshot data, reading stored payloads from
+/// `payloads`; returns its length.
+fn write_records(
+    snapshot: &sepp_core::Snapshot,
+    out: &mut impl io::Write,
+    payloads: Option<&PayloadStore>,
+) -> io::Result<u64> {
     let mut bytes = Vec::new();
     let mut placements = Vec::new();
     let mut written = 0;
@@ -163,7 +221,12 @@ fn write_records(snapshot: &sepp_core::Snapshot, out: &mut impl io::Write) -> io
     let mut records = snapshot.records();
     loop {
         chunk.clear();
-        chunk.extend(records.by_ref().take(SNAPSHOT_FRAME_RECORDS));
+        for record in records.by_ref().take(SNAPSHOT_FRAME_RECORDS) {
+            chunk.push(match payloads {
+                Some(payloads) => with_payload(record, payloads)?,
+                None => record,
+            });
+        }
         // The last frame is the empty end mark.
         let end = chunk.is_empty();
         bytes.clear();
@@ -196,6 +259,15 @@ impl std::fmt::Display for SnapshotReadError {
 /// Applies the snapshot data read from `input` to `state` (an empty one), a frame at a time;
 /// returns its length. The data must end with its end mark, and nothing after it.
 pub fn read_snapshot(input: &mut impl io::Read, state: &mut State) -> Result<u64, SnapshotReadError> {
+    read_snapshot_into(input, state, None)
+}
+
+/// [`read_snapshot`], writing the payloads to `payloads` when given.
+fn read_snapshot_into(
+    input: &mut impl io::Read,
+    state: &mut State,
+    payloads: Option<&PayloadStore>,
+) -> Result<u64, SnapshotReadError> {
     let cut = |error: io::Error| {
         if error.kind() == io::ErrorKind::UnexpectedEof {
             SnapshotReadError::Damaged("the snapshot ends before its end mark")
@@ -224,7 +296,10 @@ pub fn read_snapshot(input: &mut impl io::Read, state: &mut State) -> Result<u64
             }
             Read::Frame(records, _) => {
                 for record in records {
-                    state.apply_owned(record);
+                    match payloads {
+                        Some(payloads) => apply_placing(state, record, payloads).map_err(SnapshotReadError::Io)?,
+                        None => state.apply_owned(record),
+                    }
                 }
             }
             Read::End | Read::Torn => return Err(SnapshotReadError::Damaged("the snapshot ends before its end mark")),
@@ -251,7 +326,12 @@ pub fn decode_snapshot(mut bytes: &[u8], state: &mut State) -> Result<(), &'stat
 
 /// A fresh state from `fresh` with the snapshot data in the file at `path` applied, read a frame
 /// at a time; the file must hold `expected_len` bytes when that is given.
-fn state_from_file(path: &Path, fresh: &FreshState, expected_len: Option<u64>) -> io::Result<State> {
+fn state_from_file(
+    path: &Path,
+    fresh: &FreshState,
+    expected_len: Option<u64>,
+    payloads: &PayloadStore,
+) -> io::Result<State> {
     let damaged = |reason: String| io::Error::other(format!("{}: {reason}", path.display()));
     let file = File::open(path).map_err(|error| damaged(error.to_string()))?;
     let len = file.metadata().map_err(|error| damaged(error.to_string()))?.len();
@@ -261,19 +341,21 @@ fn state_from_file(path: &Path, fresh: &FreshState, expected_len: Option<u64>) -
         return Err(damaged(format!("holds {len} bytes where its snapshot has {expected}")));
     }
     let mut state = fresh();
-    read_snapshot(&mut BufReader::with_capacity(FILE_BUFFER, file), &mut state)
+    read_snapshot_into(&mut BufReader::with_capacity(FILE_BUFFER, file), &mut state, Some(payloads))
         .map_err(|error| damaged(error.to_string()))?;
+    payloads.flush()?;
     Ok(state)
 }
 
 /// The state of the snapshot data in `received` (read from its start), copied as it is read
 /// into `copy` (replaced, then synced).
-fn install_from(mut received: File, copy: &Path, fresh: &FreshState) -> io::Result<State> {
+fn install_from(mut received: File, copy: &Path, fresh: &FreshState, payloads: &PayloadStore) -> io::Result<State> {
     received.rewind()?;
     let out = BufWriter::with_capacity(FILE_BUFFER, File::create(copy)?);
     let mut tee = Tee { input: BufReader::with_capacity(FILE_BUFFER, received), copy: out };
     let mut state = fresh();
-    read_snapshot(&mut tee, &mut state).map_err(|error| io::Error::other(error.to_string()))?;
+    read_snapshot_into(&mut tee, &mut state, Some(payloads)).map_err(|error| io::Error::other(error.to_string()))?;
+    payloads.flush()?;
     tee.copy.into_inner().map_err(|error| error.into_error())?.sync_all()?;
     Ok(state)
 }
@@ -293,9 +375,9 @@ impl<R: io::Read, W: io::Write> io::Read for Tee<R, W> {
 }
 
 /// Writes `snapshot` as snapshot data to `path` (replaced) and syncs it; returns its length.
-fn write_snapshot_file(path: &Path, snapshot: &sepp_core::Snapshot) -> io::Result<u64> {
+fn write_snapshot_file(path: &Path, snapshot: &sepp_core::Snapshot, payloads: &PayloadStore) -> io::Result<u64> {
     let mut out = BufWriter::with_capacity(FILE_BUFFER, File::create(path)?);
-    let len = write_records(snapshot, &mut out)?;
+    let len = write_records(snapshot, &mut out, Some(payloads))?;
     out.into_inner().map_err(|error| error.into_error())?.sync_all()?;
     Ok(len)
 }
@@ -320,6 +402,8 @@ pub const LOCAL_FRAMES_MAX_BYTES: usize = 64 << 20;
 #[derive(Clone, Default)]
 pub struct LocalFrames {
     inner: Arc<Mutex<LocalQueue>>,
+    /// The machine's payload files (none for frames not made for a machine's).
+    payloads: Option<PayloadStore>,
 }
 
 #[derive(Default)]
@@ -376,6 +460,11 @@ impl LocalFrames {
         self.lock().taken
     }
 
+    /// The payload files of the state machine these frames are for.
+    pub fn payloads(&self) -> Option<&PayloadStore> {
+        self.payloads.as_ref()
+    }
+
     /// How many frames wait.
     pub fn len(&self) -> usize {
         self.lock().frames.len()
@@ -399,6 +488,7 @@ impl StateMachine {
             next_data: 0,
             fresh,
             dir: dir.to_path_buf(),
+            payloads: PayloadStore::open(&dir.join(PAYLOADS_DIR))?,
         };
         let mut names = Vec::new();
         for entry in fs::read_dir(dir)? {
@@ -411,14 +501,15 @@ impl StateMachine {
             None => None,
             Some(Kept::Current(meta, name, len)) => {
                 let path = dir.join(&name);
-                machine.state = state_from_file(&path, &machine.fresh, Some(len))?;
+                machine.state = state_from_file(&path, &machine.fresh, Some(len), &machine.payloads)?;
                 Some((meta, name))
             }
             Some(Kept::Inline(meta, data)) => {
                 // The older form: rewritten with its data in a file of its own.
                 let mut state = (machine.fresh)();
-                decode_snapshot(&data, &mut state)
-                    .map_err(|reason| io::Error::other(format!("{}: {reason}", dir.join(SNAPSHOT_FILE).display())))?;
+                read_snapshot_into(&mut data.as_slice(), &mut state, Some(&machine.payloads))
+                    .map_err(|error| io::Error::other(format!("{}: {error}", dir.join(SNAPSHOT_FILE).display())))?;
+                machine.payloads.flush()?;
                 let name = data_name(machine.next_data);
                 machine.next_data += 1;
                 let written = dir.join(BUILDING);
@@ -443,7 +534,8 @@ impl StateMachine {
             machine.membership = meta.last_membership.clone();
             machine.current = Some((meta, dir.join(name)));
         }
-        Ok(StateMachine { inner: Arc::new(Mutex::new(machine)), local: LocalFrames::default() })
+        let local = LocalFrames { payloads: Some(machine.payloads.clone()), ..LocalFrames::default() };
+        Ok(StateMachine { inner: Arc::new(Mutex::new(machine)), local })
     }
 
     /// Whether the state machine started from a snapshot.
@@ -463,6 +555,28 @@ impl StateMachine {
         self.lock().state.clone()
     }
 
+    /// [`StateMachine::committed_state`] for a committer that starts to lead now: from this
+    /// moment the jobs the machine copies or moves are offered to it ([`PayloadStore`]), and it
+    /// takes them through the [`crate::ReplicatedLog`] made next, so the two go on sharing them.
+    pub fn lead_state(&self) -> State {
+        let machine = self.lock();
+        machine.payloads.start_adopting();
+        machine.state.clone()
+    }
+
+    /// The node's payload files.
+    pub fn payloads(&self) -> PayloadStore {
+        self.lock().payloads.clone()
+    }
+
+    /// [`State::fingerprint`] of the state as it is now, with stored payloads read back (what
+    /// tests compare with a state that holds its payloads in memory).
+    pub fn state_fingerprint(&self) -> String {
+        let machine = self.lock();
+        let payloads = &machine.payloads;
+        machine.state.fingerprint_with(&mut |stored| payloads.read(stored).expect("read a stored payload"))
+    }
+
     /// Where this node's committer, while it leads, leaves the frames it proposes (see
     /// [`LocalFrames`]).
     pub fn local_frames(&self) -> LocalFrames {
@@ -471,10 +585,23 @@ impl StateMachine {
 
     /// The last entry applied, and a hash of the whole state as it made it (the same on every
     /// node that applied the same entries): what `sepp cluster status --fingerprint` compares.
-    /// Taken item by item ([`State::digest`]), without a copy or a text of the state.
-    pub fn fingerprint(&self) -> (Option<u64>, u64) {
+    /// Taken item by item ([`State::digest_with`]), without a copy or a text of the state;
+    /// stored payloads count by their bytes, read back one at a time (their places differ from
+    /// node to node).
+    pub fn fingerprint(&self) -> io::Result<(Option<u64>, u64)> {
         let machine = self.lock();
-        (machine.applied.map(|applied| applied.index), machine.state.digest())
+        let payloads = &machine.payloads;
+        let mut failed = None;
+        let digest = machine.state.digest_with(&mut |stored| {
+            payloads.read(stored).unwrap_or_else(|error| {
+                failed.get_or_insert(error);
+                Vec::new()
+            })
+        });
+        match failed {
+            Some(error) => Err(error),
+            None => Ok((machine.applied.map(|applied| applied.index), digest)),
+        }
     }
 
     /// Runs `read` on the state as it is now.
@@ -530,7 +657,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     /// Takes the state's snapshot records under the lock (the jobs are shared, not copied), then
     /// writes them to a file without it, so entries go on being applied meanwhile.
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
-        let (meta, records, written) = {
+        let (meta, records, written, payloads) = {
             let mut machine = self.lock();
             machine.built += 1;
             let last = machine.applied.map_or_else(|| "none".to_owned(), |applied| applied.to_string());
@@ -539,14 +666,17 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
                 last_membership: machine.membership.clone(),
                 snapshot_id: format!("{last}-{}", machine.built),
             };
-            (meta, machine.state.snapshot(), machine.dir.join(BUILDING))
+            // The places of the records' payloads stay readable until it is written.
+            machine.payloads.begin_build();
+            (meta, machine.state.snapshot(), machine.dir.join(BUILDING), machine.payloads.clone())
         };
-        let (write_meta, write_path) = (meta.clone(), written.clone());
-        let len = tokio::task::spawn_blocking(move || write_snapshot_file(&write_path, &records))
+        let (write_meta, write_path, reader) = (meta.clone(), written.clone(), payloads.clone());
+        let len = tokio::task::spawn_blocking(move || write_snapshot_file(&write_path, &records, &reader))
             .await
             .map_err(io::Error::other)
-            .and_then(|written| written)
-            .map_err(|error| snapshot_write_error(&write_meta, &error))?;
+            .and_then(|written| written);
+        payloads.end_build();
+        let len = len.map_err(|error| snapshot_write_error(&write_meta, &error))?;
         let kept = self.keep(&meta, &written, len).map_err(|error| snapshot_write_error(&meta, &error))?;
         // An install overtook this build: the newer snapshot, with its own meta, is the answer.
         let (meta, path) = match kept {
@@ -570,21 +700,26 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
-        let mut machine = self.lock();
+        let mut guard = self.lock();
+        let machine = &mut *guard;
+        let payloads = &machine.payloads;
         let mut replies = Vec::new();
         for entry in entries {
+            let placing = |log_id: LogId, state: &mut State, records: Vec<Record>| {
+                for record in records {
+                    apply_placing(state, record, payloads)
+                        .map_err(|error| Box::new(StorageError::from(StorageIOError::apply(log_id, &error))))?;
+                }
+                Ok::<_, Box<StorageError>>(())
+            };
             match entry.payload {
                 EntryPayload::Blank => {}
                 EntryPayload::Normal(frame) if let Some(records) = self.local.take(&frame.0) => {
-                    for record in records {
-                        machine.state.apply_owned(record);
-                    }
+                    placing(entry.log_id, &mut machine.state, records).map_err(|error| *error)?;
                 }
                 EntryPayload::Normal(frame) => match frame::read(&frame.0, None) {
                     Read::Frame(records, len) if len == frame.0.len() => {
-                        for record in records {
-                            machine.state.apply_owned(record);
-                        }
+                        placing(entry.log_id, &mut machine.state, records).map_err(|error| *error)?;
                     }
                     Read::Frame(..) => return Err(corrupt_entry(entry.log_id, "bytes after its frame")),
                     Read::End | Read::Torn => return Err(corrupt_entry(entry.log_id, "its frame is cut short")),
@@ -598,6 +733,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             }
             machine.applied = Some(entry.log_id);
             replies.push(());
+        }
+        let collected = payloads.flush().and_then(|()| payloads.collect(&mut machine.state, false));
+        if let (Err(error), Some(applied)) = (collected, machine.applied) {
+            return Err(StorageIOError::apply(applied, &error).into());
         }
         Ok(replies)
     }
@@ -627,13 +766,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let mut file = *snapshot;
         tokio::io::AsyncWriteExt::flush(&mut file).await.map_err(|error| snapshot_write_error(meta, &error))?;
         let file = file.into_std().await;
-        let (dir, fresh) = {
+        let (dir, fresh, payloads) = {
             let machine = self.lock();
-            (machine.dir.clone(), machine.fresh.clone())
+            (machine.dir.clone(), machine.fresh.clone(), machine.payloads.clone())
         };
         let path = dir.join(INSTALLING);
         let copy_path = path.clone();
-        let state = tokio::task::spawn_blocking(move || install_from(file, &copy_path, &fresh))
+        let state = tokio::task::spawn_blocking(move || install_from(file, &copy_path, &fresh, &payloads))
             .await
             .map_err(io::Error::other)
             .and_then(|read| read)
@@ -650,10 +789,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             bytes = len,
             "installed a snapshot from the leader"
         );
-        let mut machine = self.lock();
+        let mut guard = self.lock();
+        let machine = &mut *guard;
         machine.state = state;
         machine.applied = meta.last_log_id;
         machine.membership = meta.last_membership.clone();
+        // The payloads of the state it replaced are no one's now.
+        machine.payloads.collect(&mut machine.state, true).map_err(|error| snapshot_write_error(meta, &error))?;
         Ok(())
     }
 

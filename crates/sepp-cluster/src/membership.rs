@@ -218,6 +218,8 @@ impl Membership for Operator {
             let machine = self.machine.clone();
             let (index, fingerprint) = tokio::task::spawn_blocking(move || machine.fingerprint())
                 .await
+                .map_err(|error| error.to_string())
+                .and_then(|taken| taken.map_err(|error| error.to_string()))
                 .map_err(|error| Status::internal(format!("fingerprinting the state failed: {error}")))?;
             status.fingerprint = Some(fingerprint);
             status.fingerprint_index = index;

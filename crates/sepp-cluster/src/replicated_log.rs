@@ -12,16 +12,22 @@
 //! [`LocalFrames`], so that this node applies its own entries from those records and holds each
 //! job once.
 //!
-//! Payloads stay in the committer's memory (the frame carries them to every node; there is no
-//! local file to point into), and compaction is Raft's (snapshots of the state machine), so the
-//! checkpoint calls do nothing. A proposal that fails (this node is no longer the leader, or
+//! The committer's jobs keep their payloads in memory until their entry is applied; then the
+//! state machine has written them to its payload files ([`crate::PayloadStore`]) and offers the
+//! jobs, placed, to the committer ([`Log::adopted_jobs`]), which takes them in place of its own;
+//! stored payloads are read back from those files. [`Log::reclaim`] tells the files the
+//! committer took what was offered and answers nothing read before, so files whose payloads
+//! moved may go. Compaction is Raft's (snapshots of the state machine), so the checkpoint calls
+//! do nothing. A proposal that fails (this node is no longer the leader, or
 //! Raft stopped) is an error that is not final: the committer answers nothing of the cycles
 //! not committed, drops its state and follows until it is told to lead again.
 
 use std::collections::VecDeque;
 use std::io;
 
-use sepp_core::{JobId, Record, StoredPayload};
+use std::sync::Arc;
+
+use sepp_core::{Job, JobId, Record, StoredPayload};
 use sepp_log::{Log, frame};
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
@@ -44,13 +50,19 @@ pub struct ReplicatedLog {
     placements: Vec<sepp_log::codec::Placement>,
     /// The outcomes of the proposals in flight, oldest first.
     in_flight: VecDeque<oneshot::Receiver<Result<(), String>>>,
+    /// The generation of adoption this committer is offered jobs in (0: none; see
+    /// `StateMachine::lead_state`).
+    adopting: u64,
 }
 
 impl ReplicatedLog {
     /// Proposes through `raft`, whose calls run on `runtime`, leaving each frame in `local` (the
     /// node's state machine's; see [`LocalFrames`]), which starts empty.
+    /// The committer is offered the machine's placed jobs when its state came from
+    /// `StateMachine::lead_state` just before.
     pub fn new(raft: Raft, runtime: Handle, local: LocalFrames) -> ReplicatedLog {
         local.clear();
+        let adopting = local.payloads().map_or(0, crate::PayloadStore::adopting);
         let (proposals, mut queued) = mpsc::unbounded_channel::<(Frame, Done)>();
         let waits = runtime.clone();
         // One task submits the proposals, in order; each outcome is awaited on its own.
@@ -80,6 +92,7 @@ impl ReplicatedLog {
             local,
             placements: Vec::new(),
             in_flight: VecDeque::new(),
+            adopting,
         }
     }
 }
@@ -89,6 +102,9 @@ impl Drop for ReplicatedLog {
     /// what of them is still applied is decoded, as a follower's entries are.
     fn drop(&mut self) {
         self.local.clear();
+        if let Some(payloads) = self.local.payloads() {
+            payloads.stop_adopting(self.adopting);
+        }
     }
 }
 
@@ -147,7 +163,31 @@ impl Log for ReplicatedLog {
         false
     }
 
-    fn read_payload(&mut self, _stored: &StoredPayload) -> io::Result<Vec<u8>> {
-        Err(io::Error::other("a replicated log keeps payloads in memory; none is stored"))
+    fn read_payload(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>> {
+        match self.local.payloads() {
+            Some(payloads) => payloads.read(stored),
+            None => Err(io::Error::other("this log has no payload files")),
+        }
+    }
+
+    fn adopted_jobs(&mut self) -> Vec<Arc<Job>> {
+        match self.local.payloads() {
+            Some(payloads) if self.adopting != 0 && payloads.adopting() == self.adopting => payloads.take_adopted(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn reclaim_due(&self) -> bool {
+        self.local.payloads().is_some_and(crate::PayloadStore::waits_for_committer)
+    }
+
+    fn reclaim(&mut self) -> io::Result<()> {
+        if let Some(payloads) = self.local.payloads()
+            && self.adopting != 0
+            && payloads.adopting() == self.adopting
+        {
+            payloads.confirm();
+        }
+        Ok(())
     }
 }

@@ -8,7 +8,7 @@ use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine};
 use openraft::{CommittedLeaderId, EntryPayload};
 use sepp_cluster::{Entry, Frame, LogId, StateMachine, decode_snapshot, encode_snapshot};
 use sepp_core::validate::{NackStrategy, ReservePlan};
-use sepp_core::{JobId, NewJob, Payload, Policy, Record, State, StorageRules};
+use sepp_core::{JobId, NewJob, Payload, PayloadData, Policy, Record, State, StorageRules};
 
 const NOW_MS: i64 = 5_000_000;
 
@@ -88,7 +88,7 @@ fn applying_a_run_s_entries_reproduces_its_state() {
     let entries = leader_run(&mut leader);
     let (mut follower, _dir) = machine();
     run(follower.apply(entries.clone())).expect("apply");
-    assert_eq!(follower.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(follower.state_fingerprint(), leader.fingerprint());
     let (applied, _) = run(follower.applied_state()).unwrap();
     assert_eq!(applied, Some(entries.last().unwrap().log_id));
 }
@@ -105,20 +105,33 @@ fn a_leader_applies_its_own_entries_from_their_records_and_holds_each_job_once()
         }
     };
 
-    // Every entry proposed here: applied from the records, whose jobs the state then holds
-    // themselves (the committer's allocations), and the same state as decoding gives.
+    // Every entry proposed here: applied from the records, the same state as decoding gives.
+    // Each job's payload went to the payload files, and the job, placed (a copy, since the
+    // committer shares it), was offered to the committer, which takes it in place of its own:
+    // the two hold the same allocation again, without the payload's bytes.
     let (mut own, _own_dir) = machine();
+    let _ = own.lead_state();
     leave(&own, 0);
     run(own.apply(entries.clone())).expect("apply");
-    assert_eq!(own.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(own.state_fingerprint(), leader.fingerprint());
     assert_eq!(own.local_frames().taken(), entries.len() as u64);
+    let mut committer = leader.clone();
+    for job in own.payloads().take_adopted() {
+        committer.adopt_job(job);
+    }
+    own.payloads().confirm();
     let mut live = 0;
     for (_, records) in &cycles {
         for record in records {
             if let Record::JobAccepted { job, .. } = record
                 && let Some((held, _)) = own.with_state(|state| state.find_job(&job.id))
             {
-                assert!(Arc::ptr_eq(job, &held), "job {} was copied", job.id);
+                let (committers, _) = committer.find_job(&job.id).expect("the committer holds it too");
+                assert!(Arc::ptr_eq(&committers, &held), "job {} is held twice", job.id);
+                let payload = held.payload.as_ref().expect("a payload");
+                let PayloadData::Stored(stored) = &payload.data else { panic!("job {} holds its payload", job.id) };
+                let PayloadData::Inline(bytes) = &job.payload.as_ref().unwrap().data else { unreachable!() };
+                assert_eq!(own.payloads().read(stored).unwrap(), bytes.to_vec());
                 live += 1;
             }
         }
@@ -131,7 +144,7 @@ fn a_leader_applies_its_own_entries_from_their_records_and_holds_each_job_once()
     mixed.local_frames().push(vec![1, 2, 3], Vec::new());
     leave(&mixed, 1);
     run(mixed.apply(entries)).expect("apply");
-    assert_eq!(mixed.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(mixed.state_fingerprint(), leader.fingerprint());
     assert_eq!(mixed.local_frames().taken(), cycles.len() as u64 - 1);
     assert!(mixed.local_frames().is_empty());
 }
@@ -147,7 +160,7 @@ fn a_snapshot_installed_elsewhere_reproduces_the_state_and_numbers_the_next_job_
 
     let (mut second, _second_dir) = machine();
     run(second.install_snapshot(&snapshot.meta, snapshot.snapshot)).expect("install");
-    assert_eq!(second.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(second.state_fingerprint(), leader.fingerprint());
     assert_eq!(run(second.applied_state()).unwrap(), run(first.applied_state()).unwrap());
 
     // The counters came along: the next job accepted gets the same sequence on both.
@@ -175,7 +188,7 @@ fn a_machine_opened_again_starts_from_the_snapshot_it_kept() {
         run(builder.build_snapshot()).expect("build a snapshot");
     }
     let mut again = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open again");
-    assert_eq!(again.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(again.state_fingerprint(), leader.fingerprint());
     assert_eq!(run(again.applied_state()).unwrap().0, Some(last));
     let current = run(again.get_current_snapshot()).unwrap().expect("the kept snapshot");
     assert_eq!(current.meta.last_log_id, Some(last));
@@ -249,7 +262,7 @@ fn a_snapshot_is_kept_in_a_data_file_of_its_own_and_the_older_one_goes() {
         std::fs::write(dir.path().join(leftover), b"partial").unwrap();
     }
     let again = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open again");
-    assert_eq!(again.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(again.state_fingerprint(), leader.fingerprint());
     let kept: Vec<String> = files(dir.path()).into_iter().filter(|name| name.ends_with(".data")).collect();
     assert_eq!(kept.iter().collect::<Vec<_>>(), data, "only the current data file is left");
 
@@ -292,7 +305,7 @@ fn a_snapshot_received_in_chunks_is_installed_from_its_file() {
         });
     }
     run(second.install_snapshot(&built.meta, receiving)).expect("install");
-    assert_eq!(second.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(second.state_fingerprint(), leader.fingerprint());
     let names = files(second_dir.path());
     assert!(!names.iter().any(|name| name.contains("incoming") || name.contains("installing")), "{names:?}");
     let current = run(second.get_current_snapshot()).unwrap().expect("the installed snapshot");
@@ -304,7 +317,7 @@ fn a_snapshot_received_in_chunks_is_installed_from_its_file() {
     run(receiving.write_all(&data[..data.len() - 1])).unwrap();
     let error = run(third.install_snapshot(&built.meta, receiving)).expect_err("a cut snapshot was installed");
     assert!(error.to_string().contains("end mark"), "{error}");
-    assert_eq!(third.with_state(State::fingerprint), fresh().fingerprint());
+    assert_eq!(third.state_fingerprint(), fresh().fingerprint());
 }
 
 #[test]
@@ -329,10 +342,10 @@ fn an_older_snapshot_with_its_data_inside_is_read_and_rewritten_with_a_data_file
     std::fs::write(dir.path().join("raft-snapshot"), file).unwrap();
 
     let mut opened = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open");
-    assert_eq!(opened.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(opened.state_fingerprint(), leader.fingerprint());
     assert_eq!(run(opened.applied_state()).unwrap().0, Some(last));
     assert!(files(dir.path()).iter().any(|name| name.ends_with(".data")), "rewritten with a data file");
     drop(opened);
     let again = StateMachine::open(dir.path(), Arc::new(fresh)).expect("open the rewritten one");
-    assert_eq!(again.with_state(State::fingerprint), leader.fingerprint());
+    assert_eq!(again.state_fingerprint(), leader.fingerprint());
 }

@@ -127,7 +127,7 @@ async fn three_nodes_agree_survive_the_leader_and_returning_or_joining_nodes_cat
     let last = write(&nodes[position], &mut state, 0..5).await;
     for node in &nodes {
         wait_applied(node, last).await;
-        assert_eq!(node.machine.with_state(State::fingerprint), state.fingerprint(), "node {}", node.id);
+        assert_eq!(node.machine.state_fingerprint(), state.fingerprint(), "node {}", node.id);
     }
 
     // The leader stops: the other two elect one of themselves and go on.
@@ -140,7 +140,7 @@ async fn three_nodes_agree_survive_the_leader_and_returning_or_joining_nodes_cat
     let last = write(&nodes[position], &mut state, 5..40).await;
     for node in &nodes {
         wait_applied(node, last).await;
-        assert_eq!(node.machine.with_state(State::fingerprint), state.fingerprint(), "node {}", node.id);
+        assert_eq!(node.machine.state_fingerprint(), state.fingerprint(), "node {}", node.id);
     }
     // The log it missed was compacted: snapshots were taken and entries purged behind them.
     nodes[position]
@@ -154,7 +154,7 @@ async fn three_nodes_agree_survive_the_leader_and_returning_or_joining_nodes_cat
     let listener = TcpListener::bind(addrs[old_id as usize - 1]).await.expect("the old address again");
     let back = start(old_id, &paths[old_id as usize - 1], listener).await;
     wait_applied(&back, last).await;
-    assert_eq!(back.machine.with_state(State::fingerprint), state.fingerprint(), "the returning node");
+    assert_eq!(back.machine.state_fingerprint(), state.fingerprint(), "the returning node");
     let snapshot = back.raft.metrics().borrow().snapshot;
     assert!(snapshot.is_some(), "the returning node did not install a snapshot");
 
@@ -176,7 +176,7 @@ async fn three_nodes_agree_survive_the_leader_and_returning_or_joining_nodes_cat
     )
     .await;
     wait_applied(&joining, last).await;
-    assert_eq!(joining.machine.with_state(State::fingerprint), state.fingerprint(), "the joining node");
+    assert_eq!(joining.machine.state_fingerprint(), state.fingerprint(), "the joining node");
     assert!(joining.raft.metrics().borrow().snapshot.is_some(), "the joining node did not start from a snapshot");
     let voters: Vec<u64> = joining.raft.metrics().borrow().membership_config.membership().voter_ids().collect();
     assert_eq!(voters, [1, 2, 3, 4]);
@@ -264,7 +264,7 @@ async fn a_follower_that_missed_large_entries_catches_up_from_the_log() {
     let listener = TcpListener::bind(addrs[away_id as usize - 1]).await.expect("the old address again");
     let back = start(away_id, listener).await;
     wait_applied(&back, last).await;
-    assert_eq!(back.machine.with_state(State::fingerprint), state.fingerprint(), "the returning node");
+    assert_eq!(back.machine.state_fingerprint(), state.fingerprint(), "the returning node");
     assert!(back.raft.metrics().borrow().snapshot.is_none(), "it caught up from the log, not a snapshot");
     back.stop().await.expect("stop");
     for node in nodes {

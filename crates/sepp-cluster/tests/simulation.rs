@@ -301,7 +301,7 @@ async fn simulate(seed: u64, root: &Path) -> usize {
     }
 
     let fingerprints: BTreeMap<u64, String> =
-        cluster.machines.iter().map(|(id, machine)| (*id, machine.with_state(State::fingerprint))).collect();
+        cluster.machines.iter().map(|(id, machine)| (*id, machine.state_fingerprint())).collect();
     let first = fingerprints.values().next().unwrap();
     assert!(
         fingerprints.values().all(|fingerprint| fingerprint == first),

@@ -595,18 +595,63 @@ impl State {
     /// durable, or after a checkpoint moved them), so memory no longer holds them. A job that is
     /// gone by now is skipped. This changes no queue state and is not a record: a replay learns
     /// the same places from the files it reads.
+    ///
+    /// A job that others share too is replaced by a copy (without its payload's bytes), which
+    /// is then this state's alone.
     pub fn place_payload(&mut self, job_id: JobId, stored: StoredPayload) {
-        let job = match self.jobs.get_mut(&job_id) {
-            Some(live) => &mut live.job,
-            None => match self.dead_letters.get_mut(&job_id) {
-                Some(dead) => &mut dead.job,
-                None => return,
-            },
-        };
-        if job.payload.as_ref().is_some_and(|payload| payload.data.len() == stored.len as usize) {
-            let payload = Arc::make_mut(job).payload.as_mut().expect("checked above");
-            payload.data = PayloadData::Stored(stored);
+        let Some(job) = self.job_slot(&job_id) else { return };
+        if job.payload.as_ref().is_none_or(|payload| payload.data.len() != stored.len as usize) {
+            return;
         }
+        match Arc::get_mut(job) {
+            Some(only) => only.payload.as_mut().expect("checked above").data = PayloadData::Stored(stored),
+            None => *job = Arc::new(job.with_payload_data(PayloadData::Stored(stored))),
+        }
+    }
+
+    /// Where the state holds the job `job_id`: live, or as a dead letter.
+    fn job_slot(&mut self, job_id: &JobId) -> Option<&mut Arc<Job>> {
+        match self.jobs.get_mut(job_id) {
+            Some(live) => Some(&mut live.job),
+            None => self.dead_letters.get_mut(job_id).map(|dead| &mut dead.job),
+        }
+    }
+
+    /// The job `job_id`, live or dead-lettered, as this state holds it.
+    pub fn held_job(&self, job_id: &JobId) -> Option<&Arc<Job>> {
+        match self.jobs.get(job_id) {
+            Some(live) => Some(&live.job),
+            None => self.dead_letters.get(job_id).map(|dead| &dead.job),
+        }
+    }
+
+    /// Takes `job` in place of the copy of it this state holds (the same job: same id and
+    /// acceptance sequence, so the same immutable fields; its payload may be elsewhere), so that
+    /// both holders share one allocation. Nothing changes when the state does not hold it; returns
+    /// whether it was taken. This is no record: no queue state changes.
+    pub fn adopt_job(&mut self, job: Arc<Job>) -> bool {
+        let Some(held) = self.job_slot(&job.id) else { return false };
+        let same_payload = match (&held.payload, &job.payload) {
+            (Some(held), Some(offered)) => held.data.len() == offered.data.len(),
+            (None, None) => true,
+            _ => false,
+        };
+        if held.seq != job.seq || !same_payload {
+            return false;
+        }
+        *held = job;
+        true
+    }
+
+    /// Every payload this state holds in a file, with its job (live jobs and dead letters).
+    pub fn stored_payloads(&self) -> impl Iterator<Item = (&Arc<Job>, StoredPayload)> + '_ {
+        let stored = |job: &Arc<Job>| match job.payload.as_ref().map(|payload| &payload.data) {
+            Some(PayloadData::Stored(stored)) => Some(*stored),
+            _ => None,
+        };
+        let live = self.jobs.values().map(|live| &live.job);
+        let dead = self.dead_letters.values().map(|dead| &dead.job);
+        live.chain(dead).filter_map(move |job| stored(job).map(|place| (job, place)))
     }
 
     /// Records that rebuild this exact state from an empty one: what a checkpoint stores.
@@ -982,6 +1027,16 @@ impl State {
     /// (a stored one by its place in the log). What cluster nodes compare
     /// (`sepp cluster status --fingerprint`).
     pub fn digest(&self) -> u64 {
+        self.digest_jobs(&mut |job| write_job(job, None))
+    }
+
+    /// Like [`State::digest`], counting each stored payload by its bytes, read with `load` (one
+    /// at a time), so states that hold the same payloads in different places have equal digests.
+    pub fn digest_with(&self, load: &mut dyn FnMut(&StoredPayload) -> Vec<u8>) -> u64 {
+        self.digest_jobs(&mut |job| write_job(job, Some(&mut *load)))
+    }
+
+    fn digest_jobs(&self, job_text: &mut dyn FnMut(&Arc<Job>) -> String) -> u64 {
         use std::fmt::Write as _;
         use std::hash::{Hash, Hasher};
         let mut total = 0u64;
@@ -994,11 +1049,12 @@ impl State {
             line.clear();
         };
         for live in self.jobs.values() {
-            let _ = write!(line, "{:?} {:?}", live.job, live.state);
+            let _ = write!(line, "{} {:?}", job_text(&live.job), live.state);
             add(0, &mut line);
         }
         for dead in self.dead_letters.values() {
-            let _ = write!(line, "{dead:?}");
+            let DeadLetter { job, cause, failed_at_ms, final_attempt, last_reason } = dead;
+            let _ = write!(line, "{} {cause:?} {failed_at_ms} {final_attempt} {last_reason:?}", job_text(job));
             add(1, &mut line);
         }
         for (queue, keys) in &self.dedup {
@@ -1041,6 +1097,20 @@ impl State {
         let _ = write!(line, "next_seq={}", self.next_seq);
         add(5, &mut line);
         total
+    }
+}
+
+/// Reads the bytes of a stored payload.
+type LoadPayload<'a> = dyn FnMut(&StoredPayload) -> Vec<u8> + 'a;
+
+/// The text a digest counts for `job`: its fields, with a stored payload as its place, or as
+/// its bytes when `load` reads them.
+fn write_job(job: &Arc<Job>, load: Option<&mut LoadPayload<'_>>) -> String {
+    match (job.payload.as_ref().map(|payload| &payload.data), load) {
+        (Some(PayloadData::Stored(stored)), Some(load)) => {
+            format!("{:?}", job.with_payload_data(PayloadData::Inline(load(stored).into_boxed_slice())))
+        }
+        _ => format!("{job:?}"),
     }
 }
 

@@ -175,6 +175,24 @@ impl Job {
         let custom: u64 = self.custom.iter().map(|(key, value)| key.len() as u64 + value.size_bytes() + 5).sum();
         (payload + trace + self.queue.len() + self.job_type.len()) as u64 + custom + 80
     }
+
+    /// This job with its payload's bytes at `data` instead, built without copying the bytes it
+    /// held (a job with no payload is returned as it is).
+    pub fn with_payload_data(&self, data: PayloadData) -> Job {
+        Job {
+            id: self.id,
+            seq: self.seq,
+            queue: self.queue.clone(),
+            job_type: self.job_type.clone(),
+            payload: self.payload.as_ref().map(|payload| JobPayload { encoding: payload.encoding.clone(), data }),
+            priority: self.priority,
+            trace_context: self.trace_context.clone(),
+            enqueued_at_ms: self.enqueued_at_ms,
+            max_attempts: self.max_attempts,
+            custom: self.custom.clone(),
+            scheduled_at_ms: self.scheduled_at_ms,
+        }
+    }
 }
 
 /// Where a live job is, with the attempt that its next (or current) delivery carries.

@@ -113,6 +113,9 @@ impl Committer {
         for (job_id, stored) in self.relocating.by_ref().take(self.relocations_per_cycle) {
             self.state.place_payload(job_id, stored);
         }
+        for job in self.log.adopted_jobs() {
+            self.state.adopt_job(job);
+        }
         // Answers still waiting for their sync may read payloads from the files it deletes.
         if self.relocating.is_empty()
             && self.pending.is_empty()

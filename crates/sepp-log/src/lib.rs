@@ -81,6 +81,13 @@ pub trait Log: Send {
     }
     /// Reads back the bytes of a stored payload.
     fn read_payload(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>>;
+    /// Jobs the committer holds that the log's owner now holds in another allocation (a
+    /// replicated log's state machine, which put their payloads in its files): the committer
+    /// takes each in place of its own (`State::adopt_job`), so the two share it. None for a
+    /// local log.
+    fn adopted_jobs(&mut self) -> Vec<std::sync::Arc<sepp_core::Job>> {
+        Vec::new()
+    }
     /// Whether a checkpoint now would reclaim space, given the live state's approximate size.
     fn wants_checkpoint(&self, _live_bytes: u64) -> bool {
         false

@@ -50,7 +50,7 @@ pub async fn follow_leadership(raft: Raft, machine: StateMachine, committer: Com
                 continue;
             }
             retry = CONFIRM_RETRY_MIN;
-            let state = Box::new(machine.committed_state());
+            let state = Box::new(machine.lead_state());
             let log = Box::new(ReplicatedLog::new(raft.clone(), Handle::current(), machine.local_frames()));
             if committer.send(Command::Lead { state, log }).await.is_err() {
                 return;

@@ -354,7 +354,7 @@ async fn a_returning_follower_and_a_new_node_catch_up_from_snapshots() {
     let mut client = cluster.node(leader).raw_client().await;
     let mut enqueued = HashMap::new();
     for n in 0..300 {
-        let payload = format!("job-{n}");
+        let payload = format!("{}job-{n}", crash_load::PADDING);
         let job = crash_load::new_job("catch-up", payload.as_bytes());
         let response = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.unwrap();
         let Some(pb::job_result::Outcome::Success(success)) = &response.get_ref().results[0].outcome else {
@@ -418,7 +418,7 @@ async fn enqueue_acknowledged(cluster: &TestCluster, id: u64, queue: &str, prefi
     let mut client = QueueServiceClient::new(cluster.node(id).channel().await);
     let mut payloads = Vec::new();
     for n in 0..count {
-        let payload = format!("{prefix}-{n}");
+        let payload = format!("{}{prefix}-{n}", crash_load::PADDING);
         let job = crash_load::new_job(queue, payload.as_bytes());
         let response = client.enqueue_batch(pb::EnqueueBatchRequest { jobs: vec![job] }).await.expect("enqueue");
         assert!(matches!(response.get_ref().results[0].outcome, Some(pb::job_result::Outcome::Success(_))));
@@ -448,7 +448,7 @@ async fn a_partitioned_minority_stops_acknowledging_and_the_majority_serves() {
     let mut minority = QueueServiceClient::new(cluster.node(old).channel().await);
     let mut unacknowledged = Vec::new();
     for n in 0..3 {
-        let payload = format!("minority-{n}");
+        let payload = format!("{}minority-{n}", crash_load::PADDING);
         let job = crash_load::new_job("split", payload.as_bytes());
         let mut request = tonic::Request::new(pb::EnqueueBatchRequest { jobs: vec![job] });
         request.set_timeout(Duration::from_secs(2));

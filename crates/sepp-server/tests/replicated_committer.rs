@@ -97,9 +97,9 @@ async fn a_leader_s_committer_replicates_its_cycles_and_answers_only_once_a_quor
     // followers decoded theirs), and the states are the same.
     assert!(local.taken() > 0, "the leader decoded its own entries");
     assert!(local.is_empty(), "{} frames left unapplied", local.len());
-    let fingerprint = nodes[&leader_id].machine.with_state(State::fingerprint);
+    let fingerprint = nodes[&leader_id].machine.state_fingerprint();
     for node in nodes.values() {
-        assert_eq!(node.machine.with_state(State::fingerprint), fingerprint, "node {}", node.id);
+        assert_eq!(node.machine.state_fingerprint(), fingerprint, "node {}", node.id);
         let acked: Vec<JobId> = leased[..25].iter().map(|delivery| delivery.value.job.id).collect();
         node.machine.with_state(|state| {
             for id in &accepted {
@@ -273,10 +273,10 @@ async fn when_the_leader_stops_another_member_serves_from_the_committed_state() 
     let listener = TcpListener::bind(addrs[back]).await.expect("the old address again");
     members.insert(first_leader, member(first_leader, dirs[back].path(), listener).await);
     let last = members[&second_leader].node.raft.metrics().borrow().last_log_index.expect("entries");
-    let fingerprint = members[&second_leader].node.machine.with_state(State::fingerprint);
+    let fingerprint = members[&second_leader].node.machine.state_fingerprint();
     for member in members.values() {
         member.node.raft.wait(Some(WAIT)).applied_index_at_least(Some(last), "applied").await.expect("applied");
-        assert_eq!(member.node.machine.with_state(State::fingerprint), fingerprint, "node {}", member.node.id);
+        assert_eq!(member.node.machine.state_fingerprint(), fingerprint, "node {}", member.node.id);
     }
     for member in members.into_values() {
         member.stop().await;

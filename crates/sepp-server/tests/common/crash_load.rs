@@ -14,6 +14,9 @@ use tonic::transport::Channel;
 
 use super::QueueServiceClient;
 
+/// Put before each payload's text: payloads of more than 32 bytes are kept in files, not memory.
+pub const PADDING: &str = "payload-kept-on-disk-rather-than-in-memory/";
+
 pub fn new_job(queue: &str, payload: &[u8]) -> pb::EnqueueRequest {
     pb::EnqueueRequest {
         queue: queue.into(),
@@ -78,7 +81,8 @@ pub async fn produce(
     };
     let mut client = QueueServiceClient::new(channel);
     while !stop.load(Ordering::Relaxed) {
-        let payload = format!("job-{}", next.fetch_add(1, Ordering::Relaxed)).into_bytes();
+        // Longer than what stays in memory, so that delivered payloads are read back from files.
+        let payload = format!("{PADDING}job-{}", next.fetch_add(1, Ordering::Relaxed)).into_bytes();
         ledger.lock().unwrap().attempted.insert(payload.clone());
         let request = pb::EnqueueBatchRequest { jobs: vec![new_job(&queue, &payload)] };
         match client.enqueue_batch(request).await {
