@@ -41,7 +41,7 @@ mod replicated_log;
 mod sealed;
 
 pub use entry::{DecodeError, decode_entry, encode_entry};
-pub use log_store::{LogStore, LogStoreOptions, OpenError};
+pub use log_store::{COMMITTED_EVERY, LogStore, LogStoreOptions, OpenError};
 pub use machine::{
     FreshState, LOCAL_FRAMES_MAX_BYTES, LocalFrames, SNAPSHOT_FRAME_RECORDS, SnapshotReadError, StateMachine,
     decode_snapshot, encode_snapshot, read_snapshot, write_snapshot,

@@ -5,7 +5,17 @@
 //!                             file, fsynced, renamed, the directory synced)
 //! raft-<first index>.log      "SEPPRAF1" then frames of one entry each, from <first index> on;
 //!                             the highest one is appended to
+//! raft-committed              the last committed entry openraft told of, at most
+//!                             COMMITTED_EVERY entries behind: "SEPPCMT1" | term: u64 |
+//!                             node: u64 | index: u64 | CRC32C of the 24 bytes before (rewritten
+//!                             in place, never synced: a node that reads an older one, or none,
+//!                             applies the rest as it learns it is committed)
 //! ```
+//!
+//! The committed entry lets a node that starts again apply what it had committed before it
+//! serves, 64 entries at a time (openraft reads them in chunks), instead of as one batch once the
+//! leader tells it the commit index: that one batch, on a node whose log since the last snapshot
+//! holds a large backlog, is all of the backlog's entries in memory at once.
 //!
 //! A frame is `len: u32 LE | CRC32C of the body: u32 LE | body`, the body one entry
 //! (`entry`). Entries are consecutive within a segment, and indexes rise from one segment to
@@ -112,6 +122,56 @@ struct Meta {
     purged: Option<LogId>,
 }
 
+/// Entries committed between two writes of `raft-committed`, at most.
+pub const COMMITTED_EVERY: u64 = 64;
+const COMMITTED_FILE: &str = "raft-committed";
+const COMMITTED_MAGIC: &[u8; 8] = b"SEPPCMT1";
+
+/// `raft-committed`: the last committed entry known, and the one written.
+struct Committed {
+    file: File,
+    known: Option<LogId>,
+    written: Option<LogId>,
+}
+
+impl Committed {
+    fn open(dir: &Path) -> io::Result<Committed> {
+        let path = dir.join(COMMITTED_FILE);
+        let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut &file, &mut bytes)?;
+        let known = decode_committed(&bytes);
+        Ok(Committed { file, known, written: known })
+    }
+
+    fn save(&mut self, committed: Option<LogId>) -> io::Result<()> {
+        self.known = committed;
+        let Some(log_id) = committed else { return Ok(()) };
+        if self.written.is_some_and(|written| log_id.index < written.index + COMMITTED_EVERY) {
+            return Ok(());
+        }
+        let mut bytes = COMMITTED_MAGIC.to_vec();
+        bytes.extend_from_slice(&log_id.leader_id.term.to_le_bytes());
+        bytes.extend_from_slice(&log_id.leader_id.node_id.to_le_bytes());
+        bytes.extend_from_slice(&log_id.index.to_le_bytes());
+        let crc = crc32c::crc32c(&bytes[8..]);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        std::os::unix::fs::FileExt::write_all_at(&self.file, &bytes, 0)?;
+        self.written = Some(log_id);
+        Ok(())
+    }
+}
+
+/// The entry `raft-committed`'s bytes name, if they are whole.
+fn decode_committed(bytes: &[u8]) -> Option<LogId> {
+    let body = bytes.strip_prefix(COMMITTED_MAGIC.as_slice())?.get(..28)?;
+    let word = |at: usize| u64::from_le_bytes(body[at..at + 8].try_into().expect("8 bytes"));
+    if crc32c::crc32c(&body[..24]) != u32::from_le_bytes(body[24..28].try_into().expect("4 bytes")) {
+        return None;
+    }
+    Some(LogId { leader_id: openraft::CommittedLeaderId::new(word(0), word(8)), index: word(16) })
+}
+
 struct Segment {
     file: File,
     /// Where the next frame goes.
@@ -158,6 +218,7 @@ struct Inner {
     /// The index of the last entry in the last segment, purged or not.
     tail: Option<u64>,
     buffer: Vec<u8>,
+    committed: Committed,
 }
 
 /// The Raft log storage of one data directory. Clones share it: openraft's log reader is one.
@@ -198,6 +259,7 @@ impl LogStore {
             places: BTreeMap::new(),
             tail: None,
             buffer: Vec::new(),
+            committed: Committed::open(dir).map_err(io_error(dir))?,
         };
         for (position, first) in firsts.iter().enumerate() {
             let last = position + 1 == firsts.len();
@@ -568,6 +630,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
         Ok(self.lock().meta.vote)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        self.lock().committed.save(committed).map_err(|error| write_error(&error))
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        Ok(self.lock().committed.known)
     }
 
     async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>

@@ -9,8 +9,8 @@ use openraft::storage::RaftLogStorage;
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::{CommittedLeaderId, EntryPayload, Membership};
 use sepp_cluster::{
-    Entry, Frame, LogId, LogStore, LogStoreOptions, NodeAddr, OpenError, StateMachine, StorageError, TypeConfig, Vote,
-    decode_entry, encode_entry,
+    COMMITTED_EVERY, Entry, Frame, LogId, LogStore, LogStoreOptions, NodeAddr, OpenError, StateMachine, StorageError,
+    TypeConfig, Vote, decode_entry, encode_entry,
 };
 use sepp_core::{Policy, State, StorageRules};
 
@@ -223,6 +223,35 @@ fn appends_go_into_zeros_written_ahead_and_a_reopened_log_continues_after_its_la
     let grown = std::fs::read(&segment).unwrap();
     assert!(grown.len() > bytes.len());
     assert_eq!(indexes(&open_again(dir.path(), store)), (1..=200).collect::<Vec<_>>());
+}
+
+#[test]
+fn the_committed_entry_survives_a_reopen_a_few_entries_behind_at_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    assert_eq!(run(store.read_committed()).unwrap(), None);
+    run(store.save_committed(Some(log_id(1, 10)))).unwrap();
+    assert_eq!(run(store.read_committed()).unwrap(), Some(log_id(1, 10)));
+    // Written again only once COMMITTED_EVERY more entries are committed.
+    run(store.save_committed(Some(log_id(1, 10 + COMMITTED_EVERY - 1)))).unwrap();
+    assert_eq!(run(store.read_committed()).unwrap(), Some(log_id(1, 10 + COMMITTED_EVERY - 1)));
+    let mut store = open_again(dir.path(), store);
+    assert_eq!(run(store.read_committed()).unwrap(), Some(log_id(1, 10)));
+    run(store.save_committed(Some(log_id(2, 10 + COMMITTED_EVERY)))).unwrap();
+    let mut store = open_again(dir.path(), store);
+    assert_eq!(run(store.read_committed()).unwrap(), Some(log_id(2, 10 + COMMITTED_EVERY)));
+
+    // A damaged file names nothing: the node learns what is committed from the leader.
+    drop(store);
+    let path = dir.path().join("raft-committed");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[20] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let mut store = open(dir.path());
+    assert_eq!(run(store.read_committed()).unwrap(), None);
+    std::fs::write(&path, &bytes[..30]).unwrap();
+    let mut store = open_again(dir.path(), store);
+    assert_eq!(run(store.read_committed()).unwrap(), None);
 }
 
 fn open_again(dir: &Path, store: LogStore) -> LogStore {
