@@ -33,7 +33,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The most bytes of entries one AppendEntries carries (unless its first entry alone is
 /// larger). openraft gives every AppendEntries the heartbeat interval (100 ms by default) to be
-/// answered, and asks for up to `max_payload_entries` (300) entries at once; an entry is a whole
+/// answered, and asks for up to `max_payload_entries` (64, `MAX_PAYLOAD_ENTRIES` in the server) entries at once; an entry is a whole
 /// committer cycle, so a follower catching up on large ones could be sent tens of megabytes that
 /// it cannot receive, write and sync in time, again and again, and never catch up. Entries past
 /// this bound wait for the next call: the follower's success is reported to openraft as a

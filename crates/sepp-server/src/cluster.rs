@@ -455,6 +455,9 @@ pub fn election_timeouts(election_timeout_ms: u64, heartbeat_interval_ms: u64) -
     (min, max)
 }
 
+/// Entries one AppendEntries reads from the leader's log, at most.
+pub const MAX_PAYLOAD_ENTRIES: u64 = 64;
+
 /// openraft's settings from `[cluster]`.
 pub fn raft_config(cluster: &sepp_config::ClusterConfig) -> Result<openraft::Config, ClusterStartError> {
     let (min, max) = election_timeouts(cluster.election_timeout_ms, cluster.heartbeat_interval_ms);
@@ -467,6 +470,11 @@ pub fn raft_config(cluster: &sepp_config::ClusterConfig) -> Result<openraft::Con
         install_snapshot_timeout: 10_000,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(cluster.snapshot_after_entries),
         max_in_snapshot_log_to_keep: cluster.snapshot_after_entries.min(1_000),
+        // Entries the leader reads from its log for one AppendEntries. The call carries at most
+        // `sepp_cluster::network::MAX_APPEND_BYTES` of them and leaves the rest for the next, so
+        // reading openraft's default of 300 entries of a large cycle each (tens of megabytes)
+        // would be read again and again, and held in memory meanwhile.
+        max_payload_entries: MAX_PAYLOAD_ENTRIES,
         ..openraft::Config::default()
     };
     config.validate().map_err(|error| ClusterStartError::Settings(error.to_string()))
