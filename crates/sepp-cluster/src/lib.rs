@@ -47,7 +47,9 @@ pub use machine::{
     decode_snapshot, encode_snapshot, read_snapshot, write_snapshot,
 };
 pub use node::Node;
-pub use payloads::{PayloadStore, SEGMENT_BYTES as PAYLOAD_FILE_BYTES};
+pub use payloads::{
+    PayloadReader, PayloadStore, READ_WINDOW as PAYLOAD_READ_WINDOW, SEGMENT_BYTES as PAYLOAD_FILE_BYTES,
+};
 pub use replicated_log::ReplicatedLog;
 
 /// The application data of a normal Raft entry: one committer cycle's records, as the bytes of

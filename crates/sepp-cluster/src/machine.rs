@@ -50,7 +50,7 @@ use openraft::{EntryPayload, StorageIOError, StoredMembership};
 use sepp_core::{Job, JobPayload, PayloadData, Record, State};
 use sepp_log::frame::{self, Read};
 
-use crate::payloads::PayloadStore;
+use crate::payloads::{PayloadReader, PayloadStore};
 
 use crate::sealed::{self, ReadError, sync_dir};
 use crate::{Entry, LogId, NodeAddr, StorageError, TypeConfig};
@@ -102,8 +102,8 @@ fn apply_placing(state: &mut State, record: Record, payloads: &PayloadStore) -> 
 
 /// `record` with the payload of the job it carries in memory, read from `payloads` if it is
 /// stored (what a snapshot's frames are encoded from).
-fn with_payload(record: Record, payloads: &PayloadStore) -> io::Result<Record> {
-    let loaded = |job: &Arc<Job>| -> io::Result<Option<Arc<Job>>> {
+fn with_payload(record: Record, payloads: &mut PayloadReader) -> io::Result<Record> {
+    let mut loaded = |job: &Arc<Job>| -> io::Result<Option<Arc<Job>>> {
         match &job.payload {
             Some(JobPayload { data: PayloadData::Stored(stored), .. }) => {
                 let bytes = payloads.read(stored)?;
@@ -219,11 +219,12 @@ fn write_records(
     let mut written = 0;
     let mut chunk: Vec<Record> = Vec::with_capacity(SNAPSHOT_FRAME_RECORDS);
     let mut records = snapshot.records();
+    let mut reader = payloads.map(PayloadStore::reader);
     loop {
         chunk.clear();
         for record in records.by_ref().take(SNAPSHOT_FRAME_RECORDS) {
-            chunk.push(match payloads {
-                Some(payloads) => with_payload(record, payloads)?,
+            chunk.push(match &mut reader {
+                Some(reader) => with_payload(record, reader)?,
                 None => record,
             });
         }
@@ -590,7 +591,7 @@ impl StateMachine {
     /// node to node).
     pub fn fingerprint(&self) -> io::Result<(Option<u64>, u64)> {
         let machine = self.lock();
-        let payloads = &machine.payloads;
+        let mut payloads = machine.payloads.reader();
         let mut failed = None;
         let digest = machine.state.digest_with(&mut |stored| {
             payloads.read(stored).unwrap_or_else(|error| {

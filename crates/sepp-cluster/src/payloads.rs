@@ -164,6 +164,13 @@ impl PayloadStore {
         Ok(bytes)
     }
 
+    /// A reader for many payloads in a row (a snapshot's): it reads a file a window at a
+    /// time, so payloads that lie one after another, as a queue's do, cost one read per window
+    /// instead of one each.
+    pub fn reader(&self) -> PayloadReader {
+        PayloadReader { store: self.clone(), window: Vec::new(), file: 0, start: 0 }
+    }
+
     /// Offers `job`, which the state machine holds (a copy it made, or a job that moved), to the
     /// leading committer, if there is one.
     pub fn offer(&self, job: &Arc<Job>) {
@@ -296,6 +303,64 @@ impl PayloadStore {
     /// How many files there are (including retired ones not yet deleted).
     pub fn files(&self) -> usize {
         self.lock().files.len()
+    }
+}
+
+/// Reads payloads through a window of [`READ_WINDOW`] bytes of a file.
+pub struct PayloadReader {
+    store: PayloadStore,
+    window: Vec<u8>,
+    file: u32,
+    /// The file offset of the window's first byte.
+    start: u64,
+}
+
+/// Bytes a [`PayloadReader`] reads at once.
+pub const READ_WINDOW: usize = 1 << 20;
+
+impl PayloadReader {
+    /// The bytes at `stored`.
+    pub fn read(&mut self, stored: &StoredPayload) -> io::Result<Vec<u8>> {
+        let len = stored.len as usize;
+        let inside = |reader: &PayloadReader| {
+            reader.file == stored.file
+                && stored.offset >= reader.start
+                && stored.offset + stored.len as u64 <= reader.start + reader.window.len() as u64
+        };
+        if !inside(self) && len <= READ_WINDOW {
+            let file = {
+                let store = self.store.lock();
+                let written = store.current_len - store.pending.len() as u64;
+                let found = store.files.get(&stored.file).cloned();
+                match found {
+                    // Not yet written out, or in the part being written: read it directly.
+                    Some(file) if !(stored.file == store.current && stored.offset + len as u64 > written) => {
+                        let end = if stored.file == store.current { written } else { u64::MAX };
+                        Some((file, end))
+                    }
+                    _ => None,
+                }
+            };
+            if let Some((file, end)) = file {
+                let want = (READ_WINDOW as u64).min(end.saturating_sub(stored.offset)) as usize;
+                self.window.resize(want, 0);
+                let mut filled = 0;
+                while filled < want {
+                    match file.read_at(&mut self.window[filled..], stored.offset + filled as u64)? {
+                        0 => break,
+                        read => filled += read,
+                    }
+                }
+                self.window.truncate(filled);
+                self.file = stored.file;
+                self.start = stored.offset;
+            }
+        }
+        if inside(self) {
+            let at = (stored.offset - self.start) as usize;
+            return Ok(self.window[at..at + len].to_vec());
+        }
+        self.store.read(stored)
     }
 }
 

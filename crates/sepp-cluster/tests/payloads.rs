@@ -161,3 +161,39 @@ fn a_moved_file_stays_until_the_committer_took_the_moved_jobs() {
     assert!(store.read(&last).is_err(), "the emptied file is still there");
     assert_eq!(check_payloads(&state, &store, &ids), 1);
 }
+
+#[test]
+fn a_reader_reads_payloads_in_a_row_through_a_window_and_any_other_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PayloadStore::open_with(dir.path(), 8 << 20).unwrap();
+    let (state, ids) = queued(&store, 3000);
+    // A payload larger than the window, and one still waiting to be written.
+    let large = |byte: u8| sepp_core::Job {
+        payload: Some(sepp_core::JobPayload {
+            encoding: "raw".into(),
+            data: PayloadData::Inline(vec![byte; sepp_cluster::PAYLOAD_READ_WINDOW + 5].into()),
+        }),
+        ..(*state.find_job(&ids[0]).unwrap().0).clone()
+    };
+    let (_, beyond) = store.place_job(&large(7)).unwrap().unwrap();
+    store.flush().unwrap();
+    let (_, waiting) = store.place_job(&large(8)).unwrap().unwrap();
+    let places: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            let (job, _) = state.find_job(id).unwrap();
+            let PayloadData::Stored(stored) = job.payload.as_ref().unwrap().data.clone() else { unreachable!() };
+            stored
+        })
+        .collect();
+    let mut reader = store.reader();
+    for (index, stored) in places.iter().enumerate() {
+        assert_eq!(reader.read(stored).unwrap(), payload_of(index), "job {index}");
+    }
+    for (index, stored) in places.iter().enumerate().rev().step_by(7) {
+        assert_eq!(reader.read(stored).unwrap(), payload_of(index), "job {index}, backwards");
+    }
+    assert_eq!(reader.read(&beyond).unwrap(), vec![7; sepp_cluster::PAYLOAD_READ_WINDOW + 5]);
+    assert_eq!(reader.read(&waiting).unwrap(), vec![8; sepp_cluster::PAYLOAD_READ_WINDOW + 5]);
+    assert_eq!(reader.read(&places[2999]).unwrap(), payload_of(2999));
+}
