@@ -162,11 +162,17 @@ impl Peer {
         };
         let body = match response {
             Ok(response) => response.into_inner().body,
-            Err(status) => {
-                // A fresh connection next time: this one may be to a node that went away.
+            // The node could not be reached (connection refused or lost): openraft waits a
+            // moment before it tries that node again, and the next call makes a fresh connection.
+            Err(status) if status.code() == tonic::Code::Unavailable => {
                 self.client = None;
                 return Err(RPCError::Unreachable(Unreachable::new(&status)));
             }
+            // Anything else, a call that ran out of time above all, is an error openraft retries
+            // at once: a follower that was slow to answer one heartbeat must get the next on time
+            // (were it reported unreachable, openraft would send it nothing for half a second,
+            // longer than its lease of the leader, and it would stand for election).
+            Err(status) => return Err(RPCError::Network(NetworkError::new(&status))),
         };
         let result: Result<Resp, RaftError<u64, E>> =
             decode(&body).map_err(|error| RPCError::Network(NetworkError::new(&error)))?;
