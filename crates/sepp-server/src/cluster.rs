@@ -395,6 +395,7 @@ impl RaftRuntime {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(RAFT_WORKER_THREADS)
             .thread_name("sepp-raft")
+            .on_thread_park(crate::memory::collect_when_idle)
             .enable_all()
             .build()?;
         Ok(RaftRuntime(Some(runtime)))

@@ -81,7 +81,11 @@ fn main() -> ExitCode {
         Ok(loaded) => loaded,
         Err(error) => return fail(&error),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .on_thread_park(sepp_server::memory::collect_when_idle)
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => return fail(&error),
     };
