@@ -187,6 +187,10 @@ impl Sampled for Cluster {
     fn data_dir_bytes(&self) -> Option<u64> {
         self.nodes[self.leader].data_dir_bytes()
     }
+
+    fn leader_sample(&self) -> Option<ProcessSample> {
+        self.nodes[self.leader].sample()
+    }
 }
 
 /// The samples of several processes as one: CPU summed, memory the largest.

@@ -325,13 +325,16 @@ fn throughput_of(
     let connections = runtime.block_on(phases::connect_all(addr, scenario.connections, client))?;
     let version = runtime.block_on(connections[0].clone().server_info())?;
     let sample = || server.and_then(Sampled::sample);
+    let leader_sample = || server.and_then(Sampled::leader_sample);
     let client_before = client_cpu_seconds();
+    let leader_before = leader_sample();
     let before = sample();
     let enqueued = runtime.block_on(phases::enqueue(&connections, &queue, scenario.jobs, scenario.enqueue_batch))?;
     let between = sample();
     let data_dir_bytes = server.and_then(Sampled::data_dir_bytes);
     let drained = runtime.block_on(phases::drain(&connections, &queue, scenario.jobs, scenario.reserve_batch))?;
     let after = sample();
+    let leader_after = leader_sample();
     let client_cpu_seconds = client_cpu_seconds() - client_before;
     // The ceiling never runs out of jobs; every real server must be empty now.
     if version != CEILING_VERSION {
@@ -348,6 +351,7 @@ fn throughput_of(
         drain_seconds: drained.elapsed.as_secs_f64(),
         enqueue_server_cpu_seconds: cpu(before, between),
         drain_server_cpu_seconds: cpu(between, after),
+        leader_server_cpu_seconds: cpu(leader_before, leader_after),
         client_cpu_seconds,
         peak_rss_bytes: after.map(|sample| sample.peak_rss_bytes),
         data_dir_bytes,

@@ -47,6 +47,12 @@ const CAUGHT_UP_ENTRIES: u64 = 100;
 /// How long a restarted node may take to follow the leader and catch up.
 const REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the processes idle after the backlog (every node having applied all of it) before
+/// their memory is read: what they hold with the backlog queued, not what was in flight while it
+/// was applied (the peak says that). The allocator gives freed pages back a moment after they
+/// are freed.
+const SETTLE: Duration = Duration::from_secs(2);
+
 /// Jobs per Reserve and AckBatch call of the final drain (the default batch limit).
 const DRAIN_BATCH: u32 = 256;
 
@@ -312,6 +318,12 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
         let started = Instant::now();
         runtime.block_on(backlog(cluster.leader_addr(), &queue, plan.backlog_jobs, &ledger))?;
         eprintln!("backlog: {} jobs queued in {:.1} s", plan.backlog_jobs, started.elapsed().as_secs_f64());
+        let running: Vec<u64> = (0..NODES as usize)
+            .filter(|&index| cluster.node_mut(index).is_running())
+            .map(|index| index as u64 + 1)
+            .collect();
+        runtime.block_on(wait_until_applied(&cluster, &running))?;
+        std::thread::sleep(SETTLE);
         memory.push(nodes_memory(&mut cluster, "after the backlog", &ledger));
     }
     let catch_up = if plan.catch_up { Some(catch_up(runtime, &mut cluster, lagging, &ledger)?) } else { None };
@@ -496,6 +508,7 @@ fn single_node_memory(plan: &Plan, runtime: &Runtime) -> Result<MemoryPoint, Ben
     let started = Instant::now();
     runtime.block_on(backlog(server.addr(), "failover-single", plan.backlog_jobs, &ledger))?;
     eprintln!("single node: {} jobs queued in {:.1} s", plan.backlog_jobs, started.elapsed().as_secs_f64());
+    std::thread::sleep(SETTLE);
     let sample = crate::procfs::sample(server.pid())
         .ok_or_else(|| BenchError::Server("the single node's memory could not be read".into()))?;
     server.stop()?;
@@ -571,6 +584,26 @@ async fn wait_until_back(cluster: &Cluster, index: usize) -> Result<(), BenchErr
         }
         if started.elapsed() > REJOIN_TIMEOUT {
             return Err(BenchError::Server(format!("node {id} did not follow the leader within {REJOIN_TIMEOUT:?}")));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until the leader counts each of the nodes `running` (by id) as having its whole log.
+async fn wait_until_applied(cluster: &Cluster, running: &[u64]) -> Result<(), BenchError> {
+    let leader = cluster::lazy_client(cluster.leader_addr());
+    let started = Instant::now();
+    loop {
+        let applied = cluster::cluster_info(&leader).await.is_some_and(|info| {
+            running.iter().all(|id| {
+                info.members.iter().any(|member| member.id == *id && member.replication_lag.is_none_or(|lag| lag == 0))
+            })
+        });
+        if applied {
+            return Ok(());
+        }
+        if started.elapsed() > REJOIN_TIMEOUT {
+            return Err(BenchError::Server(format!("the nodes did not apply the backlog within {REJOIN_TIMEOUT:?}")));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -690,7 +723,8 @@ pub fn markdown(results: &FailoverResults) -> String {
     let _ = writeln!(
         out,
         "Machine: {} CPUs ({}), Linux {}. Load: {} connections enqueueing one job per call and {} reserving \
-         and acking up to {WORKER_BATCH} at once, at whichever node serves; {:.1} s of load before the first kill and after each rejoin; {} jobs queued before the load. \
+         and acking up to {WORKER_BATCH} at once, at whichever node serves; {:.1} s of load before the first kill and after each rejoin; {} jobs queued before the load (memory \
+         \"after the backlog\" read once every node has applied it and {} s later). \
          Raft heartbeat {} ms, election timeout {} ms (a follower stands after 3/4 to all of it without a \
          heartbeat). Elected: from the SIGKILL until a surviving node \
          says it leads (GetServerInfo). Failover: from the SIGKILL until a write is acknowledged again by any \
@@ -703,6 +737,7 @@ pub fn markdown(results: &FailoverResults) -> String {
         results.worker_connections,
         results.load_between_seconds,
         rate(Some(results.backlog_jobs as f64)),
+        SETTLE.as_secs(),
         results.heartbeat_interval_ms,
         results.election_timeout_ms,
     );

@@ -32,6 +32,8 @@ pub enum Metric {
     Enqueue,
     Drain,
     CpuPerJob,
+    /// A cluster leader's own CPU per job.
+    LeaderCpuPerJob,
 }
 
 impl Metric {
@@ -40,6 +42,7 @@ impl Metric {
             Metric::Enqueue => Some(run.enqueue_jobs_per_second()),
             Metric::Drain => Some(run.drain_jobs_per_second()),
             Metric::CpuPerJob => run.cpu_us_per_job(),
+            Metric::LeaderCpuPerJob => run.leader_cpu_us_per_job(),
         }
     }
 }
@@ -268,8 +271,46 @@ fn cpu_table(out: &mut String, summary: &Summary) {
     }
     if has_cluster(summary) {
         let _ = writeln!(out, "\n{CLUSTER3}: the CPU of its three nodes together.");
+        leader_cpu_table(out, summary);
     }
     out.push('\n');
+}
+
+/// Each cluster's leader alone against one node of ours: CPU per job, and the median of the
+/// per-round ratios.
+fn leader_cpu_table(out: &mut String, summary: &Summary) {
+    let columns = summary.cluster_columns();
+    let measured = |scenario: &str| {
+        columns.iter().any(|(cluster, _)| summary.value(scenario, cluster, Metric::LeaderCpuPerJob).is_some())
+    };
+    let scenarios: Vec<String> = summary.scenarios().into_iter().filter(|scenario| measured(scenario)).collect();
+    if scenarios.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nThe leader alone, CPU per job in microseconds (and against one node):\n");
+    let mut header_columns = vec!["scenario".to_string()];
+    header_columns.extend(columns.iter().map(|(cluster, ours)| format!("{cluster}'s leader (/ {ours})")));
+    header(out, &header_columns);
+    for scenario in scenarios {
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|(cluster, ours)| {
+                let ratios = summary
+                    .runs(&scenario, cluster)
+                    .filter_map(|top| {
+                        let bottom = summary.runs(&scenario, ours).find(|bottom| bottom.round == top.round)?;
+                        Some(top.leader_cpu_us_per_job()? / bottom.cpu_us_per_job()?)
+                    })
+                    .collect();
+                format!(
+                    "{} ({})",
+                    number(summary.value(&scenario, cluster, Metric::LeaderCpuPerJob), 1),
+                    ratio(median(ratios), false)
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "| {scenario} | {} |", cells.join(" | "));
+    }
 }
 
 /// Whether a cluster target ran (its tables get a note on what its figures cover).
@@ -543,6 +584,7 @@ mod tests {
             drain_seconds: seconds,
             enqueue_server_cpu_seconds: Some(seconds),
             drain_server_cpu_seconds: Some(seconds),
+            leader_server_cpu_seconds: None,
             client_cpu_seconds: 0.0,
             peak_rss_bytes: Some(1),
             data_dir_bytes: Some(1),
@@ -567,6 +609,14 @@ mod tests {
         let tables = markdown(&results);
         assert!(tables.contains("| scenario | phase | cluster3 sync_all / ours sync_all |"), "{tables}");
         assert!(tables.contains("cluster3: the CPU of its three nodes together."), "{tables}");
+        assert!(!tables.contains("leader alone"), "{tables}");
+        // With the leader's own CPU: 1 s of 2 (0.5x of ours) and 2 s of 8 (1x of ours).
+        results.throughput[1].leader_server_cpu_seconds = Some(1.0);
+        results.throughput[3].leader_server_cpu_seconds = Some(4.0);
+        let tables = markdown(&results);
+        let leader =
+            "| scenario | cluster3 sync_all's leader (/ ours sync_all) |\n|---|---:|\n| single/50 | 2500.0 (0.75x) |";
+        assert!(tables.contains(leader), "{tables}");
         assert!(!tables.contains("repeated"), "{tables}");
         results.repeated.push("cluster3 sync_all, single/50 round 1: call failed".into());
         let tables = markdown(&results);

@@ -88,6 +88,10 @@ pub struct ThroughputRun {
     /// Server CPU seconds (user + system) during each phase; absent for address targets.
     pub enqueue_server_cpu_seconds: Option<f64>,
     pub drain_server_cpu_seconds: Option<f64>,
+    /// A cluster's leader alone: its CPU seconds over both phases (the figures above are every
+    /// node's together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_server_cpu_seconds: Option<f64>,
     /// CPU seconds of the harness itself (the client side) over both phases.
     pub client_cpu_seconds: f64,
     pub peak_rss_bytes: Option<u64>,
@@ -107,6 +111,11 @@ impl ThroughputRun {
     /// Server CPU microseconds per job over enqueue, reserve and ack.
     pub fn cpu_us_per_job(&self) -> Option<f64> {
         Some((self.enqueue_server_cpu_seconds? + self.drain_server_cpu_seconds?) * 1e6 / self.scenario.jobs as f64)
+    }
+
+    /// A cluster leader's own CPU microseconds per job over enqueue, reserve and ack.
+    pub fn leader_cpu_us_per_job(&self) -> Option<f64> {
+        Some(self.leader_server_cpu_seconds? * 1e6 / self.scenario.jobs as f64)
     }
 }
 

@@ -216,6 +216,10 @@ pub trait Sampled {
     fn sample(&self) -> Option<ProcessSample>;
     /// Bytes on disk under the data directory; `None` for servers without one.
     fn data_dir_bytes(&self) -> Option<u64>;
+    /// A cluster's leader alone, when this is a cluster.
+    fn leader_sample(&self) -> Option<ProcessSample> {
+        None
+    }
 }
 
 impl Sampled for ServerProcess {
