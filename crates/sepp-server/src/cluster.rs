@@ -396,6 +396,7 @@ impl RaftRuntime {
             .worker_threads(RAFT_WORKER_THREADS)
             .thread_name("sepp-raft")
             .on_thread_park(crate::memory::collect_when_idle)
+            .on_thread_unpark(crate::memory::woke)
             .enable_all()
             .build()?;
         Ok(RaftRuntime(Some(runtime)))

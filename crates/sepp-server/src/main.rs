@@ -83,6 +83,7 @@ fn main() -> ExitCode {
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .on_thread_park(sepp_server::memory::collect_when_idle)
+        .on_thread_unpark(sepp_server::memory::woke)
         .enable_all()
         .build()
     {

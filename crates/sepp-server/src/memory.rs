@@ -2,6 +2,9 @@
 //! the benchmark harness, whose gRPC ceiling must run on the same stack as the server). Here it
 //! takes about a tenth less server CPU per job than the system allocator (docs/benchmarks.md).
 
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -31,31 +34,88 @@ pub fn release_freed() {
 }
 
 /// How often, at most, a runtime thread gives back what it freed when it goes idle.
-const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+const COLLECT_EVERY: Duration = Duration::from_secs(1);
 
-thread_local! {
-    static LAST_COLLECT: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+/// A thread whose last sleep lasted this long is idle: a busy one sleeps for microseconds
+/// between its tasks, an idle one until its next timer (Raft's heartbeats are 100 ms apart).
+const IDLE_SLEEP: Duration = Duration::from_millis(20);
+
+/// One runtime thread's record for [`collect_when_idle`].
+struct Sleeps {
+    /// When the thread last went to sleep, until it woke.
+    parked_at: Cell<Option<Instant>>,
+    /// Whether its last sleep lasted [`IDLE_SLEEP`] or more.
+    slept_long: Cell<bool>,
+    last_collect: Cell<Option<Instant>>,
 }
 
-/// A Tokio runtime's `on_thread_park` hook: a worker thread that goes idle gives back the pages
-/// it freed (as [`release_freed`] does, without forcing), at most once every [`COLLECT_EVERY`].
-/// mimalloc purges a thread's freed pages only when that thread allocates again, so a thread
-/// that applied a burst of work (a follower's Raft threads decoding a backlog's entries, whose
-/// payloads go to disk) and then only answers heartbeats would keep that burst's memory: about
-/// 20 MB on each node after a backlog of 100,000 256-byte jobs (docs/benchmarks.md). Threads of
-/// a runtime that has timers (Raft's heartbeats, the committer's sweep) park often, so each
-/// collects within about a second of its burst ending.
+thread_local! {
+    static SLEEPS: Sleeps = const {
+        Sleeps { parked_at: Cell::new(None), slept_long: Cell::new(false), last_collect: Cell::new(None) }
+    };
+}
+
+/// A Tokio runtime's `on_thread_park` hook: a worker thread that goes to sleep again after a
+/// sleep of [`IDLE_SLEEP`] or more (so it is idle, not between two tasks of a busy stretch)
+/// gives back the pages it freed (as [`release_freed`] does, without forcing), at most once
+/// every [`COLLECT_EVERY`]. mimalloc purges a thread's freed pages only when that thread
+/// allocates again, so a thread that applied a burst of work (a follower's Raft threads
+/// decoding a backlog's entries, whose payloads go to disk) and then only answers heartbeats
+/// would keep that burst's memory: about 20 MB on each node after a backlog of 100,000 256-byte
+/// jobs (docs/benchmarks.md). A busy thread allocates, so mimalloc purges for it as it goes.
+/// Pair it with [`woke`] as the `on_thread_unpark` hook.
 pub fn collect_when_idle() {
-    let now = std::time::Instant::now();
-    let due = LAST_COLLECT.with(|last| match last.get() {
-        Some(at) if now.duration_since(at) < COLLECT_EVERY => false,
-        _ => {
-            last.set(Some(now));
-            true
+    let now = Instant::now();
+    let due = SLEEPS.with(|sleeps| {
+        sleeps.parked_at.set(Some(now));
+        let due = collect_due(sleeps.slept_long.get(), sleeps.last_collect.get(), now);
+        if due {
+            sleeps.last_collect.set(Some(now));
         }
+        due
     });
     if due {
         // SAFETY: `mi_collect` has no preconditions: it only gives free memory back.
         unsafe { libmimalloc_sys::mi_collect(false) }
+    }
+}
+
+/// A Tokio runtime's `on_thread_unpark` hook, for [`collect_when_idle`]: notes how long the
+/// thread slept.
+pub fn woke() {
+    SLEEPS.with(|sleeps| {
+        let slept = sleeps.parked_at.take().map_or(Duration::ZERO, |at| at.elapsed());
+        sleeps.slept_long.set(slept >= IDLE_SLEEP);
+    });
+}
+
+/// Whether a thread going to sleep gives back what it freed: only after a long sleep (it is
+/// idle), and at most once every [`COLLECT_EVERY`].
+fn collect_due(slept_long: bool, last_collect: Option<Instant>, now: Instant) -> bool {
+    slept_long && last_collect.is_none_or(|at| now.duration_since(at) >= COLLECT_EVERY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_thread_collects_at_most_once_a_second_and_a_busy_one_never() {
+        let now = Instant::now();
+        assert!(collect_due(true, None, now));
+        assert!(!collect_due(false, None, now), "a thread between two tasks of a busy stretch");
+        assert!(!collect_due(true, Some(now), now + COLLECT_EVERY / 2));
+        assert!(collect_due(true, Some(now), now + COLLECT_EVERY));
+        assert!(!collect_due(false, Some(now), now + COLLECT_EVERY * 10));
+    }
+
+    #[test]
+    fn a_sleep_is_long_from_the_idle_threshold_on() {
+        SLEEPS.with(|sleeps| sleeps.parked_at.set(Some(Instant::now() - IDLE_SLEEP)));
+        woke();
+        assert!(SLEEPS.with(|sleeps| sleeps.slept_long.get()));
+        SLEEPS.with(|sleeps| sleeps.parked_at.set(Some(Instant::now())));
+        woke();
+        assert!(!SLEEPS.with(|sleeps| sleeps.slept_long.get()));
     }
 }
