@@ -318,13 +318,7 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
         let started = Instant::now();
         runtime.block_on(backlog(cluster.leader_addr(), &queue, plan.backlog_jobs, &ledger))?;
         eprintln!("backlog: {} jobs queued in {:.1} s", plan.backlog_jobs, started.elapsed().as_secs_f64());
-        let running: Vec<u64> = (0..NODES as usize)
-            .filter(|&index| cluster.node_mut(index).is_running())
-            .map(|index| index as u64 + 1)
-            .collect();
-        runtime.block_on(wait_until_applied(&cluster, &running))?;
-        std::thread::sleep(SETTLE);
-        memory.push(nodes_memory(&mut cluster, "after the backlog", &ledger));
+        memory.push(settled_memory(runtime, &mut cluster, "after the backlog", &ledger)?);
     }
     let catch_up = if plan.catch_up { Some(catch_up(runtime, &mut cluster, lagging, &ledger)?) } else { None };
     if catch_up.is_some() {
@@ -370,6 +364,9 @@ pub fn run(plan: &Plan, runtime: &Runtime) -> Result<FailoverResults, BenchError
             .map_err(|error| BenchError::Unexpected(format!("a producer or worker failed: {error}")))?;
     }
     ledger.acknowledge(runtime.block_on(cluster.wait_for_leader(&queue))?);
+    if plan.kills > 0 {
+        memory.push(settled_memory(runtime, &mut cluster, "after the load, idle", &ledger)?);
+    }
     let drained = runtime.block_on(drain(cluster.leader_addr(), &queue, ledger.unconsumed()))?;
     cluster.stop()?;
     let acknowledged = ledger.acknowledged.lock().expect("ledger lock");
@@ -589,6 +586,22 @@ async fn wait_until_back(cluster: &Cluster, index: usize) -> Result<(), BenchErr
     }
 }
 
+/// The running nodes' memory once every one has the leader's whole log and [`SETTLE`] later.
+fn settled_memory(
+    runtime: &Runtime,
+    cluster: &mut Cluster,
+    when: &str,
+    ledger: &Ledger,
+) -> Result<MemoryPoint, BenchError> {
+    let running: Vec<u64> = (0..NODES as usize)
+        .filter(|&index| cluster.node_mut(index).is_running())
+        .map(|index| index as u64 + 1)
+        .collect();
+    runtime.block_on(wait_until_applied(cluster, &running))?;
+    std::thread::sleep(SETTLE);
+    Ok(nodes_memory(cluster, when, ledger))
+}
+
 /// Waits until the leader counts each of the nodes `running` (by id) as having its whole log.
 async fn wait_until_applied(cluster: &Cluster, running: &[u64]) -> Result<(), BenchError> {
     let leader = cluster::lazy_client(cluster.leader_addr());
@@ -724,7 +737,7 @@ pub fn markdown(results: &FailoverResults) -> String {
         out,
         "Machine: {} CPUs ({}), Linux {}. Load: {} connections enqueueing one job per call and {} reserving \
          and acking up to {WORKER_BATCH} at once, at whichever node serves; {:.1} s of load before the first kill and after each rejoin; {} jobs queued before the load (memory \
-         \"after the backlog\" read once every node has applied it and {} s later). \
+         \"after the backlog\" and \"after the load, idle\" read once every node has the leader's whole log and {} s later). \
          Raft heartbeat {} ms, election timeout {} ms (a follower stands after 3/4 to all of it without a \
          heartbeat). Elected: from the SIGKILL until a surviving node \
          says it leads (GetServerInfo). Failover: from the SIGKILL until a write is acknowledged again by any \
