@@ -64,10 +64,17 @@ impl InProcessServer {
     }
 
     /// Waits until `parked` reserves wait for a job at once (see [`super::TestServer::wait_parked`];
-    /// the server must run with [`super::WATCH_PARKED`]).
+    /// the server must run with [`super::WATCH_PARKED`]), and until the committer has taken
+    /// them. The gauge counts a reserve as soon as it is in the committer's queue, before the
+    /// committer reads the clock for its deadline: a test that moved the clock then could move
+    /// the deadline with it (a wait of 300 ms parked at 299 ends at 599). One more call answered
+    /// by the committer, which takes commands in order, returns after it has parked them.
     pub async fn wait_parked(&self, parked: u64) {
         let port = self.ready.prometheus.expect("the Prometheus endpoint is on").port();
         wait_parked(port, parked).await;
+        let barrier = super::unique("wait-parked-barrier");
+        // Any answer will do (even a refusal of the queue, which the committer gives too).
+        let _ = self.client().await.reserve(super::reserve(&[&barrier], 30_000)).await;
     }
 
     /// The `sepp_reserve_waiting` gauge now.
