@@ -119,19 +119,7 @@ mod tests {
     use super::*;
 
     fn live(id: u128) -> LiveJob {
-        let job = Job {
-            id: JobId::from_u128(id),
-            seq: id as u64,
-            queue: Arc::from("q"),
-            job_type: Arc::from("t"),
-            payload: None,
-            priority: 0,
-            trace_context: None,
-            enqueued_at_ms: 0,
-            max_attempts: 1,
-            custom: crate::Custom::default(),
-            scheduled_at_ms: None,
-        };
+        let job = crate::types::test_job(JobId::from_u128(id), id as u64);
         LiveJob { job: Arc::new(job), state: JobState::Ready { attempt: 1 } }
     }
 

@@ -407,19 +407,7 @@ mod tests {
 
     #[test]
     fn a_filter_compares_custom_values_as_text() {
-        let mut job = Job {
-            id: JobId::nil(),
-            seq: 1,
-            queue: Arc::from("q"),
-            job_type: Arc::from("email"),
-            payload: None,
-            priority: 0,
-            trace_context: None,
-            enqueued_at_ms: 0,
-            max_attempts: 1,
-            custom: crate::Custom::default(),
-            scheduled_at_ms: None,
-        };
+        let mut job = Job { job_type: Arc::from("email"), ..crate::types::test_job(JobId::nil(), 1) };
         job.custom.insert("tenant".into(), Primitive::Int(42));
         job.custom.insert("vip".into(), Primitive::Bool(true));
         job.custom.insert("name".into(), Primitive::String("ana".into()));

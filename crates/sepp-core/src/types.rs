@@ -275,6 +275,24 @@ impl PersistMode {
     }
 }
 
+/// A job of type `t` in queue `q`, with no payload, for the crate's unit tests.
+#[cfg(test)]
+pub(crate) fn test_job(id: JobId, seq: u64) -> Job {
+    Job {
+        id,
+        seq,
+        queue: Arc::from("q"),
+        job_type: Arc::from("t"),
+        payload: None,
+        priority: 0,
+        trace_context: None,
+        enqueued_at_ms: 0,
+        max_attempts: 1,
+        custom: Custom::default(),
+        scheduled_at_ms: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
