@@ -566,24 +566,34 @@ async fn wait_until_back(cluster: &Cluster, index: usize) -> Result<(), BenchErr
     let node = cluster::lazy_client(cluster.node(index).addr());
     let leader = cluster::lazy_client(cluster.leader_addr());
     let (id, leader_id) = (index as u64 + 1, cluster.leader() as u64 + 1);
-    let started = Instant::now();
-    loop {
+    poll_until(&format!("node {id} did not follow the leader"), || async {
         let following = cluster::cluster_info(&node)
             .await
             .is_some_and(|info| info.role == "follower" && info.leader_id == Some(leader_id));
-        let caught_up = cluster::cluster_info(&leader).await.is_some_and(|info| {
-            info.members
-                .iter()
-                .any(|member| member.id == id && member.replication_lag.is_some_and(|lag| lag <= CAUGHT_UP_ENTRIES))
-        });
-        if following && caught_up {
-            return Ok(());
-        }
+        following
+            && cluster::cluster_info(&leader).await.is_some_and(|info| {
+                info.members
+                    .iter()
+                    .any(|member| member.id == id && member.replication_lag.is_some_and(|lag| lag <= CAUGHT_UP_ENTRIES))
+            })
+    })
+    .await
+}
+
+/// Checks `done` every 10 ms until it holds; fails saying `failure` after [`REJOIN_TIMEOUT`].
+async fn poll_until<F, Fut>(failure: &str, mut done: F) -> Result<(), BenchError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !done().await {
         if started.elapsed() > REJOIN_TIMEOUT {
-            return Err(BenchError::Server(format!("node {id} did not follow the leader within {REJOIN_TIMEOUT:?}")));
+            return Err(BenchError::Server(format!("{failure} within {REJOIN_TIMEOUT:?}")));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    Ok(())
 }
 
 /// The running nodes' memory once every one has the leader's whole log and [`SETTLE`] later.
@@ -597,29 +607,22 @@ fn settled_memory(
         .filter(|&index| cluster.node_mut(index).is_running())
         .map(|index| index as u64 + 1)
         .collect();
-    runtime.block_on(wait_until_applied(cluster, &running))?;
+    runtime.block_on(wait_until_replicated(cluster, &running))?;
     std::thread::sleep(SETTLE);
     Ok(nodes_memory(cluster, when, ledger))
 }
 
 /// Waits until the leader counts each of the nodes `running` (by id) as having its whole log.
-async fn wait_until_applied(cluster: &Cluster, running: &[u64]) -> Result<(), BenchError> {
+async fn wait_until_replicated(cluster: &Cluster, running: &[u64]) -> Result<(), BenchError> {
     let leader = cluster::lazy_client(cluster.leader_addr());
-    let started = Instant::now();
-    loop {
-        let applied = cluster::cluster_info(&leader).await.is_some_and(|info| {
+    poll_until("the nodes did not catch up with the leader", || async {
+        cluster::cluster_info(&leader).await.is_some_and(|info| {
             running.iter().all(|id| {
                 info.members.iter().any(|member| member.id == *id && member.replication_lag.is_none_or(|lag| lag == 0))
             })
-        });
-        if applied {
-            return Ok(());
-        }
-        if started.elapsed() > REJOIN_TIMEOUT {
-            return Err(BenchError::Server(format!("the nodes did not apply the backlog within {REJOIN_TIMEOUT:?}")));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        })
+    })
+    .await
 }
 
 /// One producer: enqueues one job per call to `queue` at node `first`, and after a refused or

@@ -84,11 +84,17 @@ impl<'a> Summary<'a> {
 
     /// Median over rounds of `metric(numerator) / metric(denominator)` within each round.
     pub fn ratio(&self, scenario: &str, numerator: &str, denominator: &str, metric: Metric) -> Option<f64> {
+        self.ratio_of(scenario, (numerator, metric), (denominator, metric))
+    }
+
+    /// Median over rounds of one target's metric over another's (each its own metric) within
+    /// each round.
+    pub fn ratio_of(&self, scenario: &str, numerator: (&str, Metric), denominator: (&str, Metric)) -> Option<f64> {
         let ratios = self
-            .runs(scenario, numerator)
+            .runs(scenario, numerator.0)
             .filter_map(|top| {
-                let bottom = self.runs(scenario, denominator).find(|bottom| bottom.round == top.round)?;
-                Some(metric.of(top)? / metric.of(bottom)?)
+                let bottom = self.runs(scenario, denominator.0).find(|bottom| bottom.round == top.round)?;
+                Some(numerator.1.of(top)? / denominator.1.of(bottom)?)
             })
             .collect();
         median(ratios)
@@ -295,17 +301,12 @@ fn leader_cpu_table(out: &mut String, summary: &Summary) {
         let cells: Vec<String> = columns
             .iter()
             .map(|(cluster, ours)| {
-                let ratios = summary
-                    .runs(&scenario, cluster)
-                    .filter_map(|top| {
-                        let bottom = summary.runs(&scenario, ours).find(|bottom| bottom.round == top.round)?;
-                        Some(top.leader_cpu_us_per_job()? / bottom.cpu_us_per_job()?)
-                    })
-                    .collect();
+                let against_ours =
+                    summary.ratio_of(&scenario, (cluster, Metric::LeaderCpuPerJob), (ours, Metric::CpuPerJob));
                 format!(
                     "{} ({})",
                     number(summary.value(&scenario, cluster, Metric::LeaderCpuPerJob), 1),
-                    ratio(median(ratios), false)
+                    ratio(against_ours, false)
                 )
             })
             .collect();

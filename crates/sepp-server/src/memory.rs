@@ -41,12 +41,32 @@ const COLLECT_EVERY: Duration = Duration::from_secs(1);
 const IDLE_SLEEP: Duration = Duration::from_millis(20);
 
 /// One runtime thread's record for [`collect_when_idle`].
+#[derive(Default)]
 struct Sleeps {
     /// When the thread last went to sleep, until it woke.
     parked_at: Cell<Option<Instant>>,
     /// Whether its last sleep lasted [`IDLE_SLEEP`] or more.
     slept_long: Cell<bool>,
     last_collect: Cell<Option<Instant>>,
+}
+
+impl Sleeps {
+    /// The thread goes to sleep at `now`: whether it gives back what it freed first (only after
+    /// a long sleep, so it is idle, and at most once every [`COLLECT_EVERY`]).
+    fn parks(&self, now: Instant) -> bool {
+        self.parked_at.set(Some(now));
+        let due = self.slept_long.get() && self.last_collect.get().is_none_or(|at| now - at >= COLLECT_EVERY);
+        if due {
+            self.last_collect.set(Some(now));
+        }
+        due
+    }
+
+    /// The thread wakes at `now`.
+    fn wakes(&self, now: Instant) {
+        let slept = self.parked_at.take().map_or(Duration::ZERO, |at| now - at);
+        self.slept_long.set(slept >= IDLE_SLEEP);
+    }
 }
 
 thread_local! {
@@ -65,16 +85,7 @@ thread_local! {
 /// jobs (docs/benchmarks.md). A busy thread allocates, so mimalloc purges for it as it goes.
 /// Pair it with [`woke`] as the `on_thread_unpark` hook.
 pub fn collect_when_idle() {
-    let now = Instant::now();
-    let due = SLEEPS.with(|sleeps| {
-        sleeps.parked_at.set(Some(now));
-        let due = collect_due(sleeps.slept_long.get(), sleeps.last_collect.get(), now);
-        if due {
-            sleeps.last_collect.set(Some(now));
-        }
-        due
-    });
-    if due {
+    if SLEEPS.with(|sleeps| sleeps.parks(Instant::now())) {
         // SAFETY: `mi_collect` has no preconditions: it only gives free memory back.
         unsafe { libmimalloc_sys::mi_collect(false) }
     }
@@ -83,16 +94,7 @@ pub fn collect_when_idle() {
 /// A Tokio runtime's `on_thread_unpark` hook, for [`collect_when_idle`]: notes how long the
 /// thread slept.
 pub fn woke() {
-    SLEEPS.with(|sleeps| {
-        let slept = sleeps.parked_at.take().map_or(Duration::ZERO, |at| at.elapsed());
-        sleeps.slept_long.set(slept >= IDLE_SLEEP);
-    });
-}
-
-/// Whether a thread going to sleep gives back what it freed: only after a long sleep (it is
-/// idle), and at most once every [`COLLECT_EVERY`].
-fn collect_due(slept_long: bool, last_collect: Option<Instant>, now: Instant) -> bool {
-    slept_long && last_collect.is_none_or(|at| now.duration_since(at) >= COLLECT_EVERY)
+    SLEEPS.with(|sleeps| sleeps.wakes(Instant::now()));
 }
 
 #[cfg(test)]
@@ -101,21 +103,20 @@ mod tests {
 
     #[test]
     fn an_idle_thread_collects_at_most_once_a_second_and_a_busy_one_never() {
-        let now = Instant::now();
-        assert!(collect_due(true, None, now));
-        assert!(!collect_due(false, None, now), "a thread between two tasks of a busy stretch");
-        assert!(!collect_due(true, Some(now), now + COLLECT_EVERY / 2));
-        assert!(collect_due(true, Some(now), now + COLLECT_EVERY));
-        assert!(!collect_due(false, Some(now), now + COLLECT_EVERY * 10));
-    }
-
-    #[test]
-    fn a_sleep_is_long_from_the_idle_threshold_on() {
-        SLEEPS.with(|sleeps| sleeps.parked_at.set(Some(Instant::now() - IDLE_SLEEP)));
-        woke();
-        assert!(SLEEPS.with(|sleeps| sleeps.slept_long.get()));
-        SLEEPS.with(|sleeps| sleeps.parked_at.set(Some(Instant::now())));
-        woke();
-        assert!(!SLEEPS.with(|sleeps| sleeps.slept_long.get()));
+        let start = Instant::now();
+        let sleeps = Sleeps::default();
+        assert!(!sleeps.parks(start), "a thread that never slept yet");
+        sleeps.wakes(start + IDLE_SLEEP);
+        assert!(sleeps.parks(start + IDLE_SLEEP), "after a long sleep");
+        sleeps.wakes(start + IDLE_SLEEP * 2);
+        assert!(!sleeps.parks(start + IDLE_SLEEP * 2), "a long sleep, but less than a second after the last");
+        let later = start + IDLE_SLEEP + COLLECT_EVERY;
+        sleeps.wakes(later);
+        assert!(sleeps.parks(later), "a long sleep a second after the last");
+        sleeps.wakes(later + IDLE_SLEEP / 2);
+        let much_later = later + COLLECT_EVERY * 10;
+        assert!(!sleeps.parks(much_later), "a thread between two tasks of a busy stretch");
+        sleeps.wakes(much_later + IDLE_SLEEP - Duration::from_nanos(1));
+        assert!(!sleeps.parks(much_later + IDLE_SLEEP), "a sleep just short of idle");
     }
 }
